@@ -1,0 +1,1075 @@
+"""EAGLE-3 rollout simulator: should speculative decoding be on for this deployment?
+
+The lesson's toy decode loop, done right. For a grid of per-token acceptance alpha,
+draft length K, verify overhead eps and concurrency B it prints the lesson's speedup
+(1 + K*alpha)/(1 + eps) beside the exact tau/(1 + eps), the break-even alpha both
+ways, and the inter-token latency tail from simulated decode rounds; then it writes
+a staged rollout plan, outputs/skill-eagle3-rollout.md.
+
+    $ python code/main.py                                  # default grid and deployment
+    $ python code/main.py --alphas 0.5,0.7 --ks 4 --concurrency 1,64 --no-write
+    $ python code/main.py --json > cells.json
+
+Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
+2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
+speculative-decoding docs, vllm/config/speculative.py and its spec-decode metrics.
+"""
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import math
+import os
+import random
+import sys
+import tempfile
+from collections import namedtuple
+from dataclasses import dataclass
+from pathlib import Path
+
+# ---------------------------------------------------------------- the grid (edit me)
+ALPHAS = (0.30, 0.40, 0.50, 0.60, 0.70, 0.80)  # per-token acceptance probability a
+KS = (3, 5)                                     # draft length K: tokens drafted per round
+VERIFY_OVERHEADS = (0.10, "auto")               # eps at B=1, fraction of a plain step; "auto": from the cost model
+CONCURRENCIES = (1, 32, 128, 256)               # decode batch size B: sequences decoding together
+EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured (vLLM CI's tau 2.81 at K=3 is a=0.77)
+GATE_MARGIN = 0.10      # acceptance-rate margin the gate demands above break-even
+SEED = 0                # seeds every simulated round: same seed, same bytes
+N_ROUNDS = 20_000       # simulated decode rounds per (alpha, K)
+ROUND_JITTER = 0.03     # relative s.d. of one round's duration (launch and kernel noise), lognormal
+OUT_PATH = Path(__file__).resolve().parent.parent / "outputs" / "skill-eagle3-rollout.md"
+
+# ---------------------------------------------------------------- the deployment (edit me)
+MODEL = "llama-3.3-70b"        # catalog name of the target model
+GPU = "h100-sxm"               # catalog name of the GPU
+TP = 4                         # tensor-parallel degree (GPUs per replica)
+WEIGHTS_DTYPE = "fp8"          # target weights: "bf16" or "fp8"
+KV_DTYPE = "bf16"              # KV cache element type: "bf16" or "fp8"
+CONTEXT = 2048                 # mean decode context, tokens (prompt + generated so far)
+DRAFT = "eagle3"               # "eagle3", "eagle", "ngram" or a catalog model as a draft model
+GPU_MEMORY_UTILIZATION = 0.9   # vLLM's default share of GPU memory it may use
+
+# ---------------------------------------------------------------- catalog
+# GPUs, dense (no sparsity). Memory GB, bandwidth TB/s, peak TFLOP/s per dtype;
+# fp8 None = no fp8 tensor cores (fp8 weights then run as W8A16 at the bf16 rate).
+GPUS = {
+    "a100-sxm-80gb": dict(memory_gb=80,  bandwidth_tbs=2.039, bf16=312,  fp8=None),  # NVIDIA datasheet, via ai-dynamo/aiconfigurator a100_sxm.yaml
+    "h100-sxm":      dict(memory_gb=80,  bandwidth_tbs=3.35,  bf16=989,  fp8=1979),  # aiconfigurator h100_sxm.yaml
+    "h100-pcie":     dict(memory_gb=80,  bandwidth_tbs=2.0,   bf16=756,  fp8=1513),  # aiconfigurator h100_pcie.yaml
+    "h200":          dict(memory_gb=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979),  # aiconfigurator h200_sxm.yaml
+    "b200":          dict(memory_gb=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
+    "l40s":          dict(memory_gb=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733),   # NVIDIA L40S datasheet
+    "rtx-4090":      dict(memory_gb=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330),   # spec table, fp32 accumulate
+    "mi300x":        dict(memory_gb=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615),  # AMD specs
+}
+
+# Target models: the shapes in each HF config.json (REFERENCE.md section 4).
+MODELS = {
+    "llama-3.2-1b":   dict(hidden=2048,  inter=8192,  layers=16,  heads=32,  kv_heads=8, head_dim=64,  vocab=128256, tied=True,  hf="meta-llama/Llama-3.2-1B-Instruct"),   # 1.236 B
+    "llama-3.1-8b":   dict(hidden=4096,  inter=14336, layers=32,  heads=32,  kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.1-8B-Instruct"),   # 8.030 B
+    "llama-3.3-70b":  dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.3-70B-Instruct"),  # 70.554 B
+    "llama-3.1-405b": dict(hidden=16384, inter=53248, layers=126, heads=128, kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.1-405B-Instruct"), # 405.853 B
+    "qwen3-32b":      dict(hidden=5120,  inter=25600, layers=64,  heads=64,  kv_heads=8, head_dim=128, vocab=151936, tied=False, hf="Qwen/Qwen3-32B"),                     # 32.76 B; heads*head_dim != hidden
+}
+
+# Drafts that are not a catalog model (a catalog model name means a classic draft model).
+DRAFTS = {
+    "eagle3": "EAGLE-3 head: one decoder layer on fused low/mid/high target features, own 32k-vocab lm_head",
+    "eagle":  "EAGLE-1/2 head: one decoder layer on the last target feature, reads the target's lm_head every step",
+    "ngram":  "prompt lookup: no model; proposals are n-gram matches in the context",
+}
+EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
+DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
+
+# Public EAGLE-3 heads (REFERENCE.md section 5).
+EAGLE3_HEADS = {
+    "llama-3.1-8b":  "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+    "llama-3.3-70b": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B",
+}
+
+BYTES_PER = {"bf16": 2, "fp8": 1}
+
+# ---------------------------------------------------------------- acceptance mathematics
+# a: per-token alpha, P(draft i accepted | drafts before it accepted); K: draft length;
+# tau: tokens per round, bonus token included; r: vLLM's acceptance rate (accepted /
+# drafted); eps: a round's extra cost over one plain target step. REFERENCE.md section 1.
+
+def acceptance_length(alpha, k):
+    """tau = 1 + a + a^2 + ... + a^K (Leviathan et al., eq. 1).
+
+    >>> round(acceptance_length(0.7, 5), 3)
+    2.941
+    >>> acceptance_length(1.0, 5), acceptance_length(0.0, 5)
+    (6.0, 1.0)
+    """
+    if alpha == 1.0:
+        return k + 1.0
+    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+def acceptance_rate(alpha, k):
+    """r = (tau - 1) / K: the share of drafted tokens that are accepted.
+
+    >>> round(acceptance_rate(0.7, 5), 3), acceptance_rate(1.0, 3)
+    (0.388, 1.0)
+    """
+    return (acceptance_length(alpha, k) - 1.0) / k
+
+
+def _increasing_root(f, target, lo=0.0, hi=1.0, steps=60):
+    """x in [lo, hi] with f(x) = target, for f increasing (bisection)."""
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if f(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def alpha_from_length(tau, k):
+    """Per-token alpha whose chain of K drafts gives acceptance length tau.
+
+    >>> round(alpha_from_length(2.811, 3), 3)
+    0.768
+    """
+    assert 1.0 <= tau <= k + 1.0
+    return _increasing_root(lambda a: acceptance_length(a, k), tau)
+
+
+def alpha_from_rate(rate, k):
+    """Per-token alpha that vLLM's acceptance rate r at K stands for.
+
+    >>> round(alpha_from_rate(0.55, 3), 3), round(alpha_from_rate(0.55, 5), 3)
+    (0.73, 0.807)
+    """
+    return alpha_from_length(1.0 + k * rate, k)
+
+
+def lesson_speedup(alpha, k, eps):
+    """The lesson's S = (1 + K*alpha) / (1 + eps): exact only if alpha is the rate r.
+
+    >>> round(lesson_speedup(0.7, 5, 0.1), 2)
+    4.09
+    """
+    return (1.0 + k * alpha) / (1.0 + eps)
+
+
+def exact_speedup(alpha, k, eps):
+    """S = tau / (1 + eps) (Leviathan Thm 3.8 with K*c + 1 written as 1 + eps).
+
+    >>> round(exact_speedup(0.7, 5, 0.1), 2), exact_speedup(1.0, 3, 0.0)
+    (2.67, 4.0)
+    """
+    return acceptance_length(alpha, k) / (1.0 + eps)
+
+
+def lesson_breakeven(k, eps):
+    """The lesson's break-even alpha = eps / K; None when above 1 (never pays).
+
+    >>> lesson_breakeven(5, 0.15)
+    0.03
+    """
+    alpha = eps / k
+    return round(alpha, 12) if alpha <= 1.0 else None
+
+
+def exact_breakeven(k, eps):
+    """Per-token alpha where tau(a, K) = 1 + eps; None when even a = 1 cannot pay.
+
+    >>> round(exact_breakeven(5, 0.15), 4), exact_breakeven(3, 3.0)
+    (0.1304, None)
+    """
+    if k <= eps:
+        return None
+    return _increasing_root(lambda a: acceptance_length(a, k), 1.0 + eps)
+
+
+def accepted_drafts(u, alpha, k):
+    """Drafts accepted in one round, from one uniform u in (0, 1] by inverse CDF.
+
+    P(A >= j) = a^j, truncated at K (REFERENCE.md section 1).
+    >>> accepted_drafts(0.5, 0.7, 5), accepted_drafts(0.01, 0.7, 5), accepted_drafts(0.3, 1.0, 4)
+    (1, 5, 4)
+    """
+    if alpha <= 0.0:
+        return 0
+    if alpha >= 1.0:
+        return k
+    return min(k, int(math.log(u) / math.log(alpha)))
+
+# ---------------------------------------------------------------- cost model
+# A round is K draft steps plus one verify pass over K+1 tokens per sequence; a plain
+# step is one target pass over 1 token per sequence (MagicDec eq. 1). Each pass is a
+# roofline: bytes moved (weights once, the KV history of B sequences once, new KV)
+# against FLOPs (2 per parameter per token, plus attention over the context), plus a
+# fixed per-pass cost. REFERENCE.md section 3.
+
+Fit = namedtuple("Fit", "bw_eff flop_eff overlap pass_ms draft_step_ms round_ms")
+# bw_eff, flop_eff: achieved share of datasheet bandwidth and FLOP/s; overlap: exponent p
+# of the smooth max (m^p + c^p)^(1/p) joining memory and compute time (p = 1 is a sum,
+# large p a hard max); pass_ms: fixed cost of one target forward (launches, sampling);
+# draft_step_ms: fixed cost of one draft step; round_ms: per-round speculation
+# bookkeeping (rejection sampler, input preparation).
+FIT = Fit(bw_eff=0.80, flop_eff=0.50, overlap=1.0, pass_ms=1.0, draft_step_ms=0.75, round_ms=1.0)
+# Hand-set from REFERENCE.md section 3: ~1 ms per extra draft step and ~1.2 ms per
+# round beyond the draft steps in vLLM issue #20780 (8B, H100, batch 1).
+ALLREDUCE_MS = 0.008   # one small-message all-reduce over NVLink; two per layer under TP (assumed, not fitted)
+
+Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layers tflops")
+# One network a pass runs: parameters, bytes of weights read per pass, KV bytes per
+# token of context, attention width (heads * head_dim), layers, peak TFLOP/s per GPU.
+
+
+@dataclass(frozen=True)
+class Deployment:
+    model: str
+    gpu: str
+    tp: int
+    weights_dtype: str
+    kv_dtype: str
+    context: int
+    draft: str
+    memory_gb: float        # per GPU
+    bandwidth_tbs: float    # per GPU
+    target: Net
+    drafter: Net | None     # None: the draft runs no model (ngram)
+
+
+def model_params(m):
+    """Parameter count from a Llama-style shape (q, k, v, o; gate, up, down; norms; embeddings).
+
+    >>> round(model_params(MODELS["llama-3.1-8b"]) / 1e9, 3), round(model_params(MODELS["llama-3.3-70b"]) / 1e9, 3)
+    (8.03, 70.554)
+    """
+    attention = m["hidden"] * m["head_dim"] * (2 * m["heads"] + 2 * m["kv_heads"])
+    mlp = 3 * m["hidden"] * m["inter"]
+    embeddings = m["vocab"] * m["hidden"] * (1 if m["tied"] else 2)
+    return m["layers"] * (attention + mlp + 2 * m["hidden"]) + embeddings + m["hidden"]
+
+
+def eagle_head_params(m, version):
+    """Parameters of an EAGLE head for target shape m, embeddings (shared) excluded.
+
+    EAGLE-3: q/k/v read 2*hidden (token embedding + fused features), fc fuses three
+    target layers (3h -> h), own lm_head over a 32k draft vocabulary. EAGLE-1/2: a plain
+    decoder layer, fc 2h -> h, no lm_head (SafeAILab/EAGLE cnets.py, cnets1.py).
+    >>> round(eagle_head_params(MODELS["llama-3.1-8b"], 3) / 1e9, 3), round(eagle_head_params(MODELS["llama-3.3-70b"], 3) / 1e9, 2)
+    (0.425, 1.4)
+    >>> round(eagle_head_params(MODELS["llama-3.1-8b"], 1) / 1e9, 2), round(eagle_head_params(MODELS["llama-3.3-70b"], 1) / 1e9, 2)
+    (0.25, 0.99)
+    """
+    h, hd = m["hidden"], m["head_dim"]
+    q_in = 2 * h if version == 3 else h
+    attention = q_in * hd * (m["heads"] + 2 * m["kv_heads"]) + m["heads"] * hd * h
+    mlp = 3 * h * m["inter"]
+    if version == 3:
+        return attention + mlp + 3 * h * h + EAGLE3_DRAFT_VOCAB * h + 4 * h
+    return attention + mlp + 2 * h * h + 2 * h
+
+
+def kv_bytes_per_token(m, kv_dtype, layers=None):
+    """2 (K and V) * layers * kv_heads * head_dim * bytes (vllm/v1/kv_cache_interface.py).
+
+    >>> kv_bytes_per_token(MODELS["llama-3.1-8b"], "bf16"), kv_bytes_per_token(MODELS["llama-3.3-70b"], "bf16")
+    (131072, 327680)
+    """
+    layers = m["layers"] if layers is None else layers
+    return 2 * layers * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]
+
+
+def peak_tflops(gpu, dtype):
+    """Dense peak for a weights dtype; fp8 without fp8 tensor cores runs at the bf16 rate."""
+    return GPUS[gpu][dtype] or GPUS[gpu]["bf16"]
+
+
+def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE,
+                    kv_dtype=KV_DTYPE, context=CONTEXT, draft=DRAFT):
+    """Resolve catalog names into the numbers the cost model needs."""
+    m = MODELS[model]
+    params = model_params(m)
+    width = m["heads"] * m["head_dim"]
+    target = Net(params, params * BYTES_PER[weights_dtype], kv_bytes_per_token(m, kv_dtype),
+                 width, m["layers"], peak_tflops(gpu, weights_dtype))
+    draft_flops = peak_tflops(gpu, "bf16")
+    if draft == "eagle3":
+        head = eagle_head_params(m, 3)
+        drafter = Net(head, head * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(m, kv_dtype, layers=1),
+                      width, 1, draft_flops)
+    elif draft == "eagle":
+        head = eagle_head_params(m, 1)
+        lm_head = m["vocab"] * m["hidden"]   # the target's own lm_head, read every draft step
+        drafter = Net(head + lm_head, head * DRAFT_WEIGHT_BYTES + lm_head * BYTES_PER[weights_dtype],
+                      kv_bytes_per_token(m, kv_dtype, layers=1), width, 1, draft_flops)
+    elif draft == "ngram":
+        drafter = None
+    else:
+        d = MODELS[draft]
+        d_params = model_params(d)
+        drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, kv_dtype),
+                      d["heads"] * d["head_dim"], d["layers"], draft_flops)
+    g = GPUS[gpu]
+    return Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
+                      g["memory_gb"], g["bandwidth_tbs"], target, drafter)
+
+
+def memory_budget_bytes(dep):
+    """Memory vLLM may use across the replica's GPUs."""
+    return dep.tp * dep.memory_gb * 1e9 * GPU_MEMORY_UTILIZATION
+
+
+def static_bytes(dep):
+    """Target plus draft weights."""
+    return dep.target.weight_bytes + (dep.drafter.weight_bytes if dep.drafter else 0)
+
+
+def kv_bytes_per_sequence(dep):
+    """KV cache of one sequence at the mean context, target and draft."""
+    per_token = dep.target.kv_bytes_per_token + (dep.drafter.kv_bytes_per_token if dep.drafter else 0)
+    return dep.context * per_token
+
+
+def max_concurrency(dep):
+    """Largest batch whose KV cache fits beside the weights (0: the weights alone do not fit)."""
+    free = memory_budget_bytes(dep) - static_bytes(dep)
+    return max(0, int(free // kv_bytes_per_sequence(dep)))
+
+
+def smooth_max(x, y, p):
+    """(x^p + y^p)^(1/p): a sum at p = 1, the larger of the two as p grows."""
+    big = max(x, y)
+    if big == 0.0:
+        return 0.0
+    return big * ((x / big) ** p + (y / big) ** p) ** (1.0 / p)
+
+
+def pass_ms(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT):
+    """Time of one forward pass of net over tokens_per_seq new tokens for each of batch sequences."""
+    new_tokens = batch * tokens_per_seq
+    # All K+1 query tokens of a sequence share one read of its KV history.
+    bytes_moved = net.weight_bytes + (batch * dep.context + new_tokens) * net.kv_bytes_per_token
+    flops = new_tokens * (2 * net.params + 4 * net.layers * net.attn_width * dep.context)
+    memory_ms = bytes_moved / (dep.tp * dep.bandwidth_tbs * 1e12 * fit.bw_eff) * 1e3
+    compute_ms = flops / (dep.tp * net.tflops * 1e12 * fit.flop_eff) * 1e3
+    allreduce_ms = 2 * net.layers * ALLREDUCE_MS if dep.tp > 1 else 0.0
+    return fixed_ms + allreduce_ms + smooth_max(memory_ms, compute_ms, fit.overlap)
+
+
+def plain_step_ms(dep, batch, fit=FIT):
+    """One decode step without speculation: a target pass over one token per sequence."""
+    return pass_ms(dep.target, dep, batch, 1, fit.pass_ms, fit)
+
+
+def round_ms(dep, batch, k, fit=FIT):
+    """One speculative round: K draft steps, then one verify pass over K+1 tokens per sequence."""
+    draft = 0.0
+    if dep.drafter is not None:
+        draft = k * pass_ms(dep.drafter, dep, batch, 1, fit.draft_step_ms, fit)
+    return fit.round_ms + draft + pass_ms(dep.target, dep, batch, k + 1, fit.pass_ms, fit)
+
+
+def model_overhead(dep, batch, k, fit=FIT):
+    """eps from the cost model: a round's time over a plain step's, minus one."""
+    return round_ms(dep, batch, k, fit) / plain_step_ms(dep, batch, fit) - 1.0
+
+
+def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
+    """eps at batch B: the B=1 overhead ("auto" = the model's) grown as the model's round/plain ratio grows.
+
+    1 + eps(B) = (1 + eps(1)) * [(1 + eps_model(B)) / (1 + eps_model(1))], so "auto" is
+    exactly the cost model and a given eps keeps its value at B=1.
+    """
+    at_one = model_overhead(dep, 1, k, fit)
+    base = at_one if eps_b1 == "auto" else eps_b1
+    return (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
+
+# ---------------------------------------------------------------- decode simulation
+# One tagged sequence per (alpha, K) decodes N_ROUNDS rounds. Each round draws its
+# accepted drafts from one uniform (stratified: round i's uniform lies in the i-th of
+# N equal slices, which removes most of the sampling noise of tau) and a lognormal
+# jitter on its duration. Neither depends on eps or B, so every (eps, B) cell reuses
+# the same rounds (common random numbers) and only rescales their durations: the cost
+# does not grow with concurrency. The other B-1 sequences enter through one
+# batch-wide event, "some other sequence rejected a draft this round", which the
+# two-pass model needs; it enters with its exact probability 1 - a^(K(B-1)) as a weight.
+
+Rounds = namedtuple("Rounds", "strata spec_jitter plain_jitter spec_sorted plain_sorted")
+Decode = namedtuple("Decode", "k tau tau_se jitter_by_accepted")
+
+
+def draw_rounds(n, seed):
+    """The randomness of every cell: stratified uniforms and two jitter streams."""
+    rng = random.Random(seed)
+    sigma = ROUND_JITTER
+    strata = [(i + 1.0 - rng.random()) / n for i in range(n)]            # in (0, 1]
+    spec_jitter = [rng.lognormvariate(-sigma * sigma / 2, sigma) for _ in range(n)]   # mean 1
+    plain_jitter = [rng.lognormvariate(-sigma * sigma / 2, sigma) for _ in range(n)]
+    return Rounds(strata, spec_jitter, plain_jitter, sorted(spec_jitter), sorted(plain_jitter))
+
+
+def decode_tagged_sequence(alpha, k, rounds):
+    """Run the decode loop for one sequence: per round 1) draft K, 2) verify, 3) accept A, emit A+1."""
+    n = len(rounds.strata)
+    tokens = [accepted_drafts(u, alpha, k) + 1 for u in rounds.strata]
+    tau = sum(tokens) / n
+    # Standard error for one draw per stratum: collapse neighbouring strata in pairs
+    # (an upper bound on the true error of the stratified mean).
+    pair_sq = sum((tokens[i] - tokens[i + 1]) ** 2 for i in range(0, n - 1, 2))
+    tau_se = math.sqrt(pair_sq) / n
+    jitter_by_accepted = [[] for _ in range(k + 1)]
+    for emitted, jitter in zip(tokens, rounds.spec_jitter):
+        jitter_by_accepted[emitted - 1].append(jitter)
+    for jitters in jitter_by_accepted:
+        jitters.sort()
+    return Decode(k, tau, tau_se, jitter_by_accepted)
+
+
+def weighted_quantile(q, parts):
+    """Smallest x such that a share q of the weight lies at or below x.
+
+    parts: (scale, weight, sorted values); each value v stands for scale * v with the
+    given weight. Bisection on x, counting with bisect, so no list is merged or sorted.
+    >>> weighted_quantile(0.5, [(1.0, 1.0, [1.0, 2.0, 3.0, 4.0])])
+    2.0
+    """
+    parts = [(s, w, v) for s, w, v in parts if w > 0 and v]
+    total = sum(w * len(v) for _, w, v in parts)
+    lo, hi = 0.0, max(s * v[-1] for s, _, v in parts)
+    for _ in range(64):
+        mid = (lo + hi) / 2
+        below = sum(w * bisect.bisect_right(v, mid / s) for s, w, v in parts)
+        if below >= q * total:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def itl_stats(parts, mean):
+    """Mean, P50 and P99 of a per-token (or per-round) latency mixture, in ms."""
+    return dict(mean=mean, p50=weighted_quantile(0.50, parts), p99=weighted_quantile(0.99, parts))
+
+
+def batch_rejection_probability(alpha, k, batch):
+    """P(at least one of B sequences rejects a draft in a round) = 1 - a^(K*B).
+
+    >>> batch_rejection_probability(0.5, 1, 1), round(batch_rejection_probability(0.9, 3, 32), 4)
+    (0.5, 1.0)
+    """
+    return 1.0 - alpha ** (k * batch)
+
+
+def simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch):
+    """Latency and throughput of plain decoding and of both rejection models for one cell.
+
+    A round of the tagged sequence that accepted A drafts delivers A+1 tokens in
+    spec_ms * jitter; each token's ITL is that time split evenly. "two-pass" (the
+    lesson's model) adds one plain target step to a round with any rejection in the
+    batch: always when A < K, else with probability 1 - a^(K(B-1)).
+    """
+    k, groups = decode.k, decode.jitter_by_accepted
+    n = len(rounds.spec_jitter)
+    plain_mean_jitter = sum(rounds.plain_jitter) / n
+    p_other_reject = batch_rejection_probability(alpha, k, batch - 1)
+    reject_prob = [1.0] * k + [p_other_reject]       # P(second pass | A = index)
+    group_sums = [sum(g) for g in groups]
+    total_tokens = sum((a + 1) * len(g) for a, g in enumerate(groups))
+    exact_time = spec_ms * sum(group_sums)
+    two_pass_time = exact_time + plain_ms * sum(p * s for p, s in zip(reject_prob, group_sums))
+
+    exact_parts = [(spec_ms / (a + 1), a + 1, g) for a, g in enumerate(groups)]
+    two_pass_parts = [((spec_ms + plain_ms) / (a + 1), (a + 1) * p, g)
+                      for a, (p, g) in enumerate(zip(reject_prob, groups))]
+    two_pass_parts.append((spec_ms / (k + 1), (k + 1) * (1.0 - p_other_reject), groups[k]))
+
+    plain = itl_stats([(plain_ms, 1.0, rounds.plain_sorted)], plain_ms * plain_mean_jitter)
+    exact = itl_stats(exact_parts, exact_time / total_tokens)
+    two_pass = itl_stats(two_pass_parts, two_pass_time / total_tokens)
+    round_p99 = weighted_quantile(0.99, [(spec_ms, 1.0, rounds.spec_sorted)])
+
+    # Tokens per ms against plain; relative errors of independent means add in quadrature.
+    speedup = (total_tokens / exact_time) / (1.0 / (plain_ms * plain_mean_jitter))
+    jitter_rel_var = ROUND_JITTER ** 2 / n
+    speedup_se = speedup * math.sqrt((decode.tau_se / decode.tau) ** 2 + 2 * jitter_rel_var)
+    return dict(plain=plain, exact=exact, two_pass=two_pass, round_p99=round_p99,
+                speedup_mc=speedup, speedup_mc_se=speedup_se,
+                speedup_two_pass=(total_tokens / two_pass_time) * plain_ms * plain_mean_jitter)
+
+# ---------------------------------------------------------------- analysis
+Grid = namedtuple("Grid", "alphas ks overheads concurrencies")
+
+
+def eps_label(eps_b1):
+    return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
+
+
+def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
+    """Every grid cell, the break-even table, the plan's choices and the summary facts."""
+    rounds = draw_rounds(n_rounds, seed)
+    decodes = {}
+
+    def decode(alpha, k):
+        if (alpha, k) not in decodes:
+            decodes[alpha, k] = decode_tagged_sequence(alpha, k, rounds)
+        return decodes[alpha, k]
+
+    fit_limit = max_concurrency(dep)
+    cells, breakeven = [], []
+    for k in grid.ks:
+        for eps_b1 in grid.overheads:
+            for batch in grid.concurrencies:
+                feasible = batch <= fit_limit
+                eps = effective_overhead(eps_b1, dep, batch, k, fit)
+                breakeven.append(dict(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
+                                      eps_eff=eps, lesson=lesson_breakeven(k, eps),
+                                      exact=exact_breakeven(k, eps)))
+                for alpha in grid.alphas:
+                    cell = dict(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch,
+                                feasible=feasible)
+                    numbers = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), rounds, fit)
+                    # An infeasible cell keeps its keys but shows no number: it cannot run.
+                    cell.update(numbers if feasible else dict.fromkeys(numbers))
+                    cells.append(cell)
+    plan = plan_choices(grid, dep, decode, rounds, fit)
+    return dict(cells=cells, breakeven=breakeven, plan=plan, max_concurrency=fit_limit)
+
+
+def evaluate_cell(alpha, k, eps, batch, dep, decode, rounds, fit):
+    """Closed forms and the simulation for one feasible (alpha, K, eps, B)."""
+    plain_ms = plain_step_ms(dep, batch, fit)
+    spec_ms = (1.0 + eps) * plain_ms
+    sim = simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch)
+    tau = acceptance_length(alpha, k)
+    return dict(
+        eps_eff=eps, acceptance_length=tau, acceptance_rate=acceptance_rate(alpha, k),
+        speedup_lesson=lesson_speedup(alpha, k, eps), speedup_exact=exact_speedup(alpha, k, eps),
+        speedup_mc=sim["speedup_mc"], speedup_mc_se=sim["speedup_mc_se"],
+        speedup_two_pass_mc=sim["speedup_two_pass"],
+        breakeven_alpha_lesson=lesson_breakeven(k, eps), breakeven_alpha_exact=exact_breakeven(k, eps),
+        plain_step_ms=plain_ms, round_ms=spec_ms,
+        itl_plain_mean_ms=sim["plain"]["mean"], itl_plain_p50_ms=sim["plain"]["p50"],
+        itl_plain_p99_ms=sim["plain"]["p99"],
+        itl_spec_mean_ms=sim["exact"]["mean"], itl_spec_p50_ms=sim["exact"]["p50"],
+        itl_spec_p99_ms=sim["exact"]["p99"],
+        itl_spec_two_pass_mean_ms=sim["two_pass"]["mean"], itl_spec_two_pass_p50_ms=sim["two_pass"]["p50"],
+        itl_spec_two_pass_p99_ms=sim["two_pass"]["p99"],
+        round_itl_spec_p99_ms=sim["round_p99"],
+        p99_change=sim["exact"]["p99"] / sim["plain"]["p99"] - 1.0,
+        p99_change_two_pass=sim["two_pass"]["p99"] / sim["plain"]["p99"] - 1.0,
+        zero_accept_token_share=(1.0 - alpha) / tau,   # tokens from rounds that accepted nothing
+    )
+
+
+def plan_choices(grid, dep, decode, rounds, fit):
+    """The rollout plan's K, gate and tail expectations at the target concurrency (auto eps)."""
+    target = max(grid.concurrencies)
+    feasible = target <= max_concurrency(dep)
+    alpha = EXPECTED_ALPHA
+    by_k = {k: exact_speedup(alpha, k, effective_overhead("auto", dep, target, k, fit)) for k in grid.ks}
+    k = max(grid.ks, key=lambda kk: (by_k[kk], -kk))
+    eps = effective_overhead("auto", dep, target, k, fit)
+    gate_alpha = exact_breakeven(k, eps)
+    tail = [dict(concurrency=b, **evaluate_cell(alpha, k, effective_overhead("auto", dep, b, k, fit),
+                                                b, dep, decode(alpha, k), rounds, fit))
+            for b in grid.concurrencies if b <= max_concurrency(dep)]
+    return dict(target=target, feasible=feasible, alpha=alpha, k=k, speedup_by_k=by_k, eps=eps,
+                gate_alpha=gate_alpha,
+                gate_rate=None if gate_alpha is None else acceptance_rate(gate_alpha, k),
+                lesson_gate_as_rate=acceptance_rate(0.55, k), lesson_gate_as_alpha=alpha_from_rate(0.55, k),
+                tail=tail)
+
+# ---------------------------------------------------------------- rendering
+def fmt(value, spec, missing="-"):
+    """Format a number, or show a dash for a value that does not exist."""
+    return missing if value is None else format(value, spec)
+
+
+def pct(x):
+    return f"{x * 100:+.0f}%"
+
+
+def render_blocks(title, header_lines, rows, block=24):
+    """A titled table split into blocks of at most `block` rows, header repeated."""
+    out = [title]
+    for start in range(0, len(rows), block):
+        out += [""] + header_lines + rows[start:start + block]
+    return out
+
+
+def column_header(columns, groups):
+    """Two header lines: group labels centred over their column spans, then column names.
+
+    columns: (name, width); groups: (label, first column, last column).
+    """
+    names = " ".join(f"{name:>{width}}" for name, width in columns)
+    starts = [sum(w + 1 for _, w in columns[:i]) for i in range(len(columns))]
+    top = [" "] * len(names)
+    for label, first, last in groups:
+        lo, hi = starts[first], starts[last] + columns[last][1]
+        at = lo + max(0, (hi - lo - len(label)) // 2)
+        top[at:at + len(label)] = label
+    return ["".join(top).rstrip(), names]
+
+
+GRID_COLUMNS = [("B", 5), ("alpha", 5), ("rate", 4), ("tau", 4), ("eps", 4), ("lesson", 6), ("exact", 5),
+                ("sim", 5), ("±se", 6), ("plain", 6), ("exact", 6), ("2-pass", 6), ("P99 ms", 7),
+                ("exact", 6), ("2-pass", 6)]
+GRID_GROUPS = [("speedup (x)", 5, 8), ("P99 per token (ms)", 9, 11), ("round", 12, 12),
+               ("P99 vs plain", 13, 14)]
+
+
+def grid_row(c, dep, max_fit):
+    """One line of the grid table; infeasible cells say so instead of showing numbers."""
+    if not c["feasible"]:
+        return (f"{c['concurrency']:5d} {c['alpha']:5.2f}  infeasible: the KV cache of {c['concurrency']} x "
+                f"{dep.context} tokens does not fit (at most {max_fit} sequences)")
+    return (f"{c['concurrency']:5d} {c['alpha']:5.2f} {c['acceptance_rate']:4.2f} {c['acceptance_length']:4.2f}"
+            f" {c['eps_eff']:4.2f} {c['speedup_lesson']:6.2f} {c['speedup_exact']:5.2f} {c['speedup_mc']:5.2f}"
+            f" {c['speedup_mc_se']:6.4f} {c['itl_plain_p99_ms']:6.2f} {c['itl_spec_p99_ms']:6.2f}"
+            f" {c['itl_spec_two_pass_p99_ms']:6.2f} {c['round_itl_spec_p99_ms']:7.2f}"
+            f" {pct(c['p99_change']):>6s} {pct(c['p99_change_two_pass']):>6s}")
+
+
+def render_tables(result, dep, grid):
+    """The printed report: grid cells, break-even, the tail, and a summary."""
+    lines = deployment_lines(dep, result) + [""]
+    header = column_header(GRID_COLUMNS, GRID_GROUPS)
+    for k in grid.ks:
+        for eps_b1 in grid.overheads:
+            rows = [grid_row(c, dep, result["max_concurrency"]) for c in result["cells"]
+                    if c["k"] == k and c["verify_overhead"] == eps_b1]
+            eps1 = effective_overhead(eps_b1, dep, 1, k)
+            source = "given" if eps_b1 != "auto" else "from the cost model"
+            title = f"== K = {k}, eps = {eps1:.2f} at B=1 ({source}), growing with B as the cost model says =="
+            lines += render_blocks(title, header, rows) + [""]
+    lines += render_breakeven(result)
+    lines += render_tail(result)
+    lines += render_summary(result, grid)
+    return "\n".join(lines) + "\n"
+
+
+def deployment_lines(dep, result):
+    return [
+        f"Deployment: {dep.model} ({dep.weights_dtype} weights) on {dep.tp} x {dep.gpu}, {dep.kv_dtype} KV, "
+        f"context {dep.context}, draft {dep.draft}.",
+        f"The KV cache fits {result['max_concurrency']} sequences. Plain decode step: "
+        f"{plain_step_ms(dep, 1):.2f} ms at B=1.",
+        "alpha: per-token acceptance; rate: vLLM's accepted/drafted; tau: tokens per round (bonus included).",
+        "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps); sim: simulated decode, ±se its standard error.",
+        "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
+    ]
+
+
+def render_breakeven(result):
+    columns = [("K", 3), ("eps@B=1", 7), ("B", 5), ("eps", 6), ("rate r = eps/K", 14), ("per-token alpha", 15)]
+    header = column_header(columns, [("break-even", 4, 5)])
+    rows = []
+    for b in result["breakeven"]:
+        mark = "" if b["feasible"] else "  (infeasible: the KV cache does not fit)"
+        rows.append(f"{b['k']:3d} {eps_label(b['verify_overhead']):>7s} {b['concurrency']:5d} {b['eps_eff']:6.3f}"
+                    f" {fmt(b['lesson'], '14.3f', 'never'):>14s} {fmt(b['exact'], '15.3f', 'never'):>15s}{mark}")
+    title = ("== Break-even: below it speculation is slower than plain decoding ==\n"
+             "The lesson's eps/K is the right break-even for vLLM's acceptance rate r, since tau = 1 + K*r;\n"
+             "for the per-token alpha it is too low: that one solves tau(alpha, K) = 1 + eps.")
+    return render_blocks(title, header, rows) + [""]
+
+
+def render_tail(result):
+    plan = result["plan"]
+    columns = [("B", 5), ("mean", 6), ("P50", 6), ("P99", 6), ("mean", 6), ("P50", 6), ("P99", 6),
+               ("mean", 6), ("P50", 6), ("P99", 6), ("P99", 7)]
+    groups = [("plain decoding", 1, 3), ("exact rejection", 4, 6), ("lesson's two-pass", 7, 9), ("round", 10, 10)]
+    rows = [f"{t['concurrency']:5d} {t['itl_plain_mean_ms']:6.2f} {t['itl_plain_p50_ms']:6.2f}"
+            f" {t['itl_plain_p99_ms']:6.2f} {t['itl_spec_mean_ms']:6.2f} {t['itl_spec_p50_ms']:6.2f}"
+            f" {t['itl_spec_p99_ms']:6.2f} {t['itl_spec_two_pass_mean_ms']:6.2f}"
+            f" {t['itl_spec_two_pass_p50_ms']:6.2f} {t['itl_spec_two_pass_p99_ms']:6.2f}"
+            f" {t['round_itl_spec_p99_ms']:7.2f}"
+            for t in plan["tail"]]
+    title = (f"== Inter-token latency (ms) at alpha {plan['alpha']:.2f}, K = {plan['k']}, eps from the cost model ==\n"
+             "per token: a round's time split evenly over the tokens it delivers (what TPOT averages);\n"
+             "round: one round's time, which `vllm bench serve` reports as ITL (one chunk per round).")
+    return render_blocks(title, column_header(columns, groups), rows) + [""]
+
+
+def summary_facts(result, grid):
+    """Sentences the summary prints, each built from computed numbers."""
+    cells = [c for c in result["cells"] if c["feasible"]]
+    facts = []
+    if cells:
+        gap = max(cells, key=lambda c: c["speedup_lesson"] - c["speedup_exact"])
+        facts.append(
+            f"The lesson's 1 + K*alpha counts {1 + gap['k'] * gap['alpha']:.2f} tokens per round at alpha "
+            f"{gap['alpha']:.2f}, K = {gap['k']}; a per-token alpha gives tau = {gap['acceptance_length']:.2f}. "
+            f"1 + K*alpha is exact only when alpha is vLLM's rate r (here {gap['acceptance_rate']:.2f}), "
+            f"so its speedup {gap['speedup_lesson']:.2f}x is really {gap['speedup_exact']:.2f}x.")
+        wrong = [c for c in cells if c["speedup_lesson"] > 1.0 > c["speedup_exact"]]
+        if wrong:
+            w = min(wrong, key=lambda c: c["speedup_exact"])
+            facts.append(
+                f"{len(wrong)} of {len(cells)} cells look profitable by the lesson's formula but are slower than "
+                f"plain decoding: worst at alpha {w['alpha']:.2f}, K = {w['k']}, B = {w['concurrency']} "
+                f"({w['speedup_lesson']:.2f}x claimed, {w['speedup_exact']:.2f}x exact).")
+    moves = []
+    for k in grid.ks:
+        for eps_b1 in grid.overheads:
+            rows = [b for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == eps_b1 and b["feasible"]]
+            if rows:
+                first, last = rows[0], rows[-1]
+                moves.append(
+                    f"K = {k}, eps {eps_label(eps_b1)}: eps {first['eps_eff']:.2f} -> {last['eps_eff']:.2f}, "
+                    f"alpha {fmt(first['exact'], '.2f', 'never')} -> {fmt(last['exact'], '.2f', 'never')} "
+                    f"(rate {fmt(first['lesson'], '.3f', 'never')} -> {fmt(last['lesson'], '.3f', 'never')})")
+    if moves:
+        facts.append(
+            f"From B = {grid.concurrencies[0]} to B = {grid.concurrencies[-1]} the verify pass's B*(K+1) tokens cost "
+            "ever more compute beside the plain step's B, so eps and the break-even rise: " + "; ".join(moves) + ".")
+    plan = result["plan"]
+    tail = {t["concurrency"]: t for t in plan["tail"]}
+    if plan["target"] in tail:
+        t = tail[plan["target"]]
+        p_batch = batch_rejection_probability(plan["alpha"], plan["k"], plan["target"])
+        facts.append(
+            f"P99 at B = {plan['target']} (alpha {plan['alpha']:.2f}, K = {plan['k']}): per-token P99 ITL moves "
+            f"{pct(t['p99_change'])} against plain while the mean moves "
+            f"{pct(t['itl_spec_mean_ms'] / t['itl_plain_mean_ms'] - 1)}. Every round costs 1 + eps = "
+            f"{1 + t['eps_eff']:.2f} plain steps, and {t['zero_accept_token_share'] * 100:.1f}% of tokens come "
+            "from rounds that accepted nothing and carry a whole round alone"
+            + ("; that is more than the 1% P99 looks at, so P99 follows eps, not the mean."
+               if t["zero_accept_token_share"] > 0.01 else "; that is under the 1% P99 looks at.")
+            + f" The lesson's two-pass model adds a plain step whenever any sequence in the batch rejects "
+              f"(probability {p_batch:.3f} per round here): P99 {pct(t['p99_change_two_pass'])}. vLLM and SGLang "
+              "run no second pass: rejection sampling resamples from the verify pass.")
+    return facts
+
+
+def render_summary(result, grid):
+    lines = ["== Summary =="]
+    for fact in summary_facts(result, grid):
+        lines += wrap("- " + fact, 100, "  ")
+    return lines
+
+
+def wrap(text, width, indent):
+    """Greedy word wrap (textwrap would do; this keeps the hanging indent explicit)."""
+    words, lines, line = text.split(), [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+def render_plan(result, dep, grid):
+    """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
+    plan = result["plan"]
+    m = MODELS[dep.model]
+    k, target = plan["k"], plan["target"]
+    tail = {t["concurrency"]: t for t in plan["tail"]}
+    t = tail.get(target)
+    head = EAGLE3_HEADS.get(dep.model)
+    spec_config = json.dumps({"method": "eagle3", "model": head or "<your EAGLE-3 head>",
+                              "num_speculative_tokens": k})
+    quant = " --quantization fp8" if dep.weights_dtype == "fp8" else ""
+    kv = " --kv-cache-dtype fp8" if dep.kv_dtype == "fp8" else ""
+    serve = f"vllm serve {m['hf']} --tensor-parallel-size {dep.tp}{quant}{kv}"
+    bench = (f"vllm bench serve --model {m['hf']} --dataset-name sharegpt --max-concurrency {target} "
+             f"--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99 --save-result")
+    gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
+    draft_params = dep.drafter.params if dep.drafter else 0
+    speedups = ", ".join(f"K={kk}: {s:.2f}x" for kk, s in plan["speedup_by_k"].items())
+    out = [
+        "---",
+        "name: eagle3-rollout",
+        f"description: Staged rollout of EAGLE-3 speculative decoding for {dep.model} ({dep.weights_dtype}) on "
+        f"{dep.tp} x {dep.gpu} at concurrency {target}, gated on measured acceptance.",
+        "tags: [speculative-decoding, eagle3, vllm, rollout, p99]",
+        "---",
+        "",
+        f"# EAGLE-3 rollout: {dep.model} on {dep.tp} x {dep.gpu}",
+        "",
+        "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
+        "decode rounds; change the deployment constants or flags and run it again.",
+        "",
+        "## The deployment this plan is for",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| target | {dep.model}, {model_params(m) / 1e9:.2f} B parameters, {dep.weights_dtype} weights "
+        f"({dep.target.weight_bytes / 1e9:.1f} GB), tensor parallel {dep.tp} |",
+        f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gb:g} GB and {dep.bandwidth_tbs:g} TB/s each; "
+        f"{memory_budget_bytes(dep) / 1e9:.0f} GB usable at gpu_memory_utilization {GPU_MEMORY_UTILIZATION} |",
+        f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token; at {dep.context} tokens of "
+        f"context {result['max_concurrency']} sequences fit |",
+        f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters |",
+        f"| target concurrency | {target}" + ("" if plan["feasible"] else " (does not fit in memory: lower it)") + " |",
+        f"| plain decode step | {plain_step_ms(dep, 1):.2f} ms at B=1, {plain_step_ms(dep, target):.2f} ms at B={target} |",
+        f"| assumed per-token alpha | {plan['alpha']:.2f} until measured (stage 2) |",
+        f"| K | {k}: the best exact speedup at B={target} among the grid's K ({speedups}) |",
+        "",
+        "## Stage 0: baseline, speculation off",
+        "",
+        "```",
+        serve,
+        bench + " --result-filename baseline.json",
+        "```",
+        "",
+        "Keep `baseline.json`: its `p99_tpot_ms`, `p99_itl_ms` and `output_throughput` are what the gate compares.",
+        "",
+        "## Stage 1: turn on EAGLE-3",
+        "",
+        "Speculation is opt-in in vLLM: nothing changes without `--speculative-config`.",
+        "",
+        "```",
+        f"{serve} \\",
+        f"  --speculative-config '{spec_config}'",
+        bench + " --result-filename eagle3.json",
+        "```",
+        "",
+    ]
+    if head is None:
+        out += [f"No public EAGLE-3 head is listed for {dep.model}; put the path of a trained head in `model`.", ""]
+    if t is not None:
+        out += [
+            f"What the model expects at B={target} if alpha is {plan['alpha']:.2f}: tau = "
+            f"{t['acceptance_length']:.2f} tokens per round, vLLM acceptance rate {t['acceptance_rate']:.2f}, "
+            f"round overhead eps = {t['eps_eff']:.2f}, speedup {t['speedup_exact']:.2f}x "
+            f"(the lesson's formula would claim {t['speedup_lesson']:.2f}x).",
+            "",
+        ]
+    out += [
+        "## Stage 2: measure acceptance on production traffic",
+        "",
+        "The lesson's `spec_decode_metrics.accepted_tokens_per_request` does not exist in vLLM. Use the",
+        "Prometheus counters on `/metrics` (sum over the `engine` and `model_name` labels):",
+        "",
+        "- `vllm:spec_decode_num_drafts_total` (rounds), `vllm:spec_decode_num_draft_tokens_total`,",
+        "  `vllm:spec_decode_num_accepted_tokens_total`,",
+        "  `vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"i\"}`.",
+        "- acceptance rate r = accepted / draft tokens; acceptance length tau = 1 + accepted / drafts;",
+        "  per-token alpha: the a that solves (1 - a^(K+1)) / (1 - a) = tau; conditional alpha at",
+        "  position i = per-position rate i / per-position rate i-1.",
+        "",
+        "Dividing accepted tokens by K gives r, not alpha: at K = "
+        f"{k}, r = {acceptance_rate(plan['alpha'], k):.2f} is what a per-token alpha of {plan['alpha']:.2f} shows.",
+        "",
+        "## Stage 3: the gate",
+        "",
+    ]
+    if gate_a is None:
+        out += [f"At B={target} and K={k} the round costs {1 + plan['eps']:.2f} plain steps, more than the "
+                f"{k + 1} tokens a round can deliver: no acceptance pays. Do not enable speculation here.", ""]
+    else:
+        out += [
+            f"At B={target}, K={k}: eps = {plan['eps']:.3f}, so speculation pays only when the per-token alpha "
+            f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
+            f"(tau >= {1 + k * gate_r:.2f}).",
+            f"Go on only if the measured rate is at least {min(1.0, gate_r + GATE_MARGIN):.3f} "
+            f"(break-even + {GATE_MARGIN:.2f}), per-token alpha "
+            f"{alpha_from_rate(min(1.0, gate_r + GATE_MARGIN), k):.3f}.",
+            "",
+            "The lesson's rule \"alpha >= 0.55\" names no unit. " + lesson_rule_sentence(plan),
+            "",
+        ]
+    out += ["## Stage 4: watch the tail", ""]
+    if t is not None:
+        out += [
+            "Three latencies, easy to confuse: `vllm bench serve` measures ITL per streamed chunk, and a round's",
+            "accepted tokens arrive in one chunk, so its `p99_itl_ms` is a round's time; TPOT is a request's",
+            "decode time over its tokens, an average, so `p99_tpot_ms` moves with the mean more than with the",
+            "tail; per-token ITL (a round's time split over its tokens) is what this simulation reports.",
+            "",
+            f"- expected P99 per-token ITL at B={target}: {t['itl_plain_p99_ms']:.2f} ms plain, "
+            f"{t['itl_spec_p99_ms']:.2f} ms with EAGLE-3 ({pct(t['p99_change'])}), mean "
+            f"{t['itl_plain_mean_ms']:.2f} -> {t['itl_spec_mean_ms']:.2f} ms;",
+            f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
+            f"{t['itl_plain_p99_ms']:.2f} ms plain;",
+            f"- why the tail moves: {t['zero_accept_token_share'] * 100:.1f}% of tokens come from rounds that "
+            f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each. The lesson's two-pass reroll "
+            f"({t['itl_spec_two_pass_p99_ms']:.2f} ms, {pct(t['p99_change_two_pass'])}) is not what vLLM runs: "
+            "rejection sampling resamples from the verify pass it already has.",
+            "",
+            "Kill switch: turn speculation off if the measured acceptance rate falls below the gate's "
+            "break-even, or `p99_itl_ms` or `p99_tpot_ms` exceeds baseline by more than your latency budget.",
+            "",
+        ]
+    out += ["## When not to use speculation here", ""]
+    out += plan_when_not(result, grid)
+    out += [
+        "",
+        "## What to measure next",
+        "",
+        "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
+        f"- the per-position rates: if late positions fall off, a K below {k} wastes less;",
+        f"- P99 TPOT and P99 ITL at B={target} and at the batch sizes you actually run, against baseline;",
+        "- the batch size where the measured alpha meets the break-even table above: disable speculation past it",
+        "  (`disable_by_batch_size` in `--speculative-config`).",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def lesson_rule_sentence(plan):
+    """Compare the lesson's 0.55 with this run's break-even, reading 0.55 in each unit."""
+    k, gate_a, gate_r = plan["k"], plan["gate_alpha"], plan["gate_rate"]
+    as_alpha = "above" if 0.55 > gate_a else "below"
+    as_rate = "above" if 0.55 > gate_r else "below"
+    return (f"Read as a per-token alpha, 0.55 is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
+            f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as vLLM's rate, it is {as_rate} the "
+            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan['lesson_gate_as_alpha']:.3f}). "
+            "Gate on the computed break-even, in a named unit, at the K you run.")
+
+
+def plan_when_not(result, grid):
+    """Bullets for 'when not to use', derived from the grid (auto eps)."""
+    out = []
+    for k in grid.ks:
+        rows = [b for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == "auto" and b["feasible"]]
+        for b in rows:
+            if b["exact"] is None:
+                out.append(f"- K={k} at B={b['concurrency']}: a round costs more than {k + 1} plain steps; "
+                           "no acceptance pays.")
+            else:
+                out.append(f"- K={k} at B={b['concurrency']}: per-token alpha below {b['exact']:.2f} "
+                           f"(rate {acceptance_rate(b['exact'], k):.2f}) is slower than plain decoding.")
+    if not out:
+        out.append("- (the grid has no \"auto\" overhead; add it to see the deployment's own break-even)")
+    return out
+
+
+def clean(value):
+    """JSON-safe value: floats rounded, inf/NaN as null."""
+    if isinstance(value, float):
+        return round(value, 6) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def render_json(result, dep, grid):
+    deployment = dict(model=dep.model, gpu=dep.gpu, tp=dep.tp, weights_dtype=dep.weights_dtype,
+                      kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft,
+                      target_params=dep.target.params, draft_params=dep.drafter.params if dep.drafter else 0,
+                      weight_bytes=dep.target.weight_bytes, kv_bytes_per_token=dep.target.kv_bytes_per_token,
+                      max_concurrency=result["max_concurrency"])
+    plan = {key: v for key, v in result["plan"].items() if key != "tail"}
+    plan["speedup_by_k"] = [dict(k=k, speedup=s) for k, s in plan["speedup_by_k"].items()]
+    return json.dumps(clean(dict(deployment=deployment, cells=result["cells"], breakeven=result["breakeven"],
+                                 plan=plan, summary=summary_facts(result, grid))), indent=1) + "\n"
+
+# ---------------------------------------------------------------- CLI
+class UsageError(ValueError):
+    """Bad input: the message names the flag, what it allows and the value given."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse_list(flag, text, convert, allowed, check):
+    """Parse a comma list, converting each item and checking it against `check`."""
+    items = [s.strip() for s in text.split(",")]
+    if not text.strip() or any(s == "" for s in items):
+        raise UsageError(f"{flag}: expected a comma list of {allowed}; got {text!r}")
+    values = []
+    for s in items:
+        try:
+            value = convert(s)
+        except ValueError:
+            raise UsageError(f"{flag}: each value must be {allowed}; got {s!r}") from None
+        if not check(value):
+            raise UsageError(f"{flag}: each value must be {allowed}; got {s!r}")
+        values.append(value)
+    return tuple(values)
+
+
+def _finite(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def _overhead(text):
+    return "auto" if text == "auto" else _finite(text)
+
+
+def build_parser():
+    p = _Parser(prog="main.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--alphas", help="per-token alphas, comma list in [0, 1]")
+    p.add_argument("--ks", help="draft lengths K, comma list of integers 1-32")
+    p.add_argument("--verify-overheads", help='eps at B=1, comma list of numbers >= 0 or "auto"')
+    p.add_argument("--concurrency", help="batch sizes B, comma list of integers >= 1")
+    p.add_argument("--seed", help="seed of the simulated rounds (integer)")
+    p.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
+    p.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    return p
+
+
+def parse_args(argv):
+    """Flags -> (grid, seed, out path or None, json?). Raises UsageError."""
+    args = build_parser().parse_args(argv)
+    grid = Grid(
+        parse_list("--alphas", args.alphas, _finite, "a number in [0, 1]", lambda a: 0.0 <= a <= 1.0)
+        if args.alphas is not None else ALPHAS,
+        parse_list("--ks", args.ks, int, "an integer from 1 to 32", lambda k: 1 <= k <= 32)
+        if args.ks is not None else KS,
+        parse_list("--verify-overheads", args.verify_overheads, _overhead, 'a number >= 0 or "auto"',
+                   lambda e: e == "auto" or e >= 0.0)
+        if args.verify_overheads is not None else VERIFY_OVERHEADS,
+        parse_list("--concurrency", args.concurrency, int, "an integer >= 1", lambda b: b >= 1)
+        if args.concurrency is not None else CONCURRENCIES,
+    )
+    seed = SEED
+    if args.seed is not None:
+        try:
+            seed = int(args.seed)
+        except ValueError:
+            raise UsageError(f"--seed: must be an integer; got {args.seed!r}") from None
+    out = None if args.no_write else (Path(args.out) if args.out else OUT_PATH)
+    if out is not None and not out.parent.is_dir():
+        raise UsageError(f"--out: the folder {str(out.parent)!r} does not exist")
+    return grid, seed, out, args.json
+
+
+def write_atomically(path, text):
+    """Write text to path through a temporary file in the same folder, then rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def main(argv=None):
+    """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status."""
+    try:
+        grid, seed, out, as_json = parse_args(sys.argv[1:] if argv is None else argv)
+    except UsageError as err:
+        print(f"main.py: error: {err}", file=sys.stderr)
+        return 2
+    dep = make_deployment()
+    result = analyse(grid, dep, seed)
+    report = render_json(result, dep, grid) if as_json else render_tables(result, dep, grid)
+    if out is not None:
+        try:
+            write_atomically(out, render_plan(result, dep, grid))
+        except OSError as err:
+            print(f"main.py: error: --out: cannot write {str(out)!r}: {err.strerror}", file=sys.stderr)
+            return 2
+    sys.stdout.write(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
