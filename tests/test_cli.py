@@ -1,0 +1,133 @@
+"""The command line: determinism, JSON, bad input, and the committed rollout plan."""
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from load_main import MAIN_PATH, ROOT, load_main
+
+m = load_main()
+SMALL = ["--alphas", "0.5,0.8", "--ks", "3", "--concurrency", "1,64"]
+
+
+def run(argv):
+    """main(argv) in-process: (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = m.main(argv)
+    return status, out.getvalue(), err.getvalue()
+
+
+def reject_nan(token):
+    raise AssertionError(f"JSON holds {token}")
+
+
+class DefaultRun(unittest.TestCase):
+    def test_committed_plan_is_what_the_default_run_writes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "plan.md"
+            status, _, _ = run(["--out", str(out)])
+            self.assertEqual(status, 0)
+            self.assertEqual(out.read_text(), (ROOT / "outputs" / "skill-eagle3-rollout.md").read_text())
+
+    def test_same_seed_same_bytes_other_seed_other_numbers(self):
+        first, second = run(["--json", "--no-write"]), run(["--json", "--no-write"])
+        self.assertEqual(first, second)
+        other = run(["--json", "--no-write", "--seed", "1"])
+        self.assertNotEqual(first[1], other[1])
+
+    def test_tables_fit_in_100_columns_and_blocks_stay_short(self):
+        status, text, _ = run(["--no-write"])
+        self.assertEqual(status, 0)
+        self.assertLessEqual(max(len(line) for line in text.splitlines()), 100)
+        for block in text.split("\n\n"):
+            self.assertLessEqual(len(block.splitlines()), 27)
+
+    def test_plan_sections_and_vllm_facts(self):
+        plan = (ROOT / "outputs" / "skill-eagle3-rollout.md").read_text()
+        self.assertTrue(plan.startswith("---\nname: eagle3-rollout\ndescription: "))
+        for needle in ("--speculative-config", '"method": "eagle3"', "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B",
+                       "vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_drafts_total",
+                       "p99_itl_ms", "p99_tpot_ms", "## Stage 3: the gate", "disable_by_batch_size"):
+            self.assertIn(needle, plan)
+
+
+class JsonOutput(unittest.TestCase):
+    KEYS = ("alpha", "k", "verify_overhead", "concurrency", "feasible", "eps_eff", "acceptance_length",
+            "acceptance_rate", "speedup_lesson", "speedup_exact", "speedup_mc", "breakeven_alpha_lesson",
+            "breakeven_alpha_exact", "itl_plain_p99_ms", "itl_spec_p99_ms", "itl_spec_two_pass_p99_ms",
+            "round_itl_spec_p99_ms")
+
+    def test_cells_have_the_promised_keys(self):
+        status, text, _ = run(SMALL + ["--json", "--no-write"])
+        self.assertEqual(status, 0)
+        data = json.loads(text, parse_constant=reject_nan)
+        self.assertEqual(len(data["cells"]), 2 * 1 * 2 * 2)
+        for cell in data["cells"]:
+            for key in self.KEYS:
+                self.assertIn(key, cell)
+        self.assertIn("max_concurrency", data["deployment"])
+
+    def test_no_break_even_is_null(self):
+        # eps = 4 at K = 3: a round costs more than the 4 tokens it can deliver.
+        status, text, _ = run(["--alphas", "0.9", "--ks", "3", "--verify-overheads", "4",
+                               "--concurrency", "1", "--json", "--no-write"])
+        self.assertEqual(status, 0)
+        cell = json.loads(text, parse_constant=reject_nan)["cells"][0]
+        self.assertIsNone(cell["breakeven_alpha_exact"])
+        self.assertIsNone(cell["breakeven_alpha_lesson"])
+
+
+class BadInput(unittest.TestCase):
+    CASES = [
+        (["--alphas", "1.5"], "--alphas"),
+        (["--alphas", "-0.1"], "--alphas"),
+        (["--alphas", "nan"], "--alphas"),
+        (["--alphas", "abc"], "--alphas"),
+        (["--alphas", ""], "--alphas"),
+        (["--alphas", "0.5,,0.6"], "--alphas"),
+        (["--ks", "0"], "--ks"),
+        (["--ks", "2.5"], "--ks"),
+        (["--ks", "x"], "--ks"),
+        (["--verify-overheads", "-0.1"], "--verify-overheads"),
+        (["--verify-overheads", "inf"], "--verify-overheads"),
+        (["--verify-overheads", "fast"], "--verify-overheads"),
+        (["--concurrency", "0"], "--concurrency"),
+        (["--concurrency", "1.5"], "--concurrency"),
+        (["--seed", "x"], "--seed"),
+        (["--out", "/nonexistent-folder/plan.md"], "--out"),
+        (["--bogus"], "--bogus"),
+    ]
+
+    def test_each_bad_value_exits_2_with_one_line_and_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "plan.md"
+            for argv, flag in self.CASES:
+                with self.subTest(argv=argv):
+                    extra = [] if "--out" in argv else ["--out", str(target)]
+                    status, out, err = run(argv + extra)
+                    self.assertEqual(status, 2)
+                    self.assertEqual(out, "")
+                    self.assertEqual(len(err.strip().splitlines()), 1, err)
+                    self.assertIn(flag, err)
+                    self.assertFalse(target.exists())
+
+    def test_message_names_range_and_value(self):
+        _, _, err = run(["--alphas", "0.2,1.5"])
+        self.assertIn("[0, 1]", err)
+        self.assertIn("'1.5'", err)
+
+    def test_no_traceback_from_a_real_process(self):
+        proc = subprocess.run([sys.executable, str(MAIN_PATH), "--ks", "0", "--no-write"],
+                              capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 2)
+        self.assertNotIn("Traceback", proc.stderr)
+        self.assertEqual(len(proc.stderr.strip().splitlines()), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,125 @@
+"""Acceptance mathematics and break-even against closed forms and published values."""
+import doctest
+import json
+import unittest
+
+from load_main import ROOT, load_main
+
+m = load_main()
+PUBLISHED = ROOT / "bench" / "published.json"          # a copy of shared/calibration/published.json
+SHARED_COPY = ROOT.parent / "shared" / "calibration" / "published.json"
+
+
+def published_entry(entry_id):
+    entries = json.loads(PUBLISHED.read_text())["entries"]
+    return next(e for e in entries if e["id"] == entry_id)
+
+
+class PublishedData(unittest.TestCase):
+    @unittest.skipUnless(SHARED_COPY.exists(), "the team's shared/ folder is not beside this checkout")
+    def test_repository_copy_matches_shared(self):
+        self.assertEqual(json.loads(PUBLISHED.read_text()), json.loads(SHARED_COPY.read_text()))
+
+
+class Doctests(unittest.TestCase):
+    def test_docstring_examples(self):
+        result = doctest.testmod(m)
+        self.assertGreaterEqual(result.attempted, 15)
+        self.assertEqual(result.failed, 0)
+
+
+class AcceptanceLength(unittest.TestCase):
+    def test_against_the_explicit_sum(self):
+        for alpha in (0.0, 0.3, 0.55, 0.8, 0.99, 1.0):
+            for k in (1, 3, 5, 8):
+                self.assertAlmostEqual(m.acceptance_length(alpha, k), sum(alpha ** i for i in range(k + 1)))
+
+    def test_edges_are_exact(self):
+        self.assertEqual(m.acceptance_length(0.0, 5), 1.0)
+        self.assertEqual(m.acceptance_length(1.0, 5), 6.0)
+        self.assertEqual(m.acceptance_rate(1.0, 4), 1.0)
+        self.assertEqual(m.acceptance_rate(0.0, 4), 0.0)
+
+    def test_leviathan_table_1(self):
+        # Draft cost c = 0, so the speedup is tau itself; the table prints two decimals.
+        for point in published_entry("leviathan-table1-theory")["points"]:
+            got = m.exact_speedup(point["alpha"], point["k"], 0.0)
+            self.assertAlmostEqual(got, point["speedup"], delta=0.006, msg=point)
+
+    def test_reference_worked_example(self):
+        # REFERENCE.md section 1: K = 5, a = 0.7 gives 1 + K*a = 4.5, tau = 2.94 and r = 0.39.
+        self.assertAlmostEqual(1 + 5 * 0.7, 4.5)
+        self.assertAlmostEqual(m.acceptance_length(0.7, 5), 2.9412, places=4)
+        self.assertAlmostEqual(m.acceptance_rate(0.7, 5), 0.3882, places=4)
+
+
+class ThreeAlphas(unittest.TestCase):
+    def test_rate_055_in_per_token_units(self):
+        # REFERENCE.md section 1: rate 0.55 is a = 0.73 at K = 3 and a = 0.807 at K = 5.
+        self.assertAlmostEqual(m.alpha_from_rate(0.55, 3), 0.730, delta=0.001)
+        self.assertAlmostEqual(m.alpha_from_rate(0.55, 5), 0.807, delta=0.001)
+
+    def test_round_trips(self):
+        for alpha in (0.05, 0.3, 0.6, 0.9):
+            for k in (1, 3, 7):
+                tau = m.acceptance_length(alpha, k)
+                self.assertAlmostEqual(m.alpha_from_length(tau, k), alpha, places=9)
+                self.assertAlmostEqual(m.alpha_from_rate(m.acceptance_rate(alpha, k), k), alpha, places=9)
+                self.assertAlmostEqual(1 + k * m.acceptance_rate(alpha, k), tau)
+
+    def test_lesson_formula_is_exact_for_the_rate(self):
+        # (1 + K*r) is tau when alpha means vLLM's rate r; it overestimates with the per-token a.
+        alpha, k, eps = 0.7, 5, 0.2
+        r = m.acceptance_rate(alpha, k)
+        self.assertAlmostEqual(m.lesson_speedup(r, k, eps), m.exact_speedup(alpha, k, eps))
+        self.assertGreater(m.lesson_speedup(alpha, k, eps), m.exact_speedup(alpha, k, eps))
+
+    def test_vllm_ci_acceptance_length(self):
+        # vLLM's CI expects tau about 2.81 at K = 3; by hand 1 + .768 + .768^2 + .768^3 = 2.811.
+        tau = published_entry("vllm-ci-eagle3-k3")["points"][0]["acceptance_length"]
+        alpha = m.alpha_from_length(tau, 3)
+        self.assertAlmostEqual(m.acceptance_length(alpha, 3), tau, places=9)
+        self.assertAlmostEqual(alpha, 0.768, delta=0.001)
+
+
+class BreakEven(unittest.TestCase):
+    def test_lesson_hand_worked(self):
+        self.assertAlmostEqual(m.lesson_breakeven(5, 0.15), 0.03)
+
+    def test_exact_root(self):
+        for k in (1, 3, 5):
+            for eps in (0.05, 0.4, 0.99):
+                alpha = m.exact_breakeven(k, eps)
+                self.assertAlmostEqual(m.acceptance_length(alpha, k), 1 + eps, places=9)
+                self.assertAlmostEqual(m.exact_speedup(alpha, k, eps), 1.0, places=9)
+
+    def test_lesson_breakeven_is_the_break_even_rate(self):
+        for k, eps in ((3, 0.5), (5, 0.15), (4, 2.0)):
+            self.assertAlmostEqual(m.acceptance_rate(m.exact_breakeven(k, eps), k), m.lesson_breakeven(k, eps))
+
+    def test_no_break_even_when_a_round_costs_more_than_k_plus_1_steps(self):
+        self.assertIsNone(m.exact_breakeven(3, 3.0))
+        self.assertIsNone(m.exact_breakeven(3, 4.5))
+        self.assertIsNone(m.lesson_breakeven(3, 4.5))
+        self.assertIsNotNone(m.exact_breakeven(3, 2.99))
+
+
+class AcceptedDrafts(unittest.TestCase):
+    def test_inverse_cdf_reproduces_the_truncated_geometric(self):
+        # Evenly spaced uniforms turn into the exact probabilities P(A=j) = (1-a) a^j, P(A=K) = a^K.
+        n, alpha, k = 100_000, 0.6, 4
+        counts = [0] * (k + 1)
+        for i in range(n):
+            counts[m.accepted_drafts((i + 0.5) / n, alpha, k)] += 1
+        for j in range(k):
+            self.assertAlmostEqual(counts[j] / n, (1 - alpha) * alpha ** j, delta=2 / n + 1e-9)
+        self.assertAlmostEqual(counts[k] / n, alpha ** k, delta=2 / n + 1e-9)
+
+    def test_edges(self):
+        self.assertEqual(m.accepted_drafts(0.001, 0.0, 5), 0)
+        self.assertEqual(m.accepted_drafts(0.999, 1.0, 5), 5)
+        self.assertEqual(m.accepted_drafts(1.0, 0.5, 5), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
