@@ -206,15 +206,18 @@ def accepted_drafts(u, alpha, k):
 # against FLOPs (2 per parameter per token, plus attention over the context), plus a
 # fixed per-pass cost. REFERENCE.md section 3.
 
-Fit = namedtuple("Fit", "bw_eff flop_eff overlap pass_ms draft_step_ms round_ms")
+Fit = namedtuple("Fit", "bw_eff flop_eff overlap pass_ms draft_step_ms round_ms token_us")
 # bw_eff, flop_eff: achieved share of datasheet bandwidth and FLOP/s; overlap: exponent p
 # of the smooth max (m^p + c^p)^(1/p) joining memory and compute time (p = 1 is a sum,
-# large p a hard max); pass_ms: fixed cost of one target forward (launches, sampling);
-# draft_step_ms: fixed cost of one draft step; round_ms: per-round speculation
-# bookkeeping (rejection sampler, input preparation).
-FIT = Fit(bw_eff=0.80, flop_eff=0.50, overlap=1.0, pass_ms=1.0, draft_step_ms=0.75, round_ms=1.0)
-# Hand-set from REFERENCE.md section 3: ~1 ms per extra draft step and ~1.2 ms per
-# round beyond the draft steps in vLLM issue #20780 (8B, H100, batch 1).
+# large p a hard max); pass_ms: fixed cost of one target forward (launches); draft_step_ms:
+# fixed cost of one draft step; round_ms: per-round speculation bookkeeping (rejection
+# sampler, input preparation); token_us: engine cost per token a pass processes
+# (sampling, per-sequence bookkeeping), which grows with B*(K+1) but not with model size.
+FIT = Fit(bw_eff=0.8305, flop_eff=0.45, overlap=1.0, pass_ms=0.8008, draft_step_ms=0.6219, round_ms=1.1055, token_us=8.5938)
+# Fitted by bench/calibrate.py against bench/published.json (vLLM K sweep, SGLang batch
+# sweeps, SGLang batch 1; 8B on H100). The data prefer overlap = 1 (no overlap): a hard
+# max would keep eps flat below the ridge, but SGLang's sweep shows it rising from B = 2.
+# flop_eff sits on its lower bound: the script explains the bound.
 ALLREDUCE_MS = 0.008   # one small-message all-reduce over NVLink; two per layer under TP (assumed, not fitted)
 
 Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layers tflops")
@@ -279,20 +282,39 @@ def kv_bytes_per_token(m, kv_dtype, layers=None):
     return 2 * layers * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]
 
 
-def peak_tflops(gpu, dtype):
+def peak_tflops(spec, dtype):
     """Dense peak for a weights dtype; fp8 without fp8 tensor cores runs at the bf16 rate."""
-    return GPUS[gpu][dtype] or GPUS[gpu]["bf16"]
+    return spec[dtype] or spec["bf16"]
+
+
+def gpu_spec(gpu, memory_gb=None, bandwidth_tbs=None, tflops=None, weights_dtype=WEIGHTS_DTYPE):
+    """A catalog GPU with any of its numbers replaced, or "custom" hardware from all three.
+
+    tflops is the dense rate for the weights dtype. For custom hardware the draft's bf16
+    rate is taken as half an fp8 figure, as on every fp8-capable GPU in the catalog.
+    """
+    spec = dict(GPUS.get(gpu, dict(memory_gb=None, bandwidth_tbs=None, bf16=None, fp8=None)))
+    if memory_gb is not None:
+        spec["memory_gb"] = memory_gb
+    if bandwidth_tbs is not None:
+        spec["bandwidth_tbs"] = bandwidth_tbs
+    if tflops is not None:
+        spec[weights_dtype] = tflops
+        if gpu not in GPUS:
+            spec["bf16"] = tflops if weights_dtype == "bf16" else tflops / 2
+    return spec
 
 
 def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE,
-                    kv_dtype=KV_DTYPE, context=CONTEXT, draft=DRAFT):
-    """Resolve catalog names into the numbers the cost model needs."""
+                    kv_dtype=KV_DTYPE, context=CONTEXT, draft=DRAFT, spec=None):
+    """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers."""
+    spec = spec or GPUS[gpu]
     m = MODELS[model]
     params = model_params(m)
     width = m["heads"] * m["head_dim"]
     target = Net(params, params * BYTES_PER[weights_dtype], kv_bytes_per_token(m, kv_dtype),
-                 width, m["layers"], peak_tflops(gpu, weights_dtype))
-    draft_flops = peak_tflops(gpu, "bf16")
+                 width, m["layers"], peak_tflops(spec, weights_dtype))
+    draft_flops = peak_tflops(spec, "bf16")
     if draft == "eagle3":
         head = eagle_head_params(m, 3)
         drafter = Net(head, head * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(m, kv_dtype, layers=1),
@@ -309,9 +331,8 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE,
         d_params = model_params(d)
         drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, kv_dtype),
                       d["heads"] * d["head_dim"], d["layers"], draft_flops)
-    g = GPUS[gpu]
     return Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
-                      g["memory_gb"], g["bandwidth_tbs"], target, drafter)
+                      spec["memory_gb"], spec["bandwidth_tbs"], target, drafter)
 
 
 def memory_budget_bytes(dep):
@@ -353,7 +374,8 @@ def pass_ms(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT):
     memory_ms = bytes_moved / (dep.tp * dep.bandwidth_tbs * 1e12 * fit.bw_eff) * 1e3
     compute_ms = flops / (dep.tp * net.tflops * 1e12 * fit.flop_eff) * 1e3
     allreduce_ms = 2 * net.layers * ALLREDUCE_MS if dep.tp > 1 else 0.0
-    return fixed_ms + allreduce_ms + smooth_max(memory_ms, compute_ms, fit.overlap)
+    engine_ms = new_tokens * fit.token_us / 1e3
+    return fixed_ms + allreduce_ms + engine_ms + smooth_max(memory_ms, compute_ms, fit.overlap)
 
 
 def plain_step_ms(dep, batch, fit=FIT):
@@ -497,15 +519,32 @@ def simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch):
                 speedup_two_pass=(total_tokens / two_pass_time) * plain_ms * plain_mean_jitter)
 
 # ---------------------------------------------------------------- analysis
-Grid = namedtuple("Grid", "alphas ks overheads concurrencies")
+Grid = namedtuple("Grid", "acceptance ks overheads concurrencies kind", defaults=("alpha",))
+# acceptance: values of one kind: "alpha" (per-token), "rate" (vLLM's accepted/drafted,
+# read as measured at each K) or "length" (tau, measured at the single K of ks).
+K_MAX = 8   # the best-K search tries K = 0 (speculation off) .. K_MAX
+
+
+def per_token_alpha(kind, value, k):
+    """The per-token alpha an acceptance figure of the given kind stands for at K."""
+    if kind == "rate":
+        return alpha_from_rate(value, k)
+    if kind == "length":
+        return alpha_from_length(value, k)
+    return value
+
+
+def grid_alphas(grid):
+    """Per-token alphas for K-independent questions (best K); rates and lengths read at the first K."""
+    return sorted({per_token_alpha(grid.kind, v, grid.ks[0]) for v in grid.acceptance})
 
 
 def eps_label(eps_b1):
     return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
 
 
-def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
-    """Every grid cell, the break-even table, the plan's choices and the summary facts."""
+def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, plan_alpha=EXPECTED_ALPHA):
+    """Every grid cell, the break-even and best-K tables, and the plan's choices."""
     rounds = draw_rounds(n_rounds, seed)
     decodes = {}
 
@@ -524,19 +563,23 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
                 breakeven.append(dict(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
                                       eps_eff=eps, lesson=lesson_breakeven(k, eps),
                                       exact=exact_breakeven(k, eps)))
-                for alpha in grid.alphas:
+                for value in grid.acceptance:
+                    alpha = per_token_alpha(grid.kind, value, k)
                     cell = dict(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch,
                                 feasible=feasible)
                     numbers = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), rounds, fit)
                     # An infeasible cell keeps its keys but shows no number: it cannot run.
                     cell.update(numbers if feasible else dict.fromkeys(numbers))
                     cells.append(cell)
-    plan = plan_choices(grid, dep, decode, rounds, fit)
-    return dict(cells=cells, breakeven=breakeven, plan=plan, max_concurrency=fit_limit)
+    best = [dict(concurrency=b, alpha=a, feasible=b <= fit_limit,
+                 **dict(zip(("k", "speedup"), best_k(dep, a, b, fit) if b <= fit_limit else (None, None))))
+            for b in grid.concurrencies for a in grid_alphas(grid)]
+    plan = plan_choices(grid, dep, decode, rounds, fit, plan_alpha)
+    return dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit)
 
 
 def evaluate_cell(alpha, k, eps, batch, dep, decode, rounds, fit):
-    """Closed forms and the simulation for one feasible (alpha, K, eps, B)."""
+    """Closed forms and the simulation for one (alpha, K, eps, B)."""
     plain_ms = plain_step_ms(dep, batch, fit)
     spec_ms = (1.0 + eps) * plain_ms
     sim = simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch)
@@ -561,19 +604,74 @@ def evaluate_cell(alpha, k, eps, batch, dep, decode, rounds, fit):
     )
 
 
-def plan_choices(grid, dep, decode, rounds, fit):
-    """The rollout plan's K, gate and tail expectations at the target concurrency (auto eps)."""
+def best_k(dep, alpha, batch, fit=FIT):
+    """(K, speedup): the K in 0..K_MAX with the most tokens per second; K = 0 is plain decoding.
+
+    Leviathan section 3.5: maximise tau(a, K) / T_round(B, K); the draft's cost is in T_round.
+    """
+    plain = plain_step_ms(dep, batch, fit)
+    best = (0, 1.0)
+    for k in range(1, K_MAX + 1):
+        speedup = acceptance_length(alpha, k) * plain / round_ms(dep, batch, k, fit)
+        if speedup > best[1]:
+            best = (k, speedup)
+    return best
+
+
+def k_schedule(dep, alpha, fit=FIT):
+    """[start, end, K] rows for B = 1..max_concurrency, vLLM's num_speculative_tokens_per_batch_size.
+
+    Best K is found at batches 25% apart, and each change of K is then located exactly
+    by bisection, so the table is exact while costing a few dozen best-K searches.
+    """
+    limit = max_concurrency(dep)
+    if limit < 1:
+        return []
+    known = {}
+
+    def k_at(batch):
+        if batch not in known:
+            known[batch] = best_k(dep, alpha, batch, fit)[0]
+        return known[batch]
+
+    probes, batch = [], 1
+    while batch < limit:
+        probes.append(batch)
+        batch = max(batch + 1, int(batch * 1.25))
+    probes.append(limit)
+    rows, start, current, last_same = [], 1, k_at(1), 1
+    for probe in probes:
+        while k_at(probe) != current:
+            lo, hi = last_same, probe          # k_at(lo) == current != k_at(hi)
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if k_at(mid) == current else (lo, mid)
+            rows.append([start, hi - 1, current])
+            start, current, last_same = hi, k_at(hi), hi
+        last_same = probe
+    rows.append([start, limit, current])
+    return rows
+
+
+def plan_choices(grid, dep, decode, rounds, fit, alpha):
+    """The rollout plan's K, schedule, gate and tail expectations at the target concurrency."""
     target = max(grid.concurrencies)
-    feasible = target <= max_concurrency(dep)
-    alpha = EXPECTED_ALPHA
-    by_k = {k: exact_speedup(alpha, k, effective_overhead("auto", dep, target, k, fit)) for k in grid.ks}
-    k = max(grid.ks, key=lambda kk: (by_k[kk], -kk))
-    eps = effective_overhead("auto", dep, target, k, fit)
+    limit = max_concurrency(dep)
+    feasible = target <= limit
+    schedule = k_schedule(dep, alpha, fit)
+    k_target, speedup_target = best_k(dep, alpha, min(target, max(limit, 1)), fit)
+    # The K to run where speculation is on: the target's best, else the largest K in the schedule.
+    k = k_target or max([row[2] for row in schedule] + [1])
+    eps = model_overhead(dep, target, k, fit)
     gate_alpha = exact_breakeven(k, eps)
-    tail = [dict(concurrency=b, **evaluate_cell(alpha, k, effective_overhead("auto", dep, b, k, fit),
+    tail = [dict(concurrency=b, **evaluate_cell(alpha, k, model_overhead(dep, b, k, fit),
                                                 b, dep, decode(alpha, k), rounds, fit))
-            for b in grid.concurrencies if b <= max_concurrency(dep)]
-    return dict(target=target, feasible=feasible, alpha=alpha, k=k, speedup_by_k=by_k, eps=eps,
+            for b in grid.concurrencies if b <= limit]
+    zero_at = next((row[0] for row in schedule if row[2] == 0), None)
+    schedule_speedups = [(best_k(dep, alpha, lo, fit)[1], best_k(dep, alpha, hi, fit)[1]) for lo, hi, _ in schedule]
+    return dict(target=target, feasible=feasible, alpha=alpha, k=k, k_target=k_target,
+                speedup_target=speedup_target, schedule=schedule, schedule_speedups=schedule_speedups,
+                k_zero_at=zero_at, eps=eps,
                 gate_alpha=gate_alpha,
                 gate_rate=None if gate_alpha is None else acceptance_rate(gate_alpha, k),
                 lesson_gate_as_rate=acceptance_rate(0.55, k), lesson_gate_as_alpha=alpha_from_rate(0.55, k),
@@ -603,6 +701,8 @@ def column_header(columns, groups):
     columns: (name, width); groups: (label, first column, last column).
     """
     names = " ".join(f"{name:>{width}}" for name, width in columns)
+    if not groups:
+        return [names]
     starts = [sum(w + 1 for _, w in columns[:i]) for i in range(len(columns))]
     top = [" "] * len(names)
     for label, first, last in groups:
@@ -644,21 +744,43 @@ def render_tables(result, dep, grid):
             title = f"== K = {k}, eps = {eps1:.2f} at B=1 ({source}), growing with B as the cost model says =="
             lines += render_blocks(title, header, rows) + [""]
     lines += render_breakeven(result)
+    lines += render_best_k(result)
     lines += render_tail(result)
     lines += render_summary(result, grid)
     return "\n".join(lines) + "\n"
 
 
 def deployment_lines(dep, result):
+    draft_gb = dep.drafter.weight_bytes / 1e9 if dep.drafter else 0.0
     return [
-        f"Deployment: {dep.model} ({dep.weights_dtype} weights) on {dep.tp} x {dep.gpu}, {dep.kv_dtype} KV, "
-        f"context {dep.context}, draft {dep.draft}.",
-        f"The KV cache fits {result['max_concurrency']} sequences. Plain decode step: "
-        f"{plain_step_ms(dep, 1):.2f} ms at B=1.",
+        f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.weight_bytes / 1e9:.1f} GB), "
+        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache,",
+        f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gb:.2f} GB).",
+        f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
+        f"{memory_budget_bytes(dep) / 1e9:.0f} GB. Plain decode step {plain_step_ms(dep, 1):.2f} ms at B=1.",
         "alpha: per-token acceptance; rate: vLLM's accepted/drafted; tau: tokens per round (bonus included).",
         "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps); sim: simulated decode, ±se its standard error.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
     ]
+
+
+def render_best_k(result):
+    """Best K (0 = off) and its speedup for each concurrency and alpha, then the plan's schedule."""
+    alphas = sorted({b["alpha"] for b in result["best_k"]})
+    columns = [("B", 5)] + [(f"a={a:.2f}", 10) for a in alphas]
+    rows = []
+    for batch in sorted({b["concurrency"] for b in result["best_k"]}):
+        cells = [b for b in result["best_k"] if b["concurrency"] == batch]
+        rows.append(f"{batch:5d} " + " ".join(
+            f"{'K=' + str(b['k']) + ' ' + format(b['speedup'], '.2f') + 'x':>10s}" if b["feasible"]
+            else f"{'no fit':>10s}" for b in sorted(cells, key=lambda b: b["alpha"])))
+    plan = result["plan"]
+    zero = (f"speculation stops paying at B = {plan['k_zero_at']}" if plan["k_zero_at"] is not None
+            else f"speculation pays up to the {result['max_concurrency']} sequences that fit")
+    title = f"== Best K (0..{K_MAX}, 0 = off) and its speedup over plain decoding, eps from the cost model =="
+    note = wrap(f"At alpha {plan['alpha']:.2f} {zero}. K by batch size, as vLLM's "
+                f"num_speculative_tokens_per_batch_size [start, end, K]: {plan['schedule']}", 100, "")
+    return render_blocks(title, column_header(columns, []), rows) + note + [""]
 
 
 def render_breakeven(result):
@@ -762,16 +884,34 @@ def wrap(text, width, indent):
     return lines + [line]
 
 
+def speculative_config(dep, k, schedule=None):
+    """vLLM's --speculative-config for this draft (vllm/config/speculative.py fields).
+
+    num_speculative_tokens_per_batch_size: inclusive [start, end, K] rows, with
+    num_speculative_tokens the startup maximum (vLLM PR #32374, dynamic speculative decoding).
+    """
+    if dep.draft == "ngram":
+        config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    elif dep.draft in ("eagle3", "eagle"):
+        head = EAGLE3_HEADS.get(dep.model) if dep.draft == "eagle3" else None
+        config = {"method": dep.draft, "model": head or f"<your {dep.draft} head for {dep.model}>",
+                  "num_speculative_tokens": k}
+    else:
+        config = {"method": "draft_model", "model": MODELS[dep.draft]["hf"], "num_speculative_tokens": k}
+    if schedule:
+        config["num_speculative_tokens"] = max(row[2] for row in schedule)
+        config["num_speculative_tokens_per_batch_size"] = schedule
+    return json.dumps(config)
+
+
 def render_plan(result, dep, grid):
     """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
     plan = result["plan"]
     m = MODELS[dep.model]
-    k, target = plan["k"], plan["target"]
+    k, target, alpha = plan["k"], plan["target"], plan["alpha"]
     tail = {t["concurrency"]: t for t in plan["tail"]}
     t = tail.get(target)
     head = EAGLE3_HEADS.get(dep.model)
-    spec_config = json.dumps({"method": "eagle3", "model": head or "<your EAGLE-3 head>",
-                              "num_speculative_tokens": k})
     quant = " --quantization fp8" if dep.weights_dtype == "fp8" else ""
     kv = " --kv-cache-dtype fp8" if dep.kv_dtype == "fp8" else ""
     serve = f"vllm serve {m['hf']} --tensor-parallel-size {dep.tp}{quant}{kv}"
@@ -779,16 +919,21 @@ def render_plan(result, dep, grid):
              f"--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99 --save-result")
     gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
     draft_params = dep.drafter.params if dep.drafter else 0
-    speedups = ", ".join(f"K={kk}: {s:.2f}x" for kk, s in plan["speedup_by_k"].items())
+    if plan["k_target"]:
+        k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
+                  f"{plan['speedup_target']:.2f}x over plain decoding")
+    else:
+        k_line = (f"{k} where speculation pays; at B={target} and alpha {alpha:.2f} no K beats plain decoding "
+                  "(see K by batch size)")
     out = [
         "---",
         "name: eagle3-rollout",
-        f"description: Staged rollout of EAGLE-3 speculative decoding for {dep.model} ({dep.weights_dtype}) on "
+        f"description: Staged rollout of {dep.draft} speculative decoding for {dep.model} ({dep.weights_dtype}) on "
         f"{dep.tp} x {dep.gpu} at concurrency {target}, gated on measured acceptance.",
         "tags: [speculative-decoding, eagle3, vllm, rollout, p99]",
         "---",
         "",
-        f"# EAGLE-3 rollout: {dep.model} on {dep.tp} x {dep.gpu}",
+        f"# Speculative decoding rollout: {dep.model} on {dep.tp} x {dep.gpu}, draft {dep.draft}",
         "",
         "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
         "decode rounds; change the deployment constants or flags and run it again.",
@@ -805,9 +950,11 @@ def render_plan(result, dep, grid):
         f"context {result['max_concurrency']} sequences fit |",
         f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters |",
         f"| target concurrency | {target}" + ("" if plan["feasible"] else " (does not fit in memory: lower it)") + " |",
-        f"| plain decode step | {plain_step_ms(dep, 1):.2f} ms at B=1, {plain_step_ms(dep, target):.2f} ms at B={target} |",
-        f"| assumed per-token alpha | {plan['alpha']:.2f} until measured (stage 2) |",
-        f"| K | {k}: the best exact speedup at B={target} among the grid's K ({speedups}) |",
+        f"| plain decode step | {plain_step_ms(dep, 1):.2f} ms at B=1, "
+        f"{plain_step_ms(dep, min(target, max(1, result['max_concurrency']))):.2f} ms at "
+        f"B={min(target, max(1, result['max_concurrency']))} |",
+        f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |",
+        f"| K | {k_line} |",
         "",
         "## Stage 0: baseline, speculation off",
         "",
@@ -818,18 +965,18 @@ def render_plan(result, dep, grid):
         "",
         "Keep `baseline.json`: its `p99_tpot_ms`, `p99_itl_ms` and `output_throughput` are what the gate compares.",
         "",
-        "## Stage 1: turn on EAGLE-3",
+        "## Stage 1: turn on speculation",
         "",
         "Speculation is opt-in in vLLM: nothing changes without `--speculative-config`.",
         "",
         "```",
         f"{serve} \\",
-        f"  --speculative-config '{spec_config}'",
-        bench + " --result-filename eagle3.json",
+        f"  --speculative-config '{speculative_config(dep, k)}'",
+        bench + " --result-filename spec.json",
         "```",
         "",
     ]
-    if head is None:
+    if dep.draft == "eagle3" and head is None:
         out += [f"No public EAGLE-3 head is listed for {dep.model}; put the path of a trained head in `model`.", ""]
     if t is not None:
         out += [
@@ -839,6 +986,7 @@ def render_plan(result, dep, grid):
             f"(the lesson's formula would claim {t['speedup_lesson']:.2f}x).",
             "",
         ]
+    out += plan_k_by_batch(plan, dep)
     out += [
         "## Stage 2: measure acceptance on production traffic",
         "",
@@ -882,7 +1030,7 @@ def render_plan(result, dep, grid):
             "tail; per-token ITL (a round's time split over its tokens) is what this simulation reports.",
             "",
             f"- expected P99 per-token ITL at B={target}: {t['itl_plain_p99_ms']:.2f} ms plain, "
-            f"{t['itl_spec_p99_ms']:.2f} ms with EAGLE-3 ({pct(t['p99_change'])}), mean "
+            f"{t['itl_spec_p99_ms']:.2f} ms with speculation ({pct(t['p99_change'])}), mean "
             f"{t['itl_plain_mean_ms']:.2f} -> {t['itl_spec_mean_ms']:.2f} ms;",
             f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
             f"{t['itl_plain_p99_ms']:.2f} ms plain;",
@@ -909,6 +1057,31 @@ def render_plan(result, dep, grid):
         "",
     ]
     return "\n".join(out)
+
+
+def plan_k_by_batch(plan, dep):
+    """The plan's "K by batch size" section: vLLM's dynamic schedule and the simpler off switch."""
+    schedule, alpha = plan["schedule"], plan["alpha"]
+    if not schedule:
+        return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
+    out = ["## K by batch size", "",
+           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
+           "| batch sizes | K | speedup over plain |", "|---|---|---|"]
+    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan["schedule_speedups"]):
+        span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
+        out.append(f"| {lo}-{hi} | {k} | {span} |")
+    out += ["", "vLLM's dynamic speculative decoding takes this table as it stands:", "", "```",
+            f"--speculative-config '{speculative_config(dep, plan['k'], schedule)}'", "```", ""]
+    if plan["k_zero_at"] is None:
+        out += [f"Speculation pays at every batch size that fits in memory (up to {schedule[-1][1]}), so "
+                "`disable_by_batch_size` is not needed at this alpha.", ""]
+    else:
+        last_on = plan["k_zero_at"] - 1
+        out += [f"The simpler knob: speculation stops paying at B = {plan['k_zero_at']}, so "
+                f"`\"disable_by_batch_size\": {last_on}` in `--speculative-config` turns it off for new requests "
+                f"once more than {last_on} are queued.", ""] if last_on >= 1 else \
+            ["Speculation does not pay at any batch size here: leave it off.", ""]
+    return out
 
 
 def lesson_rule_sentence(plan):
@@ -953,13 +1126,19 @@ def clean(value):
 def render_json(result, dep, grid):
     deployment = dict(model=dep.model, gpu=dep.gpu, tp=dep.tp, weights_dtype=dep.weights_dtype,
                       kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft,
+                      gpu_memory_gb=dep.memory_gb, gpu_bandwidth_tbs=dep.bandwidth_tbs,
+                      gpu_tflops=dep.target.tflops,
                       target_params=dep.target.params, draft_params=dep.drafter.params if dep.drafter else 0,
-                      weight_bytes=dep.target.weight_bytes, kv_bytes_per_token=dep.target.kv_bytes_per_token,
-                      max_concurrency=result["max_concurrency"])
-    plan = {key: v for key, v in result["plan"].items() if key != "tail"}
-    plan["speedup_by_k"] = [dict(k=k, speedup=s) for k, s in plan["speedup_by_k"].items()]
+                      weight_bytes=dep.target.weight_bytes,
+                      draft_weight_bytes=dep.drafter.weight_bytes if dep.drafter else 0,
+                      kv_bytes_per_token=dep.target.kv_bytes_per_token,
+                      max_concurrency=result["max_concurrency"],
+                      plain_step_ms_b1=plain_step_ms(dep, 1))
+    plan = {key: v for key, v in result["plan"].items() if key not in ("tail", "schedule_speedups")}
+    best = [{key: b[key] for key in ("concurrency", "alpha", "k", "speedup")} for b in result["best_k"]]
     return json.dumps(clean(dict(deployment=deployment, cells=result["cells"], breakeven=result["breakeven"],
-                                 plan=plan, summary=summary_facts(result, grid))), indent=1) + "\n"
+                                 best_k=best, plan=plan, summary=summary_facts(result, grid))), indent=1) + "\n"
+
 
 # ---------------------------------------------------------------- CLI
 class UsageError(ValueError):
@@ -988,6 +1167,13 @@ def parse_list(flag, text, convert, allowed, check):
     return tuple(values)
 
 
+def parse_one(flag, text, convert, allowed, check):
+    """One value, checked like a list item."""
+    if "," in text:
+        raise UsageError(f"{flag}: expected one value, {allowed}; got {text!r}")
+    return parse_list(flag, text, convert, allowed, check)[0]
+
+
 def _finite(text):
     value = float(text)
     if not math.isfinite(value):
@@ -999,33 +1185,111 @@ def _overhead(text):
     return "auto" if text == "auto" else _finite(text)
 
 
+def _choice(flag, value, valid, extra=""):
+    if value not in valid:
+        raise UsageError(f"{flag}: unknown {value!r}; valid: {', '.join(valid)}{extra}")
+    return value
+
+
 def build_parser():
     p = _Parser(prog="main.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--alphas", help="per-token alphas, comma list in [0, 1]")
-    p.add_argument("--ks", help="draft lengths K, comma list of integers 1-32")
-    p.add_argument("--verify-overheads", help='eps at B=1, comma list of numbers >= 0 or "auto"')
-    p.add_argument("--concurrency", help="batch sizes B, comma list of integers >= 1")
-    p.add_argument("--seed", help="seed of the simulated rounds (integer)")
-    p.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
-    p.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    grid = p.add_argument_group("grid (defaults: the constants at the top of main.py)")
+    grid.add_argument("--alphas", help="per-token acceptance alphas, comma list in [0, 1]")
+    grid.add_argument("--acceptance-rates", help="vLLM acceptance rates (accepted/drafted), comma list in [0, 1]")
+    grid.add_argument("--acceptance-length", help="measured tau at the single K given by --ks, in [1, K+1]")
+    grid.add_argument("--ks", help="draft lengths K, comma list of integers 1-32")
+    grid.add_argument("--verify-overheads", help='eps at B=1, comma list of numbers >= 0 or "auto"')
+    grid.add_argument("--concurrency", help="batch sizes B, comma list of integers >= 1")
+    dep = p.add_argument_group("deployment")
+    dep.add_argument("--model", help=f"target model: {', '.join(MODELS)}")
+    dep.add_argument("--gpu", help=f"GPU: {', '.join(GPUS)}, or custom (with the three numbers below)")
+    dep.add_argument("--tp", help="tensor-parallel degree")
+    dep.add_argument("--weights-dtype", help="bf16 or fp8")
+    dep.add_argument("--kv-dtype", help="bf16 or fp8")
+    dep.add_argument("--context", help="mean decode context in tokens")
+    dep.add_argument("--draft", help=f"draft: {', '.join(DRAFTS)}, or a catalog model")
+    dep.add_argument("--gpu-bandwidth", help="memory bandwidth per GPU, TB/s")
+    dep.add_argument("--gpu-tflops", help="dense TFLOP/s per GPU for the weights dtype")
+    dep.add_argument("--gpu-memory", help="memory per GPU, GB")
+    out = p.add_argument_group("output")
+    out.add_argument("--seed", help="seed of the simulated rounds (integer)")
+    out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
+    out.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
+    out.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     return p
 
 
+def parse_grid(args):
+    """The grid flags -> Grid. One acceptance flag at most; a length needs a single K."""
+    ks = parse_list("--ks", args.ks, int, "an integer from 1 to 32", lambda k: 1 <= k <= 32) \
+        if args.ks is not None else KS
+    given = [f for f, v in (("--alphas", args.alphas), ("--acceptance-rates", args.acceptance_rates),
+                            ("--acceptance-length", args.acceptance_length)) if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"{given[0]} and {given[1]}: give acceptance one way only")
+    if args.acceptance_rates is not None:
+        kind, values = "rate", parse_list("--acceptance-rates", args.acceptance_rates, _finite,
+                                          "a number in [0, 1]", lambda r: 0.0 <= r <= 1.0)
+    elif args.acceptance_length is not None:
+        if len(ks) != 1:
+            raise UsageError(f"--acceptance-length: is measured at one K, so --ks must name exactly one; "
+                             f"got {','.join(map(str, ks))}")
+        kind, values = "length", parse_list("--acceptance-length", args.acceptance_length, _finite,
+                                            f"a number in [1, {ks[0] + 1}] (1 to K+1)",
+                                            lambda t: 1.0 <= t <= ks[0] + 1)
+    else:
+        kind, values = "alpha", parse_list("--alphas", args.alphas, _finite, "a number in [0, 1]",
+                                           lambda a: 0.0 <= a <= 1.0) if args.alphas is not None else ALPHAS
+    overheads = parse_list("--verify-overheads", args.verify_overheads, _overhead, 'a number >= 0 or "auto"',
+                           lambda e: e == "auto" or e >= 0.0) \
+        if args.verify_overheads is not None else VERIFY_OVERHEADS
+    concurrencies = parse_list("--concurrency", args.concurrency, int, "an integer >= 1", lambda b: b >= 1) \
+        if args.concurrency is not None else CONCURRENCIES
+    return Grid(values, ks, overheads, concurrencies, kind)
+
+
+def parse_deployment(args):
+    """The deployment flags -> Deployment, refusing what cannot run."""
+    positive = "a number > 0"
+    model = _choice("--model", args.model or MODEL, list(MODELS))
+    gpu = args.gpu or GPU
+    if gpu != "custom":
+        _choice("--gpu", gpu, list(GPUS), ", or custom with --gpu-bandwidth, --gpu-tflops and --gpu-memory")
+    numbers = {}
+    custom_flags = (("--gpu-bandwidth", "bandwidth_tbs", args.gpu_bandwidth),
+                    ("--gpu-tflops", "tflops", args.gpu_tflops), ("--gpu-memory", "memory_gb", args.gpu_memory))
+    for flag, key, text in custom_flags:
+        if text is not None:
+            numbers[key] = parse_one(flag, text, _finite, positive, lambda x: x > 0)
+    missing = [flag for flag, key, _ in custom_flags if key not in numbers]
+    if gpu == "custom" and missing:
+        raise UsageError(f"--gpu custom: needs --gpu-bandwidth, --gpu-tflops and --gpu-memory; "
+                         f"missing {', '.join(missing)}")
+    weights = _choice("--weights-dtype", args.weights_dtype or WEIGHTS_DTYPE, list(BYTES_PER))
+    kv = _choice("--kv-dtype", args.kv_dtype or KV_DTYPE, list(BYTES_PER))
+    tp = parse_one("--tp", args.tp, int, "an integer >= 1", lambda t: t >= 1) if args.tp is not None else TP
+    context = parse_one("--context", args.context, int, "an integer >= 1 (tokens)", lambda c: c >= 1) \
+        if args.context is not None else CONTEXT
+    draft = _choice("--draft", args.draft or DRAFT, list(DRAFTS) + list(MODELS))
+    m = MODELS[model]
+    if m["heads"] % tp:
+        raise UsageError(f"--tp: {tp} does not divide the {m['heads']} attention heads of {model}")
+    if draft in MODELS:
+        d = MODELS[draft]
+        if model_params(d) >= model_params(m):
+            raise UsageError(f"--draft: {draft} ({model_params(d) / 1e9:.2f} B parameters) is not smaller "
+                             f"than the target {model} ({model_params(m) / 1e9:.2f} B)")
+        if d["heads"] % tp:
+            raise UsageError(f"--tp: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
+    spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
+    return make_deployment(model, gpu, tp, weights, kv, context, draft, spec)
+
+
 def parse_args(argv):
-    """Flags -> (grid, seed, out path or None, json?). Raises UsageError."""
+    """Flags -> (grid, deployment, seed, out path or None, json?). Raises UsageError."""
     args = build_parser().parse_args(argv)
-    grid = Grid(
-        parse_list("--alphas", args.alphas, _finite, "a number in [0, 1]", lambda a: 0.0 <= a <= 1.0)
-        if args.alphas is not None else ALPHAS,
-        parse_list("--ks", args.ks, int, "an integer from 1 to 32", lambda k: 1 <= k <= 32)
-        if args.ks is not None else KS,
-        parse_list("--verify-overheads", args.verify_overheads, _overhead, 'a number >= 0 or "auto"',
-                   lambda e: e == "auto" or e >= 0.0)
-        if args.verify_overheads is not None else VERIFY_OVERHEADS,
-        parse_list("--concurrency", args.concurrency, int, "an integer >= 1", lambda b: b >= 1)
-        if args.concurrency is not None else CONCURRENCIES,
-    )
+    grid = parse_grid(args)
+    dep = parse_deployment(args)
     seed = SEED
     if args.seed is not None:
         try:
@@ -1035,7 +1299,7 @@ def parse_args(argv):
     out = None if args.no_write else (Path(args.out) if args.out else OUT_PATH)
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out: the folder {str(out.parent)!r} does not exist")
-    return grid, seed, out, args.json
+    return grid, dep, seed, out, args.json
 
 
 def write_atomically(path, text):
@@ -1054,11 +1318,10 @@ def write_atomically(path, text):
 def main(argv=None):
     """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status."""
     try:
-        grid, seed, out, as_json = parse_args(sys.argv[1:] if argv is None else argv)
+        grid, dep, seed, out, as_json = parse_args(sys.argv[1:] if argv is None else argv)
     except UsageError as err:
         print(f"main.py: error: {err}", file=sys.stderr)
         return 2
-    dep = make_deployment()
     result = analyse(grid, dep, seed)
     report = render_json(result, dep, grid) if as_json else render_tables(result, dep, grid)
     if out is not None:
