@@ -1,0 +1,202 @@
+"""Catalog, memory, calibration accuracy, best K, and the deployment flags."""
+import contextlib
+import importlib.util
+import io
+import json
+import statistics
+import sys
+import unittest
+
+from load_main import ROOT, load_main
+
+m = load_main()
+
+
+def load_calibrate():
+    spec = importlib.util.spec_from_file_location("eagle3_calibrate", ROOT / "bench" / "calibrate.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["eagle3_calibrate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_json(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = m.main(argv + ["--json", "--no-write"])
+    if status != 0:
+        raise AssertionError(err.getvalue())
+    return json.loads(out.getvalue())
+
+
+def run_status(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = m.main(argv + ["--no-write"])
+    return status, err.getvalue()
+
+
+class Catalog(unittest.TestCase):
+    def test_draft_head_sizes(self):
+        # REFERENCE.md section 4: EAGLE-3 about 0.425 B (8B) and 1.40 B (70B); EAGLE README 0.25 B, 0.99 B.
+        for model, version, billions, delta in (("llama-3.1-8b", 3, 0.425, 0.002), ("llama-3.3-70b", 3, 1.40, 0.01),
+                                                ("llama-3.1-8b", 1, 0.25, 0.005), ("llama-3.3-70b", 1, 0.99, 0.005)):
+            got = m.eagle_head_params(m.MODELS[model], version) / 1e9
+            self.assertAlmostEqual(got, billions, delta=delta, msg=(model, version))
+
+    def test_every_named_entry_builds(self):
+        for gpu in ("a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "rtx-4090", "mi300x"):
+            for draft in ("eagle3", "eagle", "ngram", "llama-3.2-1b"):
+                dep = m.make_deployment("llama-3.1-8b", gpu, 1, "fp8", "bf16", 1024, draft)
+                self.assertGreater(m.plain_step_ms(dep, 1), 0)
+
+    def test_json_deployment_facts(self):
+        dep = run_json(["--alphas", "0.7", "--ks", "3", "--concurrency", "1"])["deployment"]
+        self.assertEqual(dep["kv_bytes_per_token"], 327_680)
+        self.assertEqual(dep["weight_bytes"], m.model_params(m.MODELS["llama-3.3-70b"]))   # fp8: 1 byte each
+        self.assertAlmostEqual(dep["draft_params"] / 1e9, 1.40, delta=0.01)
+        for key in ("target_params", "max_concurrency"):
+            self.assertIn(key, dep)
+
+
+class Memory(unittest.TestCase):
+    def test_70b_fp8_on_one_h100_at_256_by_4k_does_not_fit(self):
+        data = run_json(["--tp", "1", "--context", "4096", "--concurrency", "256", "--alphas", "0.7", "--ks", "3"])
+        self.assertEqual(data["deployment"]["max_concurrency"], 0)   # 72 GB cannot hold 70.6 GB + head + KV
+        for cell in data["cells"]:
+            self.assertFalse(cell["feasible"])
+            self.assertIsNone(cell["speedup_exact"])
+
+    def test_70b_fp8_on_four_h100_at_256_by_2k_fits(self):
+        # 288 GB - 73.4 GB of weights leaves room for 256 x 2048 x 331,776 B = 174 GB of KV.
+        data = run_json(["--concurrency", "256", "--alphas", "0.7", "--ks", "3"])
+        self.assertTrue(all(c["feasible"] for c in data["cells"]))
+
+    def test_infeasible_cells_are_marked_in_tables(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            m.main(["--tp", "2", "--context", "8192", "--concurrency", "1,256", "--alphas", "0.7", "--ks", "3",
+                    "--no-write"])
+        self.assertIn("infeasible", out.getvalue())
+
+
+class Calibration(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.cal = load_calibrate()
+        cls.points = cls.cal.load_points()
+
+    def test_fitted_constants_in_main_are_what_the_script_fits(self):
+        self.assertEqual(self.cal.fit_constants(self.points, self.cal.plain_anchors()), m.FIT)
+
+    def test_published_timed_points_within_bound(self):
+        # speedup_exact from the JSON, each point described only by its own settings.
+        errors = []
+        for p in (p for p in self.points if p["in_bound"]):
+            cell = run_json(["--model", p["model"], "--gpu", p["gpu"], "--tp", str(p["tp"]),
+                             "--weights-dtype", p["weights_dtype"], "--draft", p["draft"],
+                             "--context", str(self.cal.MT_BENCH_CONTEXT), "--ks", str(p["k"]),
+                             "--acceptance-length", str(p["tau"]), "--verify-overheads", "auto",
+                             "--concurrency", str(p["batch"])])["cells"][0]
+            errors.append(abs(cell["speedup_exact"] / p["published"] - 1))
+        self.assertEqual(len(errors), 17)
+        self.assertLessEqual(statistics.median(errors), 0.10)
+        self.assertLessEqual(max(errors), 0.20)
+
+
+class CostShape(unittest.TestCase):
+    def test_long_context_keeps_verify_close_to_plain(self):
+        # MagicDec: at 32k tokens the KV read dominates plain and verify alike.
+        long = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
+        short = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 512, "eagle3")
+        verify_extra = lambda dep, b: m.pass_ms(dep.target, dep, b, 4, m.FIT.pass_ms) / m.plain_step_ms(dep, b) - 1
+        self.assertLess(verify_extra(long, 16), 0.2)
+        self.assertGreater(verify_extra(short, 16), 0.3)
+        self.assertLess(m.model_overhead(long, 16, 3), m.model_overhead(long, 1, 3))
+        self.assertGreater(m.best_k(long, 0.8, 16)[1], m.best_k(long, 0.8, 1)[1])
+
+    def test_best_k_falls_as_concurrency_rises(self):
+        dep = m.make_deployment()
+        ks = [m.best_k(dep, 0.7, b)[0] for b in range(1, m.max_concurrency(dep) + 1)]
+        self.assertEqual(ks, sorted(ks, reverse=True))
+        self.assertGreater(ks[0], ks[-1])
+
+    def test_schedule_matches_a_batch_by_batch_scan(self):
+        for alpha in (0.45, 0.7):
+            dep = m.make_deployment()
+            expected, start = [], 1
+            ks = [m.best_k(dep, alpha, b)[0] for b in range(1, m.max_concurrency(dep) + 1)]
+            for b in range(1, len(ks) + 1):
+                if b == len(ks) or ks[b] != ks[b - 1]:
+                    expected.append([start, b, ks[b - 1]])
+                    start = b + 1
+            self.assertEqual(m.k_schedule(dep, alpha), expected)
+
+    def test_ngram_draft_is_nearly_free(self):
+        dep = m.make_deployment(draft="ngram")
+        self.assertLess(m.model_overhead(dep, 1, 3), m.model_overhead(m.make_deployment(), 1, 3) / 2)
+
+
+class AcceptanceFlags(unittest.TestCase):
+    def test_rates_are_converted_at_each_k(self):
+        cells = run_json(["--acceptance-rates", "0.55", "--ks", "3,5", "--concurrency", "1"])["cells"]
+        by_k = {c["k"]: c for c in cells if c["verify_overhead"] == "auto"}
+        self.assertAlmostEqual(by_k[3]["alpha"], 0.730, delta=0.001)
+        self.assertAlmostEqual(by_k[5]["alpha"], 0.807, delta=0.001)
+        for c in cells:
+            self.assertAlmostEqual(c["acceptance_rate"], 0.55, places=6)
+
+    def test_length_at_one_k(self):
+        cell = run_json(["--acceptance-length", "2.811", "--ks", "3", "--concurrency", "1"])["cells"][0]
+        self.assertAlmostEqual(cell["acceptance_length"], 2.811, places=6)
+        self.assertAlmostEqual(cell["alpha"], 0.768, delta=0.001)
+
+    def test_best_k_in_json(self):
+        best = run_json(["--alphas", "0.3,0.8", "--ks", "3", "--concurrency", "1,256"])["best_k"]
+        self.assertEqual(len(best), 4)
+        for row in best:
+            self.assertEqual(set(row), {"concurrency", "alpha", "k", "speedup"})
+            self.assertTrue(0 <= row["k"] <= 8)
+
+    def test_custom_gpu_equals_the_catalog_entry_it_copies(self):
+        base = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,64", "--weights-dtype", "bf16"]
+        catalog = run_json(base + ["--gpu", "h100-sxm"])["cells"]
+        custom = run_json(base + ["--gpu", "custom", "--gpu-bandwidth", "3.35", "--gpu-tflops", "989",
+                                  "--gpu-memory", "80"])["cells"]
+        for a, b in zip(catalog, custom):
+            self.assertAlmostEqual(a["speedup_exact"], b["speedup_exact"], places=9)
+
+
+class DeploymentBadInput(unittest.TestCase):
+    CASES = [
+        (["--model", "llama-9"], ["--model", "llama-3.3-70b", "qwen3-32b"]),
+        (["--gpu", "tpu"], ["--gpu", "h100-sxm", "mi300x", "custom"]),
+        (["--draft", "medusa"], ["--draft", "eagle3", "ngram"]),
+        (["--gpu", "custom", "--gpu-bandwidth", "3"], ["--gpu-tflops", "--gpu-memory"]),
+        (["--gpu-bandwidth", "0"], ["--gpu-bandwidth", "> 0"]),
+        (["--gpu-tflops", "-5"], ["--gpu-tflops"]),
+        (["--gpu-memory", "lots"], ["--gpu-memory"]),
+        (["--model", "llama-3.2-1b", "--draft", "llama-3.1-8b"], ["--draft", "not smaller"]),
+        (["--tp", "3"], ["--tp", "64 attention heads"]),
+        (["--tp", "0"], ["--tp"]),
+        (["--context", "0"], ["--context"]),
+        (["--weights-dtype", "int4"], ["--weights-dtype", "bf16", "fp8"]),
+        (["--kv-dtype", "fp16"], ["--kv-dtype"]),
+        (["--acceptance-length", "2.5", "--ks", "3,5"], ["--acceptance-length", "exactly one"]),
+        (["--acceptance-length", "4.5", "--ks", "3"], ["--acceptance-length", "[1, 4]"]),
+        (["--acceptance-rates", "1.2"], ["--acceptance-rates"]),
+        (["--alphas", "0.5", "--acceptance-rates", "0.5"], ["--alphas", "--acceptance-rates"]),
+    ]
+
+    def test_each_exits_2_with_one_line_naming_the_problem(self):
+        for argv, needles in self.CASES:
+            with self.subTest(argv=argv):
+                status, err = run_status(argv)
+                self.assertEqual(status, 2)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                for needle in needles:
+                    self.assertIn(needle, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
