@@ -22,6 +22,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 import tempfile
 from collections import namedtuple
@@ -35,6 +36,8 @@ VERIFY_OVERHEADS = (0.10, "auto")               # eps at B=1, fraction of a plai
 CONCURRENCIES = (1, 32, 128, 256)               # decode batch size B: sequences decoding together
 EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured (vLLM CI's tau 2.81 at K=3 is a=0.77)
 GATE_MARGIN = 0.10      # acceptance-rate margin the gate demands above break-even
+P99_BUDGET = 0.10       # largest rise of P99 TPOT over baseline the gate accepts (with benchmark files)
+TRAFFIC_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # (domain, share of generated tokens, per-token alpha)
 SEED = 0                # seeds every simulated round: same seed, same bytes
 N_ROUNDS = 20_000       # simulated decode rounds per (alpha, K)
 ROUND_JITTER = 0.03     # relative s.d. of one round's duration (launch and kernel noise), lognormal
@@ -145,6 +148,26 @@ def alpha_from_rate(rate, k):
     (0.73, 0.807)
     """
     return alpha_from_length(1.0 + k * rate, k)
+
+
+def profile_length(profile, k):
+    """tau for conditional per-position alphas: 1 + a0 + a0*a1 + ...; the last alpha repeats past the end.
+
+    >>> round(profile_length([0.8, 0.5], 3), 6)   # 1 + 0.8 + 0.4 + 0.2
+    2.4
+    """
+    tau, survive = 1.0, 1.0
+    for i in range(k):
+        survive *= profile[min(i, len(profile) - 1)]
+        tau += survive
+    return tau
+
+
+def tau_for(acceptance, k):
+    """tau for a per-token alpha, or for a list of conditional alphas by position."""
+    if isinstance(acceptance, (list, tuple)):
+        return profile_length(acceptance, k)
+    return acceptance_length(acceptance, k)
 
 
 def lesson_speedup(alpha, k, eps):
@@ -518,6 +541,165 @@ def simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch):
                 speedup_mc=speedup, speedup_mc_se=speedup_se,
                 speedup_two_pass=(total_tokens / two_pass_time) * plain_ms * plain_mean_jitter)
 
+# ---------------------------------------------------------------- reading measurements
+# vLLM's Prometheus counters and `vllm bench serve --save-result` JSON (REFERENCE.md
+# section 5). Files are checked here, at the boundary; a bad one raises UsageError.
+
+class UsageError(ValueError):
+    """Bad input, a flag or a file: the message names it, what it allows and what it got."""
+
+
+SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py; a counter X is exposed as X_total (and X_created)
+    "vllm:spec_decode_num_drafts_total": "drafts",
+    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens_total": "accepted",
+}
+PER_POSITION_COUNTER = "vllm:spec_decode_num_accepted_tokens_per_pos_total"   # label position="i"
+# name{labels} value [timestamp] [# exemplar]: the Prometheus text format.
+SAMPLE_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?'
+                         r'\s+(\S+)(?:\s+-?\d+)?(?:\s+#.*)?$')
+LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position")
+
+
+def read_metrics(path, flag):
+    """Sum the spec-decode counters of a /metrics scrape over every label, in one streaming pass."""
+    totals = dict(drafts=0.0, draft_tokens=0.0, accepted=0.0)
+    per_position, found, lines = {}, False, 0
+    for number, line in text_lines(path, flag):
+        lines += 1
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = SAMPLE_LINE.match(line)
+        if not match:
+            raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}")
+        name, labels, text = match.groups()
+        if name not in SPEC_COUNTERS and name != PER_POSITION_COUNTER:
+            continue
+        value = counter_value(text, flag, path, number)
+        found = True
+        if name == PER_POSITION_COUNTER:
+            position = dict(LABEL.findall(labels or "")).get("position", "")
+            if not position.isdigit():
+                raise UsageError(f"{flag}: {path}, line {number}: {name} needs a position label; got {labels!r}")
+            per_position[int(position)] = per_position.get(int(position), 0.0) + value
+        else:
+            totals[SPEC_COUNTERS[name]] += value
+    if lines == 0:
+        raise UsageError(f"{flag}: {path} is empty")
+    if not found:
+        raise UsageError(f"{flag}: {path} has no vllm:spec_decode_* counters: is speculative decoding on?")
+    return Counters(totals["drafts"], totals["draft_tokens"], totals["accepted"], per_position)
+
+
+def text_lines(path, flag):
+    """Yield (line number, text) from a UTF-8 file without loading it whole; refuse binary files."""
+    try:
+        file = open(path, "rb")
+    except OSError as err:
+        raise UsageError(f"{flag}: cannot read {path}: {err.strerror}") from None
+    with file:
+        for number, raw in enumerate(file, 1):
+            if b"\0" in raw:
+                raise UsageError(f"{flag}: {path} is not a text file (a NUL byte on line {number})")
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UsageError(f"{flag}: {path} is not a text file (not UTF-8, line {number})") from None
+
+
+def counter_value(text, flag, path, number):
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{flag}: {path}, line {number}: counter value {text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite and >= 0; got {text!r}")
+    return value
+
+
+def counters_window(after, before, flags):
+    """Counters over the window between two scrapes; a counter that fell means a restart."""
+    names = ("drafts", "draft_tokens", "accepted")
+    for name in names:
+        if getattr(after, name) < getattr(before, name):
+            raise UsageError(f"{flags[0]}: {name} fell from {getattr(before, name):g} in {flags[1]} to "
+                             f"{getattr(after, name):g}: the server restarted between the scrapes")
+    per_position = {}
+    for position, value in after.per_position.items():
+        if value < before.per_position.get(position, 0.0):
+            raise UsageError(f"{flags[0]}: accepted tokens at position {position} fell between the scrapes: "
+                             "the server restarted")
+        per_position[position] = value - before.per_position.get(position, 0.0)
+    return Counters(*(getattr(after, n) - getattr(before, n) for n in names), per_position)
+
+
+def measured_acceptance(drafts, draft_tokens, accepted, per_position, source):
+    """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1)."""
+    if drafts <= 0 or draft_tokens <= 0:
+        raise UsageError(f"{source}: no drafts were made (drafts = {drafts:g}): nothing to measure")
+    k = round(draft_tokens / drafts)
+    if not 1 <= k <= 32 or accepted > draft_tokens:
+        raise UsageError(f"{source}: counters are inconsistent: {draft_tokens:g} draft tokens over {drafts:g} "
+                         f"drafts and {accepted:g} accepted")
+    tau = 1.0 + accepted / drafts
+    rates = [per_position.get(i, 0.0) / drafts for i in range(k)] if per_position else []
+    conditional = [r / prev if prev > 0 else 0.0 for r, prev in zip(rates, [1.0] + rates)]
+    alpha = alpha_from_length(min(tau, k + 1.0), k)
+    return dict(k=k, k_mean=draft_tokens / drafts, drafts=drafts, acceptance_rate=accepted / draft_tokens,
+                acceptance_length=tau, per_position_rates=rates, per_position_alpha=conditional, alpha=alpha,
+                profile=conditional if conditional else [alpha], source=source)
+
+
+LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
+
+
+def read_bench(path, flag):
+    """The numbers of a `vllm bench serve --save-result` JSON that the comparison uses."""
+    text = "".join(line for _, line in text_lines(path, flag))
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{flag}: {path} is not a benchmark result object")
+    latency = {key: value for key, value in data.items()
+               if LATENCY_KEY.match(key) and isinstance(value, (int, float)) and math.isfinite(value)}
+    if not latency:
+        raise UsageError(f"{flag}: {path} has none of the latency keys (mean_tpot_ms, p99_itl_ms, ...)")
+    numbers = lambda key: data.get(key) if isinstance(data.get(key), (int, float)) else None
+    spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
+    return dict(path=str(path), latency=latency, output_throughput=numbers("output_throughput"),
+                max_concurrency=numbers("max_concurrency"), completed=numbers("completed"), spec=spec)
+
+
+def bench_acceptance(bench, flag):
+    """Acceptance from a spec run's spec_decode_* keys, or None when it has none."""
+    spec = bench["spec"]
+    if not {"spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens"} <= set(spec):
+        return None
+    rates = spec.get("spec_decode_per_position_acceptance_rates") or []
+    drafts = float(spec["spec_decode_num_drafts"])
+    per_position = {i: r * drafts for i, r in enumerate(rates)}
+    return measured_acceptance(drafts, float(spec["spec_decode_draft_tokens"]),
+                               float(spec["spec_decode_accepted_tokens"]), per_position, f"{flag} {bench['path']}")
+
+
+def bench_comparison(base, spec):
+    """Measured speedups and P99 changes of the spec run against the baseline (fractions)."""
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+    lat_b, lat_s = base["latency"], spec["latency"]
+    change = lambda key: (lat_s[key] / lat_b[key] - 1.0) if key in lat_b and key in lat_s and lat_b[key] else None
+    keys = sorted(set(lat_b) & set(lat_s))
+    return dict(tpot_speedup=ratio(lat_b.get("mean_tpot_ms"), lat_s.get("mean_tpot_ms")),
+                throughput_speedup=ratio(spec["output_throughput"], base["output_throughput"]),
+                p99_tpot_change=change("p99_tpot_ms"), p99_itl_change=change("p99_itl_ms"),
+                changes={key: change(key) for key in keys},
+                baseline=lat_b, spec=lat_s, max_concurrency=base["max_concurrency"])
+
 # ---------------------------------------------------------------- analysis
 Grid = namedtuple("Grid", "acceptance ks overheads concurrencies kind", defaults=("alpha",))
 # acceptance: values of one kind: "alpha" (per-token), "rate" (vLLM's accepted/drafted,
@@ -543,8 +725,14 @@ def eps_label(eps_b1):
     return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
 
 
-def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, plan_alpha=EXPECTED_ALPHA):
-    """Every grid cell, the break-even and best-K tables, and the plan's choices."""
+Evidence = namedtuple("Evidence", "measured comparison target mix margin budget",
+                      defaults=(None, None, None, TRAFFIC_MIX, GATE_MARGIN, P99_BUDGET))
+# measured: measured_acceptance(...) or None; comparison: bench_comparison(...) or None;
+# target: the concurrency the gate and plan are for (None: the grid's largest).
+
+
+def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence()):
+    """Every grid cell, the break-even and best-K tables, the mix, the gate and the plan's choices."""
     rounds = draw_rounds(n_rounds, seed)
     decodes = {}
 
@@ -571,11 +759,28 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, plan_alpha=EXPECTE
                     # An infeasible cell keeps its keys but shows no number: it cannot run.
                     cell.update(numbers if feasible else dict.fromkeys(numbers))
                     cells.append(cell)
+    measured = evidence.measured
+    target = evidence.target or max(grid.concurrencies)
+    # With a measurement, its per-position profile drives best K and the plan; else the grid's alphas.
+    if measured:
+        sources = [(measured["alpha"], measured["profile"])]
+        plan_acceptance, plan_alpha, k_in_use = measured["profile"], measured["alpha"], measured["k"]
+    else:
+        sources = [(a, a) for a in grid_alphas(grid)]
+        plan_acceptance, plan_alpha, k_in_use = EXPECTED_ALPHA, EXPECTED_ALPHA, None
+    batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
     best = [dict(concurrency=b, alpha=a, feasible=b <= fit_limit,
-                 **dict(zip(("k", "speedup"), best_k(dep, a, b, fit) if b <= fit_limit else (None, None))))
-            for b in grid.concurrencies for a in grid_alphas(grid)]
-    plan = plan_choices(grid, dep, decode, rounds, fit, plan_alpha)
-    return dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit)
+                 **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= fit_limit else (None, None))))
+            for b in batches for a, acc in sources]
+    plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, k_in_use)
+    result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
+                  mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
+                  if evidence.mix else None)
+    if measured:
+        result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
+                                                  decode, rounds, fit)
+        result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget, fit)
+    return result
 
 
 def evaluate_cell(alpha, k, eps, batch, dep, decode, rounds, fit):
@@ -604,21 +809,23 @@ def evaluate_cell(alpha, k, eps, batch, dep, decode, rounds, fit):
     )
 
 
-def best_k(dep, alpha, batch, fit=FIT):
+def best_k(dep, acceptance, batch, fit=FIT):
     """(K, speedup): the K in 0..K_MAX with the most tokens per second; K = 0 is plain decoding.
+
+    acceptance: a per-token alpha, or conditional alphas by position (see tau_for).
 
     Leviathan section 3.5: maximise tau(a, K) / T_round(B, K); the draft's cost is in T_round.
     """
     plain = plain_step_ms(dep, batch, fit)
     best = (0, 1.0)
     for k in range(1, K_MAX + 1):
-        speedup = acceptance_length(alpha, k) * plain / round_ms(dep, batch, k, fit)
+        speedup = tau_for(acceptance, k) * plain / round_ms(dep, batch, k, fit)
         if speedup > best[1]:
             best = (k, speedup)
     return best
 
 
-def k_schedule(dep, alpha, fit=FIT):
+def k_schedule(dep, acceptance, fit=FIT):
     """[start, end, K] rows for B = 1..max_concurrency, vLLM's num_speculative_tokens_per_batch_size.
 
     Best K is found at batches 25% apart, and each change of K is then located exactly
@@ -631,7 +838,7 @@ def k_schedule(dep, alpha, fit=FIT):
 
     def k_at(batch):
         if batch not in known:
-            known[batch] = best_k(dep, alpha, batch, fit)[0]
+            known[batch] = best_k(dep, acceptance, batch, fit)[0]
         return known[batch]
 
     probes, batch = [], 1
@@ -653,29 +860,121 @@ def k_schedule(dep, alpha, fit=FIT):
     return rows
 
 
-def plan_choices(grid, dep, decode, rounds, fit, alpha):
-    """The rollout plan's K, schedule, gate and tail expectations at the target concurrency."""
-    target = max(grid.concurrencies)
+def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, k_in_use=None):
+    """The rollout plan's K, schedule, gate and tail expectations at the target concurrency.
+
+    acceptance drives best K (a per-token alpha or a measured profile); alpha, the single
+    per-token alpha, drives the simulated tail; k_in_use, when measured, is the K the gate checks.
+    """
     limit = max_concurrency(dep)
     feasible = target <= limit
-    schedule = k_schedule(dep, alpha, fit)
-    k_target, speedup_target = best_k(dep, alpha, min(target, max(limit, 1)), fit)
-    # The K to run where speculation is on: the target's best, else the largest K in the schedule.
-    k = k_target or max([row[2] for row in schedule] + [1])
+    schedule = k_schedule(dep, acceptance, fit)
+    k_target, speedup_target = best_k(dep, acceptance, min(target, max(limit, 1)), fit)
+    # The K to run where speculation is on: the one measured, else the target's best, else
+    # the largest K in the schedule.
+    k = k_in_use or k_target or max([row[2] for row in schedule] + [1])
     eps = model_overhead(dep, target, k, fit)
     gate_alpha = exact_breakeven(k, eps)
     tail = [dict(concurrency=b, **evaluate_cell(alpha, k, model_overhead(dep, b, k, fit),
                                                 b, dep, decode(alpha, k), rounds, fit))
-            for b in grid.concurrencies if b <= limit]
+            for b in sorted(set(grid.concurrencies) | {target}) if b <= limit]
     zero_at = next((row[0] for row in schedule if row[2] == 0), None)
-    schedule_speedups = [(best_k(dep, alpha, lo, fit)[1], best_k(dep, alpha, hi, fit)[1]) for lo, hi, _ in schedule]
-    return dict(target=target, feasible=feasible, alpha=alpha, k=k, k_target=k_target,
-                speedup_target=speedup_target, schedule=schedule, schedule_speedups=schedule_speedups,
-                k_zero_at=zero_at, eps=eps,
-                gate_alpha=gate_alpha,
+    schedule_speedups = [(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
+                         for lo, hi, _ in schedule]
+    return dict(target=target, feasible=feasible, alpha=alpha, measured=k_in_use is not None, k=k,
+                k_target=k_target, speedup_target=speedup_target, schedule=schedule,
+                schedule_speedups=schedule_speedups, k_zero_at=zero_at, eps=eps, gate_alpha=gate_alpha,
                 gate_rate=None if gate_alpha is None else acceptance_rate(gate_alpha, k),
                 lesson_gate_as_rate=acceptance_rate(0.55, k), lesson_gate_as_alpha=alpha_from_rate(0.55, k),
                 tail=tail)
+
+
+def traffic_blend(mix, dep, k, batch, fit=FIT):
+    """Speedup of a traffic mix: each domain's tau over one shared round time, weighted by tokens.
+
+    A domain with share s of generated tokens and acceptance length tau needs s/tau rounds
+    per token, so the mix runs sum(s/tau) rounds per token: a harmonic blend of tau, not an
+    average of alphas or of speedups.
+    """
+    eps = model_overhead(dep, batch, k, fit)
+    domains = [dict(name=name, share=share, alpha=alpha, tau=acceptance_length(alpha, k),
+                    speedup=acceptance_length(alpha, k) / (1 + eps)) for name, share, alpha in mix]
+    rounds_per_token = sum(d["share"] / d["tau"] for d in domains)
+    for d in domains:
+        d["time_share"] = d["share"] / d["tau"] / rounds_per_token
+    naive_alpha = sum(d["share"] * d["alpha"] for d in domains)
+    blended = 1.0 / (rounds_per_token * (1 + eps))
+    naive = acceptance_length(naive_alpha, k) / (1 + eps)
+    weak = min(domains, key=lambda d: d["tau"])
+    others = rounds_per_token - weak["share"] / weak["tau"]
+    best_alpha = max(d["alpha"] for d in domains)
+    blend_at = {kk: 1.0 / (sum(d["share"] / acceptance_length(d["alpha"], kk) for d in domains)
+                           * (1 + model_overhead(dep, batch, kk, fit))) for kk in range(1, K_MAX + 1)}
+    mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
+    return dict(k=k, concurrency=batch, eps=eps, domains=domains, naive_alpha=naive_alpha,
+                naive_speedup=naive, blended_speedup=blended, naive_error=naive / blended - 1.0,
+                weak=weak["name"],
+                # What-ifs for the weak domain: decoded without speculation (1 plain step a token),
+                # or given a head as good as the best domain's.
+                routed_speedup=1.0 / (others * (1 + eps) + weak["share"]),
+                trained_speedup=1.0 / ((others + weak["share"] / acceptance_length(best_alpha, k)) * (1 + eps)),
+                trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
+
+
+def measured_predictions(measured, comparison, dep, batches, target, decode, rounds, fit=FIT):
+    """What the model predicts from the measured acceptance, beside what the benchmarks measured."""
+    k, profile = measured["k"], measured["profile"]
+    limit = max_concurrency(dep)
+    by_batch = []
+    for b in batches:
+        eps = model_overhead(dep, b, k, fit)
+        by_batch.append(dict(concurrency=b, feasible=b <= limit, eps=eps,
+                             speedup=profile_length(profile, k) / (1 + eps) if b <= limit else None))
+    out = dict(measured, by_concurrency=by_batch)
+    out.pop("profile")
+    if comparison:
+        batch = comparison["max_concurrency"] or target
+        eps = model_overhead(dep, batch, k, fit)
+        cell = evaluate_cell(measured["alpha"], k, eps, batch, dep, decode(measured["alpha"], k), rounds, fit)
+        predicted = dict(concurrency=batch, speedup=measured["acceptance_length"] / (1 + eps),
+                         p99_itl_change=cell["round_itl_spec_p99_ms"] / cell["itl_plain_p99_ms"] - 1.0,
+                         p99_token_itl_change=cell["p99_change"])
+        out.update({key: comparison[key] for key in
+                    ("tpot_speedup", "throughput_speedup", "p99_tpot_change", "p99_itl_change")})
+        out["benchmark"] = dict(baseline=comparison["baseline"], spec=comparison["spec"],
+                                changes=comparison["changes"], max_concurrency=comparison["max_concurrency"])
+        out["prediction"] = predicted
+    return out
+
+
+def gate(measured, comparison, dep, target, margin, budget, fit=FIT):
+    """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds."""
+    k, rate = measured["k"], measured["acceptance_rate"]
+    eps = model_overhead(dep, target, k, fit)
+    need = eps / k + margin                          # break-even rate is eps/K exactly (tau = 1 + K*r)
+    need_alpha = alpha_from_rate(need, k) if need <= 1.0 else None
+    reasons = []
+    if target > max_concurrency(dep):
+        reasons.append(dict(check="memory", passed=False,
+                            detail=f"{target} sequences of {dep.context} tokens do not fit "
+                                   f"(at most {max_concurrency(dep)})"))
+    reasons.append(dict(
+        check="acceptance", passed=rate >= need,
+        detail=f"acceptance rate {rate:.3f} at K={k} against break-even {eps / k:.3f} + margin {margin:.2f} = "
+               f"{need:.3f} at B={target}; as per-token alpha {measured['alpha']:.3f} against "
+               + (f"{need_alpha:.3f}" if need_alpha is not None else "more than 1 (cannot pass)")))
+    if comparison:
+        change, speedup = comparison["p99_tpot_change"], comparison["throughput_speedup"]
+        reasons.append(dict(check="p99_tpot", passed=change is not None and change <= budget,
+                            detail="p99_tpot_ms missing from a benchmark file" if change is None else
+                            f"P99 TPOT {change * 100:+.1f}% against baseline; budget +{budget * 100:.0f}%"))
+        reasons.append(dict(check="throughput", passed=speedup is not None and speedup >= 1.0,
+                            detail="output_throughput missing from a benchmark file" if speedup is None else
+                            f"output throughput {speedup:.3f}x baseline (must not be lower)"))
+    return dict(verdict="pass" if all(r["passed"] for r in reasons) else "fail", reasons=reasons,
+                concurrency=target, k=k, eps=eps, breakeven_rate=eps / k, required_rate=need,
+                required_alpha=need_alpha, margin=margin, p99_budget=budget)
+
 
 # ---------------------------------------------------------------- rendering
 def fmt(value, spec, missing="-"):
@@ -685,6 +984,10 @@ def fmt(value, spec, missing="-"):
 
 def pct(x):
     return f"{x * 100:+.0f}%"
+
+
+def pct1(x):
+    return f"{x * 100:+.1f}%"
 
 
 def render_blocks(title, header_lines, rows, block=24):
@@ -734,6 +1037,8 @@ def grid_row(c, dep, max_fit):
 def render_tables(result, dep, grid):
     """The printed report: grid cells, break-even, the tail, and a summary."""
     lines = deployment_lines(dep, result) + [""]
+    if "measured" in result:
+        lines += render_measured(result) + render_gate(result["gate"])
     header = column_header(GRID_COLUMNS, GRID_GROUPS)
     for k in grid.ks:
         for eps_b1 in grid.overheads:
@@ -745,6 +1050,8 @@ def render_tables(result, dep, grid):
             lines += render_blocks(title, header, rows) + [""]
     lines += render_breakeven(result)
     lines += render_best_k(result)
+    if result["mix"]:
+        lines += render_mix(result["mix"])
     lines += render_tail(result)
     lines += render_summary(result, grid)
     return "\n".join(lines) + "\n"
@@ -767,7 +1074,8 @@ def deployment_lines(dep, result):
 def render_best_k(result):
     """Best K (0 = off) and its speedup for each concurrency and alpha, then the plan's schedule."""
     alphas = sorted({b["alpha"] for b in result["best_k"]})
-    columns = [("B", 5)] + [(f"a={a:.2f}", 10) for a in alphas]
+    label = "measured" if "measured" in result else None
+    columns = [("B", 5)] + [(label or f"a={a:.2f}", 10) for a in alphas]
     rows = []
     for batch in sorted({b["concurrency"] for b in result["best_k"]}):
         cells = [b for b in result["best_k"] if b["concurrency"] == batch]
@@ -795,6 +1103,69 @@ def render_breakeven(result):
              "The lesson's eps/K is the right break-even for vLLM's acceptance rate r, since tau = 1 + K*r;\n"
              "for the per-token alpha it is too low: that one solves tau(alpha, K) = 1 + eps.")
     return render_blocks(title, header, rows) + [""]
+
+
+def render_measured(result):
+    """What the counters and benchmark files say, beside what the model predicts from them."""
+    ms = result["measured"]
+    k = ms["k"]
+    lines = wrap(f"== Measured acceptance, from {ms['source']} ==", 100, "   ")
+    lines += wrap(f"K in use {k} ({ms['k_mean']:.2f} draft tokens per draft over {ms['drafts']:,.0f} drafts); "
+                  f"acceptance rate {ms['acceptance_rate']:.3f}; acceptance length {ms['acceptance_length']:.3f}; "
+                  f"per-token alpha {ms['alpha']:.3f} (the one alpha whose chain of {k} gives that length).",
+                  100, "")
+    if ms["per_position_rates"]:
+        columns = [("draft position", 15)] + [(str(i), 6) for i in range(len(ms["per_position_rates"]))]
+        lines += ["", column_header(columns, [])[0],
+                  f"{'rate':>15s} " + " ".join(f"{r:6.3f}" for r in ms["per_position_rates"]),
+                  f"{'cond. alpha':>15s} " + " ".join(f"{a:6.3f}" for a in ms["per_position_alpha"])]
+    if "prediction" in ms:
+        pred = ms["prediction"]
+        rows = [("TPOT speedup (mean TPOT ratio)", ms["tpot_speedup"], pred["speedup"], "x"),
+                ("output throughput ratio", ms["throughput_speedup"], pred["speedup"], "x"),
+                ("P99 TPOT change", ms["p99_tpot_change"], None, "%"),
+                ("P99 ITL change (per chunk: a round)", ms["p99_itl_change"], pred["p99_itl_change"], "%")]
+        show = lambda v, unit: "-" if v is None else (f"{v:.2f}x" if unit == "x" else pct1(v))
+        diff = lambda a, b, unit: "-" if a is None or b is None else (
+            f"{a - b:+.2f}x" if unit == "x" else f"{(a - b) * 100:+.1f} pts")
+        lines += ["", f"Benchmarks at max_concurrency {pred['concurrency']}, against the model at K={k}:",
+                  f"{'':38s}{'measured':>10s}{'model':>10s}{'difference':>12s}"]
+        lines += [f"{name:38s}{show(v, u):>10s}{show(p, u):>10s}{diff(v, p, u):>12s}" for name, v, p, u in rows]
+        lines.append(f"(the model's per-token ITL P99 moves {pct1(pred['p99_token_itl_change'])}; TPOT averages "
+                     "over a request, so its P99 moves less)")
+    lines += ["", f"Speedup the measured acceptance predicts at K={k}, and the best K for the measured profile:"]
+    best = {b["concurrency"]: b for b in result["best_k"]}
+    columns = [("B", 5), ("eps", 6), (f"at K={k}", 8), ("best K", 7), ("speedup", 8)]
+    lines += column_header(columns, [])
+    for row in ms["by_concurrency"]:
+        b = best[row["concurrency"]]
+        lines.append(f"{row['concurrency']:5d} {row['eps']:6.2f} " + (
+            f"{row['speedup']:7.2f}x {b['k']:7d} {b['speedup']:7.2f}x" if row["feasible"] else "  does not fit in memory"))
+    return lines + [""]
+
+
+def render_gate(g):
+    lines = [f"== Gate at B = {g['concurrency']}, K = {g['k']}: {g['verdict'].upper()} =="]
+    for r in g["reasons"]:
+        lines += wrap(f"- {'pass' if r['passed'] else 'FAIL'} {r['check']}: {r['detail']}", 100, "  ")
+    return lines + [""]
+
+
+def render_mix(mix):
+    columns = [("domain", 10), ("share", 6), ("alpha", 6), ("tau", 6), ("speedup", 8), ("time", 6)]
+    lines = [f"== Traffic mix at B = {mix['concurrency']}, K = {mix['k']}: shares of generated tokens ==", ""]
+    lines += column_header(columns, [])
+    for d in mix["domains"]:
+        lines.append(f"{d['name']:>10s} {d['share']:6.2f} {d['alpha']:6.2f} {d['tau']:6.2f} {d['speedup']:7.2f}x"
+                     f" {d['time_share'] * 100:5.1f}%")
+    lines.append("")
+    lines += wrap(f"Naive blend: alpha {mix['naive_alpha']:.3f} gives {mix['naive_speedup']:.3f}x. Correct blend "
+                  f"(each domain's rounds per token, summed): {mix['blended_speedup']:.3f}x; the naive blend is "
+                  f"{pct1(mix['naive_error'])} off. {mix['weak']} pulls it down: decoded without speculation "
+                  f"the mix runs {mix['routed_speedup']:.3f}x; with a head as good as alpha "
+                  f"{mix['trained_alpha']:.2f}, {mix['trained_speedup']:.3f}x; the best single K for the mix is "
+                  f"{mix['best_k']} ({mix['best_k_speedup']:.3f}x).", 100, "")
+    return lines + [""]
 
 
 def render_tail(result):
@@ -862,6 +1233,16 @@ def summary_facts(result, grid):
             + f" The lesson's two-pass model adds a plain step whenever any sequence in the batch rejects "
               f"(probability {p_batch:.3f} per round here): P99 {pct(t['p99_change_two_pass'])}. vLLM and SGLang "
               "run no second pass: rejection sampling resamples from the verify pass.")
+    mix = result["mix"]
+    if mix:
+        facts.append(
+            f"Traffic mix at B = {mix['concurrency']}, K = {mix['k']}: averaging alpha first "
+            f"({mix['naive_alpha']:.3f}) promises {mix['naive_speedup']:.3f}x; weighting each domain's rounds by its "
+            f"tokens gives {mix['blended_speedup']:.3f}x ({pct1(mix['naive_error'])} off). {mix['weak']} pulls it down.")
+    if "gate" in result:
+        g = result["gate"]
+        facts.append(f"Gate at B = {g['concurrency']}, K = {g['k']}: {g['verdict'].upper()} ("
+                     + "; ".join(f"{r['check']} {'passed' if r['passed'] else 'FAILED'}" for r in g["reasons"]) + ").")
     return facts
 
 
@@ -953,7 +1334,8 @@ def render_plan(result, dep, grid):
         f"| plain decode step | {plain_step_ms(dep, 1):.2f} ms at B=1, "
         f"{plain_step_ms(dep, min(target, max(1, result['max_concurrency']))):.2f} ms at "
         f"B={min(target, max(1, result['max_concurrency']))} |",
-        f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |",
+        (f"| measured per-token alpha | {alpha:.3f} (from {result['measured']['source']}) |" if plan["measured"]
+         else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
         f"| K | {k_line} |",
         "",
         "## Stage 0: baseline, speculation off",
@@ -980,7 +1362,8 @@ def render_plan(result, dep, grid):
         out += [f"No public EAGLE-3 head is listed for {dep.model}; put the path of a trained head in `model`.", ""]
     if t is not None:
         out += [
-            f"What the model expects at B={target} if alpha is {plan['alpha']:.2f}: tau = "
+            f"What the model expects at B={target} "
+            + ("with the measured acceptance" if plan["measured"] else f"if alpha is {plan['alpha']:.2f}") + ": tau = "
             f"{t['acceptance_length']:.2f} tokens per round, vLLM acceptance rate {t['acceptance_rate']:.2f}, "
             f"round overhead eps = {t['eps_eff']:.2f}, speedup {t['speedup_exact']:.2f}x "
             f"(the lesson's formula would claim {t['speedup_lesson']:.2f}x).",
@@ -1003,10 +1386,21 @@ def render_plan(result, dep, grid):
         "Dividing accepted tokens by K gives r, not alpha: at K = "
         f"{k}, r = {acceptance_rate(plan['alpha'], k):.2f} is what a per-token alpha of {plan['alpha']:.2f} shows.",
         "",
-        "## Stage 3: the gate",
-        "",
     ]
-    if gate_a is None:
+    if plan["measured"]:
+        ms = result["measured"]
+        out += [f"Measured ({ms['source']}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
+                f"acceptance length {ms['acceptance_length']:.3f}, per-token alpha {ms['alpha']:.3f}"
+                + (", conditional alpha by position " + ", ".join(f"{a:.3f}" for a in ms["per_position_alpha"])
+                   if ms["per_position_alpha"] else "") + ".", ""]
+    out += ["## Stage 3: the gate", ""]
+    if "gate" in result:
+        g = result["gate"]
+        out += [f"**Verdict at B={g['concurrency']}, K={g['k']}: {g['verdict'].upper()}** "
+                f"(`python code/main.py ... --gate` exits 0 on pass, 1 on fail).", ""]
+        out += [f"- {'pass' if r['passed'] else 'FAIL'}, {r['check']}: {r['detail']}" for r in g["reasons"]]
+        out.append("")
+    elif gate_a is None:
         out += [f"At B={target} and K={k} the round costs {1 + plan['eps']:.2f} plain steps, more than the "
                 f"{k + 1} tokens a round can deliver: no acceptance pays. Do not enable speculation here.", ""]
     else:
@@ -1043,8 +1437,11 @@ def render_plan(result, dep, grid):
             "break-even, or `p99_itl_ms` or `p99_tpot_ms` exceeds baseline by more than your latency budget.",
             "",
         ]
+    out += plan_dashboard(result, plan)
     out += ["## When not to use speculation here", ""]
     out += plan_when_not(result, grid)
+    if result["mix"]:
+        out += [""] + plan_mix(result["mix"])
     out += [
         "",
         "## What to measure next",
@@ -1081,6 +1478,45 @@ def plan_k_by_batch(plan, dep):
                 f"`\"disable_by_batch_size\": {last_on}` in `--speculative-config` turns it off for new requests "
                 f"once more than {last_on} are queued.", ""] if last_on >= 1 else \
             ["Speculation does not pay at any batch size here: leave it off.", ""]
+    return out
+
+
+def plan_dashboard(result, plan):
+    """PromQL for a live view of acceptance, and the kill-switch alert at this run's break-even."""
+    k, target = plan["k"], plan["target"]
+    rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
+            "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
+    length = ("1 + sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
+              "  / sum(rate(vllm:spec_decode_num_drafts_total[5m]))")
+    breakeven = plan["eps"] / k
+    out = ["## Live dashboard", "",
+           "Acceptance rate over a 5-minute window (sums over engines and models):", "", "```promql", rate, "```",
+           "", "Acceptance length (tokens per round, bonus included):", "", "```promql", length, "```", ""]
+    if breakeven < 1.0:
+        out += [f"Kill switch: at B={target} and K={k} the break-even rate is eps/K = {breakeven:.3f}. Alert, and "
+                "turn speculation off, when the rate stays under it (10 minutes is a choice, not a computed number):",
+                "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
+                f"  expr: ({rate.replace(chr(10) + '  ', ' ')}) < {breakeven:.3f}", "  for: 10m", "```", ""]
+    return out
+
+
+def plan_mix(mix):
+    """The traffic-mix section: naive against correct blend, and what to do about the weak domain."""
+    out = [f"## Traffic mix (at B={mix['concurrency']}, K={mix['k']})", "",
+           "| domain | share of tokens | per-token alpha | tau | speedup alone | share of decode time |",
+           "|---|---|---|---|---|---|"]
+    out += [f"| {d['name']} | {d['share']:.2f} | {d['alpha']:.2f} | {d['tau']:.2f} | {d['speedup']:.2f}x | "
+            f"{d['time_share'] * 100:.1f}% |" for d in mix["domains"]]
+    weak = next(d for d in mix["domains"] if d["name"] == mix["weak"])
+    out += ["", f"Averaging alpha first gives {mix['naive_alpha']:.3f} and {mix['naive_speedup']:.3f}x; the mix "
+            f"really runs {mix['blended_speedup']:.3f}x, because each domain spends its own rounds per token "
+            f"(the naive figure is {pct1(mix['naive_error'])} off).", "",
+            f"{mix['weak']} pulls the blend down: its tokens take {weak['time_share'] * 100:.1f}% of decode time "
+            f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", "",
+            f"- a head trained on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
+            f"{mix['trained_speedup']:.3f}x;",
+            f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
+            f"- one K for all traffic: K={mix['best_k']} is best for this mix, {mix['best_k_speedup']:.3f}x."]
     return out
 
 
@@ -1136,15 +1572,16 @@ def render_json(result, dep, grid):
                       plain_step_ms_b1=plain_step_ms(dep, 1))
     plan = {key: v for key, v in result["plan"].items() if key not in ("tail", "schedule_speedups")}
     best = [{key: b[key] for key in ("concurrency", "alpha", "k", "speedup")} for b in result["best_k"]]
-    return json.dumps(clean(dict(deployment=deployment, cells=result["cells"], breakeven=result["breakeven"],
-                                 best_k=best, plan=plan, summary=summary_facts(result, grid))), indent=1) + "\n"
+    data = dict(deployment=deployment, cells=result["cells"], breakeven=result["breakeven"], best_k=best,
+                plan=plan, mix=result["mix"])
+    for key in ("measured", "gate"):
+        if key in result:
+            data[key] = result[key]
+    data["summary"] = summary_facts(result, grid)
+    return json.dumps(clean(data), indent=1) + "\n"
 
 
 # ---------------------------------------------------------------- CLI
-class UsageError(ValueError):
-    """Bad input: the message names the flag, what it allows and the value given."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message)
@@ -1211,6 +1648,16 @@ def build_parser():
     dep.add_argument("--gpu-bandwidth", help="memory bandwidth per GPU, TB/s")
     dep.add_argument("--gpu-tflops", help="dense TFLOP/s per GPU for the weights dtype")
     dep.add_argument("--gpu-memory", help="memory per GPU, GB")
+    meas = p.add_argument_group("measurements and the gate")
+    meas.add_argument("--metrics", help="a scrape of vLLM's /metrics (Prometheus text)")
+    meas.add_argument("--metrics-before", help="an earlier scrape: measure the window between the two")
+    meas.add_argument("--bench-baseline", help="`vllm bench serve --save-result` JSON, speculation off")
+    meas.add_argument("--bench-spec", help="the same benchmark with speculation on")
+    meas.add_argument("--target-concurrency", help="batch size the gate is for (default: the benchmark's)")
+    meas.add_argument("--gate-margin", help=f"acceptance-rate margin over break-even (default {GATE_MARGIN})")
+    meas.add_argument("--p99-budget", help=f"largest P99 TPOT rise accepted, fraction (default {P99_BUDGET})")
+    meas.add_argument("--gate", action="store_true", help="exit 0 if the gate passes, 1 if it fails")
+    meas.add_argument("--mix", help="traffic mix name:share:alpha,... (shares of generated tokens, sum 1)")
     out = p.add_argument_group("output")
     out.add_argument("--seed", help="seed of the simulated rounds (integer)")
     out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
@@ -1285,11 +1732,72 @@ def parse_deployment(args):
     return make_deployment(model, gpu, tp, weights, kv, context, draft, spec)
 
 
+def parse_mix(text):
+    """--mix chat:0.7:0.7,code:0.3:0.4 -> ((name, share, alpha), ...); shares must sum to 1."""
+    mix = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        try:
+            name, share, alpha = parts[0], float(parts[1]), float(parts[2])
+        except (IndexError, ValueError):
+            raise UsageError(f"--mix: each item must be name:share:alpha; got {item!r}") from None
+        if len(parts) != 3 or not name or not 0.0 < share <= 1.0 or not 0.0 <= alpha <= 1.0:
+            raise UsageError(f"--mix: each item needs a name, a share in (0, 1] and an alpha in [0, 1]; "
+                             f"got {item!r}")
+        mix.append((name, share, alpha))
+    if len({name for name, _, _ in mix}) != len(mix):
+        raise UsageError(f"--mix: domain names must differ; got {text!r}")
+    if abs(sum(share for _, share, _ in mix) - 1.0) > 1e-3:
+        raise UsageError(f"--mix: shares must sum to 1; got {sum(share for _, share, _ in mix):g}")
+    return tuple(mix)
+
+
+def parse_evidence(args, grid):
+    """The measurement flags -> Evidence: reads and checks every file named."""
+    if args.metrics_before and not args.metrics:
+        raise UsageError("--metrics-before: needs --metrics, the later scrape")
+    if bool(args.bench_baseline) != bool(args.bench_spec):
+        raise UsageError("--bench-baseline and --bench-spec: give both, the same workload with speculation off and on")
+    measured = comparison = None
+    if args.metrics:
+        counters = read_metrics(args.metrics, "--metrics")
+        source = f"--metrics {args.metrics}"
+        if args.metrics_before:
+            counters = counters_window(counters, read_metrics(args.metrics_before, "--metrics-before"),
+                                       ("--metrics", "--metrics-before"))
+            source = f"--metrics {args.metrics} minus --metrics-before {args.metrics_before}"
+        measured = measured_acceptance(*counters, source=source)
+    if args.bench_baseline:
+        base = read_bench(args.bench_baseline, "--bench-baseline")
+        spec = read_bench(args.bench_spec, "--bench-spec")
+        if base["max_concurrency"] != spec["max_concurrency"]:
+            raise UsageError(f"--bench-spec: max_concurrency {spec['max_concurrency']} differs from "
+                             f"--bench-baseline's {base['max_concurrency']}: not the same workload")
+        comparison = bench_comparison(base, spec)
+        measured = measured or bench_acceptance(spec, "--bench-spec")
+        if measured is None:
+            raise UsageError(f"--bench-spec: {args.bench_spec} has no spec_decode_* keys; give --metrics too")
+    if args.gate and measured is None:
+        raise UsageError("--gate: needs a measurement: --metrics, or --bench-baseline with --bench-spec")
+    target = None
+    if args.target_concurrency is not None:
+        target = parse_one("--target-concurrency", args.target_concurrency, int, "an integer >= 1", lambda b: b >= 1)
+    elif comparison and comparison["max_concurrency"]:
+        target = int(comparison["max_concurrency"])
+    margin = parse_one("--gate-margin", args.gate_margin, _finite, "a number in [0, 1)", lambda x: 0 <= x < 1) \
+        if args.gate_margin is not None else GATE_MARGIN
+    budget = parse_one("--p99-budget", args.p99_budget, _finite, "a number >= 0", lambda x: x >= 0) \
+        if args.p99_budget is not None else P99_BUDGET
+    mix = parse_mix(args.mix) if args.mix is not None else TRAFFIC_MIX
+    return Evidence(measured, comparison, target, mix, margin, budget)
+
+
 def parse_args(argv):
-    """Flags -> (grid, deployment, seed, out path or None, json?). Raises UsageError."""
+    """Flags -> (grid, deployment, evidence, seed, out path or None, json?, gate?). Raises UsageError."""
     args = build_parser().parse_args(argv)
     grid = parse_grid(args)
     dep = parse_deployment(args)
+    evidence = parse_evidence(args, grid)
     seed = SEED
     if args.seed is not None:
         try:
@@ -1299,7 +1807,7 @@ def parse_args(argv):
     out = None if args.no_write else (Path(args.out) if args.out else OUT_PATH)
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out: the folder {str(out.parent)!r} does not exist")
-    return grid, dep, seed, out, args.json
+    return grid, dep, evidence, seed, out, args.json, args.gate
 
 
 def write_atomically(path, text):
@@ -1316,13 +1824,14 @@ def write_atomically(path, text):
 
 
 def main(argv=None):
-    """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status."""
+    """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status:
+    2 for bad input; with --gate, 0 if the gate passes and 1 if it fails."""
     try:
-        grid, dep, seed, out, as_json = parse_args(sys.argv[1:] if argv is None else argv)
+        grid, dep, evidence, seed, out, as_json, as_gate = parse_args(sys.argv[1:] if argv is None else argv)
     except UsageError as err:
         print(f"main.py: error: {err}", file=sys.stderr)
         return 2
-    result = analyse(grid, dep, seed)
+    result = analyse(grid, dep, seed, evidence=evidence)
     report = render_json(result, dep, grid) if as_json else render_tables(result, dep, grid)
     if out is not None:
         try:
@@ -1331,6 +1840,8 @@ def main(argv=None):
             print(f"main.py: error: --out: cannot write {str(out)!r}: {err.strerror}", file=sys.stderr)
             return 2
     sys.stdout.write(report)
+    if as_gate:
+        return 0 if result["gate"]["verdict"] == "pass" else 1
     return 0
 
 

@@ -1,5 +1,7 @@
 """Load code/main.py by path: a folder named `code` would shadow the standard library's module."""
+import contextlib
 import importlib.util
+import io
 import sys
 from pathlib import Path
 
@@ -15,3 +17,12 @@ def load_main():
     sys.modules["eagle3_main"] = module   # dataclasses look their module up here
     spec.loader.exec_module(module)
     return module
+
+
+def run(argv):
+    """main(argv) in-process: (exit status, stdout, stderr)."""
+    main = load_main()
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main.main(argv)
+    return status, out.getvalue(), err.getvalue()

@@ -1,6 +1,4 @@
 """The command line: determinism, JSON, bad input, and the committed rollout plan."""
-import contextlib
-import io
 import json
 import subprocess
 import sys
@@ -8,18 +6,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import MAIN_PATH, ROOT, load_main
+from load_main import MAIN_PATH, ROOT, load_main, run
 
 m = load_main()
 SMALL = ["--alphas", "0.5,0.8", "--ks", "3", "--concurrency", "1,64"]
-
-
-def run(argv):
-    """main(argv) in-process: (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = m.main(argv)
-    return status, out.getvalue(), err.getvalue()
 
 
 def reject_nan(token):

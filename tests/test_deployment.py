@@ -1,13 +1,11 @@
 """Catalog, memory, calibration accuracy, best K, and the deployment flags."""
-import contextlib
 import importlib.util
-import io
 import json
 import statistics
 import sys
 import unittest
 
-from load_main import ROOT, load_main
+from load_main import ROOT, load_main, run
 
 m = load_main()
 
@@ -21,19 +19,15 @@ def load_calibrate():
 
 
 def run_json(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = m.main(argv + ["--json", "--no-write"])
+    status, out, err = run(argv + ["--json", "--no-write"])
     if status != 0:
-        raise AssertionError(err.getvalue())
-    return json.loads(out.getvalue())
+        raise AssertionError(err)
+    return json.loads(out)
 
 
 def run_status(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = m.main(argv + ["--no-write"])
-    return status, err.getvalue()
+    status, _, err = run(argv + ["--no-write"])
+    return status, err
 
 
 class Catalog(unittest.TestCase):
@@ -73,11 +67,9 @@ class Memory(unittest.TestCase):
         self.assertTrue(all(c["feasible"] for c in data["cells"]))
 
     def test_infeasible_cells_are_marked_in_tables(self):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            m.main(["--tp", "2", "--context", "8192", "--concurrency", "1,256", "--alphas", "0.7", "--ks", "3",
-                    "--no-write"])
-        self.assertIn("infeasible", out.getvalue())
+        _, out, _ = run(["--tp", "2", "--context", "8192", "--concurrency", "1,256", "--alphas", "0.7", "--ks", "3",
+                         "--no-write"])
+        self.assertIn("infeasible", out)
 
 
 class Calibration(unittest.TestCase):

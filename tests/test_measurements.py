@@ -1,0 +1,235 @@
+"""Reading vLLM /metrics scrapes and bench results, the gate, and the traffic mix."""
+import json
+import tempfile
+import tracemalloc
+import unittest
+from pathlib import Path
+
+from load_main import ROOT, load_main, run
+
+m = load_main()
+FIXTURES = ROOT / "tests" / "fixtures"
+AFTER, BEFORE = str(FIXTURES / "metrics_after.prom"), str(FIXTURES / "metrics_before.prom")
+BASE, SPEC = str(FIXTURES / "bench_baseline.json"), str(FIXTURES / "bench_spec.json")
+SMALL = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,64"]
+
+
+def run_json(argv):
+    status, out, err = run(SMALL + argv + ["--json", "--no-write"])
+    return status, (json.loads(out) if out else None), err
+
+
+class Counters(unittest.TestCase):
+    # Fixture counts, summed over engines 0 and 1 (see the files):
+    # after:  drafts 8000, draft tokens 24000, accepted 14700, per position 6500, 4900, 3300
+    # before: drafts 1500, draft tokens  4500, accepted  2700, per position 1200,  900,  600
+
+    def test_one_scrape_gives_exact_figures(self):
+        status, data, err = run_json(["--metrics", AFTER])
+        self.assertEqual(status, 0, err)
+        ms = data["measured"]
+        self.assertEqual(ms["k"], 3)
+        self.assertAlmostEqual(ms["acceptance_rate"], 14700 / 24000, places=6)
+        self.assertAlmostEqual(ms["acceptance_length"], 1 + 14700 / 8000, places=6)
+        for got, want in zip(ms["per_position_rates"], (6500 / 8000, 4900 / 8000, 3300 / 8000)):
+            self.assertAlmostEqual(got, want, places=6)
+        for got, want in zip(ms["per_position_alpha"], (6500 / 8000, 4900 / 6500, 3300 / 4900)):
+            self.assertAlmostEqual(got, want, places=6)
+        self.assertAlmostEqual(sum(ms["per_position_rates"]) + 1, ms["acceptance_length"], places=6)
+        self.assertAlmostEqual(m.acceptance_length(ms["alpha"], 3), ms["acceptance_length"], places=6)
+
+    def test_window_is_the_difference(self):
+        status, data, _ = run_json(["--metrics", AFTER, "--metrics-before", BEFORE])
+        ms = data["measured"]
+        self.assertAlmostEqual(ms["acceptance_rate"], 12000 / 19500, places=6)
+        self.assertAlmostEqual(ms["acceptance_length"], 1 + 12000 / 6500, places=6)
+        self.assertAlmostEqual(ms["per_position_alpha"][1], 4000 / 5300, places=6)
+
+    def test_bench_spec_keys_alone_give_the_same_acceptance_as_a_fraction(self):
+        # bench_spec.json holds the window's counts; its acceptance rate is a percentage (61.5).
+        _, from_bench, _ = run_json(["--bench-baseline", BASE, "--bench-spec", SPEC])
+        _, from_metrics, _ = run_json(["--metrics", AFTER, "--metrics-before", BEFORE])
+        for key in ("k", "acceptance_rate", "acceptance_length", "alpha"):
+            self.assertAlmostEqual(from_bench["measured"][key], from_metrics["measured"][key], places=6)
+        self.assertLess(from_bench["measured"]["acceptance_rate"], 1.0)
+
+    def test_bench_comparison_figures(self):
+        _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
+        ms = data["measured"]
+        self.assertAlmostEqual(ms["tpot_speedup"], 30.1 / 22.5, places=6)
+        self.assertAlmostEqual(ms["throughput_speedup"], 2600.5 / 2000.4, places=5)
+        self.assertAlmostEqual(ms["p99_tpot_change"], 35.7 / 34.0 - 1, places=6)
+        self.assertAlmostEqual(ms["p99_itl_change"], 70.4 / 36.2 - 1, places=6)
+        self.assertEqual(ms["prediction"]["concurrency"], 64)
+
+
+class Gate(unittest.TestCase):
+    def test_pass_exits_0_and_reaches_json_and_plan(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            plan = Path(tmp) / "plan.md"
+            status, out, _ = run(SMALL + ["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC,
+                                          "--gate", "--out", str(plan)])
+            self.assertEqual(status, 0)
+            self.assertIn("PASS", out)
+            self.assertIn("Verdict at B=64, K=3: PASS", plan.read_text())
+        _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
+        self.assertEqual(data["gate"]["verdict"], "pass")
+        self.assertEqual({r["check"] for r in data["gate"]["reasons"]}, {"acceptance", "p99_tpot", "throughput"})
+
+    def test_break_even_is_eps_over_k_at_the_benchmark_concurrency(self):
+        _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
+        g = data["gate"]
+        eps = m.model_overhead(m.make_deployment(), 64, 3)
+        self.assertEqual(g["concurrency"], 64)
+        self.assertAlmostEqual(g["breakeven_rate"], eps / 3, places=6)
+        self.assertAlmostEqual(g["required_rate"], eps / 3 + 0.10, places=6)
+
+    def test_acceptance_below_break_even_plus_margin_fails(self):
+        status, out, _ = run(SMALL + ["--metrics", AFTER, "--gate-margin", "0.5", "--gate", "--no-write"])
+        self.assertEqual(status, 1)
+        self.assertIn("FAIL acceptance", out)
+
+    def test_target_concurrency_moves_the_break_even(self):
+        low = run_json(["--metrics", AFTER, "--target-concurrency", "1"])[1]["gate"]
+        high = run_json(["--metrics", AFTER, "--target-concurrency", "256"])[1]["gate"]
+        self.assertLess(low["breakeven_rate"], high["breakeven_rate"])
+        default = run_json(["--metrics", AFTER])[1]["gate"]
+        self.assertEqual(default["concurrency"], 64)         # the largest grid concurrency here
+
+    def test_p99_over_budget_fails(self):
+        status, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC,
+                                    "--p99-budget", "0.01", "--gate"])
+        self.assertEqual(status, 1)
+        failed = [r["check"] for r in data["gate"]["reasons"] if not r["passed"]]
+        self.assertEqual(failed, ["p99_tpot"])
+
+    def test_lower_throughput_fails(self):
+        spec = json.loads(Path(SPEC).read_text())
+        spec["output_throughput"] = 1900.0
+        with tempfile.TemporaryDirectory() as tmp:
+            slow = Path(tmp) / "spec.json"
+            slow.write_text(json.dumps(spec))
+            status, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", str(slow),
+                                        "--gate"])
+        self.assertEqual(status, 1)
+        self.assertEqual([r["check"] for r in data["gate"]["reasons"] if not r["passed"]], ["throughput"])
+
+
+class TrafficMix(unittest.TestCase):
+    def test_default_mix_against_the_closed_form(self):
+        dep = m.make_deployment()
+        mix = m.traffic_blend(m.TRAFFIC_MIX, dep, 3, 64)
+        eps = m.model_overhead(dep, 64, 3)
+        tau = m.acceptance_length
+        self.assertAlmostEqual(mix["naive_alpha"], 0.7 * 0.7 + 0.3 * 0.4)
+        self.assertAlmostEqual(mix["blended_speedup"], 1 / ((0.7 / tau(0.7, 3) + 0.3 / tau(0.4, 3)) * (1 + eps)))
+        self.assertAlmostEqual(mix["naive_speedup"], tau(0.61, 3) / (1 + eps))
+        self.assertGreater(mix["naive_speedup"], mix["blended_speedup"])   # concave tau: averaging alpha flatters
+        self.assertEqual(mix["weak"], "code")
+        self.assertAlmostEqual(mix["routed_speedup"], 1 / (0.7 / tau(0.7, 3) * (1 + eps) + 0.3))
+
+    def test_mix_flag(self):
+        status, data, _ = run_json(["--mix", "chat:0.5:0.8,code:0.25:0.5,legal:0.25:0.3"])
+        self.assertEqual(status, 0)
+        self.assertEqual(data["plan"]["k"] >= 1, True)
+
+    def test_bad_mix(self):
+        for text in ("chat:0.7:0.7", "chat:0.7:0.7,code:0.3", "chat:0.7:1.2,code:0.3:0.4", "a:0.5:0.5,a:0.5:0.5",
+                     "chat:x:0.7,code:0.3:0.4"):
+            status, _, err = run(["--mix", text, "--no-write"])
+            self.assertEqual(status, 2, text)
+            self.assertIn("--mix", err)
+
+
+class BadFiles(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = Path(cls.tmp.name)
+        after = Path(AFTER).read_text()
+        cls.files = {
+            "no_spec.prom": "\n".join(line for line in after.splitlines() if "spec_decode" not in line),
+            "zero.prom": after.replace("} 5000.0", "} 0.0").replace("} 3000.0", "} 0.0")
+                              .replace("} 15000.0", "} 0.0").replace("} 9000.0", "} 0.0"),
+            "negative.prom": after.replace("} 9300.0", "} -9300.0"),
+            "nan.prom": after.replace("} 9300.0", "} NaN"),
+            "word.prom": after.replace("} 9300.0", "} many"),
+            "truncated.prom": after + 'vllm:spec_decode_num_drafts_total{engine="2",model_na',
+            "empty.prom": "",
+            "notjson.json": "{ not json",
+            "nokeys.json": json.dumps({"completed": 10, "output_throughput": 5.0}),
+            "other_concurrency.json": Path(SPEC).read_text().replace('"max_concurrency": 64', '"max_concurrency": 32'),
+            "nospec.json": json.dumps({k: v for k, v in json.loads(Path(SPEC).read_text()).items()
+                                       if not k.startswith("spec_decode")}),
+        }
+        for name, text in cls.files.items():
+            (cls.dir / name).write_text(text)
+        (cls.dir / "binary.prom").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def cases(self):
+        d = lambda name: str(self.dir / name)
+        return [
+            (["--metrics", d("no_spec.prom")], "no vllm:spec_decode"),
+            (["--metrics", d("zero.prom")], "no drafts"),
+            (["--metrics", BEFORE, "--metrics-before", AFTER], "restarted"),
+            (["--metrics", d("negative.prom")], ">= 0"),
+            (["--metrics", d("nan.prom")], "finite"),
+            (["--metrics", d("word.prom")], "not a number"),
+            (["--metrics", d("truncated.prom")], "truncated"),
+            (["--metrics", d("binary.prom")], "not a text file"),
+            (["--metrics", d("empty.prom")], "empty"),
+            (["--metrics", d("missing.prom")], "cannot read"),
+            (["--bench-baseline", d("notjson.json"), "--bench-spec", SPEC], "not JSON"),
+            (["--bench-baseline", d("nokeys.json"), "--bench-spec", SPEC], "latency keys"),
+            (["--bench-baseline", BASE, "--bench-spec", d("other_concurrency.json")], "max_concurrency"),
+            (["--bench-baseline", BASE, "--bench-spec", d("nospec.json")], "spec_decode"),
+            (["--bench-baseline", BASE], "give both"),
+            (["--metrics-before", BEFORE], "--metrics"),
+            (["--gate"], "needs a measurement"),
+            (["--metrics", AFTER, "--gate-margin", "1.5"], "--gate-margin"),
+            (["--metrics", AFTER, "--p99-budget", "-1"], "--p99-budget"),
+            (["--metrics", AFTER, "--target-concurrency", "0"], "--target-concurrency"),
+        ]
+
+    def test_each_bad_file_exits_2_with_one_line_and_no_plan(self):
+        plan = self.dir / "plan.md"
+        for argv, needle in self.cases():
+            with self.subTest(argv=argv):
+                status, out, err = run(argv + ["--out", str(plan)])
+                self.assertEqual(status, 2)
+                self.assertEqual(out, "")
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn(needle, err)
+                self.assertFalse(plan.exists())
+
+    def test_the_message_names_the_file(self):
+        _, _, err = run(["--metrics", str(self.dir / "negative.prom"), "--no-write"])
+        self.assertIn("negative.prom", err)
+        self.assertIn("--metrics", err)
+
+
+class Streaming(unittest.TestCase):
+    def test_a_large_scrape_is_read_without_loading_it(self):
+        # About 12 MB of unrelated samples around the real page; the reader keeps one line at a time.
+        filler = "".join(f'vllm:request_prompt_tokens_bucket{{engine="0",le="{i}"}} {i}.0\n' for i in range(2000))
+        with tempfile.TemporaryDirectory() as tmp:
+            big = Path(tmp) / "big.prom"
+            with big.open("w") as f:
+                for _ in range(120):
+                    f.write(filler)
+                f.write(Path(AFTER).read_text())
+            self.assertGreater(big.stat().st_size, 10_000_000)
+            tracemalloc.start()
+            counters = m.read_metrics(str(big), "--metrics")
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+        self.assertEqual(counters.drafts, 8000)
+        self.assertLess(peak, 1_000_000)
+
+
+if __name__ == "__main__":
+    unittest.main()
