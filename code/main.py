@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import dataclasses
 import json
 import math
 import os
@@ -26,8 +27,8 @@ import re
 import sys
 import tempfile
 from collections import namedtuple
-from dataclasses import dataclass
 from pathlib import Path
+from xml.sax.saxutils import escape as xml_escape
 
 # ---------------------------------------------------------------- the grid (edit me)
 ALPHAS = (0.30, 0.40, 0.50, 0.60, 0.70, 0.80)  # per-token acceptance probability a
@@ -38,6 +39,7 @@ EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured (vLLM 
 GATE_MARGIN = 0.10      # acceptance-rate margin the gate demands above break-even
 P99_BUDGET = 0.10       # largest rise of P99 TPOT over baseline the gate accepts (with benchmark files)
 TRAFFIC_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # (domain, share of generated tokens, per-token alpha)
+CHART_ALPHAS = (0.5, 0.7, 0.8)   # per-token alphas of the best-K chart
 SEED = 0                # seeds every simulated round: same seed, same bytes
 N_ROUNDS = 20_000       # simulated decode rounds per (alpha, K)
 ROUND_JITTER = 0.03     # relative s.d. of one round's duration (launch and kernel noise), lognormal
@@ -243,12 +245,14 @@ FIT = Fit(bw_eff=0.8305, flop_eff=0.45, overlap=1.0, pass_ms=0.8008, draft_step_
 # flop_eff sits on its lower bound: the script explains the bound.
 ALLREDUCE_MS = 0.008   # one small-message all-reduce over NVLink; two per layer under TP (assumed, not fitted)
 
-Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layers tflops")
-# One network a pass runs: parameters, bytes of weights read per pass, KV bytes per
-# token of context, attention width (heads * head_dim), layers, peak TFLOP/s per GPU.
+Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layers tflops held_params held_bytes")
+# One network a pass runs: parameters used per token, bytes of weights read per pass, KV
+# bytes per token of context, attention width (heads * head_dim), layers, peak TFLOP/s per
+# GPU, and the parameters and bytes it holds in memory. These differ only for EAGLE-1/2,
+# which reads the target's lm_head every step but does not hold a copy.
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Deployment:
     model: str
     gpu: str
@@ -259,6 +263,7 @@ class Deployment:
     draft: str
     memory_gb: float        # per GPU
     bandwidth_tbs: float    # per GPU
+    draft_tflops: float     # per GPU, bf16: drafts run in bf16
     target: Net
     drafter: Net | None     # None: the draft runs no model (ngram)
 
@@ -334,28 +339,36 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE,
     spec = spec or GPUS[gpu]
     m = MODELS[model]
     params = model_params(m)
-    width = m["heads"] * m["head_dim"]
-    target = Net(params, params * BYTES_PER[weights_dtype], kv_bytes_per_token(m, kv_dtype),
-                 width, m["layers"], peak_tflops(spec, weights_dtype))
-    draft_flops = peak_tflops(spec, "bf16")
+    weight_bytes = params * BYTES_PER[weights_dtype]
+    target = Net(params, weight_bytes, kv_bytes_per_token(m, kv_dtype), m["heads"] * m["head_dim"], m["layers"],
+                 peak_tflops(spec, weights_dtype), params, weight_bytes)
+    dep = Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
+                     spec["memory_gb"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None)
+    return with_draft(dep, draft)
+
+
+def with_draft(dep, draft):
+    """The same deployment with another draft: an EAGLE head, n-gram lookup or a draft model."""
+    m = MODELS[dep.model]
+    width, kv_dtype = m["heads"] * m["head_dim"], dep.kv_dtype
     if draft == "eagle3":
         head = eagle_head_params(m, 3)
         drafter = Net(head, head * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(m, kv_dtype, layers=1),
-                      width, 1, draft_flops)
+                      width, 1, dep.draft_tflops, head, head * DRAFT_WEIGHT_BYTES)
     elif draft == "eagle":
         head = eagle_head_params(m, 1)
         lm_head = m["vocab"] * m["hidden"]   # the target's own lm_head, read every draft step
-        drafter = Net(head + lm_head, head * DRAFT_WEIGHT_BYTES + lm_head * BYTES_PER[weights_dtype],
-                      kv_bytes_per_token(m, kv_dtype, layers=1), width, 1, draft_flops)
+        drafter = Net(head + lm_head, head * DRAFT_WEIGHT_BYTES + lm_head * BYTES_PER[dep.weights_dtype],
+                      kv_bytes_per_token(m, kv_dtype, layers=1), width, 1, dep.draft_tflops,
+                      head, head * DRAFT_WEIGHT_BYTES)
     elif draft == "ngram":
         drafter = None
     else:
         d = MODELS[draft]
         d_params = model_params(d)
         drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, kv_dtype),
-                      d["heads"] * d["head_dim"], d["layers"], draft_flops)
-    return Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
-                      spec["memory_gb"], spec["bandwidth_tbs"], target, drafter)
+                      d["heads"] * d["head_dim"], d["layers"], dep.draft_tflops, d_params, d_params * DRAFT_WEIGHT_BYTES)
+    return dataclasses.replace(dep, draft=draft, drafter=drafter)
 
 
 def memory_budget_bytes(dep):
@@ -365,7 +378,7 @@ def memory_budget_bytes(dep):
 
 def static_bytes(dep):
     """Target plus draft weights."""
-    return dep.target.weight_bytes + (dep.drafter.weight_bytes if dep.drafter else 0)
+    return dep.target.held_bytes + (dep.drafter.held_bytes if dep.drafter else 0)
 
 
 def kv_bytes_per_sequence(dep):
@@ -479,16 +492,20 @@ def weighted_quantile(q, parts):
     2.0
     """
     parts = [(s, w, v) for s, w, v in parts if w > 0 and v]
-    total = sum(w * len(v) for _, w, v in parts)
     lo, hi = 0.0, max(s * v[-1] for s, _, v in parts)
     for _ in range(64):
         mid = (lo + hi) / 2
-        below = sum(w * bisect.bisect_right(v, mid / s) for s, w, v in parts)
-        if below >= q * total:
+        if share_at_or_below(mid, parts) >= q:
             hi = mid
         else:
             lo = mid
     return hi
+
+
+def share_at_or_below(x, parts):
+    """The weighted share of a mixture at or below x: its CDF (parts as in weighted_quantile)."""
+    total = sum(w * len(v) for _, w, v in parts)
+    return sum(w * bisect.bisect_right(v, x / s) for s, w, v in parts) / total
 
 
 def itl_stats(parts, mean):
@@ -505,6 +522,25 @@ def batch_rejection_probability(alpha, k, batch):
     return 1.0 - alpha ** (k * batch)
 
 
+def second_pass_probability(alpha, k, batch):
+    """P(the lesson's second pass | A accepted), for A = 0..K: certain unless this sequence accepted all."""
+    return [1.0] * k + [batch_rejection_probability(alpha, k, batch - 1)]
+
+
+def itl_mixtures(decode, rounds, plain_ms, spec_ms, alpha, batch):
+    """Per-token ITL of plain decoding, exact rejection and two-pass, as weighted_quantile parts.
+
+    A round that accepted A drafts gives each of its A+1 tokens spec_ms * jitter / (A+1),
+    so it enters with weight A+1; a two-pass round with a second pass adds plain_ms.
+    """
+    k, groups = decode.k, decode.jitter_by_accepted
+    reject_prob = second_pass_probability(alpha, k, batch)
+    exact = [(spec_ms / (a + 1), a + 1, g) for a, g in enumerate(groups)]
+    two_pass = [((spec_ms + plain_ms) / (a + 1), (a + 1) * p, g) for a, (p, g) in enumerate(zip(reject_prob, groups))]
+    two_pass.append((spec_ms / (k + 1), (k + 1) * (1.0 - reject_prob[k]), groups[k]))
+    return dict(plain=[(plain_ms, 1.0, rounds.plain_sorted)], exact=exact, two_pass=two_pass)
+
+
 def simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch):
     """Latency and throughput of plain decoding and of both rejection models for one cell.
 
@@ -516,21 +552,16 @@ def simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch):
     k, groups = decode.k, decode.jitter_by_accepted
     n = len(rounds.spec_jitter)
     plain_mean_jitter = sum(rounds.plain_jitter) / n
-    p_other_reject = batch_rejection_probability(alpha, k, batch - 1)
-    reject_prob = [1.0] * k + [p_other_reject]       # P(second pass | A = index)
+    reject_prob = second_pass_probability(alpha, k, batch)
     group_sums = [sum(g) for g in groups]
     total_tokens = sum((a + 1) * len(g) for a, g in enumerate(groups))
     exact_time = spec_ms * sum(group_sums)
     two_pass_time = exact_time + plain_ms * sum(p * s for p, s in zip(reject_prob, group_sums))
 
-    exact_parts = [(spec_ms / (a + 1), a + 1, g) for a, g in enumerate(groups)]
-    two_pass_parts = [((spec_ms + plain_ms) / (a + 1), (a + 1) * p, g)
-                      for a, (p, g) in enumerate(zip(reject_prob, groups))]
-    two_pass_parts.append((spec_ms / (k + 1), (k + 1) * (1.0 - p_other_reject), groups[k]))
-
-    plain = itl_stats([(plain_ms, 1.0, rounds.plain_sorted)], plain_ms * plain_mean_jitter)
-    exact = itl_stats(exact_parts, exact_time / total_tokens)
-    two_pass = itl_stats(two_pass_parts, two_pass_time / total_tokens)
+    mixtures = itl_mixtures(decode, rounds, plain_ms, spec_ms, alpha, batch)
+    plain = itl_stats(mixtures["plain"], plain_ms * plain_mean_jitter)
+    exact = itl_stats(mixtures["exact"], exact_time / total_tokens)
+    two_pass = itl_stats(mixtures["two_pass"], two_pass_time / total_tokens)
     round_p99 = weighted_quantile(0.99, [(spec_ms, 1.0, rounds.spec_sorted)])
 
     # Tokens per ms against plain; relative errors of independent means add in quadrature.
@@ -776,6 +807,7 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
     result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
                   mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
                   if evidence.mix else None)
+    result["charts"] = chart_data(grid, dep, plan, decode, rounds, fit)
     if measured:
         result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
                                                   decode, rounds, fit)
@@ -889,6 +921,39 @@ def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, k_in
                 tail=tail)
 
 
+def chart_data(grid, dep, plan, decode, rounds, fit=FIT):
+    """The numbers the three charts draw: speedup curves, best-K steps and ITL distributions."""
+    limit = max_concurrency(dep)
+    k = grid.ks[0]
+    alphas = [i / 100 for i in range(101)]
+    curves, left_out = [], []
+    for batch in grid.concurrencies:
+        if batch > limit:
+            left_out.append(batch)
+            continue
+        eps = model_overhead(dep, batch, k, fit)
+        curves.append(dict(concurrency=batch, eps=eps, breakeven=exact_breakeven(k, eps),
+                           points=[(a, exact_speedup(a, k, eps)) for a in alphas]))
+    steps = [dict(alpha=a, schedule=k_schedule(dep, a, fit)) for a in CHART_ALPHAS]
+    for step in steps:
+        step["zero_at"] = next((row[0] for row in step["schedule"] if row[2] == 0), None)
+    itl = None
+    feasible = [b for b in sorted(set(grid.concurrencies) | {plan["target"]}) if b <= limit]
+    if feasible:
+        batch = plan["target"] if plan["target"] <= limit else feasible[-1]
+        alpha, kk = plan["alpha"], plan["k"]
+        plain_ms = plain_step_ms(dep, batch, fit)
+        spec_ms = plain_ms * (1 + model_overhead(dep, batch, kk, fit))
+        mixtures = itl_mixtures(decode(alpha, kk), rounds, plain_ms, spec_ms, alpha, batch)
+        x_max = 1.05 * max(weighted_quantile(0.999, parts) for parts in mixtures.values())
+        xs = [x_max * i / 240 for i in range(241)]
+        itl = dict(concurrency=batch, alpha=alpha, k=kk, x_max=x_max,
+                   cdf={name: [(x, share_at_or_below(x, parts)) for x in xs] for name, parts in mixtures.items()},
+                   p99={name: weighted_quantile(0.99, parts) for name, parts in mixtures.items()})
+    return dict(speedup=dict(k=k, curves=curves, left_out=left_out), best_k=dict(limit=limit, curves=steps),
+                itl=itl)
+
+
 def traffic_blend(mix, dep, k, batch, fit=FIT):
     """Speedup of a traffic mix: each domain's tau over one shared round time, weighted by tokens.
 
@@ -976,6 +1041,90 @@ def gate(measured, comparison, dep, target, margin, budget, fit=FIT):
                 required_alpha=need_alpha, margin=margin, p99_budget=budget)
 
 
+def alpha_for_speedup(speedup, k, eps):
+    """Per-token alpha with tau(a, K) / (1 + eps) = speedup; None when even a = 1 falls short.
+
+    >>> round(alpha_for_speedup(2.0, 5, 0.1), 3), alpha_for_speedup(3.0, 1, 0.0)
+    (0.559, None)
+    """
+    need = speedup * (1.0 + eps)
+    return alpha_from_length(need, k) if need <= k + 1 else None
+
+
+def diagnose_tail(mean_change, p99_change, k, rounds):
+    """The eps (and alpha) under which the simulation shows the given per-token mean and P99 changes.
+
+    Mean per-token ITL changes by (1 + eps)/tau - 1, which fixes tau for each eps; the
+    simulated P99 then rises with eps, so bisection finds the eps that matches.
+    """
+    def simulate(eps):
+        tau = (1 + eps) / (1 + mean_change)
+        alpha = alpha_from_length(tau, k)
+        sim = simulate_cell(decode_tagged_sequence(alpha, k, rounds), rounds, 1.0, 1.0 + eps, alpha, 1)
+        return sim["exact"]["p99"] / sim["plain"]["p99"] - 1.0, sim, alpha, tau
+
+    lo, hi = 0.0, min(1.0, (k + 1) * (1 + mean_change) - 1)
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if simulate(mid)[0] < p99_change else (lo, mid)
+    eps = (lo + hi) / 2
+    p99, sim, alpha, tau = simulate(eps)
+    return dict(eps=eps, alpha=alpha, tau=tau, k=k, p99_change=p99,
+                mean_change=sim["exact"]["mean"] / sim["plain"]["mean"] - 1.0,
+                zero_accept_token_share=(1 - alpha) / tau,
+                round_mean_change=eps)          # per chunk (vllm bench's ITL), every round costs 1 + eps
+
+
+def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
+    """The lesson's five exercises, answered by the model (render_exercises prints them)."""
+    limit = max_concurrency(dep)
+    target = min(max(grid.concurrencies), max(limit, 1))
+    k = 5                                                   # the lesson's worked K
+    eps_rows = [(e, "given") for e in (0.0, 0.05, 0.10, 0.15, 0.25, 0.50)]
+    eps_rows += [(model_overhead(dep, 1, k, fit), "model, B=1"), (model_overhead(dep, target, k, fit), f"model, B={target}")]
+    targets = [dict(eps=e, source=src, **{f"alpha_{n}x": alpha_for_speedup(n, k, e) for n in (2, 3)},
+                    **{f"lesson_{n}x": (n * (1 + e) - 1) / k for n in (2, 3)}) for e, src in eps_rows]
+    methods = []
+    for draft in ("llama-3.2-1b", "eagle", "eagle3", "ngram"):
+        if draft in MODELS and model_params(MODELS[draft]) >= model_params(MODELS[dep.model]):
+            continue                                      # a draft model must be smaller than the target
+        d = with_draft(dep, draft)
+        step = pass_ms(d.drafter, d, 1, 1, fit.draft_step_ms, fit) if d.drafter else 0.0
+        methods.append(dict(draft=draft, method=json.loads(speculative_config(d, 3))["method"],
+                            params=d.drafter.held_params if d.drafter else 0,
+                            weight_bytes=d.drafter.held_bytes if d.drafter else 0,
+                            kv_bytes_per_token=d.drafter.kv_bytes_per_token if d.drafter else 0,
+                            draft_step_ms=step, eps_b1=model_overhead(d, 1, 3, fit),
+                            eps_target=model_overhead(d, target, 3, fit), max_concurrency=max_concurrency(d),
+                            config=speculative_config(d, 3)))
+    rounds = draw_rounds(n_rounds, seed)
+    tail = diagnose_tail(-0.25, 0.15, 3, rounds)
+    remedies = []
+    for kk in sorted({1, 2, 3}):
+        eps = model_overhead(dep, target, kk, fit)
+        sim = simulate_cell(decode_tagged_sequence(tail["alpha"], kk, rounds), rounds, 1.0, 1.0 + eps,
+                            tail["alpha"], target)
+        remedies.append(dict(k=kk, eps=eps, speedup=exact_speedup(tail["alpha"], kk, eps),
+                             p99_change=sim["exact"]["p99"] / sim["plain"]["p99"] - 1.0))
+    schedule = k_schedule(dep, tail["alpha"], fit)
+    memory = []
+    for draft in ("eagle3", "llama-3.2-1b"):
+        if draft in MODELS and model_params(MODELS[draft]) >= model_params(MODELS[dep.model]):
+            continue
+        d = with_draft(dep, draft)
+        memory.append(dict(draft=draft, params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
+                           kv_bytes_per_token=d.drafter.kv_bytes_per_token,
+                           kv_bytes_at_target=d.drafter.kv_bytes_per_token * dep.context * target,
+                           max_concurrency=max_concurrency(d)))
+    return dict(
+        speedup_targets=dict(k=k, rows=targets),
+        traffic_mix=[traffic_blend(mix, dep, k, b, fit) for b in sorted({1, target})],
+        methods=dict(k=3, concurrency=target, rows=methods),
+        tail_diagnosis=dict(tail, remedies=remedies, concurrency=target, schedule=schedule,
+                            k_zero_at=next((row[0] for row in schedule if row[2] == 0), None)),
+        draft_memory=dict(concurrency=target, context=dep.context, rows=memory,
+                          max_concurrency_without_draft=max_concurrency(with_draft(dep, "ngram"))))
+
 # ---------------------------------------------------------------- rendering
 def fmt(value, spec, missing="-"):
     """Format a number, or show a dash for a value that does not exist."""
@@ -1058,7 +1207,7 @@ def render_tables(result, dep, grid):
 
 
 def deployment_lines(dep, result):
-    draft_gb = dep.drafter.weight_bytes / 1e9 if dep.drafter else 0.0
+    draft_gb = dep.drafter.held_bytes / 1e9 if dep.drafter else 0.0
     return [
         f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.weight_bytes / 1e9:.1f} GB), "
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache,",
@@ -1165,6 +1314,70 @@ def render_mix(mix):
                   f"the mix runs {mix['routed_speedup']:.3f}x; with a head as good as alpha "
                   f"{mix['trained_alpha']:.2f}, {mix['trained_speedup']:.3f}x; the best single K for the mix is "
                   f"{mix['best_k']} ({mix['best_k_speedup']:.3f}x).", 100, "")
+    return lines + [""]
+
+
+def render_exercises(ex, dep):
+    """The five exercises with the model's answers."""
+    t = ex["speedup_targets"]
+    lines = [f"== Exercise 1: the per-token alpha K = {t['k']} needs for 2x and 3x ==",
+             "alpha solves tau(alpha, K) = S * (1 + eps); the lesson's (S(1+eps) - 1)/K is the same target",
+             "read as vLLM's acceptance rate.",
+             ""]
+    lines += column_header([("eps", 6), ("from", 12), ("2x alpha", 9), ("as rate", 8), ("3x alpha", 9),
+                            ("as rate", 8)], [])
+    for r in t["rows"]:
+        lines.append(f"{r['eps']:6.3f} {r['source']:>12s} {fmt(r['alpha_2x'], '9.3f', 'never'):>9s} "
+                     f"{fmt(r['lesson_2x'] if r['alpha_2x'] is not None else None, '8.3f', '-'):>8s} "
+                     f"{fmt(r['alpha_3x'], '9.3f', 'never'):>9s} "
+                     f"{fmt(r['lesson_3x'] if r['alpha_3x'] is not None else None, '8.3f', '-'):>8s}")
+    first, last = t["rows"][0], t["rows"][5]
+    lines += wrap(f"From eps {first['eps']:.2f} to {last['eps']:.2f} the alpha for 2x moves "
+                  f"{first['alpha_2x']:.3f} -> {fmt(last['alpha_2x'], '.3f', 'never')}, for 3x "
+                  f"{fmt(first['alpha_3x'], '.3f', 'never')} -> {fmt(last['alpha_3x'], '.3f', 'never')}: near the "
+                  "top of the curve every bit of overhead costs a lot of alpha.", 100, "")
+    lines += ["", "== Exercise 2: a 70/30 chat/code mix =="]
+    for mix in ex["traffic_mix"]:
+        verdict = "pays" if mix["blended_speedup"] > 1 else "does not pay"
+        lines += wrap(f"B = {mix['concurrency']}, K = {mix['k']}: naive blended alpha {mix['naive_alpha']:.3f} promises "
+                      f"{mix['naive_speedup']:.3f}x; the token-weighted blend is {mix['blended_speedup']:.3f}x, so "
+                      f"speculation {verdict} ({' / '.join(d['name'] + ' ' + format(d['speedup'], '.2f') + 'x' for d in mix['domains'])} "
+                      f"alone; best K for the mix {mix['best_k']}: {mix['best_k_speedup']:.3f}x).", 100, "  ")
+    m = ex["methods"]
+    lines += ["", f"== Exercise 3: vLLM's speculative methods on {dep.model}, K = {m['k']} (eps from the cost model) ==",
+              ""]
+    lines += column_header([("draft", 13), ("method", 11), ("params", 8), ("weights", 8), ("KV/token", 9),
+                            ("step ms", 8), ("eps B=1", 8), (f"eps B={m['concurrency']}", 9), ("max B", 6)], [])
+    for r in m["rows"]:
+        lines.append(f"{r['draft']:>13s} {r['method']:>11s} {r['params'] / 1e9:7.3f}B {r['weight_bytes'] / 1e9:6.2f}GB"
+                     f" {r['kv_bytes_per_token']:9,d} {r['draft_step_ms']:8.2f} {r['eps_b1']:8.2f} "
+                     f"{r['eps_target']:9.2f} {r['max_concurrency']:6d}")
+    lines += ["Configs (--speculative-config):"] + [r["config"] for r in m["rows"]]
+    lines.append("Which features each combines with depends on the vLLM version: check its compatibility matrix.")
+    d = ex["tail_diagnosis"]
+    lines += ["", "== Exercise 4: mean ITL -25% but P99 ITL +15% =="]
+    lines += wrap(f"The simulation reproduces it at K = {d['k']} with eps = {d['eps']:.3f} and per-token alpha "
+                  f"{d['alpha']:.3f} (tau {d['tau']:.2f}): mean per-token ITL {pct1(d['mean_change'])}, P99 "
+                  f"{pct1(d['p99_change'])}. Every round costs 1 + eps plain steps and "
+                  f"{d['zero_accept_token_share'] * 100:.0f}% of tokens come from rounds that accepted nothing, "
+                  f"so P99 follows eps while the mean follows tau/(1+eps). The ITL `vllm bench serve` reports is per "
+                  f"chunk, one round: its mean rises by eps ({pct1(d['round_mean_change'])}) too, so the -25% must "
+                  "be a per-token figure (TPOT).", 100, "  ")
+    lines.append(f"Remedies at B = {d['concurrency']} with that alpha (eps from the cost model):")
+    for r in d["remedies"]:
+        lines.append(f"  K = {r['k']}: eps {r['eps']:.2f}, speedup {r['speedup']:.2f}x, per-token P99 "
+                     f"{pct1(r['p99_change'])}")
+    lines += wrap(f"  K by batch size (num_speculative_tokens_per_batch_size): {d['schedule']}; "
+                  + (f"disable_by_batch_size {d['k_zero_at'] - 1}." if d["k_zero_at"] else
+                     "speculation pays at every batch size that fits."), 100, "  ")
+    mem = ex["draft_memory"]
+    lines += ["", f"== Exercise 5: draft memory on {dep.model} at {mem['concurrency']} x {mem['context']} tokens =="]
+    for r in mem["rows"]:
+        lines.append(f"  {r['draft']:>13s}: {r['params'] / 1e9:.3f} B parameters = {r['weight_bytes'] / 1e9:.2f} GB "
+                     f"bf16; own KV {r['kv_bytes_per_token']:,} B/token")
+        lines.append(f"  {'':>13s}  = {r['kv_bytes_at_target'] / 1e9:.2f} GB at this load; {r['max_concurrency']} "
+                     "sequences fit")
+    lines.append(f"  without a draft model's weights or KV: {mem['max_concurrency_without_draft']} sequences fit.")
     return lines + [""]
 
 
@@ -1299,7 +1512,7 @@ def render_plan(result, dep, grid):
     bench = (f"vllm bench serve --model {m['hf']} --dataset-name sharegpt --max-concurrency {target} "
              f"--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99 --save-result")
     gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
-    draft_params = dep.drafter.params if dep.drafter else 0
+    draft_params = dep.drafter.held_params if dep.drafter else 0
     if plan["k_target"]:
         k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
                   f"{plan['speedup_target']:.2f}x over plain decoding")
@@ -1321,7 +1534,7 @@ def render_plan(result, dep, grid):
         "",
         "## The deployment this plan is for",
         "",
-        "| | |",
+        "| | this run |",
         "|---|---|",
         f"| target | {dep.model}, {model_params(m) / 1e9:.2f} B parameters, {dep.weights_dtype} weights "
         f"({dep.target.weight_bytes / 1e9:.1f} GB), tensor parallel {dep.tp} |",
@@ -1337,6 +1550,12 @@ def render_plan(result, dep, grid):
         (f"| measured per-token alpha | {alpha:.3f} (from {result['measured']['source']}) |" if plan["measured"]
          else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
         f"| K | {k_line} |",
+        "",
+        f"![Speedup against per-token alpha]({CHART_FILES['speedup']})",
+        "",
+        f"![Best K against batch size]({CHART_FILES['best_k']})",
+        "",
+        f"![Per-token ITL distribution]({CHART_FILES['itl']})",
         "",
         "## Stage 0: baseline, speculation off",
         "",
@@ -1447,7 +1666,8 @@ def render_plan(result, dep, grid):
         "## What to measure next",
         "",
         "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
-        f"- the per-position rates: if late positions fall off, a K below {k} wastes less;",
+        (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
+         "- the per-position rates at K = 2 and 3, to see whether a longer draft would pay at lower load;"),
         f"- P99 TPOT and P99 ITL at B={target} and at the batch sizes you actually run, against baseline;",
         "- the batch size where the measured alpha meets the break-even table above: disable speculation past it",
         "  (`disable_by_batch_size` in `--speculative-config`).",
@@ -1564,9 +1784,9 @@ def render_json(result, dep, grid):
                       kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft,
                       gpu_memory_gb=dep.memory_gb, gpu_bandwidth_tbs=dep.bandwidth_tbs,
                       gpu_tflops=dep.target.tflops,
-                      target_params=dep.target.params, draft_params=dep.drafter.params if dep.drafter else 0,
+                      target_params=dep.target.params, draft_params=dep.drafter.held_params if dep.drafter else 0,
                       weight_bytes=dep.target.weight_bytes,
-                      draft_weight_bytes=dep.drafter.weight_bytes if dep.drafter else 0,
+                      draft_weight_bytes=dep.drafter.held_bytes if dep.drafter else 0,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
                       max_concurrency=result["max_concurrency"],
                       plain_step_ms_b1=plain_step_ms(dep, 1))
@@ -1574,12 +1794,155 @@ def render_json(result, dep, grid):
     best = [{key: b[key] for key in ("concurrency", "alpha", "k", "speedup")} for b in result["best_k"]]
     data = dict(deployment=deployment, cells=result["cells"], breakeven=result["breakeven"], best_k=best,
                 plan=plan, mix=result["mix"])
-    for key in ("measured", "gate"):
+    for key in ("measured", "gate", "exercises"):
         if key in result:
             data[key] = result[key]
     data["summary"] = summary_facts(result, grid)
     return json.dumps(clean(data), indent=1) + "\n"
 
+
+# ---------------------------------------------------------------- rendering: SVG charts
+# Hand-written SVG (it is text): fixed size, fixed number formats, so the same run gives
+# the same bytes. Lines differ in colour lightness and in dash pattern, so they stay
+# apart in greyscale.
+CHART_SIZE = (760, 460)                             # width, height in px
+PLOT_BOX = (72, 54, 560, 380)                        # left, top, right, bottom of the plot area
+LINE_STYLES = [("#111111", ""), ("#d95f02", "9 5"), ("#1f78b4", "2 4"), ("#33a02c", "12 4 3 4"),
+               ("#6a3d9a", "6 3"), ("#a6761d", "1 2")]
+CHART_FILES = {"speedup": "chart-speedup.svg", "best_k": "chart-best-k.svg", "itl": "chart-itl-cdf.svg"}
+
+
+def svg_text(x, y, text, size=13, anchor="start", extra=""):
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"{extra}>'
+            f"{xml_escape(text)}</text>")
+
+
+def svg_chart(title, x_label, y_label, x_axis, y_axis, series, markers=(), notes=(), drops=()):
+    """A line chart. x_axis, y_axis: (low, high, ticks, log?); series: (label, points, style index);
+    markers: (x, y, label), labels alternately above and below; drops: (x, style index) vertical lines."""
+    width, height = CHART_SIZE
+    left, top, right, bottom = PLOT_BOX
+
+    def scale(value, axis, lo_px, hi_px):
+        low, high, _, log = axis
+        if log:
+            value, low, high = math.log10(value), math.log10(low), math.log10(high)
+        return lo_px + (value - low) / (high - low) * (hi_px - lo_px)
+
+    sx = lambda x: scale(x, x_axis, left, right)
+    sy = lambda y: scale(y, y_axis, bottom, top)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Arial, sans-serif">',
+           f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+           svg_text(width / 2, 28, title, 16, "middle", ' font-weight="bold"')]
+    for tick in x_axis[2]:
+        x = sx(tick)
+        out.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="#e4e4e4"/>')
+        out.append(svg_text(x, bottom + 18, f"{tick:g}", 12, "middle"))
+    for tick in y_axis[2]:
+        y = sy(tick)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#e4e4e4"/>')
+        out.append(svg_text(left - 8, y + 4, f"{tick:g}", 12, "end"))
+    out.append(f'<rect x="{left}" y="{top}" width="{right - left}" height="{bottom - top}" '
+               'fill="none" stroke="#444444"/>')
+    out.append(svg_text((left + right) / 2, bottom + 42, x_label, 13, "middle"))
+    out.append(svg_text(18, (top + bottom) / 2, y_label, 13, "middle",
+                        f' transform="rotate(-90 18 {(top + bottom) / 2:.1f})"'))
+    for i, (label, points, style) in enumerate(series):
+        colour, dash = LINE_STYLES[style % len(LINE_STYLES)]
+        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        out.append(f'<polyline class="series" points="{path}" fill="none" stroke="{colour}" '
+                   f'stroke-width="2.2"{dash_attr}/>')
+        ly = top + 8 + 22 * i
+        out.append(f'<line x1="{right + 14}" y1="{ly:.1f}" x2="{right + 50}" y2="{ly:.1f}" stroke="{colour}" '
+                   f'stroke-width="2.2"{dash_attr}/>')
+        out.append(svg_text(right + 56, ly + 4, label, 12))
+    for x, style in drops:
+        colour, dash = LINE_STYLES[style % len(LINE_STYLES)]
+        out.append(f'<line x1="{sx(x):.1f}" y1="{top}" x2="{sx(x):.1f}" y2="{bottom}" stroke="{colour}" '
+                   f'stroke-width="1"' + (f' stroke-dasharray="{dash}"' if dash else "") + "/>")
+    for i, (x, y, label) in enumerate(markers):
+        out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="4" fill="#ffffff" stroke="#111111" '
+                   'stroke-width="1.5"/>')
+        out.append(svg_text(sx(x) + 6, sy(y) + (-8 if i % 2 == 0 else 17), label, 11))
+    for i, note in enumerate(notes):
+        out.append(svg_text(left, bottom + 62 + 15 * i, note, 11))
+    return "\n".join(out + ["</svg>", ""])
+
+
+def nice_step(span, target=6):
+    """A 1-2-5 tick step giving about `target` ticks over span."""
+    raw = span / target
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
+def ticks(low, high, step):
+    return [round(low + i * step, 10) for i in range(int((high - low) / step + 1e-9) + 1)]
+
+
+def render_speedup_chart(charts, dep):
+    data = charts["speedup"]
+    top = max([1.5] + [max(y for _, y in c["points"]) for c in data["curves"]])
+    step = nice_step(top)
+    y_high = step * math.ceil(top / step)
+    series = [(f"B = {c['concurrency']} (eps {c['eps']:.2f})", c["points"], i) for i, c in enumerate(data["curves"])]
+    series.append(("speedup 1.0", [(0.0, 1.0), (1.0, 1.0)], 5))
+    markers = [(c["breakeven"], 1.0, f"{c['breakeven']:.2f}") for c in data["curves"] if c["breakeven"] is not None]
+    notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, draft {dep.draft}; circles: break-even alpha."]
+    if data["left_out"]:
+        notes.append("Left out, KV cache does not fit: B = " + ", ".join(map(str, data["left_out"])) + ".")
+    return svg_chart(f"Speedup against per-token alpha, K = {data['k']}", "per-token acceptance alpha",
+                     "speedup over plain decoding (x)", (0.0, 1.0, ticks(0, 1, 0.1), False),
+                     (0.0, y_high, ticks(0, y_high, step), False), series, markers, notes)
+
+
+def render_best_k_chart(charts, dep):
+    data = charts["best_k"]
+    limit = max(data["limit"], 2)
+    x_ticks = [2 ** i for i in range(int(math.log2(limit)) + 1)]
+    series, markers = [], []
+    for i, c in enumerate(data["curves"]):
+        offset = 0.06 * (i - 1)            # keeps steps that coincide visible
+        points = []
+        for lo, hi, k in c["schedule"]:
+            points += [(lo, k + offset), (hi, k + offset)]
+        series.append((f"alpha {c['alpha']:.2f}", points or [(1, offset), (1, offset)], i))
+        if c["zero_at"] is not None:
+            markers.append((c["zero_at"], 0 + offset, f"off at {c['zero_at']}"))
+    notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, context {dep.context}; batch sizes up to the "
+             f"{data['limit']} that fit in memory.", "K = 0: speculation off. Lines drawn 0.06 apart where they coincide."]
+    return svg_chart("Best draft length K against batch size", "concurrency B (sequences, log scale)",
+                     "best K (0 = off)", (1, limit, x_ticks, True), (-0.3, K_MAX + 0.3, list(range(K_MAX + 1)), False),
+                     series, markers, notes)
+
+
+def render_itl_chart(charts, dep):
+    data = charts["itl"]
+    if data is None:
+        return svg_chart("Per-token ITL distribution", "ms", "share of tokens", (0, 1, [0, 1], False),
+                         (0, 1, [0, 1], False), [], notes=["No concurrency in the grid fits in memory."])
+    names = {"plain": "plain", "exact": "exact", "two_pass": "two-pass"}
+    series = [(f"{names[n]}: P99 {data['p99'][n]:.1f} ms", data["cdf"][n], i) for i, n in enumerate(names)]
+    series.append(("share 0.99", [(0.0, 0.99), (data["x_max"], 0.99)], 5))
+    markers = [(data["p99"][n], 0.99, f"{data['p99'][n]:.1f}") for n in names]
+    step = nice_step(data["x_max"])
+    notes = [f"B = {data['concurrency']}, alpha {data['alpha']:.2f}, K = {data['k']}. Per-token ITL: a round's time "
+             "split over its tokens. exact: rejection", "sampling as vLLM runs it; two-pass: the lesson's model. "
+             "Thin vertical lines: each model's P99."]
+    return svg_chart("Per-token inter-token latency, cumulative", "per-token ITL (ms)", "share of tokens at or below",
+                     (0.0, data["x_max"], ticks(0, data["x_max"], step), False),
+                     (0.0, 1.0, ticks(0, 1, 0.1), False), series, markers, notes,
+                     drops=[(data["p99"][n], i) for i, n in enumerate(names)])
+
+
+def render_charts(result, dep):
+    """{file name: SVG text} for the three charts."""
+    charts = result["charts"]
+    return {CHART_FILES["speedup"]: render_speedup_chart(charts, dep),
+            CHART_FILES["best_k"]: render_best_k_chart(charts, dep),
+            CHART_FILES["itl"]: render_itl_chart(charts, dep)}
 
 # ---------------------------------------------------------------- CLI
 class _Parser(argparse.ArgumentParser):
@@ -1659,6 +2022,7 @@ def build_parser():
     meas.add_argument("--gate", action="store_true", help="exit 0 if the gate passes, 1 if it fails")
     meas.add_argument("--mix", help="traffic mix name:share:alpha,... (shares of generated tokens, sum 1)")
     out = p.add_argument_group("output")
+    out.add_argument("--exercises", action="store_true", help="print worked answers to the lesson's exercises")
     out.add_argument("--seed", help="seed of the simulated rounds (integer)")
     out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
     out.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
@@ -1807,7 +2171,7 @@ def parse_args(argv):
     out = None if args.no_write else (Path(args.out) if args.out else OUT_PATH)
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out: the folder {str(out.parent)!r} does not exist")
-    return grid, dep, evidence, seed, out, args.json, args.gate
+    return grid, dep, evidence, seed, out, args.json, args.gate, args.exercises
 
 
 def write_atomically(path, text):
@@ -1816,6 +2180,7 @@ def write_atomically(path, text):
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)          # mkstemp makes it private; these files are for reading
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -1827,14 +2192,24 @@ def main(argv=None):
     """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status:
     2 for bad input; with --gate, 0 if the gate passes and 1 if it fails."""
     try:
-        grid, dep, evidence, seed, out, as_json, as_gate = parse_args(sys.argv[1:] if argv is None else argv)
+        grid, dep, evidence, seed, out, as_json, as_gate, exercises = parse_args(
+            sys.argv[1:] if argv is None else argv)
     except UsageError as err:
         print(f"main.py: error: {err}", file=sys.stderr)
         return 2
     result = analyse(grid, dep, seed, evidence=evidence)
-    report = render_json(result, dep, grid) if as_json else render_tables(result, dep, grid)
+    if exercises:
+        result["exercises"] = solve_exercises(dep, grid, evidence.mix or TRAFFIC_MIX, seed)
+    if as_json:
+        report = render_json(result, dep, grid)
+    elif exercises:
+        report = "\n".join(deployment_lines(dep, result)[:3] + [""] + render_exercises(result["exercises"], dep)) + "\n"
+    else:
+        report = render_tables(result, dep, grid)
     if out is not None:
         try:
+            for name, svg in render_charts(result, dep).items():   # charts first: the plan links to them
+                write_atomically(out.parent / name, svg)
             write_atomically(out, render_plan(result, dep, grid))
         except OSError as err:
             print(f"main.py: error: --out: cannot write {str(out)!r}: {err.strerror}", file=sys.stderr)

@@ -17,12 +17,15 @@ def reject_nan(token):
 
 
 class DefaultRun(unittest.TestCase):
-    def test_committed_plan_is_what_the_default_run_writes(self):
+    def test_committed_outputs_are_what_the_default_run_writes(self):
         with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "plan.md"
+            out = Path(tmp) / "skill-eagle3-rollout.md"
             status, _, _ = run(["--out", str(out)])
             self.assertEqual(status, 0)
-            self.assertEqual(out.read_text(), (ROOT / "outputs" / "skill-eagle3-rollout.md").read_text())
+            written = sorted(p.name for p in Path(tmp).iterdir())
+            self.assertEqual(written, sorted(p.name for p in (ROOT / "outputs").iterdir()))
+            for name in written:
+                self.assertEqual((Path(tmp) / name).read_bytes(), (ROOT / "outputs" / name).read_bytes(), name)
 
     def test_same_seed_same_bytes_other_seed_other_numbers(self):
         first, second = run(["--json", "--no-write"]), run(["--json", "--no-write"])

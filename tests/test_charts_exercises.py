@@ -1,0 +1,141 @@
+"""SVG charts and the lesson's exercises, against closed forms and hand-worked numbers."""
+import json
+import re
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from load_main import ROOT, load_main, run
+
+m = load_main()
+OUTPUTS = ROOT / "outputs"
+
+
+def series_count(svg_text):
+    return sum(1 for e in ET.fromstring(svg_text).iter() if e.get("class") == "series")
+
+
+class Charts(unittest.TestCase):
+    def test_committed_charts_parse_and_hold_the_expected_series(self):
+        expected = {"chart-speedup.svg": len(m.CONCURRENCIES) + 1,      # one per concurrency, plus the 1.0 line
+                    "chart-best-k.svg": len(m.CHART_ALPHAS),
+                    "chart-itl-cdf.svg": 3 + 1}                          # plain, exact, two-pass, plus the 0.99 line
+        for name, count in expected.items():
+            with self.subTest(name=name):
+                text = (OUTPUTS / name).read_text()
+                self.assertEqual(series_count(text), count)
+                root = ET.fromstring(text)
+                self.assertEqual(root.tag, "{http://www.w3.org/2000/svg}svg")
+                labels = " ".join(e.text or "" for e in root.iter() if e.tag.endswith("text"))
+                self.assertTrue(labels.strip())
+
+    def test_same_seed_same_bytes(self):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            run(["--out", str(Path(a) / "plan.md")])
+            run(["--out", str(Path(b) / "plan.md")])
+            for name in m.CHART_FILES.values():
+                self.assertEqual((Path(a) / name).read_bytes(), (Path(b) / name).read_bytes(), name)
+
+    def test_plan_links_to_files_that_exist(self):
+        plan = (OUTPUTS / "skill-eagle3-rollout.md").read_text()
+        links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", plan)
+        self.assertEqual(sorted(links), sorted(m.CHART_FILES.values()))
+        for link in links:
+            self.assertTrue((OUTPUTS / link).is_file(), link)
+
+    def test_infeasible_concurrency_is_left_out_with_a_note(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            status, _, _ = run(["--concurrency", "1,1000", "--out", str(Path(tmp) / "plan.md")])
+            self.assertEqual(status, 0)
+            text = (Path(tmp) / "chart-speedup.svg").read_text()
+        self.assertEqual(series_count(text), 1 + 1)
+        self.assertIn("Left out, KV cache does not fit: B = 1000", text)
+
+    def test_break_even_markers_sit_where_the_curves_cross_one(self):
+        grid = m.Grid(m.ALPHAS, m.KS, m.VERIFY_OVERHEADS, m.CONCURRENCIES)
+        charts = m.analyse(grid, m.make_deployment(), 0, n_rounds=2000)["charts"]
+        for curve in charts["speedup"]["curves"]:
+            self.assertAlmostEqual(m.exact_speedup(curve["breakeven"], charts["speedup"]["k"], curve["eps"]), 1.0)
+
+
+class Readme(unittest.TestCase):
+    def test_table_excerpt_is_what_the_default_run_prints(self):
+        readme = (ROOT / "README.md").read_text()
+        excerpt = readme.split("<!-- excerpt:start -->")[1].split("<!-- excerpt:end -->")[0]
+        lines = [line for line in excerpt.splitlines() if line.strip() and not line.startswith("```")]
+        self.assertGreaterEqual(len(lines), 4)
+        _, out, _ = run(["--no-write"])
+        printed = out.splitlines()
+        for line in lines:
+            self.assertIn(line, printed)
+
+    def test_inline_chart_exists(self):
+        for link in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", (ROOT / "README.md").read_text()):
+            self.assertTrue((ROOT / link).is_file(), link)
+
+
+class Exercises(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        status, out, err = run(["--exercises", "--json", "--no-write"])
+        assert status == 0, err
+        cls.ex = json.loads(out)["exercises"]
+
+    def test_alpha_for_2x_and_3x_solves_the_closed_form(self):
+        k = self.ex["speedup_targets"]["k"]
+        self.assertEqual(k, 5)
+        for row in self.ex["speedup_targets"]["rows"]:
+            for n in (2, 3):
+                alpha = row[f"alpha_{n}x"]
+                if n * (1 + row["eps"]) > k + 1:
+                    self.assertIsNone(alpha)
+                else:
+                    self.assertAlmostEqual(m.acceptance_length(alpha, k), n * (1 + row["eps"]), places=5)
+                    self.assertAlmostEqual(row[f"lesson_{n}x"], (n * (1 + row["eps"]) - 1) / k, places=6)
+        # eps = 0, 2x at K = 5: 1 + a + ... + a^5 = 2, by hand a = 0.5087.
+        self.assertAlmostEqual(self.ex["speedup_targets"]["rows"][0]["alpha_2x"], 0.5087, delta=0.0005)
+
+    def test_mix_naive_against_correct(self):
+        for mix in self.ex["traffic_mix"]:
+            self.assertAlmostEqual(mix["naive_alpha"], 0.61, places=6)
+            self.assertGreater(mix["naive_speedup"], mix["blended_speedup"])
+            tau = {d["name"]: m.acceptance_length(d["alpha"], mix["k"]) for d in mix["domains"]}
+            self.assertAlmostEqual(mix["blended_speedup"],
+                                   1 / ((0.7 / tau["chat"] + 0.3 / tau["code"]) * (1 + mix["eps"])), places=5)
+            self.assertAlmostEqual(mix["naive_speedup"], m.acceptance_length(0.61, mix["k"]) / (1 + mix["eps"]),
+                                   places=5)
+
+    def test_methods_and_their_costs(self):
+        rows = {r["draft"]: r for r in self.ex["methods"]["rows"]}
+        self.assertEqual({r["method"] for r in rows.values()}, {"draft_model", "eagle", "eagle3", "ngram"})
+        self.assertEqual(rows["ngram"]["params"], 0)
+        self.assertAlmostEqual(rows["eagle"]["params"] / 1e9, 0.99, delta=0.005)     # the head, not the lm_head it reads
+        self.assertLess(rows["ngram"]["eps_b1"], rows["eagle3"]["eps_b1"])
+
+    def test_tail_diagnosis_reproduces_the_symptom(self):
+        d = self.ex["tail_diagnosis"]
+        self.assertAlmostEqual(d["mean_change"], -0.25, delta=0.005)
+        self.assertAlmostEqual(d["p99_change"], 0.15, delta=0.005)
+        self.assertAlmostEqual(d["tau"], (1 + d["eps"]) / 0.75, places=6)
+        self.assertAlmostEqual(m.acceptance_length(d["alpha"], d["k"]), d["tau"], places=5)   # JSON keeps 6 decimals
+        self.assertGreater(d["zero_accept_token_share"], 0.01)
+
+    def test_draft_memory_by_hand(self):
+        rows = {r["draft"]: r for r in self.ex["draft_memory"]["rows"]}
+        self.assertAlmostEqual(rows["eagle3"]["weight_bytes"] / 1e9, 2 * 1.4029, delta=0.01)
+        self.assertEqual(rows["llama-3.2-1b"]["kv_bytes_per_token"], 2 * 16 * 8 * 64 * 2)   # 32,768 B
+        self.assertEqual(rows["llama-3.2-1b"]["kv_bytes_at_target"], 32_768 * 2048 * 256)
+        self.assertEqual(rows["eagle3"]["kv_bytes_per_token"], 2 * 1 * 8 * 128 * 2)          # one layer
+        self.assertLess(rows["llama-3.2-1b"]["max_concurrency"], rows["eagle3"]["max_concurrency"])
+
+    def test_printed_answers(self):
+        status, out, _ = run(["--exercises", "--no-write"])
+        self.assertEqual(status, 0)
+        for n in range(1, 6):
+            self.assertIn(f"== Exercise {n}:", out)
+        self.assertLessEqual(max(len(line) for line in out.splitlines()), 100)
+
+
+if __name__ == "__main__":
+    unittest.main()
