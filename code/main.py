@@ -594,6 +594,32 @@ LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position")
 
 
+def text_lines(path, flag):
+    """Yield (line number, text) from a UTF-8 file without loading it whole; refuse binary files."""
+    try:
+        file = open(path, "rb")
+    except OSError as err:
+        raise UsageError(f"{flag}: cannot read {path}: {err.strerror}") from None
+    with file:
+        for number, raw in enumerate(file, 1):
+            if b"\0" in raw:
+                raise UsageError(f"{flag}: {path} is not a text file (a NUL byte on line {number})")
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UsageError(f"{flag}: {path} is not a text file (not UTF-8, line {number})") from None
+
+
+def counter_value(text, flag, path, number):
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{flag}: {path}, line {number}: counter value {text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite and >= 0; got {text!r}")
+    return value
+
+
 def read_metrics(path, flag):
     """Sum the spec-decode counters of a /metrics scrape over every label, in one streaming pass."""
     totals = dict(drafts=0.0, draft_tokens=0.0, accepted=0.0)
@@ -623,32 +649,6 @@ def read_metrics(path, flag):
     if not found:
         raise UsageError(f"{flag}: {path} has no vllm:spec_decode_* counters: is speculative decoding on?")
     return Counters(totals["drafts"], totals["draft_tokens"], totals["accepted"], per_position)
-
-
-def text_lines(path, flag):
-    """Yield (line number, text) from a UTF-8 file without loading it whole; refuse binary files."""
-    try:
-        file = open(path, "rb")
-    except OSError as err:
-        raise UsageError(f"{flag}: cannot read {path}: {err.strerror}") from None
-    with file:
-        for number, raw in enumerate(file, 1):
-            if b"\0" in raw:
-                raise UsageError(f"{flag}: {path} is not a text file (a NUL byte on line {number})")
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise UsageError(f"{flag}: {path} is not a text file (not UTF-8, line {number})") from None
-
-
-def counter_value(text, flag, path, number):
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{flag}: {path}, line {number}: counter value {text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite and >= 0; got {text!r}")
-    return value
 
 
 def counters_window(after, before, flags):
@@ -750,69 +750,6 @@ def per_token_alpha(kind, value, k):
 def grid_alphas(grid):
     """Per-token alphas for K-independent questions (best K); rates and lengths read at the first K."""
     return sorted({per_token_alpha(grid.kind, v, grid.ks[0]) for v in grid.acceptance})
-
-
-def eps_label(eps_b1):
-    return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
-
-
-Evidence = namedtuple("Evidence", "measured comparison target mix margin budget",
-                      defaults=(None, None, None, TRAFFIC_MIX, GATE_MARGIN, P99_BUDGET))
-# measured: measured_acceptance(...) or None; comparison: bench_comparison(...) or None;
-# target: the concurrency the gate and plan are for (None: the grid's largest).
-
-
-def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence()):
-    """Every grid cell, the break-even and best-K tables, the mix, the gate and the plan's choices."""
-    rounds = draw_rounds(n_rounds, seed)
-    decodes = {}
-
-    def decode(alpha, k):
-        if (alpha, k) not in decodes:
-            decodes[alpha, k] = decode_tagged_sequence(alpha, k, rounds)
-        return decodes[alpha, k]
-
-    fit_limit = max_concurrency(dep)
-    cells, breakeven = [], []
-    for k in grid.ks:
-        for eps_b1 in grid.overheads:
-            for batch in grid.concurrencies:
-                feasible = batch <= fit_limit
-                eps = effective_overhead(eps_b1, dep, batch, k, fit)
-                breakeven.append(dict(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
-                                      eps_eff=eps, lesson=lesson_breakeven(k, eps),
-                                      exact=exact_breakeven(k, eps)))
-                for value in grid.acceptance:
-                    alpha = per_token_alpha(grid.kind, value, k)
-                    cell = dict(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch,
-                                feasible=feasible)
-                    numbers = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), rounds, fit)
-                    # An infeasible cell keeps its keys but shows no number: it cannot run.
-                    cell.update(numbers if feasible else dict.fromkeys(numbers))
-                    cells.append(cell)
-    measured = evidence.measured
-    target = evidence.target or max(grid.concurrencies)
-    # With a measurement, its per-position profile drives best K and the plan; else the grid's alphas.
-    if measured:
-        sources = [(measured["alpha"], measured["profile"])]
-        plan_acceptance, plan_alpha, k_in_use = measured["profile"], measured["alpha"], measured["k"]
-    else:
-        sources = [(a, a) for a in grid_alphas(grid)]
-        plan_acceptance, plan_alpha, k_in_use = EXPECTED_ALPHA, EXPECTED_ALPHA, None
-    batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
-    best = [dict(concurrency=b, alpha=a, feasible=b <= fit_limit,
-                 **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= fit_limit else (None, None))))
-            for b in batches for a, acc in sources]
-    plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, k_in_use)
-    result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
-                  mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
-                  if evidence.mix else None)
-    result["charts"] = chart_data(grid, dep, plan, decode, rounds, fit)
-    if measured:
-        result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
-                                                  decode, rounds, fit)
-        result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget, fit)
-    return result
 
 
 def evaluate_cell(alpha, k, eps, batch, dep, decode, rounds, fit):
@@ -1041,6 +978,65 @@ def gate(measured, comparison, dep, target, margin, budget, fit=FIT):
                 required_alpha=need_alpha, margin=margin, p99_budget=budget)
 
 
+Evidence = namedtuple("Evidence", "measured comparison target mix margin budget",
+                      defaults=(None, None, None, TRAFFIC_MIX, GATE_MARGIN, P99_BUDGET))
+# measured: measured_acceptance(...) or None; comparison: bench_comparison(...) or None;
+# target: the concurrency the gate and plan are for (None: the grid's largest).
+
+
+def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence()):
+    """Every grid cell, the break-even and best-K tables, the mix, the gate and the plan's choices."""
+    rounds = draw_rounds(n_rounds, seed)
+    decodes = {}
+
+    def decode(alpha, k):
+        if (alpha, k) not in decodes:
+            decodes[alpha, k] = decode_tagged_sequence(alpha, k, rounds)
+        return decodes[alpha, k]
+
+    fit_limit = max_concurrency(dep)
+    cells, breakeven = [], []
+    for k in grid.ks:
+        for eps_b1 in grid.overheads:
+            for batch in grid.concurrencies:
+                feasible = batch <= fit_limit
+                eps = effective_overhead(eps_b1, dep, batch, k, fit)
+                breakeven.append(dict(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
+                                      eps_eff=eps, lesson=lesson_breakeven(k, eps),
+                                      exact=exact_breakeven(k, eps)))
+                for value in grid.acceptance:
+                    alpha = per_token_alpha(grid.kind, value, k)
+                    cell = dict(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch,
+                                feasible=feasible)
+                    numbers = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), rounds, fit)
+                    # An infeasible cell keeps its keys but shows no number: it cannot run.
+                    cell.update(numbers if feasible else dict.fromkeys(numbers))
+                    cells.append(cell)
+    measured = evidence.measured
+    target = evidence.target or max(grid.concurrencies)
+    # With a measurement, its per-position profile drives best K and the plan; else the grid's alphas.
+    if measured:
+        sources = [(measured["alpha"], measured["profile"])]
+        plan_acceptance, plan_alpha, k_in_use = measured["profile"], measured["alpha"], measured["k"]
+    else:
+        sources = [(a, a) for a in grid_alphas(grid)]
+        plan_acceptance, plan_alpha, k_in_use = EXPECTED_ALPHA, EXPECTED_ALPHA, None
+    batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
+    best = [dict(concurrency=b, alpha=a, feasible=b <= fit_limit,
+                 **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= fit_limit else (None, None))))
+            for b in batches for a, acc in sources]
+    plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, k_in_use)
+    result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
+                  mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
+                  if evidence.mix else None)
+    result["charts"] = chart_data(grid, dep, plan, decode, rounds, fit)
+    if measured:
+        result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
+                                                  decode, rounds, fit)
+        result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget, fit)
+    return result
+
+
 def alpha_for_speedup(speedup, k, eps):
     """Per-token alpha with tau(a, K) / (1 + eps) = speedup; None when even a = 1 falls short.
 
@@ -1126,6 +1122,10 @@ def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
                           max_concurrency_without_draft=max_concurrency(with_draft(dep, "ngram"))))
 
 # ---------------------------------------------------------------- rendering
+def eps_label(eps_b1):
+    return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
+
+
 def fmt(value, spec, missing="-"):
     """Format a number, or show a dash for a value that does not exist."""
     return missing if value is None else format(value, spec)
@@ -1137,6 +1137,18 @@ def pct(x):
 
 def pct1(x):
     return f"{x * 100:+.1f}%"
+
+
+def wrap(text, width, indent):
+    """Greedy word wrap (textwrap would do; this keeps the hanging indent explicit)."""
+    words, lines, line = text.split(), [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
 
 
 def render_blocks(title, header_lines, rows, block=24):
@@ -1171,53 +1183,18 @@ GRID_GROUPS = [("speedup (x)", 5, 8), ("P99 per token (ms)", 9, 11), ("round", 1
                ("P99 vs plain", 13, 14)]
 
 
-def grid_row(c, dep, max_fit):
-    """One line of the grid table; infeasible cells say so instead of showing numbers."""
-    if not c["feasible"]:
-        return (f"{c['concurrency']:5d} {c['alpha']:5.2f}  infeasible: the KV cache of {c['concurrency']} x "
-                f"{dep.context} tokens does not fit (at most {max_fit} sequences)")
-    return (f"{c['concurrency']:5d} {c['alpha']:5.2f} {c['acceptance_rate']:4.2f} {c['acceptance_length']:4.2f}"
-            f" {c['eps_eff']:4.2f} {c['speedup_lesson']:6.2f} {c['speedup_exact']:5.2f} {c['speedup_mc']:5.2f}"
-            f" {c['speedup_mc_se']:6.4f} {c['itl_plain_p99_ms']:6.2f} {c['itl_spec_p99_ms']:6.2f}"
-            f" {c['itl_spec_two_pass_p99_ms']:6.2f} {c['round_itl_spec_p99_ms']:7.2f}"
-            f" {pct(c['p99_change']):>6s} {pct(c['p99_change_two_pass']):>6s}")
-
-
-def render_tables(result, dep, grid):
-    """The printed report: grid cells, break-even, the tail, and a summary."""
-    lines = deployment_lines(dep, result) + [""]
-    if "measured" in result:
-        lines += render_measured(result) + render_gate(result["gate"])
-    header = column_header(GRID_COLUMNS, GRID_GROUPS)
-    for k in grid.ks:
-        for eps_b1 in grid.overheads:
-            rows = [grid_row(c, dep, result["max_concurrency"]) for c in result["cells"]
-                    if c["k"] == k and c["verify_overhead"] == eps_b1]
-            eps1 = effective_overhead(eps_b1, dep, 1, k)
-            source = "given" if eps_b1 != "auto" else "from the cost model"
-            title = f"== K = {k}, eps = {eps1:.2f} at B=1 ({source}), growing with B as the cost model says =="
-            lines += render_blocks(title, header, rows) + [""]
-    lines += render_breakeven(result)
-    lines += render_best_k(result)
-    if result["mix"]:
-        lines += render_mix(result["mix"])
-    lines += render_tail(result)
-    lines += render_summary(result, grid)
-    return "\n".join(lines) + "\n"
-
-
-def deployment_lines(dep, result):
-    draft_gb = dep.drafter.held_bytes / 1e9 if dep.drafter else 0.0
-    return [
-        f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.weight_bytes / 1e9:.1f} GB), "
-        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache,",
-        f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gb:.2f} GB).",
-        f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
-        f"{memory_budget_bytes(dep) / 1e9:.0f} GB. Plain decode step {plain_step_ms(dep, 1):.2f} ms at B=1.",
-        "alpha: per-token acceptance; rate: vLLM's accepted/drafted; tau: tokens per round (bonus included).",
-        "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps); sim: simulated decode, ±se its standard error.",
-        "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
-    ]
+def render_breakeven(result):
+    columns = [("K", 3), ("eps@B=1", 7), ("B", 5), ("eps", 6), ("rate r = eps/K", 14), ("per-token alpha", 15)]
+    header = column_header(columns, [("break-even", 4, 5)])
+    rows = []
+    for b in result["breakeven"]:
+        mark = "" if b["feasible"] else "  (infeasible: the KV cache does not fit)"
+        rows.append(f"{b['k']:3d} {eps_label(b['verify_overhead']):>7s} {b['concurrency']:5d} {b['eps_eff']:6.3f}"
+                    f" {fmt(b['lesson'], '14.3f', 'never'):>14s} {fmt(b['exact'], '15.3f', 'never'):>15s}{mark}")
+    title = ("== Break-even: below it speculation is slower than plain decoding ==\n"
+             "The lesson's eps/K is the right break-even for vLLM's acceptance rate r, since tau = 1 + K*r;\n"
+             "for the per-token alpha it is too low: that one solves tau(alpha, K) = 1 + eps.")
+    return render_blocks(title, header, rows) + [""]
 
 
 def render_best_k(result):
@@ -1238,20 +1215,6 @@ def render_best_k(result):
     note = wrap(f"At alpha {plan['alpha']:.2f} {zero}. K by batch size, as vLLM's "
                 f"num_speculative_tokens_per_batch_size [start, end, K]: {plan['schedule']}", 100, "")
     return render_blocks(title, column_header(columns, []), rows) + note + [""]
-
-
-def render_breakeven(result):
-    columns = [("K", 3), ("eps@B=1", 7), ("B", 5), ("eps", 6), ("rate r = eps/K", 14), ("per-token alpha", 15)]
-    header = column_header(columns, [("break-even", 4, 5)])
-    rows = []
-    for b in result["breakeven"]:
-        mark = "" if b["feasible"] else "  (infeasible: the KV cache does not fit)"
-        rows.append(f"{b['k']:3d} {eps_label(b['verify_overhead']):>7s} {b['concurrency']:5d} {b['eps_eff']:6.3f}"
-                    f" {fmt(b['lesson'], '14.3f', 'never'):>14s} {fmt(b['exact'], '15.3f', 'never'):>15s}{mark}")
-    title = ("== Break-even: below it speculation is slower than plain decoding ==\n"
-             "The lesson's eps/K is the right break-even for vLLM's acceptance rate r, since tau = 1 + K*r;\n"
-             "for the per-token alpha it is too low: that one solves tau(alpha, K) = 1 + eps.")
-    return render_blocks(title, header, rows) + [""]
 
 
 def render_measured(result):
@@ -1314,70 +1277,6 @@ def render_mix(mix):
                   f"the mix runs {mix['routed_speedup']:.3f}x; with a head as good as alpha "
                   f"{mix['trained_alpha']:.2f}, {mix['trained_speedup']:.3f}x; the best single K for the mix is "
                   f"{mix['best_k']} ({mix['best_k_speedup']:.3f}x).", 100, "")
-    return lines + [""]
-
-
-def render_exercises(ex, dep):
-    """The five exercises with the model's answers."""
-    t = ex["speedup_targets"]
-    lines = [f"== Exercise 1: the per-token alpha K = {t['k']} needs for 2x and 3x ==",
-             "alpha solves tau(alpha, K) = S * (1 + eps); the lesson's (S(1+eps) - 1)/K is the same target",
-             "read as vLLM's acceptance rate.",
-             ""]
-    lines += column_header([("eps", 6), ("from", 12), ("2x alpha", 9), ("as rate", 8), ("3x alpha", 9),
-                            ("as rate", 8)], [])
-    for r in t["rows"]:
-        lines.append(f"{r['eps']:6.3f} {r['source']:>12s} {fmt(r['alpha_2x'], '9.3f', 'never'):>9s} "
-                     f"{fmt(r['lesson_2x'] if r['alpha_2x'] is not None else None, '8.3f', '-'):>8s} "
-                     f"{fmt(r['alpha_3x'], '9.3f', 'never'):>9s} "
-                     f"{fmt(r['lesson_3x'] if r['alpha_3x'] is not None else None, '8.3f', '-'):>8s}")
-    first, last = t["rows"][0], t["rows"][5]
-    lines += wrap(f"From eps {first['eps']:.2f} to {last['eps']:.2f} the alpha for 2x moves "
-                  f"{first['alpha_2x']:.3f} -> {fmt(last['alpha_2x'], '.3f', 'never')}, for 3x "
-                  f"{fmt(first['alpha_3x'], '.3f', 'never')} -> {fmt(last['alpha_3x'], '.3f', 'never')}: near the "
-                  "top of the curve every bit of overhead costs a lot of alpha.", 100, "")
-    lines += ["", "== Exercise 2: a 70/30 chat/code mix =="]
-    for mix in ex["traffic_mix"]:
-        verdict = "pays" if mix["blended_speedup"] > 1 else "does not pay"
-        lines += wrap(f"B = {mix['concurrency']}, K = {mix['k']}: naive blended alpha {mix['naive_alpha']:.3f} promises "
-                      f"{mix['naive_speedup']:.3f}x; the token-weighted blend is {mix['blended_speedup']:.3f}x, so "
-                      f"speculation {verdict} ({' / '.join(d['name'] + ' ' + format(d['speedup'], '.2f') + 'x' for d in mix['domains'])} "
-                      f"alone; best K for the mix {mix['best_k']}: {mix['best_k_speedup']:.3f}x).", 100, "  ")
-    m = ex["methods"]
-    lines += ["", f"== Exercise 3: vLLM's speculative methods on {dep.model}, K = {m['k']} (eps from the cost model) ==",
-              ""]
-    lines += column_header([("draft", 13), ("method", 11), ("params", 8), ("weights", 8), ("KV/token", 9),
-                            ("step ms", 8), ("eps B=1", 8), (f"eps B={m['concurrency']}", 9), ("max B", 6)], [])
-    for r in m["rows"]:
-        lines.append(f"{r['draft']:>13s} {r['method']:>11s} {r['params'] / 1e9:7.3f}B {r['weight_bytes'] / 1e9:6.2f}GB"
-                     f" {r['kv_bytes_per_token']:9,d} {r['draft_step_ms']:8.2f} {r['eps_b1']:8.2f} "
-                     f"{r['eps_target']:9.2f} {r['max_concurrency']:6d}")
-    lines += ["Configs (--speculative-config):"] + [r["config"] for r in m["rows"]]
-    lines.append("Which features each combines with depends on the vLLM version: check its compatibility matrix.")
-    d = ex["tail_diagnosis"]
-    lines += ["", "== Exercise 4: mean ITL -25% but P99 ITL +15% =="]
-    lines += wrap(f"The simulation reproduces it at K = {d['k']} with eps = {d['eps']:.3f} and per-token alpha "
-                  f"{d['alpha']:.3f} (tau {d['tau']:.2f}): mean per-token ITL {pct1(d['mean_change'])}, P99 "
-                  f"{pct1(d['p99_change'])}. Every round costs 1 + eps plain steps and "
-                  f"{d['zero_accept_token_share'] * 100:.0f}% of tokens come from rounds that accepted nothing, "
-                  f"so P99 follows eps while the mean follows tau/(1+eps). The ITL `vllm bench serve` reports is per "
-                  f"chunk, one round: its mean rises by eps ({pct1(d['round_mean_change'])}) too, so the -25% must "
-                  "be a per-token figure (TPOT).", 100, "  ")
-    lines.append(f"Remedies at B = {d['concurrency']} with that alpha (eps from the cost model):")
-    for r in d["remedies"]:
-        lines.append(f"  K = {r['k']}: eps {r['eps']:.2f}, speedup {r['speedup']:.2f}x, per-token P99 "
-                     f"{pct1(r['p99_change'])}")
-    lines += wrap(f"  K by batch size (num_speculative_tokens_per_batch_size): {d['schedule']}; "
-                  + (f"disable_by_batch_size {d['k_zero_at'] - 1}." if d["k_zero_at"] else
-                     "speculation pays at every batch size that fits."), 100, "  ")
-    mem = ex["draft_memory"]
-    lines += ["", f"== Exercise 5: draft memory on {dep.model} at {mem['concurrency']} x {mem['context']} tokens =="]
-    for r in mem["rows"]:
-        lines.append(f"  {r['draft']:>13s}: {r['params'] / 1e9:.3f} B parameters = {r['weight_bytes'] / 1e9:.2f} GB "
-                     f"bf16; own KV {r['kv_bytes_per_token']:,} B/token")
-        lines.append(f"  {'':>13s}  = {r['kv_bytes_at_target'] / 1e9:.2f} GB at this load; {r['max_concurrency']} "
-                     "sequences fit")
-    lines.append(f"  without a draft model's weights or KV: {mem['max_concurrency_without_draft']} sequences fit.")
     return lines + [""]
 
 
@@ -1466,16 +1365,117 @@ def render_summary(result, grid):
     return lines
 
 
-def wrap(text, width, indent):
-    """Greedy word wrap (textwrap would do; this keeps the hanging indent explicit)."""
-    words, lines, line = text.split(), [], ""
-    for word in words:
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = indent + word
-        else:
-            line = f"{line} {word}" if line else word
-    return lines + [line]
+def deployment_lines(dep, result):
+    draft_gb = dep.drafter.held_bytes / 1e9 if dep.drafter else 0.0
+    return [
+        f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.weight_bytes / 1e9:.1f} GB), "
+        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache,",
+        f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gb:.2f} GB).",
+        f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
+        f"{memory_budget_bytes(dep) / 1e9:.0f} GB. Plain decode step {plain_step_ms(dep, 1):.2f} ms at B=1.",
+        "alpha: per-token acceptance; rate: vLLM's accepted/drafted; tau: tokens per round (bonus included).",
+        "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps); sim: simulated decode, ±se its standard error.",
+        "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
+    ]
+
+
+def grid_row(c, dep, max_fit):
+    """One line of the grid table; infeasible cells say so instead of showing numbers."""
+    if not c["feasible"]:
+        return (f"{c['concurrency']:5d} {c['alpha']:5.2f}  infeasible: the KV cache of {c['concurrency']} x "
+                f"{dep.context} tokens does not fit (at most {max_fit} sequences)")
+    return (f"{c['concurrency']:5d} {c['alpha']:5.2f} {c['acceptance_rate']:4.2f} {c['acceptance_length']:4.2f}"
+            f" {c['eps_eff']:4.2f} {c['speedup_lesson']:6.2f} {c['speedup_exact']:5.2f} {c['speedup_mc']:5.2f}"
+            f" {c['speedup_mc_se']:6.4f} {c['itl_plain_p99_ms']:6.2f} {c['itl_spec_p99_ms']:6.2f}"
+            f" {c['itl_spec_two_pass_p99_ms']:6.2f} {c['round_itl_spec_p99_ms']:7.2f}"
+            f" {pct(c['p99_change']):>6s} {pct(c['p99_change_two_pass']):>6s}")
+
+
+def render_tables(result, dep, grid):
+    """The printed report: grid cells, break-even, the tail, and a summary."""
+    lines = deployment_lines(dep, result) + [""]
+    if "measured" in result:
+        lines += render_measured(result) + render_gate(result["gate"])
+    header = column_header(GRID_COLUMNS, GRID_GROUPS)
+    for k in grid.ks:
+        for eps_b1 in grid.overheads:
+            rows = [grid_row(c, dep, result["max_concurrency"]) for c in result["cells"]
+                    if c["k"] == k and c["verify_overhead"] == eps_b1]
+            eps1 = effective_overhead(eps_b1, dep, 1, k)
+            source = "given" if eps_b1 != "auto" else "from the cost model"
+            title = f"== K = {k}, eps = {eps1:.2f} at B=1 ({source}), growing with B as the cost model says =="
+            lines += render_blocks(title, header, rows) + [""]
+    lines += render_breakeven(result)
+    lines += render_best_k(result)
+    if result["mix"]:
+        lines += render_mix(result["mix"])
+    lines += render_tail(result)
+    lines += render_summary(result, grid)
+    return "\n".join(lines) + "\n"
+
+
+def render_exercises(ex, dep):
+    """The five exercises with the model's answers."""
+    t = ex["speedup_targets"]
+    lines = [f"== Exercise 1: the per-token alpha K = {t['k']} needs for 2x and 3x ==",
+             "alpha solves tau(alpha, K) = S * (1 + eps); the lesson's (S(1+eps) - 1)/K is the same target",
+             "read as vLLM's acceptance rate.",
+             ""]
+    lines += column_header([("eps", 6), ("from", 12), ("2x alpha", 9), ("as rate", 8), ("3x alpha", 9),
+                            ("as rate", 8)], [])
+    for r in t["rows"]:
+        lines.append(f"{r['eps']:6.3f} {r['source']:>12s} {fmt(r['alpha_2x'], '9.3f', 'never'):>9s} "
+                     f"{fmt(r['lesson_2x'] if r['alpha_2x'] is not None else None, '8.3f', '-'):>8s} "
+                     f"{fmt(r['alpha_3x'], '9.3f', 'never'):>9s} "
+                     f"{fmt(r['lesson_3x'] if r['alpha_3x'] is not None else None, '8.3f', '-'):>8s}")
+    first, last = t["rows"][0], t["rows"][5]
+    lines += wrap(f"From eps {first['eps']:.2f} to {last['eps']:.2f} the alpha for 2x moves "
+                  f"{first['alpha_2x']:.3f} -> {fmt(last['alpha_2x'], '.3f', 'never')}, for 3x "
+                  f"{fmt(first['alpha_3x'], '.3f', 'never')} -> {fmt(last['alpha_3x'], '.3f', 'never')}: near the "
+                  "top of the curve every bit of overhead costs a lot of alpha.", 100, "")
+    lines += ["", "== Exercise 2: a 70/30 chat/code mix =="]
+    for mix in ex["traffic_mix"]:
+        verdict = "pays" if mix["blended_speedup"] > 1 else "does not pay"
+        lines += wrap(f"B = {mix['concurrency']}, K = {mix['k']}: naive blended alpha {mix['naive_alpha']:.3f} promises "
+                      f"{mix['naive_speedup']:.3f}x; the token-weighted blend is {mix['blended_speedup']:.3f}x, so "
+                      f"speculation {verdict} ({' / '.join(d['name'] + ' ' + format(d['speedup'], '.2f') + 'x' for d in mix['domains'])} "
+                      f"alone; best K for the mix {mix['best_k']}: {mix['best_k_speedup']:.3f}x).", 100, "  ")
+    m = ex["methods"]
+    lines += ["", f"== Exercise 3: vLLM's speculative methods on {dep.model}, K = {m['k']} (eps from the cost model) ==",
+              ""]
+    lines += column_header([("draft", 13), ("method", 11), ("params", 8), ("weights", 8), ("KV/token", 9),
+                            ("step ms", 8), ("eps B=1", 8), (f"eps B={m['concurrency']}", 9), ("max B", 6)], [])
+    for r in m["rows"]:
+        lines.append(f"{r['draft']:>13s} {r['method']:>11s} {r['params'] / 1e9:7.3f}B {r['weight_bytes'] / 1e9:6.2f}GB"
+                     f" {r['kv_bytes_per_token']:9,d} {r['draft_step_ms']:8.2f} {r['eps_b1']:8.2f} "
+                     f"{r['eps_target']:9.2f} {r['max_concurrency']:6d}")
+    lines += ["Configs (--speculative-config):"] + [r["config"] for r in m["rows"]]
+    lines.append("Which features each combines with depends on the vLLM version: check its compatibility matrix.")
+    d = ex["tail_diagnosis"]
+    lines += ["", "== Exercise 4: mean ITL -25% but P99 ITL +15% =="]
+    lines += wrap(f"The simulation reproduces it at K = {d['k']} with eps = {d['eps']:.3f} and per-token alpha "
+                  f"{d['alpha']:.3f} (tau {d['tau']:.2f}): mean per-token ITL {pct1(d['mean_change'])}, P99 "
+                  f"{pct1(d['p99_change'])}. Every round costs 1 + eps plain steps and "
+                  f"{d['zero_accept_token_share'] * 100:.0f}% of tokens come from rounds that accepted nothing, "
+                  f"so P99 follows eps while the mean follows tau/(1+eps). The ITL `vllm bench serve` reports is per "
+                  f"chunk, one round: its mean rises by eps ({pct1(d['round_mean_change'])}) too, so the -25% must "
+                  "be a per-token figure (TPOT).", 100, "  ")
+    lines.append(f"Remedies at B = {d['concurrency']} with that alpha (eps from the cost model):")
+    for r in d["remedies"]:
+        lines.append(f"  K = {r['k']}: eps {r['eps']:.2f}, speedup {r['speedup']:.2f}x, per-token P99 "
+                     f"{pct1(r['p99_change'])}")
+    lines += wrap(f"  K by batch size (num_speculative_tokens_per_batch_size): {d['schedule']}; "
+                  + (f"disable_by_batch_size {d['k_zero_at'] - 1}." if d["k_zero_at"] else
+                     "speculation pays at every batch size that fits."), 100, "  ")
+    mem = ex["draft_memory"]
+    lines += ["", f"== Exercise 5: draft memory on {dep.model} at {mem['concurrency']} x {mem['context']} tokens =="]
+    for r in mem["rows"]:
+        lines.append(f"  {r['draft']:>13s}: {r['params'] / 1e9:.3f} B parameters = {r['weight_bytes'] / 1e9:.2f} GB "
+                     f"bf16; own KV {r['kv_bytes_per_token']:,} B/token")
+        lines.append(f"  {'':>13s}  = {r['kv_bytes_at_target'] / 1e9:.2f} GB at this load; {r['max_concurrency']} "
+                     "sequences fit")
+    lines.append(f"  without a draft model's weights or KV: {mem['max_concurrency_without_draft']} sequences fit.")
+    return lines + [""]
 
 
 def speculative_config(dep, k, schedule=None):
@@ -1496,6 +1496,98 @@ def speculative_config(dep, k, schedule=None):
         config["num_speculative_tokens"] = max(row[2] for row in schedule)
         config["num_speculative_tokens_per_batch_size"] = schedule
     return json.dumps(config)
+
+
+def plan_k_by_batch(plan, dep):
+    """The plan's "K by batch size" section: vLLM's dynamic schedule and the simpler off switch."""
+    schedule, alpha = plan["schedule"], plan["alpha"]
+    if not schedule:
+        return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
+    out = ["## K by batch size", "",
+           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
+           "| batch sizes | K | speedup over plain |", "|---|---|---|"]
+    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan["schedule_speedups"]):
+        span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
+        out.append(f"| {lo}-{hi} | {k} | {span} |")
+    out += ["", "vLLM's dynamic speculative decoding takes this table as it stands:", "", "```",
+            f"--speculative-config '{speculative_config(dep, plan['k'], schedule)}'", "```", ""]
+    if plan["k_zero_at"] is None:
+        out += [f"Speculation pays at every batch size that fits in memory (up to {schedule[-1][1]}), so "
+                "`disable_by_batch_size` is not needed at this alpha.", ""]
+    else:
+        last_on = plan["k_zero_at"] - 1
+        out += [f"The simpler knob: speculation stops paying at B = {plan['k_zero_at']}, so "
+                f"`\"disable_by_batch_size\": {last_on}` in `--speculative-config` turns it off for new requests "
+                f"once more than {last_on} are queued.", ""] if last_on >= 1 else \
+            ["Speculation does not pay at any batch size here: leave it off.", ""]
+    return out
+
+
+def plan_dashboard(result, plan):
+    """PromQL for a live view of acceptance, and the kill-switch alert at this run's break-even."""
+    k, target = plan["k"], plan["target"]
+    rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
+            "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
+    length = ("1 + sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
+              "  / sum(rate(vllm:spec_decode_num_drafts_total[5m]))")
+    breakeven = plan["eps"] / k
+    out = ["## Live dashboard", "",
+           "Acceptance rate over a 5-minute window (sums over engines and models):", "", "```promql", rate, "```",
+           "", "Acceptance length (tokens per round, bonus included):", "", "```promql", length, "```", ""]
+    if breakeven < 1.0:
+        out += [f"Kill switch: at B={target} and K={k} the break-even rate is eps/K = {breakeven:.3f}. Alert, and "
+                "turn speculation off, when the rate stays under it (10 minutes is a choice, not a computed number):",
+                "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
+                f"  expr: ({rate.replace(chr(10) + '  ', ' ')}) < {breakeven:.3f}", "  for: 10m", "```", ""]
+    return out
+
+
+def plan_mix(mix):
+    """The traffic-mix section: naive against correct blend, and what to do about the weak domain."""
+    out = [f"## Traffic mix (at B={mix['concurrency']}, K={mix['k']})", "",
+           "| domain | share of tokens | per-token alpha | tau | speedup alone | share of decode time |",
+           "|---|---|---|---|---|---|"]
+    out += [f"| {d['name']} | {d['share']:.2f} | {d['alpha']:.2f} | {d['tau']:.2f} | {d['speedup']:.2f}x | "
+            f"{d['time_share'] * 100:.1f}% |" for d in mix["domains"]]
+    weak = next(d for d in mix["domains"] if d["name"] == mix["weak"])
+    out += ["", f"Averaging alpha first gives {mix['naive_alpha']:.3f} and {mix['naive_speedup']:.3f}x; the mix "
+            f"really runs {mix['blended_speedup']:.3f}x, because each domain spends its own rounds per token "
+            f"(the naive figure is {pct1(mix['naive_error'])} off).", "",
+            f"{mix['weak']} pulls the blend down: its tokens take {weak['time_share'] * 100:.1f}% of decode time "
+            f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", "",
+            f"- a head trained on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
+            f"{mix['trained_speedup']:.3f}x;",
+            f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
+            f"- one K for all traffic: K={mix['best_k']} is best for this mix, {mix['best_k_speedup']:.3f}x."]
+    return out
+
+
+def lesson_rule_sentence(plan):
+    """Compare the lesson's 0.55 with this run's break-even, reading 0.55 in each unit."""
+    k, gate_a, gate_r = plan["k"], plan["gate_alpha"], plan["gate_rate"]
+    as_alpha = "above" if 0.55 > gate_a else "below"
+    as_rate = "above" if 0.55 > gate_r else "below"
+    return (f"Read as a per-token alpha, 0.55 is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
+            f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as vLLM's rate, it is {as_rate} the "
+            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan['lesson_gate_as_alpha']:.3f}). "
+            "Gate on the computed break-even, in a named unit, at the K you run.")
+
+
+def plan_when_not(result, grid):
+    """Bullets for 'when not to use', derived from the grid (auto eps)."""
+    out = []
+    for k in grid.ks:
+        rows = [b for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == "auto" and b["feasible"]]
+        for b in rows:
+            if b["exact"] is None:
+                out.append(f"- K={k} at B={b['concurrency']}: a round costs more than {k + 1} plain steps; "
+                           "no acceptance pays.")
+            else:
+                out.append(f"- K={k} at B={b['concurrency']}: per-token alpha below {b['exact']:.2f} "
+                           f"(rate {acceptance_rate(b['exact'], k):.2f}) is slower than plain decoding.")
+    if not out:
+        out.append("- (the grid has no \"auto\" overhead; add it to see the deployment's own break-even)")
+    return out
 
 
 def render_plan(result, dep, grid):
@@ -1674,98 +1766,6 @@ def render_plan(result, dep, grid):
         "",
     ]
     return "\n".join(out)
-
-
-def plan_k_by_batch(plan, dep):
-    """The plan's "K by batch size" section: vLLM's dynamic schedule and the simpler off switch."""
-    schedule, alpha = plan["schedule"], plan["alpha"]
-    if not schedule:
-        return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
-    out = ["## K by batch size", "",
-           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
-           "| batch sizes | K | speedup over plain |", "|---|---|---|"]
-    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan["schedule_speedups"]):
-        span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
-        out.append(f"| {lo}-{hi} | {k} | {span} |")
-    out += ["", "vLLM's dynamic speculative decoding takes this table as it stands:", "", "```",
-            f"--speculative-config '{speculative_config(dep, plan['k'], schedule)}'", "```", ""]
-    if plan["k_zero_at"] is None:
-        out += [f"Speculation pays at every batch size that fits in memory (up to {schedule[-1][1]}), so "
-                "`disable_by_batch_size` is not needed at this alpha.", ""]
-    else:
-        last_on = plan["k_zero_at"] - 1
-        out += [f"The simpler knob: speculation stops paying at B = {plan['k_zero_at']}, so "
-                f"`\"disable_by_batch_size\": {last_on}` in `--speculative-config` turns it off for new requests "
-                f"once more than {last_on} are queued.", ""] if last_on >= 1 else \
-            ["Speculation does not pay at any batch size here: leave it off.", ""]
-    return out
-
-
-def plan_dashboard(result, plan):
-    """PromQL for a live view of acceptance, and the kill-switch alert at this run's break-even."""
-    k, target = plan["k"], plan["target"]
-    rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
-            "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
-    length = ("1 + sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
-              "  / sum(rate(vllm:spec_decode_num_drafts_total[5m]))")
-    breakeven = plan["eps"] / k
-    out = ["## Live dashboard", "",
-           "Acceptance rate over a 5-minute window (sums over engines and models):", "", "```promql", rate, "```",
-           "", "Acceptance length (tokens per round, bonus included):", "", "```promql", length, "```", ""]
-    if breakeven < 1.0:
-        out += [f"Kill switch: at B={target} and K={k} the break-even rate is eps/K = {breakeven:.3f}. Alert, and "
-                "turn speculation off, when the rate stays under it (10 minutes is a choice, not a computed number):",
-                "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
-                f"  expr: ({rate.replace(chr(10) + '  ', ' ')}) < {breakeven:.3f}", "  for: 10m", "```", ""]
-    return out
-
-
-def plan_mix(mix):
-    """The traffic-mix section: naive against correct blend, and what to do about the weak domain."""
-    out = [f"## Traffic mix (at B={mix['concurrency']}, K={mix['k']})", "",
-           "| domain | share of tokens | per-token alpha | tau | speedup alone | share of decode time |",
-           "|---|---|---|---|---|---|"]
-    out += [f"| {d['name']} | {d['share']:.2f} | {d['alpha']:.2f} | {d['tau']:.2f} | {d['speedup']:.2f}x | "
-            f"{d['time_share'] * 100:.1f}% |" for d in mix["domains"]]
-    weak = next(d for d in mix["domains"] if d["name"] == mix["weak"])
-    out += ["", f"Averaging alpha first gives {mix['naive_alpha']:.3f} and {mix['naive_speedup']:.3f}x; the mix "
-            f"really runs {mix['blended_speedup']:.3f}x, because each domain spends its own rounds per token "
-            f"(the naive figure is {pct1(mix['naive_error'])} off).", "",
-            f"{mix['weak']} pulls the blend down: its tokens take {weak['time_share'] * 100:.1f}% of decode time "
-            f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", "",
-            f"- a head trained on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
-            f"{mix['trained_speedup']:.3f}x;",
-            f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
-            f"- one K for all traffic: K={mix['best_k']} is best for this mix, {mix['best_k_speedup']:.3f}x."]
-    return out
-
-
-def lesson_rule_sentence(plan):
-    """Compare the lesson's 0.55 with this run's break-even, reading 0.55 in each unit."""
-    k, gate_a, gate_r = plan["k"], plan["gate_alpha"], plan["gate_rate"]
-    as_alpha = "above" if 0.55 > gate_a else "below"
-    as_rate = "above" if 0.55 > gate_r else "below"
-    return (f"Read as a per-token alpha, 0.55 is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
-            f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as vLLM's rate, it is {as_rate} the "
-            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan['lesson_gate_as_alpha']:.3f}). "
-            "Gate on the computed break-even, in a named unit, at the K you run.")
-
-
-def plan_when_not(result, grid):
-    """Bullets for 'when not to use', derived from the grid (auto eps)."""
-    out = []
-    for k in grid.ks:
-        rows = [b for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == "auto" and b["feasible"]]
-        for b in rows:
-            if b["exact"] is None:
-                out.append(f"- K={k} at B={b['concurrency']}: a round costs more than {k + 1} plain steps; "
-                           "no acceptance pays.")
-            else:
-                out.append(f"- K={k} at B={b['concurrency']}: per-token alpha below {b['exact']:.2f} "
-                           f"(rate {acceptance_rate(b['exact'], k):.2f}) is slower than plain decoding.")
-    if not out:
-        out.append("- (the grid has no \"auto\" overhead; add it to see the deployment's own break-even)")
-    return out
 
 
 def clean(value):
