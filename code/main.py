@@ -3,12 +3,15 @@
 The lesson's toy decode loop, done right. For a grid of per-token acceptance alpha,
 draft length K, verify overhead eps and concurrency B it prints the lesson's speedup
 (1 + K*alpha)/(1 + eps) beside the exact tau/(1 + eps), the break-even alpha both
-ways, and the inter-token latency tail from simulated decode rounds; then it writes
-a staged rollout plan, outputs/skill-eagle3-rollout.md.
+ways, the best K per batch size and the inter-token latency tail from simulated decode
+rounds, with eps from a roofline cost model of the deployment calibrated on published
+measurements. It reads vLLM's /metrics and `vllm bench serve` results to measure
+acceptance and gate the rollout, and writes a staged plan with charts to outputs/.
 
     $ python code/main.py                                  # default grid and deployment
-    $ python code/main.py --alphas 0.5,0.7 --ks 4 --concurrency 1,64 --no-write
-    $ python code/main.py --json > cells.json
+    $ python code/main.py --model llama-3.1-8b --tp 1 --weights-dtype bf16 --ks 3 --no-write
+    $ python code/main.py --metrics after.prom --metrics-before before.prom --gate
+    $ python code/main.py --exercises                      # the lesson's five exercises, answered
 
 Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
 2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
@@ -35,7 +38,8 @@ ALPHAS = (0.30, 0.40, 0.50, 0.60, 0.70, 0.80)  # per-token acceptance probabilit
 KS = (3, 5)                                     # draft length K: tokens drafted per round
 VERIFY_OVERHEADS = (0.10, "auto")               # eps at B=1, fraction of a plain step; "auto": from the cost model
 CONCURRENCIES = (1, 32, 128, 256)               # decode batch size B: sequences decoding together
-EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured (vLLM CI's tau 2.81 at K=3 is a=0.77)
+EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured: mid of the lesson's 0.6-0.8 for chat
+                        # (vLLM's CI tau of 2.81 at K=3 on MT-bench is a per-token 0.77)
 GATE_MARGIN = 0.10      # acceptance-rate margin the gate demands above break-even
 P99_BUDGET = 0.10       # largest rise of P99 TPOT over baseline the gate accepts (with benchmark files)
 TRAFFIC_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # (domain, share of generated tokens, per-token alpha)
