@@ -57,7 +57,7 @@ WEIGHTS_DTYPE = "fp8"          # target weights: "bf16" or "fp8"
 KV_DTYPE = "bf16"              # KV cache element type: "bf16" or "fp8"
 CONTEXT = 2048                 # mean decode context, tokens (prompt + generated so far)
 DRAFT = "eagle3"               # "eagle3", "eagle", "ngram" or a catalog model as a draft model
-GPU_MEMORY_UTILIZATION = 0.9   # vLLM's default share of GPU memory it may use
+GPU_MEMORY_UTILIZATION = 0.9   # vLLM's default share of GPU memory it may use (vllm/config/cache.py)
 
 # ---------------------------------------------------------------- catalog
 # GPUs, dense (no sparsity). Memory GB, bandwidth TB/s, peak TFLOP/s per dtype;
@@ -1489,7 +1489,8 @@ def speculative_config(dep, k, schedule=None):
     num_speculative_tokens the startup maximum (vLLM PR #32374, dynamic speculative decoding).
     """
     if dep.draft == "ngram":
-        config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+        # prompt_lookup_max 4 as in vLLM's docs (features/speculative_decoding/n_gram); tune it to your prompts.
+        config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4}
     elif dep.draft in ("eagle3", "eagle"):
         head = EAGLE3_HEADS.get(dep.model) if dep.draft == "eagle3" else None
         config = {"method": dep.draft, "model": head or f"<your {dep.draft} head for {dep.model}>",
