@@ -440,11 +440,16 @@ def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
     """eps at batch B: the B=1 overhead ("auto" = the model's) grown as the model's round/plain ratio grows.
 
     1 + eps(B) = (1 + eps(1)) * [(1 + eps_model(B)) / (1 + eps_model(1))], so "auto" is
-    exactly the cost model and a given eps keeps its value at B=1.
+    exactly the cost model and a given eps keeps its value at B=1. It never falls below
+    what the verify pass alone costs over a plain step (no draft can make a round cheaper).
     """
     at_one = model_overhead(dep, 1, k, fit)
     base = at_one if eps_b1 == "auto" else eps_b1
-    return (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
+    scaled = (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
+    plain = plain_step_ms(dep, batch, fit)
+    verify_only = pass_ms(dep.target, dep, batch, k + 1, fit.pass_ms, fit) / plain - 1.0
+    return max(scaled, verify_only, 0.0)
+
 
 # ---------------------------------------------------------------- decode simulation
 # One tagged sequence per (alpha, K) decodes N_ROUNDS rounds. Each round draws its
@@ -1031,6 +1036,7 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
             for b in batches for a, acc in sources]
     plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, k_in_use)
     result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
+                  context=dep.context,
                   mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
                   if evidence.mix else None)
     result["charts"] = chart_data(grid, dep, plan, decode, rounds, fit)
@@ -1319,20 +1325,29 @@ def summary_facts(result, grid):
                 f"{len(wrong)} of {len(cells)} cells look profitable by the lesson's formula but are slower than "
                 f"plain decoding: worst at alpha {w['alpha']:.2f}, K = {w['k']}, B = {w['concurrency']} "
                 f"({w['speedup_lesson']:.2f}x claimed, {w['speedup_exact']:.2f}x exact).")
-    moves = []
+    moves, rising = [], []
     for k in grid.ks:
         for eps_b1 in grid.overheads:
             rows = [b for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == eps_b1 and b["feasible"]]
             if rows:
                 first, last = rows[0], rows[-1]
+                rising.append((first["eps_eff"], last["eps_eff"]))
                 moves.append(
                     f"K = {k}, eps {eps_label(eps_b1)}: eps {first['eps_eff']:.2f} -> {last['eps_eff']:.2f}, "
                     f"alpha {fmt(first['exact'], '.2f', 'never')} -> {fmt(last['exact'], '.2f', 'never')} "
                     f"(rate {fmt(first['lesson'], '.3f', 'never')} -> {fmt(last['lesson'], '.3f', 'never')})")
     if moves:
-        facts.append(
-            f"From B = {grid.concurrencies[0]} to B = {grid.concurrencies[-1]} the verify pass's B*(K+1) tokens cost "
-            "ever more compute beside the plain step's B, so eps and the break-even rise: " + "; ".join(moves) + ".")
+        span = f"From B = {first['concurrency']} to B = {last['concurrency']}"
+        if all(r > f for f, r in rising):
+            why = (f"{span} the verify pass's B*(K+1) tokens cost ever more compute beside the plain step's B, "
+                   "so eps and the break-even rise: ")
+        elif all(r < f for f, r in rising):
+            why = (f"{span} eps and the break-even fall: at {result['context']} tokens of context the KV read "
+                   "dominates plain and verify passes alike, so the draft's fixed cost weighs less as B grows "
+                   "(MagicDec's effect): ")
+        else:
+            why = f"{span} eps moves with the batch as follows: "
+        facts.append(why + "; ".join(moves) + ".")
     plan = result["plan"]
     tail = {t["concurrency"]: t for t in plan["tail"]}
     if plan["target"] in tail:

@@ -39,6 +39,16 @@ class CostModel(unittest.TestCase):
         for b in (1, 64, 256):
             self.assertAlmostEqual(m.effective_overhead("auto", DEP, b, 3), m.model_overhead(DEP, b, 3))
 
+    def test_given_overhead_never_undercuts_the_verify_pass(self):
+        # At 32k context the model's own eps falls with B; a small given eps must not go below
+        # what the verify pass over K+1 tokens costs beyond a plain step, nor below zero.
+        long = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
+        for b in (1, 4, 16):
+            verify_only = m.pass_ms(long.target, long, b, 4, m.FIT.pass_ms) / m.plain_step_ms(long, b) - 1
+            eps = m.effective_overhead(0.1, long, b, 3)
+            self.assertGreaterEqual(eps, verify_only - 1e-12)
+            self.assertGreaterEqual(eps, 0.0)
+
     def test_break_even_rises_with_concurrency(self):
         grid, result = default_result()
         for k in grid.ks:
