@@ -838,7 +838,7 @@ def k_schedule(dep, acceptance, fit=FIT):
     return rows
 
 
-def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, k_in_use=None):
+def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, margin, k_in_use=None):
     """The rollout plan's K, schedule, gate and tail expectations at the target concurrency.
 
     acceptance drives best K (a per-token alpha or a measured profile); alpha, the single
@@ -859,10 +859,17 @@ def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, k_in
     zero_at = next((row[0] for row in schedule if row[2] == 0), None)
     schedule_speedups = [(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
                          for lo, hi, _ in schedule]
+    gate_rate = None if gate_alpha is None else acceptance_rate(gate_alpha, k)
+    required_rate = None if gate_rate is None else min(1.0, gate_rate + margin)
+    shown_batch = min(target, max(limit, 1))
     return dict(target=target, feasible=feasible, alpha=alpha, measured=k_in_use is not None, k=k,
+                rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required_rate,
+                required_alpha=None if required_rate is None else alpha_from_rate(required_rate, k),
+                plain_ms_b1=plain_step_ms(dep, 1, fit), shown_batch=shown_batch,
+                plain_ms_shown=plain_step_ms(dep, shown_batch, fit),
                 k_target=k_target, speedup_target=speedup_target, schedule=schedule,
                 schedule_speedups=schedule_speedups, k_zero_at=zero_at, eps=eps, gate_alpha=gate_alpha,
-                gate_rate=None if gate_alpha is None else acceptance_rate(gate_alpha, k),
+                gate_rate=gate_rate,
                 lesson_gate_as_rate=acceptance_rate(0.55, k), lesson_gate_as_alpha=alpha_from_rate(0.55, k),
                 tail=tail)
 
@@ -1034,9 +1041,11 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
     best = [dict(concurrency=b, alpha=a, feasible=b <= fit_limit,
                  **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= fit_limit else (None, None))))
             for b in batches for a, acc in sources]
-    plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, k_in_use)
+    plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, evidence.margin,
+                        k_in_use)
     result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
-                  context=dep.context,
+                  context=dep.context, memory_budget_bytes=memory_budget_bytes(dep),
+                  eps_b1={(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads},
                   mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
                   if evidence.mix else None)
     result["charts"] = chart_data(grid, dep, plan, decode, rounds, fit)
@@ -1391,7 +1400,8 @@ def deployment_lines(dep, result):
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache,",
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gb:.2f} GB).",
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
-        f"{memory_budget_bytes(dep) / 1e9:.0f} GB. Plain decode step {plain_step_ms(dep, 1):.2f} ms at B=1.",
+        f"{result['memory_budget_bytes'] / 1e9:.0f} GB. Plain decode step {result['plan']['plain_ms_b1']:.2f} ms "
+        "at B=1.",
         "alpha: per-token acceptance; rate: vLLM's accepted/drafted; tau: tokens per round (bonus included).",
         "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps); sim: simulated decode, ±se its standard error.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
@@ -1420,7 +1430,7 @@ def render_tables(result, dep, grid):
         for eps_b1 in grid.overheads:
             rows = [grid_row(c, dep, result["max_concurrency"]) for c in result["cells"]
                     if c["k"] == k and c["verify_overhead"] == eps_b1]
-            eps1 = effective_overhead(eps_b1, dep, 1, k)
+            eps1 = result["eps_b1"][k, eps_b1]
             source = "given" if eps_b1 != "auto" else "from the cost model"
             title = f"== K = {k}, eps = {eps1:.2f} at B=1 ({source}), growing with B as the cost model says =="
             lines += render_blocks(title, header, rows) + [""]
@@ -1651,14 +1661,13 @@ def render_plan(result, dep, grid):
         f"| target | {dep.model}, {model_params(m) / 1e9:.2f} B parameters, {dep.weights_dtype} weights "
         f"({dep.target.weight_bytes / 1e9:.1f} GB), tensor parallel {dep.tp} |",
         f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gb:g} GB and {dep.bandwidth_tbs:g} TB/s each; "
-        f"{memory_budget_bytes(dep) / 1e9:.0f} GB usable at gpu_memory_utilization {GPU_MEMORY_UTILIZATION} |",
+        f"{result['memory_budget_bytes'] / 1e9:.0f} GB usable at gpu_memory_utilization {GPU_MEMORY_UTILIZATION} |",
         f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token; at {dep.context} tokens of "
         f"context {result['max_concurrency']} sequences fit |",
         f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters |",
         f"| target concurrency | {target}" + ("" if plan["feasible"] else " (does not fit in memory: lower it)") + " |",
-        f"| plain decode step | {plain_step_ms(dep, 1):.2f} ms at B=1, "
-        f"{plain_step_ms(dep, min(target, max(1, result['max_concurrency']))):.2f} ms at "
-        f"B={min(target, max(1, result['max_concurrency']))} |",
+        f"| plain decode step | {plan['plain_ms_b1']:.2f} ms at B=1, {plan['plain_ms_shown']:.2f} ms at "
+        f"B={plan['shown_batch']} |",
         (f"| measured per-token alpha | {alpha:.3f} (from {result['measured']['source']}) |" if plan["measured"]
          else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
         f"| K | {k_line} |",
@@ -1715,7 +1724,7 @@ def render_plan(result, dep, grid):
         "  position i = per-position rate i / per-position rate i-1.",
         "",
         "Dividing accepted tokens by K gives r, not alpha: at K = "
-        f"{k}, r = {acceptance_rate(plan['alpha'], k):.2f} is what a per-token alpha of {plan['alpha']:.2f} shows.",
+        f"{k}, r = {plan['rate_at_alpha']:.2f} is what a per-token alpha of {plan['alpha']:.2f} shows.",
         "",
     ]
     if plan["measured"]:
@@ -1739,9 +1748,8 @@ def render_plan(result, dep, grid):
             f"At B={target}, K={k}: eps = {plan['eps']:.3f}, so speculation pays only when the per-token alpha "
             f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
             f"(tau >= {1 + k * gate_r:.2f}).",
-            f"Go on only if the measured rate is at least {min(1.0, gate_r + GATE_MARGIN):.3f} "
-            f"(break-even + {GATE_MARGIN:.2f}), per-token alpha "
-            f"{alpha_from_rate(min(1.0, gate_r + GATE_MARGIN), k):.3f}.",
+            f"Go on only if the measured rate is at least {plan['required_rate']:.3f} "
+            f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}.",
             "",
             "The lesson's rule \"alpha >= 0.55\" names no unit. " + lesson_rule_sentence(plan),
             "",
@@ -1809,7 +1817,7 @@ def render_json(result, dep, grid):
                       draft_weight_bytes=dep.drafter.held_bytes if dep.drafter else 0,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
                       max_concurrency=result["max_concurrency"],
-                      plain_step_ms_b1=plain_step_ms(dep, 1))
+                      plain_step_ms_b1=result["plan"]["plain_ms_b1"])
     plan = {key: v for key, v in result["plan"].items() if key not in ("tail", "schedule_speedups")}
     best = [{key: b[key] for key in ("concurrency", "alpha", "k", "speedup")} for b in result["best_k"]]
     data = dict(deployment=deployment, cells=result["cells"], breakeven=result["breakeven"], best_k=best,

@@ -49,6 +49,14 @@ class DefaultRun(unittest.TestCase):
             self.assertIn(needle, plan)
 
 
+    def test_plan_gate_uses_the_margin_flag(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "plan.md"
+            status, _, _ = run(["--gate-margin", "0.2", "--out", str(out)])
+            self.assertEqual(status, 0)
+            self.assertIn("(break-even + 0.20)", out.read_text())
+
+
 class JsonOutput(unittest.TestCase):
     KEYS = ("alpha", "k", "verify_overhead", "concurrency", "feasible", "eps_eff", "acceptance_length",
             "acceptance_rate", "speedup_lesson", "speedup_exact", "speedup_mc", "breakeven_alpha_lesson",
