@@ -12,10 +12,18 @@ acceptance and gate the rollout, and writes a staged plan with charts to outputs
     $ python code/main.py --model llama-3.1-8b --tp 1 --weights-dtype bf16 --ks 3 --no-write
     $ python code/main.py --metrics after.prom --metrics-before before.prom --gate
     $ python code/main.py --exercises                      # the lesson's five exercises, answered
+    $ python code/main.py --engine sglang                  # the plan's commands for SGLang (or trtllm)
+
+Sections, in order: the grid and the deployment (constants to edit); catalog (GPUs,
+models, engines, heads); acceptance mathematics (tau, rate, break-even); cost model
+(roofline passes, eps); decode simulation; reading measurements (/metrics, bench JSON);
+analysis (grid, best K, mix, gate); rendering (tables, exercises, the engines' commands,
+the plan, SVG charts); CLI.
 
 Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
 2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
-speculative-decoding docs, vllm/config/speculative.py and its spec-decode metrics.
+speculative-decoding docs, vllm/config/speculative.py and its spec-decode metrics; SGLang's
+server_args.py; TensorRT-LLM's llm_args.py and trtllm-serve.
 """
 from __future__ import annotations
 
@@ -57,20 +65,23 @@ WEIGHTS_DTYPE = "fp8"          # target weights: "bf16" or "fp8"
 KV_DTYPE = "bf16"              # KV cache element type: "bf16" or "fp8"
 CONTEXT = 2048                 # mean decode context, tokens (prompt + generated so far)
 DRAFT = "eagle3"               # "eagle3", "eagle", "ngram" or a catalog model as a draft model
-GPU_MEMORY_UTILIZATION = 0.9   # vLLM's default share of GPU memory it may use (vllm/config/cache.py)
+DRAFT_MODEL = None             # Hugging Face id of the draft head or model; None: the catalog's for this engine
+ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (ENGINES below)
+TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own
 
 # ---------------------------------------------------------------- catalog
-# GPUs, dense (no sparsity). Memory GB, bandwidth TB/s, peak TFLOP/s per dtype;
-# fp8 None = no fp8 tensor cores (fp8 weights then run as W8A16 at the bf16 rate).
+# GPUs, dense (no sparsity). Memory in GiB: the marketed "80 GB" of an H100 is 80 GiB =
+# 85.9e9 bytes (REFERENCE.md section 3). Bandwidth TB/s, peak TFLOP/s per dtype; fp8 None
+# = no fp8 tensor cores (fp8 weights then run as W8A16 at the bf16 rate).
 GPUS = {
-    "a100-sxm-80gb": dict(memory_gb=80,  bandwidth_tbs=2.039, bf16=312,  fp8=None),  # NVIDIA datasheet, via ai-dynamo/aiconfigurator a100_sxm.yaml
-    "h100-sxm":      dict(memory_gb=80,  bandwidth_tbs=3.35,  bf16=989,  fp8=1979),  # aiconfigurator h100_sxm.yaml
-    "h100-pcie":     dict(memory_gb=80,  bandwidth_tbs=2.0,   bf16=756,  fp8=1513),  # aiconfigurator h100_pcie.yaml
-    "h200":          dict(memory_gb=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979),  # aiconfigurator h200_sxm.yaml
-    "b200":          dict(memory_gb=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
-    "l40s":          dict(memory_gb=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733),   # NVIDIA L40S datasheet
-    "rtx-4090":      dict(memory_gb=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330),   # spec table, fp32 accumulate
-    "mi300x":        dict(memory_gb=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615),  # AMD specs
+    "a100-sxm-80gb": dict(memory_gib=80,  bandwidth_tbs=2.039, bf16=312,  fp8=None),  # NVIDIA datasheet, via ai-dynamo/aiconfigurator a100_sxm.yaml
+    "h100-sxm":      dict(memory_gib=80,  bandwidth_tbs=3.35,  bf16=989,  fp8=1979),  # aiconfigurator h100_sxm.yaml
+    "h100-pcie":     dict(memory_gib=80,  bandwidth_tbs=2.0,   bf16=756,  fp8=1513),  # aiconfigurator h100_pcie.yaml
+    "h200":          dict(memory_gib=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979),  # aiconfigurator h200_sxm.yaml
+    "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
+    "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733),   # NVIDIA L40S datasheet
+    "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330),   # spec table, fp32 accumulate
+    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615),  # AMD specs
 }
 
 # Target models: the shapes in each HF config.json (REFERENCE.md section 4).
@@ -82,6 +93,22 @@ MODELS = {
     "qwen3-32b":      dict(hidden=5120,  inter=25600, layers=64,  heads=64,  kv_heads=8, head_dim=128, vocab=151936, tied=False, hf="Qwen/Qwen3-32B"),                     # 32.76 B; heads*head_dim != hidden
 }
 
+# Serving engines: the share of GPU memory each gives to weights plus KV cache, and how
+# the plan sets it. vLLM: gpu_memory_utilization, a share of all memory, default 0.92 in
+# vllm/config/cache.py (0.9 before about v0.25). SGLang: --mem-fraction-static, a share of
+# all memory for weights and the KV pool; it is computed at start-up when omitted, so the
+# plan passes this value and the model uses the same (our choice: 0.85 leaves ~12 GiB of
+# an 80 GiB GPU for activations and CUDA graphs). TensorRT-LLM: kv_cache_config
+# free_gpu_memory_fraction, a share of the memory left free after loading the weights,
+# default 0.9 (tensorrt_llm/llmapi/llm_args.py KvCacheConfig; trtllm-serve's
+# --kv_cache_free_gpu_memory_fraction). port: where each server listens by default.
+ENGINES = {
+    "vllm":   dict(name="vLLM",         memory_fraction=0.92, memory_share_of="total", port=8000),
+    "sglang": dict(name="SGLang",       memory_fraction=0.85, memory_share_of="total", port=30000),
+    "trtllm": dict(name="TensorRT-LLM", memory_fraction=0.90, memory_share_of="free",  port=8000),
+}
+GIB = 2 ** 30
+
 # Drafts that are not a catalog model (a catalog model name means a classic draft model).
 DRAFTS = {
     "eagle3": "EAGLE-3 head: one decoder layer on fused low/mid/high target features, own 32k-vocab lm_head",
@@ -91,10 +118,35 @@ DRAFTS = {
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
 DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
 
-# Public EAGLE-3 heads (REFERENCE.md section 5).
+# Public EAGLE-3 heads, one per engine and target: (Hugging Face id, context it was trained
+# at in tokens, or None where no checked source gives it). A head drafts worse past its
+# trained context: SGLang issue #6783 (a 2k-trained Llama 3.3 70B head slower than plain
+# decoding past 2k tokens), speculators PR #684 (an EAGLE-3 head for Qwen3-8B: acceptance
+# length 2.30 at 2k, 1.69 at 8k). vLLM builds without PR #49343 crash on prompts past the
+# head's max_position_embeddings (issue #48894, the 2048-token yuhuili 8B head).
 EAGLE3_HEADS = {
-    "llama-3.1-8b":  "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
-    "llama-3.3-70b": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B",
+    # vLLM's docs (docs/features/speculative_decoding/eagle.md) use the RedHatAI speculators,
+    # made for vLLM; their training context is not in a source we could check.
+    ("vllm", "llama-3.1-8b"):    ("RedHatAI/Llama-3.1-8B-Instruct-speculator.eagle3", None),
+    ("vllm", "llama-3.3-70b"):   ("RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3", None),
+    # SGLang's docs example (docs/advanced_features/speculative_decoding.md): a copy of
+    # yuhuili's 8B head, max_position_embeddings 2048 (vLLM PR #49343's test). The 70B head
+    # is SpecForge's; its card gives no training length (SpecForge's example configs use 2048
+    # in older and 4096 in newer scripts).
+    ("sglang", "llama-3.1-8b"):  ("jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B", 2048),
+    ("sglang", "llama-3.3-70b"): ("lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-SpecForge", None),
+    # TensorRT-LLM's docs (docs/source/features/speculative-decoding.md) point to the EAGLE-3
+    # authors' heads; its 70B accuracy test pairs the FP8 target with this one. Both were
+    # trained at 2048 tokens (EAGLE-3's training script max_len 2048; SGLang issue #6783).
+    ("trtllm", "llama-3.1-8b"):  ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 2048),
+    ("trtllm", "llama-3.3-70b"): ("yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", 2048),
+}
+
+# TensorRT-LLM quantizes no weights at start-up: fp8 means a pre-quantized checkpoint
+# (docs/source/features/quantization.md; its Llama 3.3 70B deployment guide serves this one).
+FP8_CHECKPOINTS = {
+    "llama-3.1-8b":  "nvidia/Llama-3.1-8B-Instruct-FP8",
+    "llama-3.3-70b": "nvidia/Llama-3.3-70B-Instruct-FP8",
 }
 
 BYTES_PER = {"bf16": 2, "fp8": 1}
@@ -265,11 +317,14 @@ class Deployment:
     kv_dtype: str
     context: int
     draft: str
-    memory_gb: float        # per GPU
+    memory_gib: float       # per GPU
     bandwidth_tbs: float    # per GPU
     draft_tflops: float     # per GPU, bf16: drafts run in bf16
     target: Net
     drafter: Net | None     # None: the draft runs no model (ngram)
+    engine: str = ENGINE
+    memory_fraction: float = ENGINES[ENGINE]["memory_fraction"]   # the engine's share (ENGINES)
+    draft_hf: str | None = None   # Hugging Face id of the draft; None: the catalog's choice
 
 
 def model_params(m):
@@ -314,20 +369,32 @@ def kv_bytes_per_token(m, kv_dtype, layers=None):
     return 2 * layers * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]
 
 
+def weight_bytes(m, dtype):
+    """Bytes of a target's weights: fp8 stores the linear layers in 1 byte, embeddings and lm_head in 2.
+
+    Online `--quantization fp8` (and the fp8 checkpoints) leave embeddings and lm_head in
+    bf16 (REFERENCE.md section 3); norms are counted at the weights' width (a 1e-5 share).
+    >>> round(weight_bytes(MODELS["llama-3.3-70b"], "fp8") / 1e9, 2), round(weight_bytes(MODELS["llama-3.3-70b"], "bf16") / 1e9, 2)
+    (72.66, 141.11)
+    """
+    embeddings = m["vocab"] * m["hidden"] * (1 if m["tied"] else 2)
+    return (model_params(m) - embeddings) * BYTES_PER[dtype] + embeddings * BYTES_PER["bf16"]
+
+
 def peak_tflops(spec, dtype):
     """Dense peak for a weights dtype; fp8 without fp8 tensor cores runs at the bf16 rate."""
     return spec[dtype] or spec["bf16"]
 
 
-def gpu_spec(gpu, memory_gb=None, bandwidth_tbs=None, tflops=None, weights_dtype=WEIGHTS_DTYPE):
+def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, weights_dtype=WEIGHTS_DTYPE):
     """A catalog GPU with any of its numbers replaced, or "custom" hardware from all three.
 
     tflops is the dense rate for the weights dtype. For custom hardware the draft's bf16
     rate is taken as half an fp8 figure, as on every fp8-capable GPU in the catalog.
     """
-    spec = dict(GPUS.get(gpu, dict(memory_gb=None, bandwidth_tbs=None, bf16=None, fp8=None)))
-    if memory_gb is not None:
-        spec["memory_gb"] = memory_gb
+    spec = dict(GPUS.get(gpu, dict(memory_gib=None, bandwidth_tbs=None, bf16=None, fp8=None)))
+    if memory_gib is not None:
+        spec["memory_gib"] = memory_gib
     if bandwidth_tbs is not None:
         spec["bandwidth_tbs"] = bandwidth_tbs
     if tflops is not None:
@@ -338,16 +405,16 @@ def gpu_spec(gpu, memory_gb=None, bandwidth_tbs=None, tflops=None, weights_dtype
 
 
 def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE,
-                    kv_dtype=KV_DTYPE, context=CONTEXT, draft=DRAFT, spec=None):
+                    kv_dtype=KV_DTYPE, context=CONTEXT, draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL):
     """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers."""
     spec = spec or GPUS[gpu]
     m = MODELS[model]
-    params = model_params(m)
-    weight_bytes = params * BYTES_PER[weights_dtype]
-    target = Net(params, weight_bytes, kv_bytes_per_token(m, kv_dtype), m["heads"] * m["head_dim"], m["layers"],
-                 peak_tflops(spec, weights_dtype), params, weight_bytes)
+    params, target_bytes = model_params(m), weight_bytes(m, weights_dtype)
+    target = Net(params, target_bytes, kv_bytes_per_token(m, kv_dtype), m["heads"] * m["head_dim"], m["layers"],
+                 peak_tflops(spec, weights_dtype), params, target_bytes)
     dep = Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
-                     spec["memory_gb"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None)
+                     spec["memory_gib"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None,
+                     engine, ENGINES[engine]["memory_fraction"], draft_hf)
     return with_draft(dep, draft)
 
 
@@ -361,8 +428,8 @@ def with_draft(dep, draft):
                       width, 1, dep.draft_tflops, head, head * DRAFT_WEIGHT_BYTES)
     elif draft == "eagle":
         head = eagle_head_params(m, 1)
-        lm_head = m["vocab"] * m["hidden"]   # the target's own lm_head, read every draft step
-        drafter = Net(head + lm_head, head * DRAFT_WEIGHT_BYTES + lm_head * BYTES_PER[dep.weights_dtype],
+        lm_head = m["vocab"] * m["hidden"]   # the target's own lm_head, read every draft step; bf16 even
+        drafter = Net(head + lm_head, (head + lm_head) * DRAFT_WEIGHT_BYTES,   # under fp8 (weight_bytes)
                       kv_bytes_per_token(m, kv_dtype, layers=1), width, 1, dep.draft_tflops,
                       head, head * DRAFT_WEIGHT_BYTES)
     elif draft == "ngram":
@@ -376,8 +443,15 @@ def with_draft(dep, draft):
 
 
 def memory_budget_bytes(dep):
-    """Memory vLLM may use across the replica's GPUs."""
-    return dep.tp * dep.memory_gb * 1e9 * GPU_MEMORY_UTILIZATION
+    """Bytes the engine may fill with weights and KV cache across the replica's GPUs.
+
+    vLLM and SGLang give a share of all GPU memory to weights plus KV cache; TensorRT-LLM
+    gives a share of the memory left free once the weights are loaded to the KV cache.
+    """
+    total = dep.tp * dep.memory_gib * GIB
+    if ENGINES[dep.engine]["memory_share_of"] == "free":
+        return static_bytes(dep) + dep.memory_fraction * max(0.0, total - static_bytes(dep))
+    return total * dep.memory_fraction
 
 
 def static_bytes(dep):
@@ -677,20 +751,40 @@ def counters_window(after, before, flags):
 
 
 def measured_acceptance(drafts, draft_tokens, accepted, per_position, source):
-    """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1)."""
+    """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1).
+
+    K is the highest position exported plus one (vLLM creates a per-position counter for
+    each of num_speculative_tokens positions), not the rounded mean draft length. When the
+    mean is below K the rounds drafted different lengths: a K-by-batch-size table, or an
+    n-gram drafter that found fewer matches. Position i's count over all drafts then mixes
+    rounds that drafted i with rounds that could not, so only position 0 measures a clean
+    per-token alpha: every round drafts at least one token (a K = 0 tier makes no draft).
+    """
     if drafts <= 0 or draft_tokens <= 0:
         raise UsageError(f"{source}: no drafts were made (drafts = {drafts:g}): nothing to measure")
-    k = round(draft_tokens / drafts)
-    if not 1 <= k <= 32 or accepted > draft_tokens:
+    k_mean = draft_tokens / drafts
+    if per_position:
+        k = max(per_position) + 1
+    elif abs(k_mean - round(k_mean)) < 1e-6:
+        k = round(k_mean)
+    else:
+        raise UsageError(f"{source}: rounds drafted {k_mean:.3f} tokens on average and the scrape has no "
+                         "per-position counters: the K in use cannot be told; give a scrape from vLLM 0.8.5 or later")
+    if not 1 <= k <= 32 or accepted > draft_tokens or k_mean > k + 1e-6:
         raise UsageError(f"{source}: counters are inconsistent: {draft_tokens:g} draft tokens over {drafts:g} "
                          f"drafts and {accepted:g} accepted")
     tau = 1.0 + accepted / drafts
     rates = [per_position.get(i, 0.0) / drafts for i in range(k)] if per_position else []
     conditional = [r / prev if prev > 0 else 0.0 for r, prev in zip(rates, [1.0] + rates)]
-    alpha = alpha_from_length(min(tau, k + 1.0), k)
-    return dict(k=k, k_mean=draft_tokens / drafts, drafts=drafts, acceptance_rate=accepted / draft_tokens,
+    varying = k_mean < k - 1e-6
+    if varying:
+        alpha, profile = rates[0], [rates[0]]
+    else:
+        alpha = alpha_from_length(min(tau, k + 1.0), k)
+        profile = conditional if conditional else [alpha]
+    return dict(k=k, k_mean=k_mean, varying_k=varying, drafts=drafts, acceptance_rate=accepted / draft_tokens,
                 acceptance_length=tau, per_position_rates=rates, per_position_alpha=conditional, alpha=alpha,
-                profile=conditional if conditional else [alpha], source=source)
+                profile=profile, source=source)
 
 
 LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
@@ -838,11 +932,12 @@ def k_schedule(dep, acceptance, fit=FIT):
     return rows
 
 
-def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, margin, k_in_use=None):
+def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, margin, k_in_use=None, measured=False):
     """The rollout plan's K, schedule, gate and tail expectations at the target concurrency.
 
     acceptance drives best K (a per-token alpha or a measured profile); alpha, the single
-    per-token alpha, drives the simulated tail; k_in_use, when measured, is the K the gate checks.
+    per-token alpha, drives the simulated tail; k_in_use, when measured at one K, is the K the
+    gate checks; measured says whether alpha was measured at all.
     """
     limit = max_concurrency(dep)
     feasible = target <= limit
@@ -862,7 +957,7 @@ def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, marg
     gate_rate = None if gate_alpha is None else acceptance_rate(gate_alpha, k)
     required_rate = None if gate_rate is None else min(1.0, gate_rate + margin)
     shown_batch = min(target, max(limit, 1))
-    return dict(target=target, feasible=feasible, alpha=alpha, measured=k_in_use is not None, k=k,
+    return dict(target=target, feasible=feasible, alpha=alpha, measured=measured, k=k,
                 rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required_rate,
                 required_alpha=None if required_rate is None else alpha_from_rate(required_rate, k),
                 plain_ms_b1=plain_step_ms(dep, 1, fit), shown_batch=shown_batch,
@@ -965,9 +1060,13 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, rou
     return out
 
 
-def gate(measured, comparison, dep, target, margin, budget, fit=FIT):
-    """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds."""
-    k, rate = measured["k"], measured["acceptance_rate"]
+def gate(measured, comparison, dep, target, margin, budget, k, fit=FIT):
+    """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds.
+
+    k: the K the plan runs at the target. When the measured rounds drafted varying lengths,
+    their overall rate mixes Ks; the rate compared is then the one position 0's alpha gives at k.
+    """
+    rate = acceptance_rate(measured["alpha"], k) if measured["varying_k"] else measured["acceptance_rate"]
     eps = model_overhead(dep, target, k, fit)
     need = eps / k + margin                          # break-even rate is eps/K exactly (tau = 1 + K*r)
     need_alpha = alpha_from_rate(need, k) if need <= 1.0 else None
@@ -978,7 +1077,8 @@ def gate(measured, comparison, dep, target, margin, budget, fit=FIT):
                                    f"(at most {max_concurrency(dep)})"))
     reasons.append(dict(
         check="acceptance", passed=rate >= need,
-        detail=f"acceptance rate {rate:.3f} at K={k} against break-even {eps / k:.3f} + margin {margin:.2f} = "
+        detail=("position 0's per-token alpha gives an " if measured["varying_k"] else "") +
+               f"acceptance rate {rate:.3f} at K={k} against break-even {eps / k:.3f} + margin {margin:.2f} = "
                f"{need:.3f} at B={target}; as per-token alpha {measured['alpha']:.3f} against "
                + (f"{need_alpha:.3f}" if need_alpha is not None else "more than 1 (cannot pass)")))
     if comparison:
@@ -1033,7 +1133,8 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
     # With a measurement, its per-position profile drives best K and the plan; else the grid's alphas.
     if measured:
         sources = [(measured["alpha"], measured["profile"])]
-        plan_acceptance, plan_alpha, k_in_use = measured["profile"], measured["alpha"], measured["k"]
+        plan_acceptance, plan_alpha = measured["profile"], measured["alpha"]
+        k_in_use = None if measured["varying_k"] else measured["k"]   # varying: the plan's own best K
     else:
         sources = [(a, a) for a in grid_alphas(grid)]
         plan_acceptance, plan_alpha, k_in_use = EXPECTED_ALPHA, EXPECTED_ALPHA, None
@@ -1042,7 +1143,7 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
                  **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= fit_limit else (None, None))))
             for b in batches for a, acc in sources]
     plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, evidence.margin,
-                        k_in_use)
+                        k_in_use, measured is not None)
     result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
                   context=dep.context, memory_budget_bytes=memory_budget_bytes(dep),
                   eps_b1={(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads},
@@ -1052,7 +1153,8 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
     if measured:
         result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
                                                   decode, rounds, fit)
-        result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget, fit)
+        result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget,
+                              plan["k"], fit)
     return result
 
 
@@ -1241,15 +1343,20 @@ def render_measured(result):
     ms = result["measured"]
     k = ms["k"]
     lines = wrap(f"== Measured acceptance, from {ms['source']} ==", 100, "   ")
-    lines += wrap(f"K in use {k} ({ms['k_mean']:.2f} draft tokens per draft over {ms['drafts']:,.0f} drafts); "
+    drafts = f" over {ms['drafts']:,.0f} drafts" if ms["drafts"] is not None else ""
+    varying = (". K varied between rounds (a K-by-batch table, or a drafter that proposes fewer), so alpha "
+               "is position 0's rate." if ms["varying_k"] else "")
+    lines += wrap(f"K {'up to' if ms['varying_k'] else 'in use'} {k} ({ms['k_mean']:.2f} draft tokens per draft{drafts}); "
                   f"acceptance rate {ms['acceptance_rate']:.3f}; acceptance length {ms['acceptance_length']:.3f}; "
-                  f"per-token alpha {ms['alpha']:.3f} (the one alpha whose chain of {k} gives that length).",
-                  100, "")
+                  f"per-token alpha {ms['alpha']:.3f}" + (varying or f" (the one alpha whose chain of {k} gives that "
+                                                              "length)."), 100, "")
     if ms["per_position_rates"]:
         columns = [("draft position", 15)] + [(str(i), 6) for i in range(len(ms["per_position_rates"]))]
         lines += ["", column_header(columns, [])[0],
-                  f"{'rate':>15s} " + " ".join(f"{r:6.3f}" for r in ms["per_position_rates"]),
-                  f"{'cond. alpha':>15s} " + " ".join(f"{a:6.3f}" for a in ms["per_position_alpha"])]
+                  f"{'rate':>15s} " + " ".join(f"{r:6.3f}" for r in ms["per_position_rates"])]
+        lines.append("(past position 0 the rates mix rounds that drafted fewer tokens: no conditional alpha)"
+                     if ms["varying_k"] else
+                     f"{'cond. alpha':>15s} " + " ".join(f"{a:6.3f}" for a in ms["per_position_alpha"]))
     if "prediction" in ms:
         pred = ms["prediction"]
         rows = [("TPOT speedup (mean TPOT ratio)", ms["tpot_speedup"], pred["speedup"], "x"),
@@ -1394,13 +1501,13 @@ def render_summary(result, grid):
 
 
 def deployment_lines(dep, result):
-    draft_gb = dep.drafter.held_bytes / 1e9 if dep.drafter else 0.0
+    draft_gib = dep.drafter.held_bytes / GIB if dep.drafter else 0.0
     return [
-        f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.weight_bytes / 1e9:.1f} GB), "
-        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache,",
-        f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gb:.2f} GB).",
+        f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.weight_bytes / GIB:.1f} GiB), "
+        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {ENGINES[dep.engine]['name']},",
+        f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
-        f"{result['memory_budget_bytes'] / 1e9:.0f} GB. Plain decode step {result['plan']['plain_ms_b1']:.2f} ms "
+        f"{result['memory_budget_bytes'] / GIB:.0f} GiB. Plain decode step {result['plan']['plain_ms_b1']:.2f} ms "
         "at B=1.",
         "alpha: per-token acceptance; rate: vLLM's accepted/drafted; tau: tokens per round (bonus included).",
         "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps); sim: simulated decode, ±se its standard error.",
@@ -1475,10 +1582,12 @@ def render_exercises(ex, dep):
     lines += column_header([("draft", 13), ("method", 11), ("params", 8), ("weights", 8), ("KV/token", 9),
                             ("step ms", 8), ("eps B=1", 8), (f"eps B={m['concurrency']}", 9), ("max B", 6)], [])
     for r in m["rows"]:
-        lines.append(f"{r['draft']:>13s} {r['method']:>11s} {r['params'] / 1e9:7.3f}B {r['weight_bytes'] / 1e9:6.2f}GB"
+        lines.append(f"{r['draft']:>13s} {r['method']:>11s} {r['params'] / 1e9:7.3f}B {r['weight_bytes'] / GIB:5.2f}GiB"
                      f" {r['kv_bytes_per_token']:9,d} {r['draft_step_ms']:8.2f} {r['eps_b1']:8.2f} "
                      f"{r['eps_target']:9.2f} {r['max_concurrency']:6d}")
-    lines += ["Configs (--speculative-config):"] + [r["config"] for r in m["rows"]]
+    lines.append("Configs (--speculative-config), one per draft:")
+    for r in m["rows"]:
+        lines += wrap(r["config"], 100, "    ")
     lines.append("Which features each combines with depends on the vLLM version: check its compatibility matrix.")
     d = ex["tail_diagnosis"]
     lines += ["", "== Exercise 4: mean ITL -25% but P99 ITL +15% =="]
@@ -1494,82 +1603,184 @@ def render_exercises(ex, dep):
         lines.append(f"  K = {r['k']}: eps {r['eps']:.2f}, speedup {r['speedup']:.2f}x, per-token P99 "
                      f"{pct1(r['p99_change'])}")
     lines += wrap(f"  K by batch size (num_speculative_tokens_per_batch_size): {d['schedule']}; "
-                  + (f"disable_by_batch_size {d['k_zero_at'] - 1}." if d["k_zero_at"] else
-                     "speculation pays at every batch size that fits."), 100, "  ")
+                  + (f"its last row, K = 0 from B = {d['k_zero_at']}, switches speculation off there." if d["k_zero_at"]
+                     else "speculation pays at every batch size that fits."), 100, "  ")
     mem = ex["draft_memory"]
     lines += ["", f"== Exercise 5: draft memory on {dep.model} at {mem['concurrency']} x {mem['context']} tokens =="]
     for r in mem["rows"]:
-        lines.append(f"  {r['draft']:>13s}: {r['params'] / 1e9:.3f} B parameters = {r['weight_bytes'] / 1e9:.2f} GB "
+        lines.append(f"  {r['draft']:>13s}: {r['params'] / 1e9:.3f} B parameters = {r['weight_bytes'] / GIB:.2f} GiB "
                      f"bf16; own KV {r['kv_bytes_per_token']:,} B/token")
-        lines.append(f"  {'':>13s}  = {r['kv_bytes_at_target'] / 1e9:.2f} GB at this load; {r['max_concurrency']} "
+        lines.append(f"  {'':>13s}  = {r['kv_bytes_at_target'] / GIB:.2f} GiB at this load; {r['max_concurrency']} "
                      "sequences fit")
     lines.append(f"  without a draft model's weights or KV: {mem['max_concurrency_without_draft']} sequences fit.")
     return lines + [""]
 
 
-def speculative_config(dep, k, schedule=None):
-    """vLLM's --speculative-config for this draft (vllm/config/speculative.py fields).
+# ---------------------------------------------------------------- rendering: engine commands
+# What the plan tells each engine to run. Every flag and config field below was checked
+# against the engine's own parser or config class, cited beside it; the README names the
+# versions. A fact here that differs from REFERENCE.md was re-checked in the source.
 
-    num_speculative_tokens_per_batch_size: inclusive [start, end, K] rows, with
-    num_speculative_tokens the startup maximum (vLLM PR #32374, dynamic speculative decoding).
+SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
+SHAREGPT_URL = ("https://huggingface.co/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/resolve/main/"
+                + SHAREGPT_FILE)   # the file vLLM's benchmark scripts download
+TRTLLM_GATE_WINDOW = 200   # completed requests TensorRT-LLM's acceptance kill switch averages over (a choice)
+
+
+def shell_lines(words, width=100):
+    """One shell command over lines of at most `width` characters, continued with ' \\'."""
+    lines, line = [], ""
+    for word in words:
+        if line and len(line) + len(word) + 3 > width:
+            lines.append(line + " \\")
+            line = "  " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+def draft_head(dep):
+    """(Hugging Face id, trained context) of the draft the plan serves; None for what is not known."""
+    if dep.draft_hf:
+        return dep.draft_hf, None
+    if dep.draft == "eagle3":
+        return EAGLE3_HEADS.get((dep.engine, dep.model), (None, None))
+    if dep.draft in MODELS:
+        return MODELS[dep.draft]["hf"], None
+    return None, None
+
+
+def head_or_placeholder(dep):
+    return draft_head(dep)[0] or f"<path to your {dep.draft} head for {dep.model}>"
+
+
+def served_model(dep):
+    """The checkpoint the server loads: TensorRT-LLM needs an fp8 checkpoint, the others quantize at start-up."""
+    if dep.engine == "trtllm" and dep.weights_dtype == "fp8":
+        return FP8_CHECKPOINTS.get(dep.model, f"<path to an fp8 checkpoint of {dep.model}>")
+    return MODELS[dep.model]["hf"]
+
+
+def speculative_config(dep, k, schedule=None):
+    """vLLM's --speculative-config JSON (SpeculativeConfig in vllm/config/speculative.py).
+
+    draft_sample_method: "greedy" (the default) proposes the draft's argmax; at temperature
+    > 0, "probabilistic" samples the draft as rejection sampling assumes, so the acceptance
+    measured is what sampled traffic gets. Both keep the target's distribution.
+    num_speculative_tokens_per_batch_size: inclusive [start, end, K] rows, K = 0 allowed,
+    num_speculative_tokens their maximum (PR #32374).
     """
     if dep.draft == "ngram":
         # prompt_lookup_max 4 as in vLLM's docs (features/speculative_decoding/n_gram); tune it to your prompts.
         config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4}
-    elif dep.draft in ("eagle3", "eagle"):
-        head = EAGLE3_HEADS.get(dep.model) if dep.draft == "eagle3" else None
-        config = {"method": dep.draft, "model": head or f"<your {dep.draft} head for {dep.model}>",
-                  "num_speculative_tokens": k}
     else:
-        config = {"method": "draft_model", "model": MODELS[dep.draft]["hf"], "num_speculative_tokens": k}
+        method = dep.draft if dep.draft in ("eagle3", "eagle") else "draft_model"
+        config = {"method": method, "model": head_or_placeholder(dep), "num_speculative_tokens": k}
+        if TEMPERATURE > 0:
+            config["draft_sample_method"] = "probabilistic"
     if schedule:
         config["num_speculative_tokens"] = max(row[2] for row in schedule)
         config["num_speculative_tokens_per_batch_size"] = schedule
     return json.dumps(config)
 
 
-def plan_k_by_batch(plan, dep):
-    """The plan's "K by batch size" section: vLLM's dynamic schedule and the simpler off switch."""
-    schedule, alpha = plan["schedule"], plan["alpha"]
-    if not schedule:
-        return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
-    out = ["## K by batch size", "",
-           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
-           "| batch sizes | K | speedup over plain |", "|---|---|---|"]
-    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan["schedule_speedups"]):
-        span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
-        out.append(f"| {lo}-{hi} | {k} | {span} |")
-    out += ["", "vLLM's dynamic speculative decoding takes this table as it stands:", "", "```",
-            f"--speculative-config '{speculative_config(dep, plan['k'], schedule)}'", "```", ""]
-    if plan["k_zero_at"] is None:
-        out += [f"Speculation pays at every batch size that fits in memory (up to {schedule[-1][1]}), so "
-                "`disable_by_batch_size` is not needed at this alpha.", ""]
-    else:
-        last_on = plan["k_zero_at"] - 1
-        out += [f"The simpler knob: speculation stops paying at B = {plan['k_zero_at']}, so "
-                f"`\"disable_by_batch_size\": {last_on}` in `--speculative-config` turns it off for new requests "
-                f"once more than {last_on} are queued.", ""] if last_on >= 1 else \
-            ["Speculation does not pay at any batch size here: leave it off.", ""]
-    return out
+def vllm_serve(dep, config=None):
+    """`vllm serve` flags: vllm/engine/arg_utils.py."""
+    words = ["vllm serve", served_model(dep), f"--tensor-parallel-size {dep.tp}"]
+    words += ["--quantization fp8"] if dep.weights_dtype == "fp8" else []
+    words += ["--kv-cache-dtype fp8"] if dep.kv_dtype == "fp8" else []
+    words.append(f"--gpu-memory-utilization {dep.memory_fraction:g}")
+    words += [f"--speculative-config '{config}'"] if config else []
+    return shell_lines(words)
 
 
-def plan_dashboard(result, plan):
-    """PromQL for a live view of acceptance, and the kill-switch alert at this run's break-even."""
-    k, target = plan["k"], plan["target"]
-    rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
-            "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
-    length = ("1 + sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
-              "  / sum(rate(vllm:spec_decode_num_drafts_total[5m]))")
-    breakeven = plan["eps"] / k
-    out = ["## Live dashboard", "",
-           "Acceptance rate over a 5-minute window (sums over engines and models):", "", "```promql", rate, "```",
-           "", "Acceptance length (tokens per round, bonus included):", "", "```promql", length, "```", ""]
-    if breakeven < 1.0:
-        out += [f"Kill switch: at B={target} and K={k} the break-even rate is eps/K = {breakeven:.3f}. Alert, and "
-                "turn speculation off, when the rate stays under it (10 minutes is a choice, not a computed number):",
-                "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
-                f"  expr: ({rate.replace(chr(10) + '  ', ' ')}) < {breakeven:.3f}", "  for: 10m", "```", ""]
-    return out
+SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE"}   # a draft model runs as STANDALONE
+
+
+def sglang_serve(dep, target, k=None):
+    """`python -m sglang.launch_server` flags: python/sglang/srt/server_args.py.
+
+    Steps, topk and draft tokens are given together (omitting steps makes SGLang choose
+    all three; for a Llama target it picks a tree of 5 steps, topk 4, 8 tokens). A chain
+    is topk 1 with steps + 1 draft tokens. Speculation resets --max-running-requests to
+    48 unless it is set, so both runs set it to the target concurrency.
+    """
+    words = ["python -m sglang.launch_server", f"--model-path {served_model(dep)}", f"--tp-size {dep.tp}"]
+    words += ["--quantization fp8"] if dep.weights_dtype == "fp8" else []
+    words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
+    words += [f"--mem-fraction-static {dep.memory_fraction:g}", f"--max-running-requests {target}",
+              "--enable-metrics"]
+    if k:
+        words += [f"--speculative-algorithm {SGLANG_ALGORITHM.get(dep.draft, 'STANDALONE')}",
+                  f"--speculative-draft-model-path {head_or_placeholder(dep)}", f"--speculative-num-steps {k}",
+                  "--speculative-eagle-topk 1", f"--speculative-num-draft-tokens {k + 1}"]
+    return shell_lines(words)
+
+
+def trtllm_yaml(dep, name, k=None):
+    """The YAML trtllm-serve reads with --extra_llm_api_options (tensorrt_llm/llmapi/llm_args.py).
+
+    enable_iter_perf_stats makes GET /metrics return per-iteration JSON with specDecodingStats.
+    """
+    lines = [f"cat > {name} <<'YAML'", "enable_iter_perf_stats: true"]
+    if dep.kv_dtype == "fp8":
+        lines += ["kv_cache_config:", "  dtype: fp8"]
+    if k:
+        lines += ["speculative_config:", "  decoding_type: Eagle3", f"  max_draft_len: {k}",
+                  f"  speculative_model: {head_or_placeholder(dep)}"]
+    return lines + ["YAML"]
+
+
+def trtllm_serve(dep, target, config_name):
+    """`trtllm-serve` flags: tensorrt_llm/commands/serve.py (underscores, PyTorch backend by default)."""
+    return shell_lines(["trtllm-serve", served_model(dep), "--backend pytorch", f"--tp_size {dep.tp}",
+                        f"--max_batch_size {target}",
+                        f"--kv_cache_free_gpu_memory_fraction {dep.memory_fraction:g}",
+                        f"--extra_llm_api_options {config_name}"])
+
+
+def serve_lines(dep, target, k=None, schedule=None):
+    """The server command, speculation off (k None) or on."""
+    if dep.engine == "vllm":
+        return vllm_serve(dep, speculative_config(dep, k, schedule) if k else None)
+    if dep.engine == "sglang":
+        return sglang_serve(dep, target, k)
+    name = "spec.yaml" if k else "baseline.yaml"
+    return trtllm_yaml(dep, name, k) + trtllm_serve(dep, target, name)
+
+
+def bench_prompts(target):
+    """Prompts per benchmark run: ten per concurrent slot, so ramp-up and drain stay a small share."""
+    return max(200, 10 * target)
+
+
+def bench_lines(dep, target, filename):
+    """A closed-loop benchmark at `target` concurrency through the chat endpoint, saved as JSON.
+
+    vLLM and SGLang: `vllm bench serve` (vllm/benchmarks/serve.py; --dataset-path is required
+    for sharegpt, vllm/benchmarks/datasets.py). TensorRT-LLM: its own copy of that script,
+    tensorrt_llm/serve/scripts/benchmark_serving.py, with the same flags and result keys.
+    EAGLE heads are trained on chat-formatted prompts, hence openai-chat.
+    """
+    tool = "python -m tensorrt_llm.serve.scripts.benchmark_serving" if dep.engine == "trtllm" else \
+        "vllm bench serve"
+    return shell_lines([tool, "--backend openai-chat", "--endpoint /v1/chat/completions",
+                        f"--port {ENGINES[dep.engine]['port']}", f"--model {served_model(dep)}",
+                        "--dataset-name sharegpt", f"--dataset-path {SHAREGPT_FILE}",
+                        f"--num-prompts {bench_prompts(target)}", f"--max-concurrency {target}",
+                        f"--temperature {TEMPERATURE:g}", "--percentile-metrics ttft,tpot,itl,e2el",
+                        "--metric-percentiles 50,99", "--save-result", f"--result-filename {filename}"])
+
+
+def tool_words(dep):
+    """This program's own flags for the deployment, so a later run gates the same one."""
+    words = ["python code/main.py", f"--engine {dep.engine}", f"--model {dep.model}", f"--gpu {dep.gpu}",
+             f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
+             f"--context {dep.context}", f"--draft {dep.draft}"]
+    if dep.gpu not in GPUS:
+        words += [f"--gpu-memory {dep.memory_gib:g}", f"--gpu-bandwidth {dep.bandwidth_tbs:g}",
+                  f"--gpu-tflops {dep.target.tflops:g}"]
+    return words
 
 
 def plan_mix(mix):
@@ -1620,20 +1831,10 @@ def plan_when_not(result, grid):
     return out
 
 
-def render_plan(result, dep, grid):
-    """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
-    plan = result["plan"]
-    m = MODELS[dep.model]
+def plan_front(result, dep, plan):
+    """Front matter and the deployment table."""
     k, target, alpha = plan["k"], plan["target"], plan["alpha"]
-    tail = {t["concurrency"]: t for t in plan["tail"]}
-    t = tail.get(target)
-    head = EAGLE3_HEADS.get(dep.model)
-    quant = " --quantization fp8" if dep.weights_dtype == "fp8" else ""
-    kv = " --kv-cache-dtype fp8" if dep.kv_dtype == "fp8" else ""
-    serve = f"vllm serve {m['hf']} --tensor-parallel-size {dep.tp}{quant}{kv}"
-    bench = (f"vllm bench serve --model {m['hf']} --dataset-name sharegpt --max-concurrency {target} "
-             f"--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99 --save-result")
-    gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
+    engine = ENGINES[dep.engine]["name"]
     draft_params = dep.drafter.held_params if dep.drafter else 0
     if plan["k_target"]:
         k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
@@ -1641,15 +1842,15 @@ def render_plan(result, dep, grid):
     else:
         k_line = (f"{k} where speculation pays; at B={target} and alpha {alpha:.2f} no K beats plain decoding "
                   "(see K by batch size)")
-    out = [
+    return [
         "---",
         "name: eagle3-rollout",
-        f"description: Staged rollout of {dep.draft} speculative decoding for {dep.model} ({dep.weights_dtype}) on "
-        f"{dep.tp} x {dep.gpu} at concurrency {target}, gated on measured acceptance.",
-        "tags: [speculative-decoding, eagle3, vllm, rollout, p99]",
+        f"description: Staged rollout of {dep.draft} speculative decoding on {engine} for {dep.model} "
+        f"({dep.weights_dtype}) on {dep.tp} x {dep.gpu} at concurrency {target}, gated on measured acceptance.",
+        f"tags: [speculative-decoding, eagle3, {dep.engine}, rollout, p99]",
         "---",
         "",
-        f"# Speculative decoding rollout: {dep.model} on {dep.tp} x {dep.gpu}, draft {dep.draft}",
+        f"# Speculative decoding rollout: {dep.model} on {dep.tp} x {dep.gpu}, {engine}, draft {dep.draft}",
         "",
         "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
         "decode rounds; change the deployment constants or flags and run it again.",
@@ -1658,13 +1859,15 @@ def render_plan(result, dep, grid):
         "",
         "| | this run |",
         "|---|---|",
-        f"| target | {dep.model}, {model_params(m) / 1e9:.2f} B parameters, {dep.weights_dtype} weights "
-        f"({dep.target.weight_bytes / 1e9:.1f} GB), tensor parallel {dep.tp} |",
-        f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gb:g} GB and {dep.bandwidth_tbs:g} TB/s each; "
-        f"{result['memory_budget_bytes'] / 1e9:.0f} GB usable at gpu_memory_utilization {GPU_MEMORY_UTILIZATION} |",
+        f"| engine | {engine}; commands checked against the engine versions the README names |",
+        f"| target | {dep.model}, {dep.target.params / 1e9:.2f} B parameters, {dep.weights_dtype} weights "
+        f"({dep.target.weight_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
+        f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
+        f"{result['memory_budget_bytes'] / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}) |",
         f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token; at {dep.context} tokens of "
         f"context {result['max_concurrency']} sequences fit |",
-        f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters |",
+        f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
+        + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
         f"| target concurrency | {target}" + ("" if plan["feasible"] else " (does not fit in memory: lower it)") + " |",
         f"| plain decode step | {plan['plain_ms_b1']:.2f} ms at B=1, {plan['plain_ms_shown']:.2f} ms at "
         f"B={plan['shown_batch']} |",
@@ -1678,121 +1881,343 @@ def render_plan(result, dep, grid):
         "",
         f"![Per-token ITL distribution]({CHART_FILES['itl']})",
         "",
-        "## Stage 0: baseline, speculation off",
-        "",
-        "```",
-        serve,
-        bench + " --result-filename baseline.json",
-        "```",
-        "",
-        "Keep `baseline.json`: its `p99_tpot_ms`, `p99_itl_ms` and `output_throughput` are what the gate compares.",
-        "",
-        "## Stage 1: turn on speculation",
-        "",
-        "Speculation is opt-in in vLLM: nothing changes without `--speculative-config`.",
-        "",
-        "```",
-        f"{serve} \\",
-        f"  --speculative-config '{speculative_config(dep, k)}'",
-        bench + " --result-filename spec.json",
-        "```",
-        "",
     ]
-    if dep.draft == "eagle3" and head is None:
-        out += [f"No public EAGLE-3 head is listed for {dep.model}; put the path of a trained head in `model`.", ""]
+
+
+def memory_setting(dep):
+    """The engine's memory knob and its value, as the plan sets it."""
+    if dep.engine == "vllm":
+        return f"--gpu-memory-utilization {dep.memory_fraction:g}, vLLM's default"
+    if dep.engine == "sglang":
+        return f"--mem-fraction-static {dep.memory_fraction:g}"
+    return f"--kv_cache_free_gpu_memory_fraction {dep.memory_fraction:g} of the memory the weights leave"
+
+
+def head_notes(dep):
+    """Where the head comes from, and a warning when the deployment's context is past its training."""
+    if dep.draft not in ("eagle3", "eagle"):
+        return []
+    head, trained = draft_head(dep)
+    engine = ENGINES[dep.engine]["name"]
+    if head is None:
+        return [f"No public {dep.draft} head for {dep.model} on {engine} is in this tool's catalog: put your "
+                "head's path where the commands say so, or pass `--draft-model`.", ""]
+    crash = (" On vLLM builds without PR #49343, a prompt longer than the head's `max_position_embeddings` "
+             "crashes the server (issue #48894)." if dep.engine == "vllm" else "")
+    if trained is None:
+        return [f"Head: `{head}`. Its training context is not in a source this tool checked: read "
+                f"`max_position_embeddings` in its config.json and compare it with this deployment's mean "
+                f"decode context of {dep.context} tokens; a head drafts worse past the context it was trained "
+                f"at.{crash}", ""]
+    if dep.context > trained:
+        return [f"**Warning:** `{head}` was trained at {trained} tokens and this deployment decodes at "
+                f"{dep.context} tokens of mean context. Past its training context a head accepts less (SGLang "
+                "issue #6783 measured a 2k-trained head slower than plain decoding past 2k tokens); measure "
+                f"acceptance on long requests before rollout, or use a head trained longer.{crash}", ""]
+    return [f"Head: `{head}`, trained at {trained} tokens; the mean decode context ({dep.context}) is within "
+            f"it, but requests past {trained} tokens will accept less.{crash}", ""]
+
+
+def plan_stage0(dep, plan):
+    target = plan["target"]
+    return ["## Stage 0: baseline, speculation off", "",
+            f"Benchmark at the concurrency you serve ({target}), at your traffic's temperature ({TEMPERATURE:g} "
+            "here: acceptance depends on it), through the chat endpoint. ShareGPT stands in for your prompts; a",
+            "sample of your own traffic is better.", "", "```",
+            f"wget {SHAREGPT_URL}"] + serve_lines(dep, target) + \
+        bench_lines(dep, target, "baseline.json") + \
+        ["```", "", "Keep `baseline.json`: its `p99_tpot_ms`, `p99_itl_ms` and `output_throughput` are what the gate "
+         "compares.", ""]
+
+
+def plan_stage1(result, dep, plan):
+    k, target = plan["k"], plan["target"]
+    t = {row["concurrency"]: row for row in plan["tail"]}.get(target)
+    opt_in = {"vllm": "nothing changes without `--speculative-config`",
+              "sglang": "nothing changes without `--speculative-algorithm`",
+              "trtllm": "nothing changes without a `speculative_config` in the YAML"}[dep.engine]
+    out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {ENGINES[dep.engine]['name']}: "
+           f"{opt_in}. The draft is a chain of K = {k} tokens.", ""]
+    if dep.engine == "sglang":
+        out += ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
+                "verify pass carries 8 tokens per sequence where a chain carries K+1. This plan runs a chain "
+                "(topk 1): the cost model, the break-even and the gate are for chains, and a tree's acceptance "
+                "can only be measured, not computed from alpha.", ""]
+    out += head_notes(dep)
+    out += ["```"] + serve_lines(dep, target, k) + bench_lines(dep, target, "spec.json") + ["```", ""]
     if t is not None:
         out += [
             f"What the model expects at B={target} "
             + ("with the measured acceptance" if plan["measured"] else f"if alpha is {plan['alpha']:.2f}") + ": tau = "
-            f"{t['acceptance_length']:.2f} tokens per round, vLLM acceptance rate {t['acceptance_rate']:.2f}, "
+            f"{t['acceptance_length']:.2f} tokens per round, acceptance rate {t['acceptance_rate']:.2f}, "
             f"round overhead eps = {t['eps_eff']:.2f}, speedup {t['speedup_exact']:.2f}x "
-            f"(the lesson's formula would claim {t['speedup_lesson']:.2f}x).",
-            "",
-        ]
-    out += plan_k_by_batch(plan, dep)
-    out += [
-        "## Stage 2: measure acceptance on production traffic",
-        "",
-        "The lesson's `spec_decode_metrics.accepted_tokens_per_request` does not exist in vLLM. Use the",
-        "Prometheus counters on `/metrics` (sum over the `engine` and `model_name` labels):",
-        "",
-        "- `vllm:spec_decode_num_drafts_total` (rounds), `vllm:spec_decode_num_draft_tokens_total`,",
-        "  `vllm:spec_decode_num_accepted_tokens_total`,",
-        "  `vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"i\"}`.",
-        "- acceptance rate r = accepted / draft tokens; acceptance length tau = 1 + accepted / drafts;",
-        "  per-token alpha: the a that solves (1 - a^(K+1)) / (1 - a) = tau; conditional alpha at",
-        "  position i = per-position rate i / per-position rate i-1.",
-        "",
-        "Dividing accepted tokens by K gives r, not alpha: at K = "
-        f"{k}, r = {plan['rate_at_alpha']:.2f} is what a per-token alpha of {plan['alpha']:.2f} shows.",
-        "",
-    ]
+            f"(the lesson's formula would claim {t['speedup_lesson']:.2f}x).", ""]
+    return out
+
+
+def plan_k_by_batch(plan, dep):
+    """The plan's "K by batch size" section: the table, and how each engine can follow it."""
+    schedule, alpha = plan["schedule"], plan["alpha"]
+    if not schedule:
+        return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
+    out = ["## K by batch size", "",
+           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
+           "| batch sizes | K | speedup over plain |", "|---|---|---|"]
+    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan["schedule_speedups"]):
+        span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
+        out.append(f"| {lo}-{hi} | {k} | {span} |")
+    out.append("")
+    zero = plan["k_zero_at"]
+    if zero == 1:
+        return out + ["Speculation does not pay at any batch size here: leave it off.", ""]
+    off = (f"speculation stops paying at B = {zero}" if zero else
+           f"speculation pays at every batch size that fits in memory (up to {schedule[-1][1]})")
+    out += [f"At this alpha {off}.", ""]
+    return out + K_BY_BATCH[dep.engine](plan, dep)
+
+
+def vllm_k_by_batch(plan, dep):
+    """vLLM: num_speculative_tokens_per_batch_size (PR #32374), with its caveats.
+
+    The old batch-size off switch of the config did nothing from v0.10.0 and was removed
+    (issue #25112, PR #35060): a final K = 0 row is the off switch now. Open issue #49548 reports throughput collapsing at the
+    table's thresholds; vllm/config/vllm.py downgrades CUDA graphs to PIECEWISE for it on
+    the V1 model runner and ignores the table when data parallel > 1.
+    """
+    schedule = plan["schedule"]
+    out = ["vLLM's dynamic speculative decoding takes this table as it stands"
+           + (" (its last row, K = 0, switches speculation off past that batch size):" if plan["k_zero_at"] else ":"),
+           "", "```", f"--speculative-config '{speculative_config(dep, plan['k'], schedule)}'", "```", "",
+           "Before relying on the table, benchmark it against the fixed K of stage 1 at the batch sizes where K "
+           "changes:", "",
+           "- open issue #49548 reports throughput collapsing at the table's thresholds;",
+           "- with the table, vLLM's V1 model runner runs CUDA graphs in PIECEWISE mode only "
+           "(`VLLM_USE_V2_MODEL_RUNNER=1` avoids it);",
+           "- with `--data-parallel-size` above 1 vLLM ignores the table and runs `num_speculative_tokens` "
+           "throughout.", ""]
+    return out
+
+
+def sglang_k_by_batch(plan, dep):
+    """SGLang: --speculative-adaptive (PRs #21599, #24055; EAGLE and EAGLE3 with topk 1 only)."""
+    return ["SGLang has no table to paste: `--speculative-adaptive` (EAGLE and EAGLE3 with topk 1, "
+            "`--speculative-adaptive-config` for its tuning file) picks the number of steps at run time from "
+            "the batch size and the acceptance it measures. The table above is what it should settle on; with it "
+            "on, the fixed-K alert of the live dashboard no longer applies.", ""]
+
+
+def trtllm_k_by_batch(plan, dep):
+    """TensorRT-LLM: draft_len_schedule or max_concurrency in speculative_config (llm_args.py).
+
+    The schedule's keys changed meaning between releases: first batch size of a tier in
+    older llm_args.py ({1: 4, 4: 2, 8: 0}), last batch size in newer ones ({4: 4, 8: 2, 32:
+    1}, larger batches draft nothing). max_concurrency (speculation off above it) is the
+    same in both and excludes the schedule.
+    """
+    schedule = plan["schedule"]
+    on = [row for row in schedule if row[2] > 0]
+    upper = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
+    monotone = all(a[2] >= b[2] for a, b in zip(on, on[1:]))
+    out = []
+    if plan["k_zero_at"]:
+        out += ["The simple switch: `max_concurrency` in `speculative_config` turns speculation off above a batch "
+                "size:", "", "```yaml", f"  max_concurrency: {plan['k_zero_at'] - 1}", "```", ""]
+    if monotone and len(on) > 1:
+        out += [f"The whole table is `draft_len_schedule: {upper}` (with `max_draft_len: {on[0][2]}`) in newer "
+                "releases, whose keys are each tier's last batch size. Older releases read the keys as each "
+                "tier's first batch size, and some one-model builds refuse a 0: read `draft_len_schedule` in your "
+                "installed `tensorrt_llm/llmapi/llm_args.py` before pasting it.", ""]
+    return out
+
+
+K_BY_BATCH = {"vllm": vllm_k_by_batch, "sglang": sglang_k_by_batch, "trtllm": trtllm_k_by_batch}
+
+
+def plan_stage2(result, dep, plan):
+    """How to measure acceptance on each engine, and how to hand it to this program."""
+    k = plan["k"]
+    out = ["## Stage 2: measure acceptance on production traffic", ""]
+    if dep.engine == "vllm":
+        out += [
+            "The lesson's `spec_decode_metrics.accepted_tokens_per_request` does not exist in vLLM. Scrape the",
+            "Prometheus counters on `/metrics` before and after a window of traffic (sums over the `engine` and",
+            "`model_name` labels):", "",
+            "- `vllm:spec_decode_num_drafts_total` (rounds), `vllm:spec_decode_num_draft_tokens_total`,",
+            "  `vllm:spec_decode_num_accepted_tokens_total`,",
+            "  `vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"i\"}`.",
+            "- acceptance rate r = accepted / draft tokens; acceptance length tau = 1 + accepted / drafts;",
+            "  per-position rate i = accepted at position i / drafts. Position 0's rate is the first draft's",
+            "  per-token alpha whatever K each round used; conditional alpha at i = rate i / rate i-1.", "",
+            "Per request, vLLM after 0.28 (PR #48915) returns `metrics.speculative_decoding` in each response,",
+            "with an `acceptance_histogram`, when the server runs with `--per-request-spec-decode-metrics summary`.",
+            f"Its share of steps that accepted nothing is what the tail model needs: at alpha {plan['alpha']:.2f} "
+            f"it should be {1 - plan['alpha']:.2f}.", "",
+            "```", "curl -s localhost:8000/metrics > before.prom     # ... a window of production traffic ...",
+            "curl -s localhost:8000/metrics > after.prom", "```", ""]
+    elif dep.engine == "sglang":
+        out += [
+            "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau,",
+            "bonus token included) and `sglang:spec_accept_rate` (accepted / drafted), each recomputed over the",
+            "last 40 decode steps. Average them over time (never `rate()` of a gauge):", "", "```promql",
+            "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", "",
+            f"The server log's `accept len` is the same figure. Hand it to this program with `--acceptance-length "
+            f"TAU --ks {k}`, which turns it into the per-token alpha.", ""]
+    else:
+        out += [
+            "`GET /metrics` on trtllm-serve returns JSON, one entry per iteration (the YAML above turns on",
+            "`enable_iter_perf_stats`), each with `specDecodingStats`: `numDraftTokens`, `numAcceptedTokens`,",
+            "`numRequestsWithDraftTokens` and `acceptanceLength` (tau, bonus token included). Sum the counts",
+            "over a window of traffic: acceptance rate r = accepted / draft tokens. Hand it to this program with",
+            f"`--acceptance-rates R --ks {k}`.", ""]
+    out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan['rate_at_alpha']:.2f} is what a "
+            f"per-token alpha of {plan['alpha']:.2f} shows.", ""]
     if plan["measured"]:
         ms = result["measured"]
+        varying = (f" Rounds drafted {ms['k_mean']:.2f} tokens on average against K = {ms['k']}: K varied, so alpha "
+                   "is position 0's rate." if ms["varying_k"] else "")
         out += [f"Measured ({ms['source']}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
                 f"acceptance length {ms['acceptance_length']:.3f}, per-token alpha {ms['alpha']:.3f}"
                 + (", conditional alpha by position " + ", ".join(f"{a:.3f}" for a in ms["per_position_alpha"])
-                   if ms["per_position_alpha"] else "") + ".", ""]
-    out += ["## Stage 3: the gate", ""]
+                   if ms["per_position_alpha"] and not ms["varying_k"] else "") + "." + varying, ""]
+    return out
+
+
+def gate_command(dep, plan):
+    """This program's gate run for the files stage 0 to 2 produce."""
+    words = tool_words(dep) + ["--bench-baseline baseline.json", "--bench-spec spec.json",
+                               f"--target-concurrency {plan['target']}"]
+    if dep.engine == "vllm":
+        words += ["--metrics after.prom", "--metrics-before before.prom"]
+    elif dep.engine == "sglang":
+        words += ["--acceptance-length TAU", f"--ks {plan['k']}"]
+    else:
+        words += ["--acceptance-rates R", f"--ks {plan['k']}"]
+    return ["```"] + shell_lines(words + ["--gate"]) + ["```", ""]
+
+
+def plan_stage3(result, dep, plan):
+    k, target = plan["k"], plan["target"]
+    gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
+    out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input):",
+           ""] + gate_command(dep, plan)
     if "gate" in result:
         g = result["gate"]
-        out += [f"**Verdict at B={g['concurrency']}, K={g['k']}: {g['verdict'].upper()}** "
-                f"(`python code/main.py ... --gate` exits 0 on pass, 1 on fail).", ""]
+        out += [f"**Verdict at B={g['concurrency']}, K={g['k']}: {g['verdict'].upper()}**", ""]
         out += [f"- {'pass' if r['passed'] else 'FAIL'}, {r['check']}: {r['detail']}" for r in g["reasons"]]
-        out.append("")
-    elif gate_a is None:
-        out += [f"At B={target} and K={k} the round costs {1 + plan['eps']:.2f} plain steps, more than the "
-                f"{k + 1} tokens a round can deliver: no acceptance pays. Do not enable speculation here.", ""]
-    else:
-        out += [
-            f"At B={target}, K={k}: eps = {plan['eps']:.3f}, so speculation pays only when the per-token alpha "
-            f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
-            f"(tau >= {1 + k * gate_r:.2f}).",
-            f"Go on only if the measured rate is at least {plan['required_rate']:.3f} "
-            f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}.",
-            "",
-            "The lesson's rule \"alpha >= 0.55\" names no unit. " + lesson_rule_sentence(plan),
-            "",
-        ]
-    out += ["## Stage 4: watch the tail", ""]
-    if t is not None:
-        out += [
-            "Three latencies, easy to confuse: `vllm bench serve` measures ITL per streamed chunk, and a round's",
-            "accepted tokens arrive in one chunk, so its `p99_itl_ms` is a round's time; TPOT is a request's",
-            "decode time over its tokens, an average, so `p99_tpot_ms` moves with the mean more than with the",
-            "tail; per-token ITL (a round's time split over its tokens) is what this simulation reports.",
-            "",
-            f"- expected P99 per-token ITL at B={target}: {t['itl_plain_p99_ms']:.2f} ms plain, "
-            f"{t['itl_spec_p99_ms']:.2f} ms with speculation ({pct(t['p99_change'])}), mean "
-            f"{t['itl_plain_mean_ms']:.2f} -> {t['itl_spec_mean_ms']:.2f} ms;",
-            f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
-            f"{t['itl_plain_p99_ms']:.2f} ms plain;",
-            f"- why the tail moves: {t['zero_accept_token_share'] * 100:.1f}% of tokens come from rounds that "
-            f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each. The lesson's two-pass reroll "
-            f"({t['itl_spec_two_pass_p99_ms']:.2f} ms, {pct(t['p99_change_two_pass'])}) is not what vLLM runs: "
-            "rejection sampling resamples from the verify pass it already has.",
-            "",
-            "Kill switch: turn speculation off if the measured acceptance rate falls below the gate's "
-            "break-even, or `p99_itl_ms` or `p99_tpot_ms` exceeds baseline by more than your latency budget.",
-            "",
-        ]
-    out += plan_dashboard(result, plan)
-    out += ["## When not to use speculation here", ""]
-    out += plan_when_not(result, grid)
-    if result["mix"]:
-        out += [""] + plan_mix(result["mix"])
-    out += [
+        return out + [""]
+    if gate_a is None:
+        return out + [f"At B={target} and K={k} the round costs {1 + plan['eps']:.2f} plain steps, more than the "
+                      f"{k + 1} tokens a round can deliver: no acceptance pays. Do not enable speculation here.", ""]
+    return out + [
+        f"At B={target}, K={k}: eps = {plan['eps']:.3f}, so speculation pays only when the per-token alpha "
+        f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
+        f"(tau >= {1 + k * gate_r:.2f}).",
+        f"Go on only if the measured rate is at least {plan['required_rate']:.3f} "
+        f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}.",
         "",
-        "## What to measure next",
+        "The lesson's rule \"alpha >= 0.55\" names no unit. " + lesson_rule_sentence(plan),
+        ""]
+
+
+def plan_stage4(dep, plan):
+    t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["target"])
+    if t is None:
+        return []
+    return [
+        "## Stage 4: watch the tail", "",
+        "Three latencies, easy to confuse: the benchmark measures ITL per streamed chunk, and a round's",
+        "accepted tokens arrive in one chunk, so its `p99_itl_ms` is a round's time; TPOT is a request's",
+        "decode time over its tokens, an average, so `p99_tpot_ms` moves with the mean more than with the",
+        "tail; per-token ITL (a round's time split over its tokens) is what this simulation reports.",
         "",
+        f"- expected P99 per-token ITL at B={plan['target']}: {t['itl_plain_p99_ms']:.2f} ms plain, "
+        f"{t['itl_spec_p99_ms']:.2f} ms with speculation ({pct(t['p99_change'])}), mean "
+        f"{t['itl_plain_mean_ms']:.2f} -> {t['itl_spec_mean_ms']:.2f} ms;",
+        f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
+        f"{t['itl_plain_p99_ms']:.2f} ms plain;",
+        f"- why the tail moves: {t['zero_accept_token_share'] * 100:.1f}% of tokens come from rounds that "
+        f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each. The lesson's two-pass reroll "
+        f"({t['itl_spec_two_pass_p99_ms']:.2f} ms, {pct(t['p99_change_two_pass'])}) is not what "
+        f"{ENGINES[dep.engine]['name']} runs: rejection sampling resamples from the verify pass it already has.",
+        "",
+        "Kill switch: turn speculation off if acceptance falls below the break-even of the dashboard below, or "
+        "`p99_itl_ms` or `p99_tpot_ms` exceeds baseline by more than your latency budget.",
+        ""]
+
+
+def plan_dashboard(dep, plan):
+    """What to watch live on each engine, and the kill-switch alert at this run's break-even."""
+    k, target, gate_a = plan["k"], plan["target"], plan["gate_alpha"]
+    out = ["## Live dashboard", ""]
+    if dep.engine == "vllm":
+        rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
+                "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
+        alpha0 = ("sum(rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}[5m]))\n"
+                  "  / sum(rate(vllm:spec_decode_num_drafts_total[5m]))")
+        out += ["Acceptance rate over a 5-minute window (it depends on K, and mixes Ks under a K-by-batch table):",
+                "", "```promql", rate, "```", "",
+                "Per-token alpha of the first draft position, the same whatever K a round used:", "",
+                "```promql", alpha0, "```", ""]
+        if gate_a is not None:
+            out += [f"Kill switch: at B={target} and K={k} speculation breaks even at a per-token alpha of "
+                    f"{gate_a:.3f}. Alert, and turn speculation off, when the first position's alpha stays under it "
+                    "(10 minutes is a choice, not a computed number). Later positions can accept less than the "
+                    "first: check the per-position rates when it fires late.", "",
+                    "```yaml", "- alert: SpecDecodeBelowBreakEven",
+                    f"  expr: ({alpha0.replace(chr(10) + '  ', ' ')}) < {gate_a:.3f}", "  for: 10m", "```", ""]
+        return out
+    if dep.engine == "sglang":
+        length = "avg by (model_name) (avg_over_time(sglang:spec_accept_length[5m]))"
+        out += ["SGLang's acceptance gauges, averaged over time:", "", "```promql", length,
+                "avg by (model_name) (avg_over_time(sglang:spec_accept_rate[5m]))", "```", ""]
+        if gate_a is not None:
+            out += [f"Kill switch: at B={target} the fixed chain of K={k} breaks even at an accept length of "
+                    f"{1 + plan['eps']:.3f} (1 + eps). SGLang exports no per-position figure, so this alert holds "
+                    "for the fixed K of stage 1 only (not under `--speculative-adaptive`); 10 minutes is a choice.",
+                    "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
+                    f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan['eps']:.3f}", "  for: 10m", "```", ""]
+        return out
+    out += ["trtllm-serve's `/metrics` is JSON, not Prometheus: poll it and sum `numAcceptedTokens` and "
+            "`numDraftTokens` of `specDecodingStats` over each window.", ""]
+    if gate_a is not None:
+        out += [f"Kill switch, built in: at B={target} and K={k} the break-even acceptance rate is "
+                f"{plan['gate_rate']:.3f}. TensorRT-LLM turns speculation off for good once the rolling acceptance "
+                f"over completed requests falls under a threshold; add to `speculative_config` (the window of "
+                f"{TRTLLM_GATE_WINDOW} requests is a choice):", "", "```yaml",
+                f"  acceptance_rate_window_size: {TRTLLM_GATE_WINDOW}",
+                f"  acceptance_rate_threshold: {plan['gate_rate']:.3f}", "```", "",
+                "These are the field names of current `llm_args.py`; earlier releases call them "
+                f"`acceptance_window` and `acceptance_length_threshold`, the latter in tau: {1 + plan['eps']:.3f}.",
+                ""]
+    return out
+
+
+def plan_next(dep, plan):
+    k, target = plan["k"], plan["target"]
+    off = {"vllm": "a final `[start, end, 0]` row of `num_speculative_tokens_per_batch_size`",
+           "sglang": "a replica without speculation for the batch sizes past it",
+           "trtllm": "`max_concurrency` in `speculative_config`"}[dep.engine]
+    return [
+        "## What to measure next", "",
         "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
         (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
          "- the per-position rates at K = 2 and 3, to see whether a longer draft would pay at lower load;"),
         f"- P99 TPOT and P99 ITL at B={target} and at the batch sizes you actually run, against baseline;",
-        "- the batch size where the measured alpha meets the break-even table above: disable speculation past it",
-        "  (`disable_by_batch_size` in `--speculative-config`).",
-        "",
-    ]
+        f"- the batch size where the measured alpha meets the break-even table above: switch speculation off past "
+        f"it with {off}.",
+        ""]
+
+
+def render_plan(result, dep, grid):
+    """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
+    plan = result["plan"]
+    out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(result, dep, plan)
+    out += plan_k_by_batch(plan, dep) + plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
+    out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)
+    out += ["## When not to use speculation here", ""] + plan_when_not(result, grid)
+    if result["mix"]:
+        out += [""] + plan_mix(result["mix"])
+    out += [""] + plan_next(dep, plan)
     return "\n".join(out)
 
 
@@ -1808,9 +2233,12 @@ def clean(value):
 
 
 def render_json(result, dep, grid):
-    deployment = dict(model=dep.model, gpu=dep.gpu, tp=dep.tp, weights_dtype=dep.weights_dtype,
-                      kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft,
-                      gpu_memory_gb=dep.memory_gb, gpu_bandwidth_tbs=dep.bandwidth_tbs,
+    deployment = dict(engine=dep.engine, model=dep.model, gpu=dep.gpu, tp=dep.tp, weights_dtype=dep.weights_dtype,
+                      kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft, draft_model=draft_head(dep)[0],
+                      draft_trained_context=draft_head(dep)[1],
+                      gpu_memory_gib=dep.memory_gib, gpu_memory_utilization=dep.memory_fraction,
+                      memory_setting=memory_setting(dep), memory_budget_bytes=result["memory_budget_bytes"],
+                      gpu_bandwidth_tbs=dep.bandwidth_tbs,
                       gpu_tflops=dep.target.tflops,
                       target_params=dep.target.params, draft_params=dep.drafter.held_params if dep.drafter else 0,
                       weight_bytes=dep.target.weight_bytes,
@@ -2036,9 +2464,11 @@ def build_parser():
     dep.add_argument("--kv-dtype", help="bf16 or fp8")
     dep.add_argument("--context", help="mean decode context in tokens")
     dep.add_argument("--draft", help=f"draft: {', '.join(DRAFTS)}, or a catalog model")
+    dep.add_argument("--draft-model", help="Hugging Face id or path of the draft head (default: the catalog's)")
+    dep.add_argument("--engine", help=f"engine the plan is written for: {', '.join(ENGINES)} (default {ENGINE})")
     dep.add_argument("--gpu-bandwidth", help="memory bandwidth per GPU, TB/s")
     dep.add_argument("--gpu-tflops", help="dense TFLOP/s per GPU for the weights dtype")
-    dep.add_argument("--gpu-memory", help="memory per GPU, GB")
+    dep.add_argument("--gpu-memory", help="memory per GPU, GiB")
     meas = p.add_argument_group("measurements and the gate")
     meas.add_argument("--metrics", help="a scrape of vLLM's /metrics (Prometheus text)")
     meas.add_argument("--metrics-before", help="an earlier scrape: measure the window between the two")
@@ -2096,7 +2526,7 @@ def parse_deployment(args):
         _choice("--gpu", gpu, list(GPUS), ", or custom with --gpu-bandwidth, --gpu-tflops and --gpu-memory")
     numbers = {}
     custom_flags = (("--gpu-bandwidth", "bandwidth_tbs", args.gpu_bandwidth),
-                    ("--gpu-tflops", "tflops", args.gpu_tflops), ("--gpu-memory", "memory_gb", args.gpu_memory))
+                    ("--gpu-tflops", "tflops", args.gpu_tflops), ("--gpu-memory", "memory_gib", args.gpu_memory))
     for flag, key, text in custom_flags:
         if text is not None:
             numbers[key] = parse_one(flag, text, _finite, positive, lambda x: x > 0)
@@ -2120,8 +2550,22 @@ def parse_deployment(args):
                              f"than the target {model} ({model_params(m) / 1e9:.2f} B)")
         if d["heads"] % tp:
             raise UsageError(f"--tp: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
+    engine = _choice("--engine", args.engine or ENGINE, list(ENGINES))
+    # The drafts whose commands were checked for each engine: SGLang runs EAGLE heads and
+    # draft models (STANDALONE); TensorRT-LLM's PyTorch backend runs EAGLE-3 heads.
+    if engine == "sglang" and draft == "ngram":
+        raise UsageError("--draft: the SGLang plan covers eagle3, eagle and draft models; got 'ngram' "
+                         "(use --engine vllm for n-gram drafting)")
+    if engine == "trtllm" and draft != "eagle3":
+        raise UsageError(f"--draft: the TensorRT-LLM plan covers eagle3 heads only; got {draft!r}")
+    draft_hf = args.draft_model if args.draft_model is not None else DRAFT_MODEL
+    if draft_hf is not None and (not draft_hf or any(c.isspace() or c in "'\"" for c in draft_hf)):
+        raise UsageError(f"--draft-model: expected a Hugging Face id or a path without spaces or quotes; "
+                         f"got {draft_hf!r}")
+    if draft_hf is not None and draft == "ngram":
+        raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
-    return make_deployment(model, gpu, tp, weights, kv, context, draft, spec)
+    return make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf)
 
 
 def parse_mix(text):
@@ -2142,6 +2586,22 @@ def parse_mix(text):
     if abs(sum(share for _, share, _ in mix) - 1.0) > 1e-3:
         raise UsageError(f"--mix: shares must sum to 1; got {sum(share for _, share, _ in mix):g}")
     return tuple(mix)
+
+
+def given_acceptance(grid):
+    """A measurement typed on the command line: one acceptance length or rate at one K, else None.
+
+    SGLang and TensorRT-LLM report acceptance as a length or a rate, not as vLLM's counters.
+    """
+    if grid.kind == "alpha" or len(grid.ks) != 1 or len(grid.acceptance) != 1:
+        return None
+    k, value = grid.ks[0], grid.acceptance[0]
+    tau = value if grid.kind == "length" else 1.0 + k * value
+    alpha = alpha_from_length(tau, k)
+    flag = "--acceptance-length" if grid.kind == "length" else "--acceptance-rates"
+    return dict(k=k, k_mean=float(k), varying_k=False, drafts=None, acceptance_rate=(tau - 1.0) / k,
+                acceptance_length=tau, per_position_rates=[], per_position_alpha=[], alpha=alpha, profile=[alpha],
+                source=f"{flag} {value:g} at K={k}")
 
 
 def parse_evidence(args, grid):
@@ -2166,11 +2626,15 @@ def parse_evidence(args, grid):
             raise UsageError(f"--bench-spec: max_concurrency {spec['max_concurrency']} differs from "
                              f"--bench-baseline's {base['max_concurrency']}: not the same workload")
         comparison = bench_comparison(base, spec)
-        measured = measured or bench_acceptance(spec, "--bench-spec")
+        measured = measured or bench_acceptance(spec, "--bench-spec") or given_acceptance(grid)
         if measured is None:
-            raise UsageError(f"--bench-spec: {args.bench_spec} has no spec_decode_* keys; give --metrics too")
+            raise UsageError(f"--bench-spec: {args.bench_spec} has no spec_decode_* keys; give --metrics, or the "
+                             "acceptance your engine reports as --acceptance-length or --acceptance-rates with one --ks")
     if args.gate and measured is None:
-        raise UsageError("--gate: needs a measurement: --metrics, or --bench-baseline with --bench-spec")
+        measured = given_acceptance(grid)
+        if measured is None:
+            raise UsageError("--gate: needs a measurement: --metrics, --bench-baseline with --bench-spec, or one "
+                             "--acceptance-length or --acceptance-rates value at one --ks")
     target = None
     if args.target_concurrency is not None:
         target = parse_one("--target-concurrency", args.target_concurrency, int, "an integer >= 1", lambda b: b >= 1)

@@ -43,10 +43,15 @@ class DefaultRun(unittest.TestCase):
     def test_plan_sections_and_vllm_facts(self):
         plan = (ROOT / "outputs" / "skill-eagle3-rollout.md").read_text()
         self.assertTrue(plan.startswith("---\nname: eagle3-rollout\ndescription: "))
-        for needle in ("--speculative-config", '"method": "eagle3"', "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B",
+        for needle in ("--speculative-config", '"method": "eagle3"', "RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3",
                        "vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_drafts_total",
-                       "p99_itl_ms", "p99_tpot_ms", "## Stage 3: the gate", "disable_by_batch_size"):
+                       "p99_itl_ms", "p99_tpot_ms", "## Stage 3: the gate", "--gpu-memory-utilization 0.92",
+                       "--dataset-path ShareGPT_V3_unfiltered_cleaned_split.json", "--temperature 0.7",
+                       "--backend openai-chat --endpoint /v1/chat/completions", "--per-request-spec-decode-metrics"):
             self.assertIn(needle, plan)
+        # Removed from vLLM (PR #35060) after doing nothing from v0.10.0: nowhere, not even as advice.
+        for path in (ROOT / "outputs" / "skill-eagle3-rollout.md", ROOT / "README.md", MAIN_PATH):
+            self.assertNotIn("disable_by_batch_size", path.read_text(), path)
 
 
     def test_plan_gate_uses_the_margin_flag(self):

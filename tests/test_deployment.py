@@ -47,7 +47,10 @@ class Catalog(unittest.TestCase):
     def test_json_deployment_facts(self):
         dep = run_json(["--alphas", "0.7", "--ks", "3", "--concurrency", "1"])["deployment"]
         self.assertEqual(dep["kv_bytes_per_token"], 327_680)
-        self.assertEqual(dep["weight_bytes"], m.model_params(m.MODELS["llama-3.3-70b"]))   # fp8: 1 byte each
+        # fp8: 1 byte for each linear weight, 2 for the 2 x 128,256 x 8,192 embedding and lm_head weights.
+        self.assertEqual(dep["weight_bytes"], 70_553_706_496 + 2 * 128_256 * 8_192)
+        self.assertEqual(dep["gpu_memory_utilization"], 0.92)
+        self.assertEqual(dep["engine"], "vllm")
         self.assertAlmostEqual(dep["draft_params"] / 1e9, 1.40, delta=0.01)
         for key in ("target_params", "max_concurrency"):
             self.assertIn(key, dep)
@@ -56,7 +59,9 @@ class Catalog(unittest.TestCase):
 class Memory(unittest.TestCase):
     def test_70b_fp8_on_one_h100_at_256_by_4k_does_not_fit(self):
         data = run_json(["--tp", "1", "--context", "4096", "--concurrency", "256", "--alphas", "0.7", "--ks", "3"])
-        self.assertEqual(data["deployment"]["max_concurrency"], 0)   # 72 GB cannot hold 70.6 GB + head + KV
+        # 0.92 x 80 GiB = 79.03e9 B; weights 72.66e9 + head 2.81e9 leave 3.57e9 B: two sequences of
+        # 4096 x 331,776 B = 1.36e9 B each, not 256.
+        self.assertEqual(data["deployment"]["max_concurrency"], 2)
         for cell in data["cells"]:
             self.assertFalse(cell["feasible"])
             self.assertIsNone(cell["speedup_exact"])

@@ -233,3 +233,58 @@ class Streaming(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class VaryingK(unittest.TestCase):
+    """A scrape taken under a K-by-batch-size table (fixture metrics_k_by_batch.prom: 10,000 rounds of K=4,
+    5,000 of K=2, per-token alpha 0.7 at every position)."""
+
+    @classmethod
+    def setUpClass(cls):
+        status, cls.data, err = run_json(["--metrics", str(FIXTURES / "metrics_k_by_batch.prom"), "--gate"])
+        assert status in (0, 1), err
+
+    def test_k_is_the_highest_position_and_alpha_is_position_0(self):
+        ms = self.data["measured"]
+        self.assertEqual(ms["k"], 4)                                   # positions 0..3 exported
+        self.assertAlmostEqual(ms["k_mean"], 50_000 / 15_000, places=5)     # --json rounds to 6 places
+        self.assertTrue(ms["varying_k"])
+        self.assertAlmostEqual(ms["alpha"], 0.7, places=6)             # 10,500 / 15,000
+        self.assertAlmostEqual(ms["acceptance_rate"], 23_681 / 50_000, places=5)
+        self.assertAlmostEqual(ms["acceptance_length"], 1 + 23_681 / 15_000, places=5)
+        # Rounding the mean (K = 3) and inverting the length would have claimed another alpha:
+        self.assertGreater(abs(m.alpha_from_length(1 + 23_681 / 15_000, 3) - 0.7), 0.01)   # 0.712
+
+    def test_gate_compares_the_rate_alpha_gives_at_the_plans_k(self):
+        g, k = self.data["gate"], self.data["plan"]["k"]
+        self.assertEqual(g["k"], k)
+        rate = sum(0.7 ** i for i in range(1, k + 1)) / k                # (tau(0.7, K) - 1) / K by hand
+        self.assertIn(f"acceptance rate {rate:.3f} at K={k}", g["reasons"][-1]["detail"])
+        self.assertEqual(g["verdict"], "pass" if rate >= g["required_rate"] else "fail")
+
+
+class EngineReportedAcceptance(unittest.TestCase):
+    """SGLang and TensorRT-LLM report a length or a rate, not vLLM's counters; a `vllm bench serve` file run
+    against them has no spec_decode_* keys (fixture bench_spec_sglang_no_spec_keys.json)."""
+
+    def test_length_at_one_k_completes_the_benchmark_pair(self):
+        no_keys = str(FIXTURES / "bench_spec_sglang_no_spec_keys.json")
+        status, _, err = run_json(["--bench-baseline", BASE, "--bench-spec", no_keys])
+        self.assertEqual(status, 2)              # a grid of alphas is not a measurement
+        self.assertIn("--acceptance-length", err)
+        status, out, err = run(["--ks", "3", "--acceptance-length", "2.2", "--concurrency", "1,64", "--bench-baseline",
+                                BASE, "--bench-spec", str(FIXTURES / "bench_spec_sglang_no_spec_keys.json"),
+                                "--json", "--no-write"])
+        self.assertEqual(status, 0, err)
+        ms = json.loads(out)["measured"]
+        self.assertEqual(ms["source"], "--acceptance-length 2.2 at K=3")
+        a = ms["alpha"]
+        self.assertAlmostEqual(1 + a + a * a + a ** 3, 2.2, places=5)   # tau(alpha, 3) = 2.2 (alpha to 6 places)
+        self.assertAlmostEqual(ms["acceptance_rate"], 1.2 / 3, places=5)
+
+    def test_rate_at_one_k_feeds_the_gate(self):
+        status, out, err = run(["--ks", "2", "--acceptance-rates", "0.6", "--concurrency", "1,64", "--gate",
+                                "--json", "--no-write"])
+        self.assertIn(status, (0, 1), err)
+        g = json.loads(out)["gate"]
+        self.assertIn("acceptance rate 0.600 at K=2", g["reasons"][-1]["detail"])

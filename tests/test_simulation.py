@@ -25,9 +25,33 @@ class CostModel(unittest.TestCase):
         self.assertEqual(m.kv_bytes_per_token(m.MODELS["llama-3.3-70b"], "fp8"), 163_840)
 
     def test_default_memory_budget_by_hand(self):
-        # 4 x 80 GB x 0.9 = 288 GB; weights 70.554 GB fp8 + 1.403 B bf16 head; KV 2048 x (327,680 + 4,096) B.
-        free = 288e9 - 70.554e9 - 2 * 1.4029e9
-        self.assertEqual(m.max_concurrency(DEP), int(free // (2048 * (327_680 + 4_096))))
+        # vLLM's 0.92 of 4 x 80 GiB = 316,109,592,985.6 B. Weights: 70,553,706,496 parameters, of which
+        # embeddings + lm_head 2 x 128,256 x 8,192 = 2,101,346,304 stay bf16: 72,655,052,800 B; the
+        # EAGLE-3 head 1,403,027,456 x 2 B. KV: 2048 x (327,680 + 4,096) B = 679,477,248 B a sequence.
+        free = 316_109_592_985.6 - 72_655_052_800 - 2 * 1_403_027_456
+        self.assertEqual(m.max_concurrency(DEP), 354)
+        self.assertEqual(m.max_concurrency(DEP), int(free // 679_477_248))
+        self.assertAlmostEqual(m.memory_budget_bytes(DEP), 316_109_592_985.6, delta=1.0)
+
+    def test_engines_share_memory_their_own_way(self):
+        # SGLang: 0.85 of all memory; TensorRT-LLM: weights + 0.9 of what they leave free.
+        total = 4 * 80 * 2 ** 30
+        static = 72_655_052_800 + 2 * 1_403_027_456
+        sglang = m.make_deployment(engine="sglang")
+        trtllm = m.make_deployment(engine="trtllm")
+        self.assertAlmostEqual(m.memory_budget_bytes(sglang), 0.85 * total, delta=1.0)
+        self.assertAlmostEqual(m.memory_budget_bytes(trtllm), static + 0.9 * (total - static), delta=1.0)
+        self.assertEqual(m.max_concurrency(sglang), int((0.85 * total - static) // 679_477_248))   # 318
+        self.assertEqual(m.max_concurrency(sglang), 318)
+        self.assertEqual(m.max_concurrency(trtllm), 355)
+
+    def test_fp8_keeps_embeddings_and_lm_head_in_bf16(self):
+        m70 = m.MODELS["llama-3.3-70b"]
+        self.assertEqual(m.weight_bytes(m70, "fp8"), 72_655_052_800)
+        self.assertEqual(m.weight_bytes(m70, "bf16"), 2 * 70_553_706_496)
+        # Tied embeddings (Llama 3.2 1B) count once: 1,235,814,400 parameters, 128,256 x 2,048 embedded.
+        m1 = m.MODELS["llama-3.2-1b"]
+        self.assertEqual(m.weight_bytes(m1, "fp8"), 1_235_814_400 + 128_256 * 2_048)
 
     def test_eps_rises_with_batch(self):
         for k in (1, 3, 5):

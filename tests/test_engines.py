@@ -1,0 +1,225 @@
+"""Each engine's plan: commands that its parser accepts, with numbers that are this run's."""
+import json
+import re
+import tempfile
+import unittest
+from pathlib import Path
+
+from load_main import load_main, run
+
+m = load_main()
+
+# Flags each tool's parser defines, read in its source (the engines issue's research notes):
+# vllm/engine/arg_utils.py, vllm/benchmarks/serve.py and datasets.py; sglang
+# python/sglang/srt/server_args.py; tensorrt_llm/commands/serve.py and
+# tensorrt_llm/serve/scripts/benchmark_serving.py; and this program's own parser.
+BENCH_FLAGS = {"--backend", "--endpoint", "--port", "--model", "--dataset-name", "--dataset-path", "--num-prompts",
+               "--max-concurrency", "--temperature", "--percentile-metrics", "--metric-percentiles",
+               "--save-result", "--result-filename"}
+KNOWN_FLAGS = {
+    "vllm serve": {"--tensor-parallel-size", "--quantization", "--kv-cache-dtype", "--gpu-memory-utilization",
+                   "--speculative-config"},
+    "vllm bench serve": BENCH_FLAGS,
+    "python -m tensorrt_llm.serve.scripts.benchmark_serving": BENCH_FLAGS,
+    "python -m sglang.launch_server": {"--model-path", "--tp-size", "--quantization", "--kv-cache-dtype",
+                                       "--mem-fraction-static", "--max-running-requests", "--enable-metrics",
+                                       "--speculative-algorithm", "--speculative-draft-model-path",
+                                       "--speculative-num-steps", "--speculative-eagle-topk",
+                                       "--speculative-num-draft-tokens"},
+    "trtllm-serve": {"--backend", "--tp_size", "--max_batch_size", "--kv_cache_free_gpu_memory_fraction",
+                     "--extra_llm_api_options"},
+    "python code/main.py": {"--engine", "--model", "--gpu", "--tp", "--weights-dtype", "--kv-dtype", "--context",
+                            "--draft", "--bench-baseline", "--bench-spec", "--target-concurrency", "--metrics",
+                            "--metrics-before", "--acceptance-length", "--acceptance-rates", "--ks", "--gate"},
+}
+
+
+def plan_for(argv):
+    """(plan text, --json data) of one run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "plan.md"
+        status, text, err = run(argv + ["--json", "--out", str(out)])
+        assert status == 0, err
+        return out.read_text(), json.loads(text)
+
+
+def commands(plan):
+    """Every shell command in the plan's unlabelled code blocks, continuation lines joined."""
+    inside, label, lines = False, "", []
+    for line in plan.splitlines():
+        if line.startswith("```"):
+            inside, label = not inside, line[3:]
+        elif inside and label == "":
+            lines.append(line)
+    text = "\n".join(lines).replace(" \\\n", " ")
+    return [line for line in text.splitlines() if line and not line.startswith(("cat >", "YAML", " ", "--"))
+            and ":" not in line.split()[0]]
+
+
+def tool_of(command):
+    return max((t for t in KNOWN_FLAGS if command.startswith(t + " ")), key=len, default=None)
+
+
+class EveryCommand(unittest.TestCase):
+    def test_each_flag_is_one_the_tool_defines(self):
+        for engine in ("vllm", "sglang", "trtllm"):
+            plan, _ = plan_for(["--engine", engine])
+            found = commands(plan)
+            self.assertGreaterEqual(len(found), 4, engine)
+            for command in found:
+                if command.startswith("wget ") or command.startswith("curl "):
+                    continue
+                tool = tool_of(command)
+                self.assertIsNotNone(tool, command)
+                flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9_-]*", command.split("'")[0] + " ".join(
+                    command.split("'")[2::2])))
+                self.assertLessEqual(flags, KNOWN_FLAGS[tool], f"{engine}: {command}")
+
+    def test_the_gate_command_parses_here(self):
+        # The gate line each plan prints is this program's own: its flags must parse (placeholders aside).
+        for engine in ("vllm", "sglang", "trtllm"):
+            plan, _ = plan_for(["--engine", engine])
+            line = next(c for c in commands(plan) if c.startswith("python code/main.py"))
+            argv = line.split()[2:]
+            argv = ["1.5" if a == "TAU" else "0.5" if a == "R" else a for a in argv]
+            files = [i for i, a in enumerate(argv) if a.startswith("--metrics") or a.startswith("--bench")]
+            for i in reversed(files):
+                del argv[i:i + 2]
+            status, _, err = run([a for a in argv if a != "--gate"] + ["--no-write"])
+            self.assertEqual(status, 0, f"{engine}: {err}")
+
+
+class Vllm(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.plan, cls.data = plan_for([])
+        cls.configs = [json.loads(c) for c in re.findall(r"--speculative-config '(\{.*?\})'", cls.plan)]
+
+    def test_config_runs_the_plans_k_with_the_catalog_head(self):
+        fixed = self.configs[0]
+        self.assertEqual(fixed["method"], "eagle3")
+        self.assertEqual(fixed["model"], "RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3")
+        self.assertEqual(fixed["num_speculative_tokens"], self.data["plan"]["k"])
+        self.assertEqual(fixed["draft_sample_method"], "probabilistic")     # TEMPERATURE 0.7 > 0
+
+    def test_k_by_batch_table_is_the_schedule_and_covers_every_batch(self):
+        table = self.configs[1]["num_speculative_tokens_per_batch_size"]
+        self.assertEqual(table, self.data["plan"]["schedule"])
+        self.assertEqual(table[0][0], 1)
+        self.assertEqual(table[-1][1], self.data["deployment"]["max_concurrency"])
+        for (_, end, _), (start, _, _) in zip(table, table[1:]):
+            self.assertEqual(start, end + 1)
+        self.assertEqual(self.configs[1]["num_speculative_tokens"], max(row[2] for row in table))
+
+    def test_benchmark_runs_at_the_target_with_ten_prompts_a_slot(self):
+        target = self.data["plan"]["target"]
+        self.assertIn(f"--max-concurrency {target} ", self.plan)
+        self.assertIn(f"--num-prompts {10 * target} ", self.plan)
+
+    def test_alert_is_on_position_0_at_the_break_even_alpha(self):
+        expr = re.search(r"expr: \((.*)\) < ([0-9.]+)", self.plan)
+        self.assertIn('position="0"', expr.group(1))
+        self.assertIn("vllm:spec_decode_num_drafts_total", expr.group(1))
+        threshold, plan = float(expr.group(2)), self.data["plan"]
+        # The threshold solves tau(alpha, K) = 1 + eps at the target: check by the closed form.
+        k, eps = plan["k"], plan["eps"]
+        self.assertAlmostEqual(sum(threshold ** i for i in range(k + 1)), 1 + eps, delta=0.002)
+
+    def test_a_schedule_that_turns_off_ends_in_a_k0_row(self):
+        # At alpha 0.4 speculation stops paying inside the memory limit: the table's last row is K = 0.
+        schedule = m.k_schedule(m.make_deployment(), 0.4)
+        self.assertEqual(schedule[-1][2], 0)
+        config = json.loads(m.speculative_config(m.make_deployment(), 2, schedule))
+        self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][2], 0)
+        self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][1], m.max_concurrency(m.make_deployment()))
+
+
+class Sglang(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.plan, cls.data = plan_for(["--engine", "sglang"])
+
+    def test_chain_flags_agree_with_k(self):
+        k, target = self.data["plan"]["k"], self.data["plan"]["target"]
+        self.assertIn(f"--speculative-num-steps {k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}",
+                      self.plan.replace(" \\\n  ", " "))
+        self.assertIn("--speculative-algorithm EAGLE3", self.plan)
+        self.assertIn("lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-SpecForge", self.plan)
+        # Speculation caps running requests at 48 unless set: both runs set the target.
+        self.assertEqual(self.plan.count(f"--max-running-requests {target}"), 2)
+        self.assertEqual(self.plan.count("--port 30000"), 2)
+
+    def test_memory_is_the_fraction_the_plan_passes(self):
+        self.assertEqual(self.data["deployment"]["gpu_memory_utilization"], 0.85)
+        self.assertIn("--mem-fraction-static 0.85", self.plan)
+
+    def test_gauges_are_averaged_never_rated(self):
+        self.assertIn("avg_over_time(sglang:spec_accept_length", self.plan)
+        self.assertNotRegex(self.plan, r"rate\(sglang:")
+        threshold = float(re.search(r"sglang:spec_accept_length\[10m\]\)\) < ([0-9.]+)", self.plan).group(1))
+        self.assertAlmostEqual(threshold, 1 + self.data["plan"]["eps"], delta=0.0005)   # break-even tau = 1 + eps
+
+
+class TensorRtLlm(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.plan, cls.data = plan_for(["--engine", "trtllm"])
+
+    def test_yaml_and_serve_line_agree_with_the_run(self):
+        k = self.data["plan"]["k"]
+        yaml = re.search(r"cat > spec.yaml <<'YAML'\n(.*?)\nYAML", self.plan, re.S).group(1)
+        self.assertIn("  decoding_type: Eagle3", yaml)
+        self.assertIn(f"  max_draft_len: {k}\n", yaml + "\n")
+        self.assertIn("  speculative_model: yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", yaml)
+        self.assertIn("trtllm-serve nvidia/Llama-3.3-70B-Instruct-FP8 --backend pytorch --tp_size 4", self.plan)
+        self.assertIn("--kv_cache_free_gpu_memory_fraction 0.9 ", self.plan)
+
+    def test_kill_switch_is_the_break_even_rate(self):
+        threshold = float(re.search(r"acceptance_rate_threshold: ([0-9.]+)", self.plan).group(1))
+        plan = self.data["plan"]
+        self.assertAlmostEqual(threshold, plan["eps"] / plan["k"], delta=0.0005)   # tau = 1 + K r
+
+    def test_memory_counts_what_the_weights_leave(self):
+        dep = self.data["deployment"]
+        total = 4 * 80 * 2 ** 30
+        static = dep["weight_bytes"] + dep["draft_weight_bytes"]
+        self.assertAlmostEqual(dep["memory_budget_bytes"], static + 0.9 * (total - static), delta=1)
+
+
+class Heads(unittest.TestCase):
+    def test_context_past_training_is_warned(self):
+        plan, data = plan_for(["--engine", "trtllm", "--context", "4096"])
+        self.assertEqual(data["deployment"]["draft_trained_context"], 2048)
+        self.assertIn("**Warning:** `yuhuili/EAGLE3-LLaMA3.3-Instruct-70B` was trained at 2048 tokens", plan)
+        plan, _ = plan_for(["--engine", "trtllm", "--context", "2048"])
+        self.assertNotIn("**Warning:**", plan)
+
+    def test_draft_model_overrides_the_catalog(self):
+        plan, data = plan_for(["--draft-model", "my-org/my-eagle3-head"])
+        self.assertEqual(data["deployment"]["draft_model"], "my-org/my-eagle3-head")
+        self.assertIn('"model": "my-org/my-eagle3-head"', plan)
+        self.assertNotIn("RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3", plan)
+
+
+class BadEngineInput(unittest.TestCase):
+    CASES = [
+        (["--engine", "tgi"], "--engine", "vllm, sglang, trtllm"),
+        (["--engine", "trtllm", "--draft", "ngram"], "--draft", "eagle3"),
+        (["--engine", "sglang", "--draft", "ngram"], "--draft", "ngram"),
+        (["--draft-model", "has space"], "--draft-model", "'has space'"),
+        (["--draft", "ngram", "--draft-model", "x/y"], "--draft-model", "n-gram"),
+    ]
+
+    def test_exit_2_with_one_line_naming_the_flag(self):
+        for argv, flag, detail in self.CASES:
+            with self.subTest(argv=argv):
+                status, out, err = run(argv + ["--no-write"])
+                self.assertEqual(status, 2)
+                self.assertEqual(out, "")
+                self.assertEqual(len(err.strip().splitlines()), 1)
+                self.assertIn(flag, err)
+                self.assertIn(detail, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
