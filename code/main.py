@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import dataclasses
+import io
 import json
 import math
 import os
@@ -656,57 +657,93 @@ def simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch):
                 speedup_two_pass=(total_tokens / two_pass_time) * plain_ms * plain_mean_jitter)
 
 # ---------------------------------------------------------------- reading measurements
-# vLLM's Prometheus counters and `vllm bench serve --save-result` JSON (REFERENCE.md
-# section 5). Files are checked here, at the boundary; a bad one raises UsageError.
+# vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
+# (REFERENCE.md section 5). Files are checked here, at the boundary; a bad one raises
+# UsageError. What real files look like, by vLLM version: V0 (removed in v0.10.0) had
+# draft and accepted token counters and two gauges; V1 from PR #15151 the two counters;
+# from PR #16665 (~v0.8.5) also num_drafts and accepted tokens per position; from PR
+# #24049 an `engine` label per data-parallel engine; newer builds also drafted tokens per
+# position. prometheus_client writes X_total beside X_created, in exponent notation.
 
 class UsageError(ValueError):
     """Bad input, a flag or a file: the message names it, what it allows and what it got."""
 
 
-SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py; a counter X is exposed as X_total (and X_created)
+SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py
     "vllm:spec_decode_num_drafts_total": "drafts",
     "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
     "vllm:spec_decode_num_accepted_tokens_total": "accepted",
 }
-PER_POSITION_COUNTER = "vllm:spec_decode_num_accepted_tokens_per_pos_total"   # label position="i"
-# name{labels} value [timestamp] [# exemplar]: the Prometheus text format.
+PER_POSITION_COUNTERS = {   # label position="i"
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total": "accepted",
+    "vllm:spec_decode_num_draft_tokens_per_pos_total": "drafted",
+}
+SPEC_GAUGES = {
+    "vllm:spec_decode_draft_acceptance_rate": "v0_rate",        # V0: accepted / draft tokens, a fraction
+    "vllm:spec_decode_efficiency": "v0_efficiency",             # V0: emitted / the most a round could emit
+    "sglang:spec_accept_length": "sglang_length",               # SGLang: tau over the last 40 decode steps
+    "sglang:spec_accept_rate": "sglang_rate",                   # (python/sglang/srt/metrics/collector.py)
+}
+# name{labels} value [timestamp] [# exemplar]: the Prometheus text format and OpenMetrics
+# (whose timestamps are float seconds).
 SAMPLE_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?'
-                         r'\s+(\S+)(?:\s+-?\d+)?(?:\s+#.*)?$')
+                         r'\s+(\S+)(?:\s+-?[0-9.]+(?:[eE][-+]?[0-9]+)?)?(?:\s+#.*)?$')
 LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
-Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position")
+Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges",
+                      defaults=({}, {}, {}))
+# drafts, draft_tokens, accepted: sums over engines, None where the scrape has no such
+# counter (a missing counter is not zero); per_position, drafted_per_position: {i: count};
+# gauges: {key of SPEC_GAUGES: mean over the label sets that report it}.
 
 
 def text_lines(path, flag):
-    """Yield (line number, text) from a UTF-8 file without loading it whole; refuse binary files."""
+    """Yield (line number, text) without loading the file whole: UTF-8 (a byte-order mark is
+    dropped) or UTF-16 with its byte-order mark, as PowerShell's `>` writes; binary is refused."""
     try:
         file = open(path, "rb")
     except OSError as err:
         raise UsageError(f"{flag}: cannot read {path}: {err.strerror}") from None
     with file:
+        head = file.read(3)
+        file.seek(0)
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            try:
+                with io.TextIOWrapper(file, encoding="utf-16", newline=None) as text:
+                    yield from enumerate(text, 1)
+            except UnicodeError:
+                raise UsageError(f"{flag}: {path} starts as UTF-16 but does not decode: re-save it as UTF-8 "
+                                 "(PowerShell: Out-File -Encoding utf8)") from None
+            return
         for number, raw in enumerate(file, 1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
             if b"\0" in raw:
                 raise UsageError(f"{flag}: {path} is not a text file (a NUL byte on line {number})")
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise UsageError(f"{flag}: {path} is not a text file (not UTF-8, line {number})") from None
+                raise UsageError(f"{flag}: {path} is not a text file (not UTF-8 or UTF-16, line {number})") from None
 
 
-def counter_value(text, flag, path, number):
+def sample_value(text, flag, path, number, counter=True):
+    """A sample's value: a finite number, and >= 0 for a counter."""
     try:
         value = float(text)
     except ValueError:
         raise UsageError(f"{flag}: {path}, line {number}: counter value {text!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
+    if counter and (not math.isfinite(value) or value < 0):
         raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite and >= 0; got {text!r}")
     return value
 
 
 def read_metrics(path, flag):
-    """Sum the spec-decode counters of a /metrics scrape over every label, in one streaming pass."""
-    totals = dict(drafts=0.0, draft_tokens=0.0, accepted=0.0)
-    per_position, found, lines = {}, False, 0
+    """{model_name: Counters} of a /metrics scrape's speculative-decoding metrics, in one streaming pass.
+
+    Counters are summed over every other label (data-parallel engines); models are kept
+    apart, since a router's or a federated scrape mixes servers.
+    """
+    models, samples, lines, sglang_seen = {}, 0, 0, False
     for number, line in text_lines(path, flag):
         lines += 1
         line = line.strip()
@@ -714,99 +751,268 @@ def read_metrics(path, flag):
             continue
         match = SAMPLE_LINE.match(line)
         if not match:
+            if samples == 0:
+                raise UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
+                                 f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE")
             raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}")
         name, labels, text = match.groups()
-        if name not in SPEC_COUNTERS and name != PER_POSITION_COUNTER:
+        if name not in SPEC_COUNTERS and name not in PER_POSITION_COUNTERS and name not in SPEC_GAUGES:
+            try:
+                float(text)
+            except ValueError:   # a header such as the web UI table's "Element Value"
+                if samples == 0:
+                    raise UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
+                                     f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE"
+                                     ) from None
+                raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}") from None
+        samples += 1
+        sglang_seen = sglang_seen or name.startswith("sglang:")
+        kind = SPEC_COUNTERS.get(name) or PER_POSITION_COUNTERS.get(name) or SPEC_GAUGES.get(name)
+        if kind is None:
             continue
-        value = counter_value(text, flag, path, number)
-        found = True
-        if name == PER_POSITION_COUNTER:
-            position = dict(LABEL.findall(labels or "")).get("position", "")
+        label = dict(LABEL.findall(labels or ""))
+        entry = models.setdefault(label.get("model_name", ""), dict(totals={}, accepted={}, drafted={}, gauges={}))
+        if name in SPEC_GAUGES:
+            value = sample_value(text, flag, path, number, counter=False)
+            if math.isfinite(value):
+                entry["gauges"].setdefault(kind, []).append(value)
+            continue
+        value = sample_value(text, flag, path, number)
+        if name in PER_POSITION_COUNTERS:
+            position = label.get("position", "")
             if not position.isdigit():
                 raise UsageError(f"{flag}: {path}, line {number}: {name} needs a position label; got {labels!r}")
-            per_position[int(position)] = per_position.get(int(position), 0.0) + value
+            entry[kind][int(position)] = entry[kind].get(int(position), 0.0) + value
         else:
-            totals[SPEC_COUNTERS[name]] += value
+            entry["totals"][kind] = entry["totals"].get(kind, 0.0) + value
     if lines == 0:
         raise UsageError(f"{flag}: {path} is empty")
-    if not found:
+    if not models:
+        if sglang_seen:
+            raise UsageError(f"{flag}: {path} is an SGLang scrape without sglang:spec_accept_length: is "
+                             "speculation on, and the server started with --enable-metrics?")
         raise UsageError(f"{flag}: {path} has no vllm:spec_decode_* counters: is speculative decoding on?")
-    return Counters(totals["drafts"], totals["draft_tokens"], totals["accepted"], per_position)
+    return {model: Counters(*(e["totals"].get(key) for key in ("drafts", "draft_tokens", "accepted")),
+                            e["accepted"], e["drafted"], {k: sum(v) / len(v) for k, v in e["gauges"].items()})
+            for model, e in models.items()}
+
+
+def pick_model(scrape, served, flag, path):
+    """(model name, Counters) of the one model the scrape measures, or the one --served-model names."""
+    names = sorted(scrape)
+    if served is not None:
+        if served not in scrape:
+            raise UsageError(f"{flag}: {path} has no speculative metrics for --served-model {served!r}; "
+                             f"it has: {', '.join(repr(n) for n in names)}")
+        return served, scrape[served]
+    if len(names) > 1:
+        raise UsageError(f"{flag}: {path} holds speculative metrics of several models ({', '.join(names)}): "
+                         "pick one with --served-model")
+    return names[0], scrape[names[0]]
+
+
+def is_sglang(c):
+    return "sglang_length" in c.gauges and c.drafts is None and c.draft_tokens is None
 
 
 def counters_window(after, before, flags):
-    """Counters over the window between two scrapes; a counter that fell means a restart."""
-    names = ("drafts", "draft_tokens", "accepted")
-    for name in names:
-        if getattr(after, name) < getattr(before, name):
-            raise UsageError(f"{flags[0]}: {name} fell from {getattr(before, name):g} in {flags[1]} to "
-                             f"{getattr(after, name):g}: the server restarted between the scrapes")
-    per_position = {}
-    for position, value in after.per_position.items():
-        if value < before.per_position.get(position, 0.0):
-            raise UsageError(f"{flags[0]}: accepted tokens at position {position} fell between the scrapes: "
-                             "the server restarted")
-        per_position[position] = value - before.per_position.get(position, 0.0)
-    return Counters(*(getattr(after, n) - getattr(before, n) for n in names), per_position)
+    """Counters over the window between two scrapes; a counter that fell means a restart (or swapped files)."""
+    restart = "the server restarted between the scrapes, or the files are swapped"
+    for name in ("drafts", "draft_tokens", "accepted"):
+        a, b = getattr(after, name), getattr(before, name)
+        if (a is None) != (b is None):
+            raise UsageError(f"{flags[0]}: {name} is in one scrape and not the other: not the same server version")
+        if a is not None and a < b:
+            raise UsageError(f"{flags[0]}: {name} fell from {b:g} in {flags[1]} to {a:g}: {restart}")
+    per = {}
+    for field in ("per_position", "drafted_per_position"):
+        per[field] = {}
+        for position, value in getattr(after, field).items():
+            earlier = getattr(before, field).get(position, 0.0)
+            if value < earlier:
+                raise UsageError(f"{flags[0]}: tokens at position {position} fell between the scrapes: {restart}")
+            per[field][position] = value - earlier
+    difference = lambda name: None if getattr(after, name) is None else getattr(after, name) - getattr(before, name)
+    # Gauges hold a value, not a count: the window is the later scrape's.
+    return Counters(difference("drafts"), difference("draft_tokens"), difference("accepted"), per["per_position"],
+                    per["drafted_per_position"], after.gauges)
 
 
-def measured_acceptance(drafts, draft_tokens, accepted, per_position, source):
+def profile_problem(c, k):
+    """Why the per-position counts cannot be trusted, or None (they must cover positions 0..K-1, sum to the
+    accepted total, and never rise with position: position i is accepted only where i-1 was)."""
+    positions = c.per_position
+    missing = [i for i in range(k) if i not in positions]
+    if missing:
+        return f"positions {', '.join(map(str, missing))} of 0..{k - 1} are missing"
+    slack = max(1.0, 1e-4 * c.accepted)   # exponent notation keeps six digits
+    total = sum(positions[i] for i in range(k))
+    if abs(total - c.accepted) > slack:
+        return f"they sum to {total:g}, not to the {c.accepted:g} accepted tokens"
+    if positions[0] > c.drafts + slack:
+        return f"position 0 accepted {positions[0]:g} tokens in {c.drafts:g} drafts"
+    for i in range(1, k):
+        if positions[i] > positions[i - 1] + slack:
+            return f"position {i} accepted more ({positions[i]:g}) than position {i - 1} ({positions[i - 1]:g})"
+    for i, drafted in c.drafted_per_position.items():
+        if positions.get(i, 0.0) > drafted + slack:
+            return f"position {i} accepted {positions[i]:g} of {drafted:g} drafted"
+    return None
+
+
+def measured_acceptance(c, source, k_given=None, notes=()):
     """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1).
 
     K is the highest position exported plus one (vLLM creates a per-position counter for
     each of num_speculative_tokens positions), not the rounded mean draft length. When the
     mean is below K the rounds drafted different lengths: a K-by-batch-size table, or an
     n-gram drafter that found fewer matches. Position i's count over all drafts then mixes
-    rounds that drafted i with rounds that could not, so only position 0 measures a clean
-    per-token alpha: every round drafts at least one token (a K = 0 tier makes no draft).
+    rounds that drafted i with rounds that could not, so without drafted-per-position
+    counts only position 0 measures a clean per-token alpha (every round drafts a token).
+    k_given: the one --ks value, which completes a scrape that cannot tell K.
     """
-    if drafts <= 0 or draft_tokens <= 0:
-        raise UsageError(f"{source}: no drafts were made (drafts = {drafts:g}): nothing to measure")
-    k_mean = draft_tokens / drafts
-    if per_position:
-        k = max(per_position) + 1
+    notes, from_gauge = list(notes), False
+    if c.drafts is None and "v0_efficiency" in c.gauges:
+        notes.append(f"vLLM V0's gauges, lifetime values at the scrape: draft acceptance rate "
+                     f"{c.gauges.get('v0_rate', float('nan')):.3f}, system efficiency {c.gauges['v0_efficiency']:.3f}")
+    if is_sglang(c):
+        tau, rate = c.gauges["sglang_length"], c.gauges.get("sglang_rate", 0.0)
+        # Both gauges are set together over the same steps: (tau - 1) / rate is the draft length.
+        implied = (tau - 1.0) / rate if rate > 0 else None
+        if implied is not None and abs(implied - round(implied)) < 0.05 and round(implied) >= 1:
+            if k_given is not None and k_given != round(implied):
+                raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape, whose gauges give K = "
+                                 f"(accept length - 1) / accept rate = {implied:.2f}")
+            if k_given is None:
+                notes.append(f"K = {round(implied)} from the gauges: (accept length - 1) / accept rate")
+            k_given = round(implied)
+        if k_given is None:
+            raise UsageError(f"{source}: an SGLang scrape: sglang:spec_accept_length is {tau:.3f}; give --ks K "
+                             "(its --speculative-num-steps) to turn it into a per-token alpha")
+        notes.append("sglang:spec_accept_length is a gauge over the last 40 decode steps at the scrape; "
+                     "average it over time (avg_over_time) for a steadier figure")
+        c, from_gauge = Counters(1.0, float(k_given), min(tau, k_given + 1.0) - 1.0), True
+    if c.draft_tokens is None and c.accepted is None and "v0_rate" in c.gauges:
+        rate = c.gauges["v0_rate"]
+        if k_given is None:
+            raise UsageError(f"{source}: only vLLM V0's gauges: acceptance rate {rate:.3f}; give --ks K "
+                             "(num_speculative_tokens) to complete the measurement")
+        notes.append("read from vLLM V0's gauge vllm:spec_decode_draft_acceptance_rate, its value at the scrape")
+        c, from_gauge = Counters(1.0, float(k_given), rate * k_given), True
+    for name, counter in (("draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
+                          ("accepted", "vllm:spec_decode_num_accepted_tokens_total")):
+        if getattr(c, name) is None:
+            raise UsageError(f"{source}: has no {counter} sample; a missing counter is not zero")
+    if c.drafts is None:
+        rate = c.accepted / c.draft_tokens if c.draft_tokens > 0 else float("nan")
+        if k_given is None:
+            raise UsageError(f"{source}: has no vllm:spec_decode_num_drafts_total: vLLM V0 and V1 before 0.8.5 do not "
+                             f"export it (PR #16665). Its acceptance rate is {rate:.3f}; give --ks K, the server's "
+                             "num_speculative_tokens, to complete the measurement")
+        notes.append(f"no num_drafts counter (vLLM before 0.8.5): drafts = draft tokens / K, with K = {k_given} "
+                     "from --ks")
+        c = c._replace(drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={})
+    if c.drafts <= 0 or c.draft_tokens <= 0:
+        raise UsageError(f"{source}: no drafts were made (drafts = {c.drafts:g}): nothing to measure")
+    k_mean = c.draft_tokens / c.drafts
+    if c.per_position:
+        k = max(c.per_position) + 1
     elif abs(k_mean - round(k_mean)) < 1e-6:
         k = round(k_mean)
     else:
         raise UsageError(f"{source}: rounds drafted {k_mean:.3f} tokens on average and the scrape has no "
-                         "per-position counters: the K in use cannot be told; give a scrape from vLLM 0.8.5 or later")
-    if not 1 <= k <= 32 or accepted > draft_tokens or k_mean > k + 1e-6:
-        raise UsageError(f"{source}: counters are inconsistent: {draft_tokens:g} draft tokens over {drafts:g} "
-                         f"drafts and {accepted:g} accepted")
-    tau = 1.0 + accepted / drafts
-    rates = [per_position.get(i, 0.0) / drafts for i in range(k)] if per_position else []
-    conditional = [r / prev if prev > 0 else 0.0 for r, prev in zip(rates, [1.0] + rates)]
+                         "per-position counters: the K in use cannot be told")
+    if not 1 <= k <= 32 or c.accepted > c.draft_tokens or k_mean > k + 1e-6:
+        raise UsageError(f"{source}: counters are inconsistent: {c.draft_tokens:g} draft tokens over {c.drafts:g} "
+                         f"drafts and {c.accepted:g} accepted")
+    tau = 1.0 + c.accepted / c.drafts
     varying = k_mean < k - 1e-6
-    if varying:
+    problem = profile_problem(c, k) if c.per_position else None
+    rates, conditional = [], []
+    if c.per_position and problem is None:
+        for i in range(k):
+            drafted = c.drafted_per_position.get(i, c.drafts) if c.drafted_per_position else c.drafts
+            if drafted <= 0:
+                break
+            rates.append(c.per_position[i] / drafted)
+        conditional = [r / prev if prev > 0 else 0.0 for r, prev in zip(rates, [1.0] + rates)]
+    elif problem:
+        notes.append(f"per-position counters dropped ({problem}); the acceptance rate and length are used")
+    clean_profile = bool(conditional) and (not varying or bool(c.drafted_per_position))
+    if clean_profile:
+        profile = conditional
+        alpha = alpha_from_length(min(tau, k + 1.0), k) if not varying else \
+            alpha_from_length(profile_length(conditional, k), k)
+    elif varying and rates:
         alpha, profile = rates[0], [rates[0]]
+        notes.append(f"rounds drafted {k_mean:.2f} tokens on average against K = {k}, so K varied: alpha is "
+                     "position 0's rate, the same whatever K a round used")
+    elif varying:
+        raise UsageError(f"{source}: rounds drafted {k_mean:.2f} tokens on average against K = {k} and the "
+                         "per-position counters fail their checks: no per-token alpha can be measured")
     else:
         alpha = alpha_from_length(min(tau, k + 1.0), k)
-        profile = conditional if conditional else [alpha]
-    return dict(k=k, k_mean=k_mean, varying_k=varying, drafts=drafts, acceptance_rate=accepted / draft_tokens,
-                acceptance_length=tau, per_position_rates=rates, per_position_alpha=conditional, alpha=alpha,
-                profile=profile, source=source)
+        profile = [alpha]
+    return dict(k=k, k_mean=k_mean, varying_k=varying, drafts=None if from_gauge else c.drafts,
+                acceptance_rate=c.accepted / c.draft_tokens,
+                acceptance_length=tau, per_position_rates=rates,
+                per_position_alpha=conditional if clean_profile else [], alpha=alpha, profile=profile, source=source,
+                notes=notes)
 
 
 LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
+WORKLOAD_KEYS = ("model_id", "backend", "num_prompts", "request_rate", "max_concurrency", "multi_turn_concurrency")
+
+
+def bench_object(path, flag):
+    """The result object of a benchmark file, and a note when it is one of several."""
+    text = "".join(line for _, line in text_lines(path, flag))
+    try:
+        return json.loads(text), None
+    except ValueError as err:
+        first = err
+    # `--append-result` writes one JSON object a line: the last is the newest run.
+    objects = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                objects.append(json.loads(line))
+            except ValueError:
+                raise UsageError(f"{flag}: {path} is not JSON ({first.msg}, line {first.lineno})") from None
+    if len(objects) < 2:
+        raise UsageError(f"{flag}: {path} is not JSON ({first.msg}, line {first.lineno})")
+    return objects[-1], f"{path} holds {len(objects)} results (--append-result); the last is used"
 
 
 def read_bench(path, flag):
     """The numbers of a `vllm bench serve --save-result` JSON that the comparison uses."""
-    text = "".join(line for _, line in text_lines(path, flag))
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})") from None
+    data, note = bench_object(path, flag)
+    if isinstance(data, list):
+        raise UsageError(f"{flag}: {path} is a list of {len(data)} runs, as `vllm bench sweep` writes its "
+                         "summary.json: pass one run's own result file")
     if not isinstance(data, dict):
         raise UsageError(f"{flag}: {path} is not a benchmark result object")
+    if data.get("completed") == 0:
+        raise UsageError(f"{flag}: {path} has completed 0: every request failed, nothing was measured")
     latency = {key: value for key, value in data.items()
                if LATENCY_KEY.match(key) and isinstance(value, (int, float)) and math.isfinite(value)}
     if not latency:
         raise UsageError(f"{flag}: {path} has none of the latency keys (mean_tpot_ms, p99_itl_ms, ...)")
     numbers = lambda key: data.get(key) if isinstance(data.get(key), (int, float)) else None
+    concurrency = numbers("max_concurrency") or numbers("multi_turn_concurrency")
     spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
-    return dict(path=str(path), latency=latency, output_throughput=numbers("output_throughput"),
-                max_concurrency=numbers("max_concurrency"), completed=numbers("completed"), spec=spec)
+    return dict(path=str(path), flag=flag, latency=latency, output_throughput=numbers("output_throughput"),
+                max_concurrency=concurrency, open_loop="max_concurrency" in data and concurrency is None,
+                completed=numbers("completed"), spec=spec, workload={key: data.get(key) for key in WORKLOAD_KEYS},
+                model_id=data.get("model_id"), notes=[note] if note else [])
+
+
+def same_workload(base, spec):
+    """Refuse a pair that did not run the same workload (model, backend, prompts, rate, concurrency)."""
+    for key in WORKLOAD_KEYS:
+        if base["workload"][key] != spec["workload"][key]:
+            raise UsageError(f"--bench-spec: {key} {spec['workload'][key]!r} differs from --bench-baseline's "
+                             f"{base['workload'][key]!r}: not the same workload")
 
 
 def bench_acceptance(bench, flag):
@@ -816,9 +1022,9 @@ def bench_acceptance(bench, flag):
         return None
     rates = spec.get("spec_decode_per_position_acceptance_rates") or []
     drafts = float(spec["spec_decode_num_drafts"])
-    per_position = {i: r * drafts for i, r in enumerate(rates)}
-    return measured_acceptance(drafts, float(spec["spec_decode_draft_tokens"]),
-                               float(spec["spec_decode_accepted_tokens"]), per_position, f"{flag} {bench['path']}")
+    counts = Counters(drafts, float(spec["spec_decode_draft_tokens"]), float(spec["spec_decode_accepted_tokens"]),
+                      {i: r * drafts for i, r in enumerate(rates)})
+    return measured_acceptance(counts, f"{flag} {bench['path']}")
 
 
 def bench_comparison(base, spec):
@@ -1344,19 +1550,20 @@ def render_measured(result):
     k = ms["k"]
     lines = wrap(f"== Measured acceptance, from {ms['source']} ==", 100, "   ")
     drafts = f" over {ms['drafts']:,.0f} drafts" if ms["drafts"] is not None else ""
-    varying = (". K varied between rounds (a K-by-batch table, or a drafter that proposes fewer), so alpha "
-               "is position 0's rate." if ms["varying_k"] else "")
     lines += wrap(f"K {'up to' if ms['varying_k'] else 'in use'} {k} ({ms['k_mean']:.2f} draft tokens per draft{drafts}); "
                   f"acceptance rate {ms['acceptance_rate']:.3f}; acceptance length {ms['acceptance_length']:.3f}; "
-                  f"per-token alpha {ms['alpha']:.3f}" + (varying or f" (the one alpha whose chain of {k} gives that "
-                                                              "length)."), 100, "")
+                  f"per-token alpha {ms['alpha']:.3f}" + ("." if ms["varying_k"] else
+                                                          f" (the one alpha whose chain of {k} gives that length)."),
+                  100, "")
+    for note in ms["notes"]:
+        lines += wrap(f"- {note}", 100, "  ")
     if ms["per_position_rates"]:
         columns = [("draft position", 15)] + [(str(i), 6) for i in range(len(ms["per_position_rates"]))]
         lines += ["", column_header(columns, [])[0],
                   f"{'rate':>15s} " + " ".join(f"{r:6.3f}" for r in ms["per_position_rates"])]
-        lines.append("(past position 0 the rates mix rounds that drafted fewer tokens: no conditional alpha)"
-                     if ms["varying_k"] else
-                     f"{'cond. alpha':>15s} " + " ".join(f"{a:6.3f}" for a in ms["per_position_alpha"]))
+        lines.append(f"{'cond. alpha':>15s} " + " ".join(f"{a:6.3f}" for a in ms["per_position_alpha"])
+                     if ms["per_position_alpha"] else
+                     "(past position 0 the rates mix rounds that drafted fewer tokens: no conditional alpha)")
     if "prediction" in ms:
         pred = ms["prediction"]
         rows = [("TPOT speedup (mean TPOT ratio)", ms["tpot_speedup"], pred["speedup"], "x"),
@@ -2073,12 +2280,11 @@ def plan_stage2(result, dep, plan):
             f"per-token alpha of {plan['alpha']:.2f} shows.", ""]
     if plan["measured"]:
         ms = result["measured"]
-        varying = (f" Rounds drafted {ms['k_mean']:.2f} tokens on average against K = {ms['k']}: K varied, so alpha "
-                   "is position 0's rate." if ms["varying_k"] else "")
         out += [f"Measured ({ms['source']}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
                 f"acceptance length {ms['acceptance_length']:.3f}, per-token alpha {ms['alpha']:.3f}"
                 + (", conditional alpha by position " + ", ".join(f"{a:.3f}" for a in ms["per_position_alpha"])
-                   if ms["per_position_alpha"] and not ms["varying_k"] else "") + "." + varying, ""]
+                   if ms["per_position_alpha"] else "") + ".", ""]
+        out += [f"- {note}" for note in ms["notes"]] + ([""] if ms["notes"] else [])
     return out
 
 
@@ -2472,6 +2678,7 @@ def build_parser():
     meas = p.add_argument_group("measurements and the gate")
     meas.add_argument("--metrics", help="a scrape of vLLM's /metrics (Prometheus text)")
     meas.add_argument("--metrics-before", help="an earlier scrape: measure the window between the two")
+    meas.add_argument("--served-model", help="the model_name to measure when a scrape holds several")
     meas.add_argument("--bench-baseline", help="`vllm bench serve --save-result` JSON, speculation off")
     meas.add_argument("--bench-spec", help="the same benchmark with speculation on")
     meas.add_argument("--target-concurrency", help="batch size the gate is for (default: the benchmark's)")
@@ -2601,45 +2808,92 @@ def given_acceptance(grid):
     flag = "--acceptance-length" if grid.kind == "length" else "--acceptance-rates"
     return dict(k=k, k_mean=float(k), varying_k=False, drafts=None, acceptance_rate=(tau - 1.0) / k,
                 acceptance_length=tau, per_position_rates=[], per_position_alpha=[], alpha=alpha, profile=[alpha],
-                source=f"{flag} {value:g} at K={k}")
+                source=f"{flag} {value:g} at K={k}", notes=[])
+
+
+def read_scrapes(args, k_given):
+    """--metrics, minus --metrics-before when given -> (the model it measures, measured acceptance)."""
+    model, later = pick_model(read_metrics(args.metrics, "--metrics"), args.served_model, "--metrics", args.metrics)
+    source, notes, counts = f"--metrics {args.metrics}", [], later
+    if args.metrics_before:
+        before = read_metrics(args.metrics_before, "--metrics-before")
+        if model not in before:
+            raise UsageError(f"--metrics-before: {args.metrics_before} has no speculative metrics of {model!r}: "
+                             "not the same server")
+        counts = counters_window(later, before[model], ("--metrics", "--metrics-before"))
+        source = f"--metrics {args.metrics} minus --metrics-before {args.metrics_before}"
+        if is_sglang(later):
+            notes.append("a gauge holds a value, not a count: the later scrape's is used")
+    # The later scrape's own per-position counts are checked as well as the window's.
+    if later.per_position and later.drafts is not None and later.accepted is not None:
+        problem = profile_problem(later, max(later.per_position) + 1)
+        if problem and counts.per_position:
+            notes.append(f"per-position counters dropped (in --metrics, {problem}); the acceptance rate and length "
+                         "are used")
+            counts = counts._replace(per_position={}, drafted_per_position={})
+    return model, measured_acceptance(counts, source, k_given, notes)
+
+
+def read_benches(args):
+    """--bench-baseline and --bench-spec -> (baseline or None, spec run or None), checked as a pair."""
+    if args.bench_baseline and not args.bench_spec:
+        raise UsageError("--bench-baseline: needs --bench-spec: give both, the same workload with speculation off "
+                         "and on")
+    base = read_bench(args.bench_baseline, "--bench-baseline") if args.bench_baseline else None
+    spec = read_bench(args.bench_spec, "--bench-spec") if args.bench_spec else None
+    if base:
+        same_workload(base, spec)
+    if args.gate and base:
+        for run in (base, spec):
+            if "p99_tpot_ms" not in run["latency"]:
+                raise UsageError(f"--gate: {run['flag']} {run['path']} has no p99_tpot_ms: run the benchmark with "
+                                 "--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99")
+            if run["output_throughput"] is None:
+                raise UsageError(f"--gate: {run['flag']} {run['path']} has no output_throughput: save the whole "
+                                 "result (--save-result), not an excerpt")
+    return base, spec
 
 
 def parse_evidence(args, grid):
     """The measurement flags -> Evidence: reads and checks every file named."""
     if args.metrics_before and not args.metrics:
         raise UsageError("--metrics-before: needs --metrics, the later scrape")
-    if bool(args.bench_baseline) != bool(args.bench_spec):
-        raise UsageError("--bench-baseline and --bench-spec: give both, the same workload with speculation off and on")
-    measured = comparison = None
+    if args.served_model is not None and not args.metrics:
+        raise UsageError("--served-model: picks a model in a --metrics scrape; give --metrics")
+    k_given = grid.ks[0] if args.ks is not None and len(grid.ks) == 1 else None
+    measured = comparison = model = None
     if args.metrics:
-        counters = read_metrics(args.metrics, "--metrics")
-        source = f"--metrics {args.metrics}"
-        if args.metrics_before:
-            counters = counters_window(counters, read_metrics(args.metrics_before, "--metrics-before"),
-                                       ("--metrics", "--metrics-before"))
-            source = f"--metrics {args.metrics} minus --metrics-before {args.metrics_before}"
-        measured = measured_acceptance(*counters, source=source)
-    if args.bench_baseline:
-        base = read_bench(args.bench_baseline, "--bench-baseline")
-        spec = read_bench(args.bench_spec, "--bench-spec")
-        if base["max_concurrency"] != spec["max_concurrency"]:
-            raise UsageError(f"--bench-spec: max_concurrency {spec['max_concurrency']} differs from "
-                             f"--bench-baseline's {base['max_concurrency']}: not the same workload")
-        comparison = bench_comparison(base, spec)
-        measured = measured or bench_acceptance(spec, "--bench-spec") or given_acceptance(grid)
+        model, measured = read_scrapes(args, k_given)
+    base, spec = read_benches(args)
+    if spec:
+        if model and spec["model_id"] and model != spec["model_id"]:
+            raise UsageError(f"--bench-spec: model_id {spec['model_id']!r} is not the scrape's model_name "
+                             f"{model!r}: the files come from different servers")
+        own = bench_acceptance(spec, "--bench-spec")
+        if measured and own:
+            measured["notes"].append(f"acceptance from {measured['source']}; the benchmark's own counts "
+                                     f"(rate {own['acceptance_rate']:.3f}) were not used")
+        measured = measured or own or given_acceptance(grid)
         if measured is None:
             raise UsageError(f"--bench-spec: {args.bench_spec} has no spec_decode_* keys; give --metrics, or the "
                              "acceptance your engine reports as --acceptance-length or --acceptance-rates with one --ks")
+        measured["notes"] += spec["notes"] + (base["notes"] if base else [])
+    if base:
+        comparison = bench_comparison(base, spec)
     if args.gate and measured is None:
         measured = given_acceptance(grid)
         if measured is None:
-            raise UsageError("--gate: needs a measurement: --metrics, --bench-baseline with --bench-spec, or one "
-                             "--acceptance-length or --acceptance-rates value at one --ks")
+            raise UsageError("--gate: needs a measurement: --metrics, --bench-spec, or one --acceptance-length or "
+                             "--acceptance-rates value at one --ks")
     target = None
     if args.target_concurrency is not None:
         target = parse_one("--target-concurrency", args.target_concurrency, int, "an integer >= 1", lambda b: b >= 1)
-    elif comparison and comparison["max_concurrency"]:
-        target = int(comparison["max_concurrency"])
+    elif spec and spec["max_concurrency"]:
+        target = int(spec["max_concurrency"])
+    if spec and spec["open_loop"]:
+        measured["notes"].append("the benchmark ran open-loop at a request rate (max_concurrency null): the gate is "
+                                 "for B = " + (f"{target}, from --target-concurrency" if target else
+                                               f"{max(grid.concurrencies)}, the grid's largest concurrency"))
     margin = parse_one("--gate-margin", args.gate_margin, _finite, "a number in [0, 1)", lambda x: 0 <= x < 1) \
         if args.gate_margin is not None else GATE_MARGIN
     budget = parse_one("--p99-budget", args.p99_budget, _finite, "a number >= 0", lambda x: x >= 0) \

@@ -224,15 +224,11 @@ class Streaming(unittest.TestCase):
                 f.write(Path(AFTER).read_text())
             self.assertGreater(big.stat().st_size, 10_000_000)
             tracemalloc.start()
-            counters = m.read_metrics(str(big), "--metrics")
+            (counters,) = m.read_metrics(str(big), "--metrics").values()
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
         self.assertEqual(counters.drafts, 8000)
         self.assertLess(peak, 1_000_000)
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class VaryingK(unittest.TestCase):
@@ -288,3 +284,7 @@ class EngineReportedAcceptance(unittest.TestCase):
         self.assertIn(status, (0, 1), err)
         g = json.loads(out)["gate"]
         self.assertIn("acceptance rate 0.600 at K=2", g["reasons"][-1]["detail"])
+
+
+if __name__ == "__main__":
+    unittest.main()
