@@ -137,8 +137,10 @@ EAGLE3_HEADS = {
     ("sglang", "llama-3.1-8b"):  ("jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B", 2048),
     ("sglang", "llama-3.3-70b"): ("lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-SpecForge", None),
     # TensorRT-LLM's docs (docs/source/features/speculative-decoding.md) point to the EAGLE-3
-    # authors' heads; its 70B accuracy test pairs the FP8 target with this one. Both were
-    # trained at 2048 tokens (EAGLE-3's training script max_len 2048; SGLang issue #6783).
+    # authors' heads; its 70B accuracy test pairs the FP8 target with this one. 8B: 2048 in
+    # its config (vLLM PR #49343's test). 70B: 2048 in its SGLang copy
+    # lmsys/sglang-EAGLE3-LLaMA3.3-Instruct-70B (SGLang issue #6783) and in EAGLE-3's
+    # training script (max_len 2048); its own config.json we could not read.
     ("trtllm", "llama-3.1-8b"):  ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 2048),
     ("trtllm", "llama-3.3-70b"): ("yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", 2048),
 }
@@ -451,7 +453,7 @@ def memory_budget_bytes(dep):
     """
     total = dep.tp * dep.memory_gib * GIB
     if ENGINES[dep.engine]["memory_share_of"] == "free":
-        return static_bytes(dep) + dep.memory_fraction * max(0.0, total - static_bytes(dep))
+        return min(total, static_bytes(dep) + dep.memory_fraction * max(0.0, total - static_bytes(dep)))
     return total * dep.memory_fraction
 
 
@@ -1161,6 +1163,10 @@ def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, marg
     schedule_speedups = [(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
                          for lo, hi, _ in schedule]
     gate_rate = None if gate_alpha is None else acceptance_rate(gate_alpha, k)
+    # Break-even alpha at the plan's K and the grid's, at each concurrency that fits (eps from the model).
+    break_evens = [dict(k=kk, concurrency=b, alpha=exact_breakeven(kk, model_overhead(dep, b, kk, fit)))
+                   for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {target})
+                   if b <= limit]
     required_rate = None if gate_rate is None else min(1.0, gate_rate + margin)
     shown_batch = min(target, max(limit, 1))
     return dict(target=target, feasible=feasible, alpha=alpha, measured=measured, k=k,
@@ -1170,7 +1176,7 @@ def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, marg
                 plain_ms_shown=plain_step_ms(dep, shown_batch, fit),
                 k_target=k_target, speedup_target=speedup_target, schedule=schedule,
                 schedule_speedups=schedule_speedups, k_zero_at=zero_at, eps=eps, gate_alpha=gate_alpha,
-                gate_rate=gate_rate,
+                gate_rate=gate_rate, break_evens=break_evens,
                 lesson_gate_as_rate=acceptance_rate(0.55, k), lesson_gate_as_alpha=alpha_from_rate(0.55, k),
                 tail=tail)
 
@@ -1283,7 +1289,8 @@ def gate(measured, comparison, dep, target, margin, budget, k, fit=FIT):
                                    f"(at most {max_concurrency(dep)})"))
     reasons.append(dict(
         check="acceptance", passed=rate >= need,
-        detail=("position 0's per-token alpha gives an " if measured["varying_k"] else "") +
+        detail=("position 0's per-token alpha, taken for every position, gives an " if measured["varying_k"]
+                else "") +
                f"acceptance rate {rate:.3f} at K={k} against break-even {eps / k:.3f} + margin {margin:.2f} = "
                f"{need:.3f} at B={target}; as per-token alpha {measured['alpha']:.3f} against "
                + (f"{need_alpha:.3f}" if need_alpha is not None else "more than 1 (cannot pass)")))
@@ -1858,13 +1865,14 @@ def draft_head(dep):
 
 
 def head_or_placeholder(dep):
-    return draft_head(dep)[0] or f"<path to your {dep.draft} head for {dep.model}>"
+    """The head's id, or a placeholder that is safe in a shell line (no < or >) and plainly not a path."""
+    return draft_head(dep)[0] or f"YOUR-{dep.draft.upper()}-HEAD-FOR-{dep.model.upper()}"
 
 
 def served_model(dep):
     """The checkpoint the server loads: TensorRT-LLM needs an fp8 checkpoint, the others quantize at start-up."""
     if dep.engine == "trtllm" and dep.weights_dtype == "fp8":
-        return FP8_CHECKPOINTS.get(dep.model, f"<path to an fp8 checkpoint of {dep.model}>")
+        return FP8_CHECKPOINTS.get(dep.model, f"YOUR-FP8-CHECKPOINT-OF-{dep.model.upper()}")
     return MODELS[dep.model]["hf"]
 
 
@@ -1902,6 +1910,9 @@ def vllm_serve(dep, config=None):
 
 
 SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE"}   # a draft model runs as STANDALONE
+# --speculative-adaptive's built-in step candidates by batch size (DEFAULT_ADAPTIVE_CONFIG in
+# python/sglang/srt/speculative/adaptive_spec_params.py, PR #24055); 0 turns drafting off.
+SGLANG_ADAPTIVE_DEFAULT = {1: (1, 3, 5, 7), 8: (0, 1, 3), 32: (0, 1), 64: (0,)}
 
 
 def sglang_serve(dep, target, k=None):
@@ -1912,7 +1923,10 @@ def sglang_serve(dep, target, k=None):
     is topk 1 with steps + 1 draft tokens. Speculation resets --max-running-requests to
     48 unless it is set, so both runs set it to the target concurrency.
     """
-    words = ["python -m sglang.launch_server", f"--model-path {served_model(dep)}", f"--tp-size {dep.tp}"]
+    # A draft whose max_position_embeddings is below the target's context length stops the
+    # server unless this is set; the SpecForge 70B head's own card launches with it.
+    env = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"] if k and dep.draft in SGLANG_ALGORITHM else []
+    words = env + ["python -m sglang.launch_server", f"--model-path {served_model(dep)}", f"--tp-size {dep.tp}"]
     words += ["--quantization fp8"] if dep.weights_dtype == "fp8" else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
     words += [f"--mem-fraction-static {dep.memory_fraction:g}", f"--max-running-requests {target}",
@@ -2016,26 +2030,23 @@ def lesson_rule_sentence(plan):
     as_alpha = "above" if 0.55 > gate_a else "below"
     as_rate = "above" if 0.55 > gate_r else "below"
     return (f"Read as a per-token alpha, 0.55 is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
-            f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as vLLM's rate, it is {as_rate} the "
+            f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as the acceptance rate, it is {as_rate} the "
             f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan['lesson_gate_as_alpha']:.3f}). "
             "Gate on the computed break-even, in a named unit, at the K you run.")
 
 
-def plan_when_not(result, grid):
-    """Bullets for 'when not to use', derived from the grid (auto eps)."""
+def plan_when_not(plan):
+    """Bullets for 'when not to use': the break-even alpha at the plan's K and the grid's, by concurrency."""
     out = []
-    for k in grid.ks:
-        rows = [b for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == "auto" and b["feasible"]]
-        for b in rows:
-            if b["exact"] is None:
-                out.append(f"- K={k} at B={b['concurrency']}: a round costs more than {k + 1} plain steps; "
-                           "no acceptance pays.")
-            else:
-                out.append(f"- K={k} at B={b['concurrency']}: per-token alpha below {b['exact']:.2f} "
-                           f"(rate {acceptance_rate(b['exact'], k):.2f}) is slower than plain decoding.")
-    if not out:
-        out.append("- (the grid has no \"auto\" overhead; add it to see the deployment's own break-even)")
-    return out
+    for row in plan["break_evens"]:
+        k, b, alpha = row["k"], row["concurrency"], row["alpha"]
+        mark = " (the plan's K)" if k == plan["k"] else ""
+        if alpha is None:
+            out.append(f"- K={k}{mark} at B={b}: a round costs more than {k + 1} plain steps; no acceptance pays.")
+        else:
+            out.append(f"- K={k}{mark} at B={b}: per-token alpha below {alpha:.2f} "
+                       f"(rate {acceptance_rate(alpha, k):.2f}) is slower than plain decoding.")
+    return out or ["- (no batch size of the grid fits in memory)"]
 
 
 def plan_front(result, dep, plan):
@@ -2043,8 +2054,11 @@ def plan_front(result, dep, plan):
     k, target, alpha = plan["k"], plan["target"], plan["alpha"]
     engine = ENGINES[dep.engine]["name"]
     draft_params = dep.drafter.held_params if dep.drafter else 0
-    if plan["k_target"]:
+    if plan["k_target"] == k:
         k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
+                  f"{plan['speedup_target']:.2f}x over plain decoding")
+    elif plan["k_target"]:
+        k_line = (f"{k}, the K measured; at B={target} and alpha {alpha:.2f} the best is K = {plan['k_target']}, "
                   f"{plan['speedup_target']:.2f}x over plain decoding")
     else:
         k_line = (f"{k} where speculation pays; at B={target} and alpha {alpha:.2f} no K beats plain decoding "
@@ -2070,7 +2084,8 @@ def plan_front(result, dep, plan):
         f"| target | {dep.model}, {dep.target.params / 1e9:.2f} B parameters, {dep.weights_dtype} weights "
         f"({dep.target.weight_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
         f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
-        f"{result['memory_budget_bytes'] / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}) |",
+        f"{result['memory_budget_bytes'] / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
+        "activations and CUDA graphs are not counted, so the sequences that fit are an upper bound) |",
         f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token; at {dep.context} tokens of "
         f"context {result['max_concurrency']} sequences fit |",
         f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
@@ -2145,7 +2160,7 @@ def plan_stage1(result, dep, plan):
               "trtllm": "nothing changes without a `speculative_config` in the YAML"}[dep.engine]
     out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {ENGINES[dep.engine]['name']}: "
            f"{opt_in}. The draft is a chain of K = {k} tokens.", ""]
-    if dep.engine == "sglang":
+    if dep.engine == "sglang" and dep.draft in SGLANG_ALGORITHM:
         out += ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
                 "verify pass carries 8 tokens per sequence where a chain carries K+1. This plan runs a chain "
                 "(topk 1): the cost model, the break-even and the gate are for chains, and a tree's acceptance "
@@ -2206,11 +2221,32 @@ def vllm_k_by_batch(plan, dep):
 
 
 def sglang_k_by_batch(plan, dep):
-    """SGLang: --speculative-adaptive (PRs #21599, #24055; EAGLE and EAGLE3 with topk 1 only)."""
-    return ["SGLang has no table to paste: `--speculative-adaptive` (EAGLE and EAGLE3 with topk 1, "
-            "`--speculative-adaptive-config` for its tuning file) picks the number of steps at run time from "
-            "the batch size and the acceptance it measures. The table above is what it should settle on; with it "
-            "on, the fixed-K alert of the live dashboard no longer applies.", ""]
+    """SGLang: --speculative-adaptive (PRs #21599, #24055; EAGLE and EAGLE3 with topk 1 only).
+
+    It picks the step count at run time among candidates listed per batch size in its
+    tuning file, moving with the acceptance it measures; SGLANG_ADAPTIVE_DEFAULT holds
+    its built-in candidates.
+    """
+    if dep.draft not in SGLANG_ALGORITHM:
+        return ["SGLang's adaptive step count works for EAGLE heads only: with a draft model, run the fixed K of "
+                "stage 1, or route the batch sizes where K is 0 to a replica without speculation.", ""]
+    ks = sorted({row[2] for row in plan["schedule"]})
+    tried = {k for candidates in SGLANG_ADAPTIVE_DEFAULT.values() for k in candidates}
+    untried = [k for k in ks if k not in tried]
+    off_from = min((b for b, candidates in SGLANG_ADAPTIVE_DEFAULT.items() if candidates == (0,)), default=None)
+    unlike = []
+    if off_from is not None and plan["schedule"][-1][2] > 0 and plan["schedule"][-1][1] >= off_from:
+        unlike.append(f"they turn speculation off from batch {off_from}, where this table still runs K = "
+                      f"{next(row[2] for row in plan['schedule'] if row[1] >= off_from)}")
+    if untried:
+        unlike.append("they never try K = " + ", ".join(map(str, untried)))
+    return ["SGLang has no table to paste. `--speculative-adaptive` (EAGLE and EAGLE3 with topk 1) picks the "
+            "step count at run time among candidates its tuning file (`--speculative-adaptive-config`) lists per "
+            "batch size, moving with the acceptance it measures. "
+            + (f"Its built-in candidates do not follow this table: {'; '.join(unlike)}. " if unlike else "")
+            + "Give each batch size of its tuning file the one K above (check the file's keys in your build's "
+            "`adaptive_spec_params.py`), or keep the fixed K of stage 1. With it on, the fixed-K alert of the live "
+            "dashboard no longer applies.", ""]
 
 
 def trtllm_k_by_batch(plan, dep):
@@ -2230,10 +2266,12 @@ def trtllm_k_by_batch(plan, dep):
         out += ["The simple switch: `max_concurrency` in `speculative_config` turns speculation off above a batch "
                 "size:", "", "```yaml", f"  max_concurrency: {plan['k_zero_at'] - 1}", "```", ""]
     if monotone and len(on) > 1:
-        out += [f"The whole table is `draft_len_schedule: {upper}` (with `max_draft_len: {on[0][2]}`) in newer "
-                "releases, whose keys are each tier's last batch size. Older releases read the keys as each "
-                "tier's first batch size, and some one-model builds refuse a 0: read `draft_len_schedule` in your "
-                "installed `tensorrt_llm/llmapi/llm_args.py` before pasting it.", ""]
+        out += [("Or, instead (the two exclude each other), the whole table: " if plan["k_zero_at"] else
+                 "The whole table is ") + f"`draft_len_schedule: {upper}` (with `max_draft_len: {on[0][2]}`) in "
+                "newer releases, whose keys are each tier's last batch size and which run it in the one-model "
+                "Eagle3 mode (the default). Older releases read the keys as each tier's first batch size, the "
+                "earliest ran it for two-model drafters only, and some one-model builds refuse a 0: read "
+                "`draft_len_schedule` in your installed `tensorrt_llm/llmapi/llm_args.py` before pasting it.", ""]
     return out
 
 
@@ -2246,17 +2284,18 @@ def plan_stage2(result, dep, plan):
     out = ["## Stage 2: measure acceptance on production traffic", ""]
     if dep.engine == "vllm":
         out += [
-            "The lesson's `spec_decode_metrics.accepted_tokens_per_request` does not exist in vLLM. Scrape the",
-            "Prometheus counters on `/metrics` before and after a window of traffic (sums over the `engine` and",
-            "`model_name` labels):", "",
+            "The lesson's `spec_decode_metrics.accepted_tokens_per_request` was never a vLLM metric. For the",
+            "server as a whole, scrape the Prometheus counters on `/metrics` before and after a window of traffic",
+            "(sums over the `engine` and `model_name` labels):", "",
             "- `vllm:spec_decode_num_drafts_total` (rounds), `vllm:spec_decode_num_draft_tokens_total`,",
             "  `vllm:spec_decode_num_accepted_tokens_total`,",
             "  `vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"i\"}`.",
             "- acceptance rate r = accepted / draft tokens; acceptance length tau = 1 + accepted / drafts;",
             "  per-position rate i = accepted at position i / drafts. Position 0's rate is the first draft's",
             "  per-token alpha whatever K each round used; conditional alpha at i = rate i / rate i-1.", "",
-            "Per request, vLLM after 0.28 (PR #48915) returns `metrics.speculative_decoding` in each response,",
-            "with an `acceptance_histogram`, when the server runs with `--per-request-spec-decode-metrics summary`.",
+            "Per request, the lesson's metric has a real counterpart since vLLM PR #48915 (after 0.28): with",
+            "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
+            "with an `acceptance_histogram`.",
             f"Its share of steps that accepted nothing is what the tail model needs: at alpha {plan['alpha']:.2f} "
             f"it should be {1 - plan['alpha']:.2f}.", "",
             "```", "curl -s localhost:8000/metrics > before.prom     # ... a window of production traffic ...",
@@ -2344,7 +2383,8 @@ def plan_stage4(dep, plan):
         f"- why the tail moves: {t['zero_accept_token_share'] * 100:.1f}% of tokens come from rounds that "
         f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each. The lesson's two-pass reroll "
         f"({t['itl_spec_two_pass_p99_ms']:.2f} ms, {pct(t['p99_change_two_pass'])}) is not what "
-        f"{ENGINES[dep.engine]['name']} runs: rejection sampling resamples from the verify pass it already has.",
+        f"{ENGINES[dep.engine]['name']} runs: a rejected draft ends the round inside the verify pass already run, "
+        "and the round's last token comes from that pass.",
         "",
         "Kill switch: turn speculation off if acceptance falls below the break-even of the dashboard below, or "
         "`p99_itl_ms` or `p99_tpot_ms` exceeds baseline by more than your latency budget.",
@@ -2385,6 +2425,9 @@ def plan_dashboard(dep, plan):
         return out
     out += ["trtllm-serve's `/metrics` is JSON, not Prometheus: poll it and sum `numAcceptedTokens` and "
             "`numDraftTokens` of `specDecodingStats` over each window.", ""]
+    # The gate's fields: DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py (current:
+    # acceptance_rate_window_size / acceptance_rate_threshold, read by the executor's
+    # SpeculationGate; earlier: acceptance_window / acceptance_length_threshold).
     if gate_a is not None:
         out += [f"Kill switch, built in: at B={target} and K={k} the break-even acceptance rate is "
                 f"{plan['gate_rate']:.3f}. TensorRT-LLM turns speculation off for good once the rolling acceptance "
@@ -2395,22 +2438,35 @@ def plan_dashboard(dep, plan):
                 "These are the field names of current `llm_args.py`; earlier releases call them "
                 f"`acceptance_window` and `acceptance_length_threshold`, the latter in tau: {1 + plan['eps']:.3f}.",
                 ""]
+        rates = [(kk, acceptance_rate(plan["alpha"], kk)) for kk in sorted({row[2] for row in plan["schedule"]})
+                 if kk > 0]
+        low = [(kk, r) for kk, r in rates if r < plan["gate_rate"]]
+        if low:
+            out += ["The rate depends on K: use this switch with the fixed K of stage 1 only. Under "
+                    "`draft_len_schedule` it would fire where a longer K runs well: at alpha "
+                    f"{plan['alpha']:.2f}, " + ", ".join(f"K = {kk} shows a rate of {r:.3f}" for kk, r in low) +
+                    f", under {plan['gate_rate']:.3f}.", ""]
     return out
 
 
 def plan_next(dep, plan):
     k, target = plan["k"], plan["target"]
-    off = {"vllm": "a final `[start, end, 0]` row of `num_speculative_tokens_per_batch_size`",
-           "sglang": "a replica without speculation for the batch sizes past it",
-           "trtllm": "`max_concurrency` in `speculative_config`"}[dep.engine]
+    off = {"vllm": "switch speculation off past it with a final `[start, end, 0]` row of "
+                   "`num_speculative_tokens_per_batch_size`",
+           "sglang": "route the batch sizes past it to a replica without speculation",
+           "trtllm": "switch speculation off past it with `max_concurrency` in `speculative_config`"}[dep.engine]
+    if dep.engine == "vllm":
+        depth = (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
+                 "- the per-position rates at K = 2 and 3, to see whether a longer draft would pay at lower load;")
+    else:
+        depth = (f"- the acceptance length at K = {max(1, k - 1)} and {k + 1} against K = {k}: this engine exports no "
+                 "per-position rates, so a K sweep shows whether late positions pay;")
     return [
         "## What to measure next", "",
         "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
-        (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
-         "- the per-position rates at K = 2 and 3, to see whether a longer draft would pay at lower load;"),
+        depth,
         f"- P99 TPOT and P99 ITL at B={target} and at the batch sizes you actually run, against baseline;",
-        f"- the batch size where the measured alpha meets the break-even table above: switch speculation off past "
-        f"it with {off}.",
+        f"- the batch size where the measured alpha meets the break-even table above: {off}.",
         ""]
 
 
@@ -2420,7 +2476,7 @@ def render_plan(result, dep, grid):
     out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(result, dep, plan)
     out += plan_k_by_batch(plan, dep) + plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
     out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)
-    out += ["## When not to use speculation here", ""] + plan_when_not(result, grid)
+    out += ["## When not to use speculation here", ""] + plan_when_not(plan)
     if result["mix"]:
         out += [""] + plan_mix(result["mix"])
     out += [""] + plan_next(dep, plan)
@@ -2443,6 +2499,8 @@ def render_json(result, dep, grid):
                       kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft, draft_model=draft_head(dep)[0],
                       draft_trained_context=draft_head(dep)[1],
                       gpu_memory_gib=dep.memory_gib, gpu_memory_utilization=dep.memory_fraction,
+                      gpu_memory_utilization_of=("memory free after the weights"
+                                                 if ENGINES[dep.engine]["memory_share_of"] == "free" else "all memory"),
                       memory_setting=memory_setting(dep), memory_budget_bytes=result["memory_budget_bytes"],
                       gpu_bandwidth_tbs=dep.bandwidth_tbs,
                       gpu_tflops=dep.target.tflops,
@@ -2798,7 +2856,8 @@ def parse_mix(text):
 def given_acceptance(grid):
     """A measurement typed on the command line: one acceptance length or rate at one K, else None.
 
-    SGLang and TensorRT-LLM report acceptance as a length or a rate, not as vLLM's counters.
+    That is what a dashboard shows (SGLang and TensorRT-LLM report acceptance as a length or
+    a rate, not as vLLM's counters), so the plan then runs on it instead of EXPECTED_ALPHA.
     """
     if grid.kind == "alpha" or len(grid.ks) != 1 or len(grid.acceptance) != 1:
         return None
@@ -2880,11 +2939,10 @@ def parse_evidence(args, grid):
         measured["notes"] += spec["notes"] + (base["notes"] if base else [])
     if base:
         comparison = bench_comparison(base, spec)
+    measured = measured or given_acceptance(grid)   # one length or rate at one K is a measurement
     if args.gate and measured is None:
-        measured = given_acceptance(grid)
-        if measured is None:
-            raise UsageError("--gate: needs a measurement: --metrics, --bench-spec, or one --acceptance-length or "
-                             "--acceptance-rates value at one --ks")
+        raise UsageError("--gate: needs a measurement: --metrics, --bench-spec, or one --acceptance-length or "
+                         "--acceptance-rates value at one --ks")
     target = None
     if args.target_concurrency is not None:
         target = parse_one("--target-concurrency", args.target_concurrency, int, "an integer >= 1", lambda b: b >= 1)

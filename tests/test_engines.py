@@ -57,6 +57,7 @@ def commands(plan):
 
 
 def tool_of(command):
+    command = re.sub(r"^([A-Z_]+=\S+ )+", "", command)      # environment assignments before the tool
     return max((t for t in KNOWN_FLAGS if command.startswith(t + " ")), key=len, default=None)
 
 
@@ -184,6 +185,53 @@ class TensorRtLlm(unittest.TestCase):
         total = 4 * 80 * 2 ** 30
         static = dep["weight_bytes"] + dep["draft_weight_bytes"]
         self.assertAlmostEqual(dep["memory_budget_bytes"], static + 0.9 * (total - static), delta=1)
+
+
+class PlanDetails(unittest.TestCase):
+    def test_trtllm_schedule_keys_are_each_tiers_last_batch(self):
+        plan, data = plan_for(["--engine", "trtllm"])
+        on = [row for row in data["plan"]["schedule"] if row[2] > 0]
+        expected = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
+        self.assertIn(f"`draft_len_schedule: {expected}` (with `max_draft_len: {on[0][2]}`)", plan)
+        self.assertTrue(expected.startswith("{8: 4, "), expected)       # K = 4 up to B = 8 at alpha 0.70
+
+    def test_trtllm_kill_switch_warns_where_a_longer_k_shows_a_lower_rate(self):
+        plan, data = plan_for(["--engine", "trtllm"])
+        rate_k4 = (0.7 + 0.7 ** 2 + 0.7 ** 3 + 0.7 ** 4) / 4                # 0.443, by hand
+        self.assertLess(rate_k4, data["plan"]["gate_rate"])
+        self.assertIn(f"K = 4 shows a rate of {rate_k4:.3f}", plan)
+
+    def test_sglang_adaptive_text_names_the_tables_ks(self):
+        plan, data = plan_for(["--engine", "sglang"])
+        # Default candidates {1: 1,3,5,7; 8: 0,1,3; 32: 0,1; 64: 0} against the table's K = 4, 3, 2, 1 up to 318.
+        self.assertEqual(sorted({row[2] for row in data["plan"]["schedule"]}), [1, 2, 3, 4])
+        self.assertIn("they turn speculation off from batch 64, where this table still runs K = 2; they never try "
+                      "K = 2, 4.", plan)
+        self.assertIn("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 python -m sglang.launch_server", plan)
+        self.assertEqual(plan.count("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"), 1)   # the speculative run only
+        next_steps = plan.split("## What to measure next")[1]
+        self.assertNotIn("per-position rates:", next_steps)                  # SGLang exports none
+
+    def test_front_table_when_the_measured_k_is_not_the_best(self):
+        plan, data = plan_for(["--engine", "sglang", "--acceptance-length", "2.0", "--ks", "3"])
+        self.assertIn("measured", data)                                     # one length at one K is a measurement
+        self.assertEqual(data["plan"]["k"], 3)
+        best = data["plan"]["k_target"]
+        self.assertNotEqual(best, 3)
+        self.assertIn(f"| K | 3, the K measured; at B=256 and alpha {data['plan']['alpha']:.2f} the best is "
+                      f"K = {best},", plan)
+
+    def test_placeholders_are_safe_in_a_shell(self):
+        plan, _ = plan_for(["--engine", "sglang", "--draft", "eagle"])
+        self.assertIn("YOUR-EAGLE-HEAD-FOR-LLAMA-3.3-70B", plan)
+        for command in commands(plan):
+            self.assertNotRegex(command, r"[<>]", command)
+
+    def test_trtllm_budget_never_exceeds_the_gpus(self):
+        _, data = plan_for(["--engine", "trtllm", "--model", "llama-3.1-405b", "--tp", "1", "--weights-dtype", "bf16"])
+        dep = data["deployment"]
+        self.assertLessEqual(dep["memory_budget_bytes"], 80 * 2 ** 30)
+        self.assertEqual(dep["max_concurrency"], 0)
 
 
 class Heads(unittest.TestCase):
