@@ -64,7 +64,9 @@ GPU = "h100-sxm"               # catalog name of the GPU
 TP = 4                         # tensor-parallel degree (GPUs per replica)
 WEIGHTS_DTYPE = "fp8"          # target weights: "bf16" or "fp8"
 KV_DTYPE = "bf16"              # KV cache element type: "bf16" or "fp8"
-CONTEXT = 2048                 # mean decode context, tokens (prompt + generated so far)
+INPUT_TOKENS = 1024            # mean prompt length of the traffic, tokens
+OUTPUT_TOKENS = 1024           # mean generated length, tokens: 1k in / 1k out, a common serving-benchmark shape
+CONTEXT = None                 # mean decode context, tokens; None: INPUT_TOKENS + OUTPUT_TOKENS / 2
 DRAFT = "eagle3"               # "eagle3", "eagle", "ngram" or a catalog model as a draft model
 DRAFT_MODEL = None             # Hugging Face id of the draft head or model; None: the catalog's for this engine
 ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (ENGINES below)
@@ -73,21 +75,27 @@ TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark ru
 # ---------------------------------------------------------------- catalog
 # GPUs, dense (no sparsity). Memory in GiB: the marketed "80 GB" of an H100 is 80 GiB =
 # 85.9e9 bytes (REFERENCE.md section 3). Bandwidth TB/s, peak TFLOP/s per dtype; fp8 None
-# = no fp8 tensor cores (fp8 weights then run as W8A16 at the bf16 rate).
+# = no fp8 tensor cores (fp8 weights then run as W8A16 at the bf16 rate). link: GB/s one
+# way between two GPUs, what an all-reduce's bytes cross (NVLink 4: 450, NVLink 3: 300,
+# NVLink 5: 900, PCIe Gen5 x16: 64, Gen4 x16: 32, Infinity Fabric peer link: 64; the
+# vendors' figures, halved where they quote both directions; aiconfigurator's
+# h100_sxm.yaml uses 450e9 intra-node).
 GPUS = {
-    "a100-sxm-80gb": dict(memory_gib=80,  bandwidth_tbs=2.039, bf16=312,  fp8=None),  # NVIDIA datasheet, via ai-dynamo/aiconfigurator a100_sxm.yaml
-    "h100-sxm":      dict(memory_gib=80,  bandwidth_tbs=3.35,  bf16=989,  fp8=1979),  # aiconfigurator h100_sxm.yaml
-    "h100-pcie":     dict(memory_gib=80,  bandwidth_tbs=2.0,   bf16=756,  fp8=1513),  # aiconfigurator h100_pcie.yaml
-    "h200":          dict(memory_gib=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979),  # aiconfigurator h200_sxm.yaml
-    "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
-    "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733),   # NVIDIA L40S datasheet
-    "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330),   # spec table, fp32 accumulate
-    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615),  # AMD specs
+    "a100-sxm-80gb": dict(memory_gib=80,  bandwidth_tbs=2.039, bf16=312,  fp8=None, family="ampere",    link=300),  # NVIDIA datasheet, via ai-dynamo/aiconfigurator a100_sxm.yaml
+    "h100-sxm":      dict(memory_gib=80,  bandwidth_tbs=3.35,  bf16=989,  fp8=1979, family="hopper",    link=450),  # aiconfigurator h100_sxm.yaml
+    "h100-pcie":     dict(memory_gib=80,  bandwidth_tbs=2.0,   bf16=756,  fp8=1513, family="hopper",    link=64),   # aiconfigurator h100_pcie.yaml
+    "h200":          dict(memory_gib=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979, family="hopper",    link=450),  # aiconfigurator h200_sxm.yaml
+    "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500, family="blackwell", link=900),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
+    "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733,  family="ada",       link=32),   # NVIDIA L40S datasheet
+    "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330,  family="ada",       link=32),   # spec table, fp32 accumulate
+    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=64),   # AMD specs
 }
+GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 
 # Target models: the shapes in each HF config.json (REFERENCE.md section 4).
 MODELS = {
     "llama-3.2-1b":   dict(hidden=2048,  inter=8192,  layers=16,  heads=32,  kv_heads=8, head_dim=64,  vocab=128256, tied=True,  hf="meta-llama/Llama-3.2-1B-Instruct"),   # 1.236 B
+    "llama-2-70b":    dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=32000,  tied=False, hf="meta-llama/Llama-2-70b-chat-hf"),    # 68.98 B; the calibration's TensorRT-LLM 0.9 runs
     "llama-3.1-8b":   dict(hidden=4096,  inter=14336, layers=32,  heads=32,  kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.1-8B-Instruct"),   # 8.030 B
     "llama-3.3-70b":  dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.3-70B-Instruct"),  # 70.554 B
     "llama-3.1-405b": dict(hidden=16384, inter=53248, layers=126, heads=128, kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.1-405B-Instruct"), # 405.853 B
@@ -285,30 +293,56 @@ def accepted_drafts(u, alpha, k):
 
 # ---------------------------------------------------------------- cost model
 # A round is K draft steps plus one verify pass over K+1 tokens per sequence; a plain
-# step is one target pass over 1 token per sequence (MagicDec eq. 1). Each pass is a
-# roofline: bytes moved (weights once, the KV history of B sequences once, new KV)
-# against FLOPs (2 per parameter per token, plus attention over the context), plus a
-# fixed per-pass cost. REFERENCE.md section 3.
+# step is one target pass over 1 token per sequence (MagicDec eq. 1). Each pass is a sum
+# of terms (REFERENCE.md section 3): streaming the weights, reading the KV history,
+# compute (2 FLOPs per parameter per token plus attention over the context), two
+# all-reduces per layer under tensor parallelism, a fixed cost per pass that belongs to
+# the engine, and an engine cost per token. Memory and compute time are added, not
+# overlapped: with a hard max eps would stay flat below the ridge, but SGLang's batch
+# sweep shows it rising from B = 2 (the previous fit preferred a sum, exponent 1).
+# In a closed-loop benchmark every step also carries the prefill of the requests that
+# keep arriving (chunked prefill mixes it into decode batches): PREFILL below.
 
-Fit = namedtuple("Fit", "bw_eff flop_eff overlap pass_ms draft_step_ms round_ms token_us")
-# bw_eff, flop_eff: achieved share of datasheet bandwidth and FLOP/s; overlap: exponent p
-# of the smooth max (m^p + c^p)^(1/p) joining memory and compute time (p = 1 is a sum,
-# large p a hard max); pass_ms: fixed cost of one target forward (launches); draft_step_ms:
-# fixed cost of one draft step; round_ms: per-round speculation bookkeeping (rejection
-# sampler, input preparation); token_us: engine cost per token a pass processes
-# (sampling, per-sequence bookkeeping), which grows with B*(K+1) but not with model size.
-FIT = Fit(bw_eff=0.8305, flop_eff=0.45, overlap=1.0, pass_ms=0.8008, draft_step_ms=0.6219, round_ms=1.1055, token_us=8.5938)
-# Fitted by bench/calibrate.py against bench/published.json (vLLM K sweep, SGLang batch
-# sweeps, SGLang batch 1; 8B on H100). The data prefer overlap = 1 (no overlap): a hard
-# max would keep eps flat below the ridge, but SGLang's sweep shows it rising from B = 2.
-# flop_eff sits on its lower bound: the script explains the bound.
-ALLREDUCE_MS = 0.008   # one small-message all-reduce over NVLink; two per layer under TP (assumed, not fitted)
+Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
+                        "link_eff pass_vllm pass_sglang pass_trtllm draft_step_ms round_ms token_us")
+# bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
+# family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
+# flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
+# weight read keeps (block scales, dequantisation and activation quantisation: an fp8 step
+# is not half a bf16 one); fp8_kv_eff: likewise for an fp8 KV cache (the attention kernel
+# dequantises it); attn_ns: ns per layer per token of context that one sequence's attention
+# takes however few bytes it reads (a decode attention kernel spreads one sequence over
+# few SMs), the floor of the KV time at small batch: measured steps grow about 0.24 ms per
+# 1k tokens on 8B/H100 at batch 1, several times the KV read; layer_us: fixed cost per
+# layer per pass (kernel launches, norms, rotary); ar_us, ar_tp_us: one all-reduce's
+# latency at TP 2 and its growth per further GPU; link_eff: achieved share of the link
+# bandwidth in an all-reduce;
+# pass_<engine>: fixed cost of one forward pass in that engine (graph launch, scheduler,
+# sampler); draft_step_ms: fixed cost of one draft step; round_ms: per-round speculation
+# bookkeeping (rejection sampler, input preparation); token_us: engine cost per token a
+# pass processes. Fitted together by bench/calibrate.py (its output says which points set
+# which constant), against bench/published.json and bench/plain_step.json.
+FIT = Fit(bw_hopper=0.9231, bw_ampere=0.7656, bw_ada=0.7111, flop_eff=0.75, fp8_eff=0.9758, fp8_kv_eff=0.4842,
+          attn_ns=8.0, layer_us=22.8906, ar_us=12.8672, ar_tp_us=3.5859, link_eff=0.6703, pass_vllm=0.918,
+          pass_sglang=0.2734, pass_trtllm=1.7969, draft_step_ms=0.5594, round_ms=1.4746, token_us=11.1719)
+# What the fit says: an fp8 weight read keeps nearly all its bandwidth (0.98), but an fp8
+# KV cache reads no faster than bf16 (0.48 x 2 bytes); one sequence's attention costs
+# 8 ns per layer per token of context (0.26 ms per 1k tokens on 8B, as measured); an
+# all-reduce costs 13 us at TP 2 and 3.6 us more per further GPU (20 us at TP 4, 34 at
+# TP 8); fixed costs are 23 us per layer plus a pass cost that differs by engine.
+# flop_eff sits on its upper bound (bench/calibrate.py says why).
+BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
+             "blackwell": "bw_hopper",   # no Blackwell point to fit: taken as Hopper's share (an assumption)
+             "cdna": "bw_hopper"}        # likewise for MI300X (CDNA 3)
+ACTIVATION_BYTES = 2                     # all-reduce messages are bf16 activations, hidden wide per token
 
-Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layers tflops held_params held_bytes")
+Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layers hidden tflops held_params "
+                        "held_bytes fp8")
 # One network a pass runs: parameters used per token, bytes of weights read per pass, KV
-# bytes per token of context, attention width (heads * head_dim), layers, peak TFLOP/s per
-# GPU, and the parameters and bytes it holds in memory. These differ only for EAGLE-1/2,
-# which reads the target's lm_head every step but does not hold a copy.
+# bytes per token of context, attention width (heads * head_dim), layers, hidden size (the
+# all-reduce message per token), peak TFLOP/s per GPU, the parameters and bytes it holds
+# in memory (these differ only for EAGLE-1/2, which reads the target's lm_head every step
+# but does not hold a copy), and whether its weights are fp8.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -328,6 +362,9 @@ class Deployment:
     engine: str = ENGINE
     memory_fraction: float = ENGINES[ENGINE]["memory_fraction"]   # the engine's share (ENGINES)
     draft_hf: str | None = None   # Hugging Face id of the draft; None: the catalog's choice
+    link_gbs: float = 450.0       # one-way GPU-to-GPU bandwidth the all-reduces cross, GB/s
+    input_tokens: int = 1024      # mean prompt length (INPUT_TOKENS)
+    output_tokens: int = 1024     # mean output length (OUTPUT_TOKENS)
 
 
 def model_params(m):
@@ -395,7 +432,8 @@ def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, weights_dtyp
     tflops is the dense rate for the weights dtype. For custom hardware the draft's bf16
     rate is taken as half an fp8 figure, as on every fp8-capable GPU in the catalog.
     """
-    spec = dict(GPUS.get(gpu, dict(memory_gib=None, bandwidth_tbs=None, bf16=None, fp8=None)))
+    spec = dict(GPUS.get(gpu, dict(memory_gib=None, bandwidth_tbs=None, bf16=None, fp8=None, family="hopper",
+                                   link=450)))   # custom hardware: Hopper's bandwidth share and NVLink (assumed)
     if memory_gib is not None:
         spec["memory_gib"] = memory_gib
     if bandwidth_tbs is not None:
@@ -407,41 +445,48 @@ def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, weights_dtyp
     return spec
 
 
-def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE,
-                    kv_dtype=KV_DTYPE, context=CONTEXT, draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL):
-    """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers."""
+def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
+                    draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
+                    output_tokens=OUTPUT_TOKENS):
+    """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers.
+
+    The mean decode context defaults to the prompt plus half the output: a request decodes
+    from input to input + output tokens of context.
+    """
     spec = spec or GPUS[gpu]
     m = MODELS[model]
     params, target_bytes = model_params(m), weight_bytes(m, weights_dtype)
     target = Net(params, target_bytes, kv_bytes_per_token(m, kv_dtype), m["heads"] * m["head_dim"], m["layers"],
-                 peak_tflops(spec, weights_dtype), params, target_bytes)
+                 m["hidden"], peak_tflops(spec, weights_dtype), params, target_bytes, weights_dtype == "fp8")
+    context = context if context is not None else input_tokens + output_tokens // 2
     dep = Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
                      spec["memory_gib"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None,
-                     engine, ENGINES[engine]["memory_fraction"], draft_hf)
+                     engine, ENGINES[engine]["memory_fraction"], draft_hf, spec["link"], input_tokens, output_tokens)
     return with_draft(dep, draft)
 
 
 def with_draft(dep, draft):
-    """The same deployment with another draft: an EAGLE head, n-gram lookup or a draft model."""
+    """The same deployment with another draft: an EAGLE head, n-gram lookup or a draft model (all bf16)."""
     m = MODELS[dep.model]
     width, kv_dtype = m["heads"] * m["head_dim"], dep.kv_dtype
     if draft == "eagle3":
         head = eagle_head_params(m, 3)
         drafter = Net(head, head * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(m, kv_dtype, layers=1),
-                      width, 1, dep.draft_tflops, head, head * DRAFT_WEIGHT_BYTES)
+                      width, 1, m["hidden"], dep.draft_tflops, head, head * DRAFT_WEIGHT_BYTES, False)
     elif draft == "eagle":
         head = eagle_head_params(m, 1)
         lm_head = m["vocab"] * m["hidden"]   # the target's own lm_head, read every draft step; bf16 even
         drafter = Net(head + lm_head, (head + lm_head) * DRAFT_WEIGHT_BYTES,   # under fp8 (weight_bytes)
-                      kv_bytes_per_token(m, kv_dtype, layers=1), width, 1, dep.draft_tflops,
-                      head, head * DRAFT_WEIGHT_BYTES)
+                      kv_bytes_per_token(m, kv_dtype, layers=1), width, 1, m["hidden"], dep.draft_tflops,
+                      head, head * DRAFT_WEIGHT_BYTES, False)
     elif draft == "ngram":
         drafter = None
     else:
         d = MODELS[draft]
         d_params = model_params(d)
         drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, kv_dtype),
-                      d["heads"] * d["head_dim"], d["layers"], dep.draft_tflops, d_params, d_params * DRAFT_WEIGHT_BYTES)
+                      d["heads"] * d["head_dim"], d["layers"], d["hidden"], dep.draft_tflops, d_params,
+                      d_params * DRAFT_WEIGHT_BYTES, False)
     return dataclasses.replace(dep, draft=draft, drafter=drafter)
 
 
@@ -474,47 +519,136 @@ def max_concurrency(dep):
     return max(0, int(free // kv_bytes_per_sequence(dep)))
 
 
-def smooth_max(x, y, p):
-    """(x^p + y^p)^(1/p): a sum at p = 1, the larger of the two as p grows."""
-    big = max(x, y)
-    if big == 0.0:
+def bandwidth_share(dep, fit=FIT):
+    """The achieved share of datasheet bandwidth for this GPU's family."""
+    return getattr(fit, BW_FAMILY[GPU_FAMILY.get(dep.gpu, "hopper")])
+
+
+def allreduce_ms(dep, message_bytes, fit=FIT):
+    """One all-reduce across the TP GPUs: a latency that grows with the GPU count, plus a ring's
+    2(G-1)/G of the message over one link (REFERENCE.md section 3: 18-29 us at small batch).
+
+    >>> dep = make_deployment(gpu="h100-sxm", tp=4)
+    >>> round(allreduce_ms(dep, 0.0, FIT._replace(ar_us=18.0, ar_tp_us=5.0)) * 1e3, 3)   # 18 + 2 x 5 us
+    28.0
+    """
+    if dep.tp == 1:
         return 0.0
-    return big * ((x / big) ** p + (y / big) ** p) ** (1.0 / p)
+    latency_ms = (fit.ar_us + fit.ar_tp_us * (dep.tp - 2)) / 1e3
+    return latency_ms + 2 * (dep.tp - 1) / dep.tp * message_bytes / (dep.link_gbs * 1e6 * fit.link_eff)
 
 
-def pass_ms(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT):
-    """Time of one forward pass of net over tokens_per_seq new tokens for each of batch sequences."""
-    new_tokens = batch * tokens_per_seq
-    # All K+1 query tokens of a sequence share one read of its KV history.
-    bytes_moved = net.weight_bytes + (batch * dep.context + new_tokens) * net.kv_bytes_per_token
-    flops = new_tokens * (2 * net.params + 4 * net.layers * net.attn_width * dep.context)
-    memory_ms = bytes_moved / (dep.tp * dep.bandwidth_tbs * 1e12 * fit.bw_eff) * 1e3
-    compute_ms = flops / (dep.tp * net.tflops * 1e12 * fit.flop_eff) * 1e3
-    allreduce_ms = 2 * net.layers * ALLREDUCE_MS if dep.tp > 1 else 0.0
-    engine_ms = new_tokens * fit.token_us / 1e3
-    return fixed_ms + allreduce_ms + engine_ms + smooth_max(memory_ms, compute_ms, fit.overlap)
+def pass_parts(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT, prefill=0.0):
+    """The terms of one forward pass, in ms: weights, attention, compute, communication, fixed, engine.
+
+    tokens_per_seq new tokens for each of `batch` sequences at the mean context, plus
+    `prefill` prompt tokens mixed into the same pass (their own attention averages half
+    the prompt). All K+1 query tokens of a sequence share one read of its KV history.
+    """
+    tokens = batch * tokens_per_seq + prefill
+    bytes_per_ms = dep.tp * dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)
+    weights = net.weight_bytes / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
+    kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
+    history = batch * dep.context * net.kv_bytes_per_token / kv_per_ms
+    one_sequence = net.layers * dep.context * fit.attn_ns / 1e6
+    attention = max(history, one_sequence) + tokens * net.kv_bytes_per_token / kv_per_ms
+    flops = (batch * tokens_per_seq * (2 * net.params + 4 * net.layers * net.attn_width * dep.context)
+             + prefill * (2 * net.params + 4 * net.layers * net.attn_width * dep.input_tokens / 2))
+    compute = flops / (dep.tp * net.tflops * 1e9 * fit.flop_eff)
+    communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
+    return dict(weights=weights, attention=attention, compute=compute, communication=communication,
+                fixed=fixed_ms + net.layers * fit.layer_us / 1e3, engine=tokens * fit.token_us / 1e3)
+
+
+def pass_ms(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT, prefill=0.0):
+    """Time of one forward pass (pass_parts, summed)."""
+    return sum(pass_parts(net, dep, batch, tokens_per_seq, fixed_ms, fit, prefill).values())
+
+
+def engine_pass_ms(dep, fit=FIT):
+    """The engine's fixed cost of one target forward pass."""
+    return getattr(fit, "pass_" + dep.engine)
+
+
+def prefill_tokens(dep, batch):
+    """Prompt tokens a decode step carries in a closed loop at concurrency B, on average.
+
+    Each request leaves after OUTPUT tokens and is replaced by one with INPUT prompt tokens,
+    so per output token the server prefills INPUT / OUTPUT prompt tokens: B * I / O a step
+    (steady state, chunked prefill on; REFERENCE.md section 3).
+    >>> prefill_tokens(make_deployment(input_tokens=5000, output_tokens=500), 25)
+    250.0
+    """
+    return batch * dep.input_tokens / dep.output_tokens
+
+
+def decode_step_ms(dep, batch, fit=FIT):
+    """One decode step without speculation and without any prefill: a target pass over one token per sequence."""
+    return pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit)
+
+
+def plain_step_parts(dep, batch, fit=FIT):
+    """A plain step's terms in ms (pass_parts), with its prefill share as a term of its own."""
+    parts = pass_parts(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit)
+    parts["prefill share"] = prefill_share_ms(dep, batch, fit)
+    return parts
+
+
+def eps_growth(dep, k, b0, b1, fit=FIT):
+    """The term of a round (against a plain step, decode only) that moves eps most from batch b0 to b1."""
+    def extra(batch):
+        plain = pass_parts(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit)
+        verify = pass_parts(dep.target, dep, batch, k + 1, engine_pass_ms(dep, fit), fit)
+        terms = {f"the verify pass's {t}": verify[t] - plain[t] for t in plain}
+        terms["the draft steps and bookkeeping"] = round_ms(dep, batch, k, fit) - sum(verify.values())
+        return terms, sum(plain.values())
+    (e0, p0), (e1, p1) = extra(b0), extra(b1)
+    change = {t: e1[t] / p1 - e0[t] / p0 for t in e0}
+    term = max(change, key=lambda t: abs(change[t]))
+    return dict(k=k, b0=b0, b1=b1, term=term, change=change[term], extra_b0=e0[term], extra_b1=e1[term],
+                plain_b0=p0, plain_b1=p1, eps_b0=model_overhead(dep, b0, k, fit), eps_b1=model_overhead(dep, b1, k, fit))
 
 
 def plain_step_ms(dep, batch, fit=FIT):
-    """One decode step without speculation: a target pass over one token per sequence."""
-    return pass_ms(dep.target, dep, batch, 1, fit.pass_ms, fit)
+    """A plain step as a closed-loop benchmark's mean TPOT sees it: decode plus its share of prefill."""
+    return pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit, prefill_tokens(dep, batch))
+
+
+def prefill_share_ms(dep, batch, fit=FIT):
+    """What one step's prefill tokens add to a pass (the same in a plain step and a verify pass)."""
+    return plain_step_ms(dep, batch, fit) - decode_step_ms(dep, batch, fit)
 
 
 def round_ms(dep, batch, k, fit=FIT):
-    """One speculative round: K draft steps, then one verify pass over K+1 tokens per sequence."""
+    """One speculative round without prefill: K draft steps, then one verify pass over K+1 tokens a sequence."""
     draft = 0.0
     if dep.drafter is not None:
         draft = k * pass_ms(dep.drafter, dep, batch, 1, fit.draft_step_ms, fit)
-    return fit.round_ms + draft + pass_ms(dep.target, dep, batch, k + 1, fit.pass_ms, fit)
+    return fit.round_ms + draft + pass_ms(dep.target, dep, batch, k + 1, engine_pass_ms(dep, fit), fit)
 
 
 def model_overhead(dep, batch, k, fit=FIT):
-    """eps from the cost model: a round's time over a plain step's, minus one."""
-    return round_ms(dep, batch, k, fit) / plain_step_ms(dep, batch, fit) - 1.0
+    """eps of decoding: a round's time over a plain step's, minus one, prefill left out.
+
+    The break-even does not depend on the prefill share: a round of tau tokens carries tau
+    steps' prefill, so per token both sides pay the same (prefill_overhead).
+    """
+    return round_ms(dep, batch, k, fit) / decode_step_ms(dep, batch, fit) - 1.0
+
+
+def prefill_overhead(eps, tau, dep, batch, fit=FIT):
+    """eps with the prefill share: ((1 + eps) D + tau q) / (D + q) - 1 for decode step D and prefill share q.
+
+    A round delivers tau tokens a sequence, so in a closed loop it carries tau steps' worth
+    of arriving prompts; the speedup tau / (1 + this) is diluted towards 1, the break-even
+    (tau = 1 + eps) is unchanged.
+    """
+    decode, share = decode_step_ms(dep, batch, fit), prefill_share_ms(dep, batch, fit)
+    return ((1.0 + eps) * decode + tau * share) / (decode + share) - 1.0
 
 
 def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
-    """eps at batch B: the B=1 overhead ("auto" = the model's) grown as the model's round/plain ratio grows.
+    """Decode eps at batch B: the B=1 overhead ("auto" = the model's) grown as the model's round/step ratio grows.
 
     1 + eps(B) = (1 + eps(1)) * [(1 + eps_model(B)) / (1 + eps_model(1))], so "auto" is
     exactly the cost model and a given eps keeps its value at B=1. It never falls below
@@ -523,8 +657,8 @@ def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
     at_one = model_overhead(dep, 1, k, fit)
     base = at_one if eps_b1 == "auto" else eps_b1
     scaled = (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
-    plain = plain_step_ms(dep, batch, fit)
-    verify_only = pass_ms(dep.target, dep, batch, k + 1, fit.pass_ms, fit) / plain - 1.0
+    verify_only = (pass_ms(dep.target, dep, batch, k + 1, engine_pass_ms(dep, fit), fit)
+                   / decode_step_ms(dep, batch, fit) - 1.0)
     return max(scaled, verify_only, 0.0)
 
 
@@ -1064,18 +1198,24 @@ def grid_alphas(grid):
 
 
 def evaluate_cell(alpha, k, eps, batch, dep, decode, rounds, fit):
-    """Closed forms and the simulation for one (alpha, K, eps, B)."""
-    plain_ms = plain_step_ms(dep, batch, fit)
-    spec_ms = (1.0 + eps) * plain_ms
-    sim = simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch)
+    """Closed forms and the simulation for one (alpha, K, decode eps, B).
+
+    eps_eff adds the prefill share a round of tau tokens carries (prefill_overhead): the
+    speedups divide by it; the break-even does not move, so it uses the decode eps.
+    """
     tau = acceptance_length(alpha, k)
+    cell_eps = prefill_overhead(eps, tau, dep, batch, fit)
+    plain_ms = plain_step_ms(dep, batch, fit)
+    spec_ms = (1.0 + cell_eps) * plain_ms
+    sim = simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch)
     return dict(
-        eps_eff=eps, acceptance_length=tau, acceptance_rate=acceptance_rate(alpha, k),
-        speedup_lesson=lesson_speedup(alpha, k, eps), speedup_exact=exact_speedup(alpha, k, eps),
+        eps_eff=cell_eps, eps_decode=eps, acceptance_length=tau, acceptance_rate=acceptance_rate(alpha, k),
+        speedup_lesson=lesson_speedup(alpha, k, cell_eps), speedup_exact=exact_speedup(alpha, k, cell_eps),
         speedup_mc=sim["speedup_mc"], speedup_mc_se=sim["speedup_mc_se"],
         speedup_two_pass_mc=sim["speedup_two_pass"],
         breakeven_alpha_lesson=lesson_breakeven(k, eps), breakeven_alpha_exact=exact_breakeven(k, eps),
         plain_step_ms=plain_ms, round_ms=spec_ms,
+        tpot_plain_mean_ms=plain_ms, tpot_spec_mean_ms=spec_ms / tau,
         itl_plain_mean_ms=sim["plain"]["mean"], itl_plain_p50_ms=sim["plain"]["p50"],
         itl_plain_p99_ms=sim["plain"]["p99"],
         itl_spec_mean_ms=sim["exact"]["mean"], itl_spec_p50_ms=sim["exact"]["p50"],
@@ -1094,12 +1234,14 @@ def best_k(dep, acceptance, batch, fit=FIT):
 
     acceptance: a per-token alpha, or conditional alphas by position (see tau_for).
 
-    Leviathan section 3.5: maximise tau(a, K) / T_round(B, K); the draft's cost is in T_round.
+    Leviathan section 3.5: maximise tau(a, K) / T_round(B, K); the draft's cost is in T_round,
+    and a round of tau tokens carries tau steps' prefill share q: tau (D + q) / (R + tau q).
     """
-    plain = plain_step_ms(dep, batch, fit)
+    decode, share = decode_step_ms(dep, batch, fit), prefill_share_ms(dep, batch, fit)
     best = (0, 1.0)
     for k in range(1, K_MAX + 1):
-        speedup = tau_for(acceptance, k) * plain / round_ms(dep, batch, k, fit)
+        tau = tau_for(acceptance, k)
+        speedup = tau * (decode + share) / (round_ms(dep, batch, k, fit) + tau * share)
         if speedup > best[1]:
             best = (k, speedup)
     return best
@@ -1193,7 +1335,8 @@ def chart_data(grid, dep, plan, decode, rounds, fit=FIT):
             continue
         eps = model_overhead(dep, batch, k, fit)
         curves.append(dict(concurrency=batch, eps=eps, breakeven=exact_breakeven(k, eps),
-                           points=[(a, exact_speedup(a, k, eps)) for a in alphas]))
+                           points=[(a, exact_speedup(a, k, prefill_overhead(eps, acceptance_length(a, k), dep,
+                                                                            batch, fit))) for a in alphas]))
     steps = [dict(alpha=a, schedule=k_schedule(dep, a, fit)) for a in CHART_ALPHAS]
     for step in steps:
         step["zero_at"] = next((row[0] for row in step["schedule"] if row[2] == 0), None)
@@ -1203,7 +1346,8 @@ def chart_data(grid, dep, plan, decode, rounds, fit=FIT):
         batch = plan["target"] if plan["target"] <= limit else feasible[-1]
         alpha, kk = plan["alpha"], plan["k"]
         plain_ms = plain_step_ms(dep, batch, fit)
-        spec_ms = plain_ms * (1 + model_overhead(dep, batch, kk, fit))
+        tau = acceptance_length(alpha, kk)
+        spec_ms = plain_ms * (1 + prefill_overhead(model_overhead(dep, batch, kk, fit), tau, dep, batch, fit))
         mixtures = itl_mixtures(decode(alpha, kk), rounds, plain_ms, spec_ms, alpha, batch)
         x_max = 1.05 * max(weighted_quantile(0.999, parts) for parts in mixtures.values())
         xs = [x_max * i / 240 for i in range(241)]
@@ -1219,30 +1363,35 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
 
     A domain with share s of generated tokens and acceptance length tau needs s/tau rounds
     per token, so the mix runs sum(s/tau) rounds per token: a harmonic blend of tau, not an
-    average of alphas or of speedups.
+    average of alphas or of speedups. In units of a decode step, a token costs (1 + eps) s/tau
+    in rounds plus the prefill share q, the same with speculation or without.
     """
     eps = model_overhead(dep, batch, k, fit)
+    q = prefill_share_ms(dep, batch, fit) / decode_step_ms(dep, batch, fit)
+
+    def speedup(rounds_per_token, plain_tokens=0.0, eps=eps):
+        return (1.0 + q) / (rounds_per_token * (1.0 + eps) + plain_tokens + q)
+
     domains = [dict(name=name, share=share, alpha=alpha, tau=acceptance_length(alpha, k),
-                    speedup=acceptance_length(alpha, k) / (1 + eps)) for name, share, alpha in mix]
+                    speedup=speedup(1.0 / acceptance_length(alpha, k))) for name, share, alpha in mix]
     rounds_per_token = sum(d["share"] / d["tau"] for d in domains)
     for d in domains:
         d["time_share"] = d["share"] / d["tau"] / rounds_per_token
     naive_alpha = sum(d["share"] * d["alpha"] for d in domains)
-    blended = 1.0 / (rounds_per_token * (1 + eps))
-    naive = acceptance_length(naive_alpha, k) / (1 + eps)
     weak = min(domains, key=lambda d: d["tau"])
     others = rounds_per_token - weak["share"] / weak["tau"]
     best_alpha = max(d["alpha"] for d in domains)
-    blend_at = {kk: 1.0 / (sum(d["share"] / acceptance_length(d["alpha"], kk) for d in domains)
-                           * (1 + model_overhead(dep, batch, kk, fit))) for kk in range(1, K_MAX + 1)}
+    blend_at = {kk: speedup(sum(d["share"] / acceptance_length(d["alpha"], kk) for d in domains),
+                            eps=model_overhead(dep, batch, kk, fit)) for kk in range(1, K_MAX + 1)}
     mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
-    return dict(k=k, concurrency=batch, eps=eps, domains=domains, naive_alpha=naive_alpha,
+    blended, naive = speedup(rounds_per_token), speedup(1.0 / acceptance_length(naive_alpha, k))
+    return dict(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
                 naive_speedup=naive, blended_speedup=blended, naive_error=naive / blended - 1.0,
                 weak=weak["name"],
                 # What-ifs for the weak domain: decoded without speculation (1 plain step a token),
                 # or given a head as good as the best domain's.
-                routed_speedup=1.0 / (others * (1 + eps) + weak["share"]),
-                trained_speedup=1.0 / ((others + weak["share"] / acceptance_length(best_alpha, k)) * (1 + eps)),
+                routed_speedup=speedup(others, weak["share"]),
+                trained_speedup=speedup(others + weak["share"] / acceptance_length(best_alpha, k)),
                 trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
 
 
@@ -1251,17 +1400,19 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, rou
     k, profile = measured["k"], measured["profile"]
     limit = max_concurrency(dep)
     by_batch = []
+    tau = profile_length(profile, k)
     for b in batches:
-        eps = model_overhead(dep, b, k, fit)
+        eps = prefill_overhead(model_overhead(dep, b, k, fit), tau, dep, b, fit)
         by_batch.append(dict(concurrency=b, feasible=b <= limit, eps=eps,
-                             speedup=profile_length(profile, k) / (1 + eps) if b <= limit else None))
+                             speedup=tau / (1 + eps) if b <= limit else None))
     out = dict(measured, by_concurrency=by_batch)
     out.pop("profile")
     if comparison:
         batch = comparison["max_concurrency"] or target
         eps = model_overhead(dep, batch, k, fit)
         cell = evaluate_cell(measured["alpha"], k, eps, batch, dep, decode(measured["alpha"], k), rounds, fit)
-        predicted = dict(concurrency=batch, speedup=measured["acceptance_length"] / (1 + eps),
+        predicted = dict(concurrency=batch, speedup=measured["acceptance_length"] / (1 + prefill_overhead(
+                             eps, measured["acceptance_length"], dep, batch, fit)),
                          p99_itl_change=cell["round_itl_spec_p99_ms"] / cell["itl_plain_p99_ms"] - 1.0,
                          p99_token_itl_change=cell["p99_change"])
         out.update({key: comparison[key] for key in
@@ -1363,6 +1514,10 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
                   mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
                   if evidence.mix else None)
     result["charts"] = chart_data(grid, dep, plan, decode, rounds, fit)
+    feasible = [b for b in sorted(grid.concurrencies) if b <= fit_limit]
+    if feasible:
+        result["eps_growth"] = eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit)
+    result["plain_b1"] = plain_step_parts(dep, 1, fit)
     if measured:
         result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
                                                   decode, rounds, fit)
@@ -1432,9 +1587,10 @@ def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
     remedies = []
     for kk in sorted({1, 2, 3}):
         eps = model_overhead(dep, target, kk, fit)
-        sim = simulate_cell(decode_tagged_sequence(tail["alpha"], kk, rounds), rounds, 1.0, 1.0 + eps,
+        cell_eps = prefill_overhead(eps, acceptance_length(tail["alpha"], kk), dep, target, fit)
+        sim = simulate_cell(decode_tagged_sequence(tail["alpha"], kk, rounds), rounds, 1.0, 1.0 + cell_eps,
                             tail["alpha"], target)
-        remedies.append(dict(k=kk, eps=eps, speedup=exact_speedup(tail["alpha"], kk, eps),
+        remedies.append(dict(k=kk, eps=cell_eps, speedup=exact_speedup(tail["alpha"], kk, cell_eps),
                              p99_change=sim["exact"]["p99"] / sim["plain"]["p99"] - 1.0))
     schedule = k_schedule(dep, tail["alpha"], fit)
     memory = []
@@ -1526,8 +1682,9 @@ def render_breakeven(result):
         rows.append(f"{b['k']:3d} {eps_label(b['verify_overhead']):>7s} {b['concurrency']:5d} {b['eps_eff']:6.3f}"
                     f" {fmt(b['lesson'], '14.3f', 'never'):>14s} {fmt(b['exact'], '15.3f', 'never'):>15s}{mark}")
     title = ("== Break-even: below it speculation is slower than plain decoding ==\n"
-             "The lesson's eps/K is the right break-even for vLLM's acceptance rate r, since tau = 1 + K*r;\n"
-             "for the per-token alpha it is too low: that one solves tau(alpha, K) = 1 + eps.")
+             "The lesson's eps/K is the right break-even for the acceptance rate r, since tau = 1 + K*r;\n"
+             "for the per-token alpha it is too low: that one solves tau(alpha, K) = 1 + eps. eps here is the\n"
+             "decode eps: the prefill share costs the same per token with speculation or without.")
     return render_blocks(title, header, rows) + [""]
 
 
@@ -1667,17 +1824,14 @@ def summary_facts(result, grid):
                     f"alpha {fmt(first['exact'], '.2f', 'never')} -> {fmt(last['exact'], '.2f', 'never')} "
                     f"(rate {fmt(first['lesson'], '.3f', 'never')} -> {fmt(last['lesson'], '.3f', 'never')})")
     if moves:
-        span = f"From B = {first['concurrency']} to B = {last['concurrency']}"
-        if all(r > f for f, r in rising):
-            why = (f"{span} the verify pass's B*(K+1) tokens cost ever more compute beside the plain step's B, "
-                   "so eps and the break-even rise: ")
-        elif all(r < f for f, r in rising):
-            why = (f"{span} eps and the break-even fall: at {result['context']} tokens of context the KV read "
-                   "dominates plain and verify passes alike, so the draft's fixed cost weighs less as B grows "
-                   "(MagicDec's effect): ")
-        else:
-            why = f"{span} eps moves with the batch as follows: "
-        facts.append(why + "; ".join(moves) + ".")
+        g = result["eps_growth"]
+        direction = "rises" if g["eps_b1"] > g["eps_b0"] else "falls"
+        facts.append(
+            f"From B = {g['b0']} to B = {g['b1']} the decode eps {direction} (K = {g['k']}: {g['eps_b0']:.2f} -> "
+            f"{g['eps_b1']:.2f}). The term of a round that moves it most is {g['term']}: a round spends "
+            f"{g['extra_b0']:.2f} ms more on it than a {g['plain_b0']:.2f} ms plain step at B = {g['b0']}, and "
+            f"{g['extra_b1']:.2f} ms more than a {g['plain_b1']:.2f} ms step at B = {g['b1']} "
+            f"({g['change'] * 100:+.0f} points of eps). By K and overhead: " + "; ".join(moves) + ".")
     plan = result["plan"]
     tail = {t["concurrency"]: t for t in plan["tail"]}
     if plan["target"] in tail:
@@ -1721,9 +1875,15 @@ def deployment_lines(dep, result):
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {ENGINES[dep.engine]['name']},",
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
-        f"{result['memory_budget_bytes'] / GIB:.0f} GiB. Plain decode step {result['plan']['plain_ms_b1']:.2f} ms "
-        "at B=1.",
-        "alpha: per-token acceptance; rate: vLLM's accepted/drafted; tau: tokens per round (bonus included).",
+        f"{result['memory_budget_bytes'] / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens in, {dep.output_tokens} out.",
+    ] + wrap(f"Plain step at B=1, {sum(result['plain_b1'].values()):.2f} ms = "
+             + " + ".join(f"{name} {ms:.2f}" for name, ms in result["plain_b1"].items() if ms > 0.0005)
+             + " (ms; a closed-loop benchmark's mean TPOT).", 100, "  ") + (
+        [f"No calibration point on {GPU_FAMILY.get(dep.gpu, 'custom')} GPUs: their bandwidth share is Hopper's, "
+         "an assumption; calibrate on your own runs."] if GPU_FAMILY.get(dep.gpu, "hopper") not in ("hopper", "ampere",
+                                                                                                  "ada") else []) + [
+        "alpha: per-token acceptance; rate: accepted/drafted; tau: tokens per round (bonus included).",
+        "eps: a round's cost over a plain step, minus 1, with the prefill a round of tau tokens carries.",
         "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps); sim: simulated decode, ±se its standard error.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
     ]
@@ -1753,7 +1913,7 @@ def render_tables(result, dep, grid):
                     if c["k"] == k and c["verify_overhead"] == eps_b1]
             eps1 = result["eps_b1"][k, eps_b1]
             source = "given" if eps_b1 != "auto" else "from the cost model"
-            title = f"== K = {k}, eps = {eps1:.2f} at B=1 ({source}), growing with B as the cost model says =="
+            title = f"== K = {k}, decode eps = {eps1:.2f} at B=1 ({source}), growing with B as the cost model says =="
             lines += render_blocks(title, header, rows) + [""]
     lines += render_breakeven(result)
     lines += render_best_k(result)
@@ -2508,7 +2668,8 @@ def render_json(result, dep, grid):
                       weight_bytes=dep.target.weight_bytes,
                       draft_weight_bytes=dep.drafter.held_bytes if dep.drafter else 0,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
-                      max_concurrency=result["max_concurrency"],
+                      max_concurrency=result["max_concurrency"], input_tokens=dep.input_tokens,
+                      output_tokens=dep.output_tokens, plain_step_b1=result["plain_b1"],
                       plain_step_ms_b1=result["plan"]["plain_ms_b1"])
     plan = {key: v for key, v in result["plan"].items() if key not in ("tail", "schedule_speedups")}
     best = [{key: b[key] for key in ("concurrency", "alpha", "k", "speedup")} for b in result["best_k"]]
@@ -2726,7 +2887,9 @@ def build_parser():
     dep.add_argument("--tp", help="tensor-parallel degree")
     dep.add_argument("--weights-dtype", help="bf16 or fp8")
     dep.add_argument("--kv-dtype", help="bf16 or fp8")
-    dep.add_argument("--context", help="mean decode context in tokens")
+    dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {INPUT_TOKENS})")
+    dep.add_argument("--output-tokens", help=f"mean output length, tokens (default {OUTPUT_TOKENS})")
+    dep.add_argument("--context", help="mean decode context in tokens (default: input + output / 2)")
     dep.add_argument("--draft", help=f"draft: {', '.join(DRAFTS)}, or a catalog model")
     dep.add_argument("--draft-model", help="Hugging Face id or path of the draft head (default: the catalog's)")
     dep.add_argument("--engine", help=f"engine the plan is written for: {', '.join(ENGINES)} (default {ENGINE})")
@@ -2804,6 +2967,11 @@ def parse_deployment(args):
     tp = parse_one("--tp", args.tp, int, "an integer >= 1", lambda t: t >= 1) if args.tp is not None else TP
     context = parse_one("--context", args.context, int, "an integer >= 1 (tokens)", lambda c: c >= 1) \
         if args.context is not None else CONTEXT
+    lengths = {}
+    for flag, text, default in (("--input-tokens", args.input_tokens, INPUT_TOKENS),
+                                ("--output-tokens", args.output_tokens, OUTPUT_TOKENS)):
+        lengths[flag] = parse_one(flag, text, int, "an integer >= 1 (tokens)", lambda n: n >= 1) \
+            if text is not None else default
     draft = _choice("--draft", args.draft or DRAFT, list(DRAFTS) + list(MODELS))
     m = MODELS[model]
     if m["heads"] % tp:
@@ -2830,7 +2998,8 @@ def parse_deployment(args):
     if draft_hf is not None and draft == "ngram":
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
-    return make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf)
+    return make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf,
+                           lengths["--input-tokens"], lengths["--output-tokens"])
 
 
 def parse_mix(text):

@@ -107,6 +107,8 @@ class BadInput(unittest.TestCase):
         (["--seed", "x"], "--seed"),
         (["--out", "/nonexistent-folder/plan.md"], "--out"),
         (["--bogus"], "--bogus"),
+        (["--input-tokens", "0"], "--input-tokens"),
+        (["--output-tokens", "many"], "--output-tokens"),
     ]
 
     def test_each_bad_value_exits_2_with_one_line_and_writes_nothing(self):

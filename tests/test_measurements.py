@@ -120,13 +120,17 @@ class TrafficMix(unittest.TestCase):
         dep = m.make_deployment()
         mix = m.traffic_blend(m.TRAFFIC_MIX, dep, 3, 64)
         eps = m.model_overhead(dep, 64, 3)
+        # Prefill per token in decode steps: 64 x 1024 / 1024 = 64 prompt tokens a step.
+        self.assertEqual(m.prefill_tokens(dep, 64), 64.0)
+        q = m.prefill_share_ms(dep, 64) / m.decode_step_ms(dep, 64)
         tau = m.acceptance_length
         self.assertAlmostEqual(mix["naive_alpha"], 0.7 * 0.7 + 0.3 * 0.4)
-        self.assertAlmostEqual(mix["blended_speedup"], 1 / ((0.7 / tau(0.7, 3) + 0.3 / tau(0.4, 3)) * (1 + eps)))
-        self.assertAlmostEqual(mix["naive_speedup"], tau(0.61, 3) / (1 + eps))
+        self.assertAlmostEqual(mix["blended_speedup"],
+                               (1 + q) / ((0.7 / tau(0.7, 3) + 0.3 / tau(0.4, 3)) * (1 + eps) + q))
+        self.assertAlmostEqual(mix["naive_speedup"], (1 + q) / ((1 + eps) / tau(0.61, 3) + q))
         self.assertGreater(mix["naive_speedup"], mix["blended_speedup"])   # concave tau: averaging alpha flatters
         self.assertEqual(mix["weak"], "code")
-        self.assertAlmostEqual(mix["routed_speedup"], 1 / (0.7 / tau(0.7, 3) * (1 + eps) + 0.3))
+        self.assertAlmostEqual(mix["routed_speedup"], (1 + q) / (0.7 / tau(0.7, 3) * (1 + eps) + 0.3 + q))
 
     def test_mix_flag(self):
         status, data, _ = run_json(["--mix", "chat:0.5:0.8,code:0.25:0.5,legal:0.25:0.3"])

@@ -27,10 +27,12 @@ class CostModel(unittest.TestCase):
     def test_default_memory_budget_by_hand(self):
         # vLLM's 0.92 of 4 x 80 GiB = 316,109,592,985.6 B. Weights: 70,553,706,496 parameters, of which
         # embeddings + lm_head 2 x 128,256 x 8,192 = 2,101,346,304 stay bf16: 72,655,052,800 B; the
-        # EAGLE-3 head 1,403,027,456 x 2 B. KV: 2048 x (327,680 + 4,096) B = 679,477,248 B a sequence.
+        # EAGLE-3 head 1,403,027,456 x 2 B. KV: a mean context of 1024 + 1024 / 2 = 1536 tokens x
+        # (327,680 + 4,096) B = 509,607,936 B a sequence.
         free = 316_109_592_985.6 - 72_655_052_800 - 2 * 1_403_027_456
-        self.assertEqual(m.max_concurrency(DEP), 354)
-        self.assertEqual(m.max_concurrency(DEP), int(free // 679_477_248))
+        self.assertEqual(DEP.context, 1536)
+        self.assertEqual(m.max_concurrency(DEP), 472)
+        self.assertEqual(m.max_concurrency(DEP), int(free // 509_607_936))
         self.assertAlmostEqual(m.memory_budget_bytes(DEP), 316_109_592_985.6, delta=1.0)
 
     def test_engines_share_memory_their_own_way(self):
@@ -41,9 +43,8 @@ class CostModel(unittest.TestCase):
         trtllm = m.make_deployment(engine="trtllm")
         self.assertAlmostEqual(m.memory_budget_bytes(sglang), 0.85 * total, delta=1.0)
         self.assertAlmostEqual(m.memory_budget_bytes(trtllm), static + 0.9 * (total - static), delta=1.0)
-        self.assertEqual(m.max_concurrency(sglang), int((0.85 * total - static) // 679_477_248))   # 318
-        self.assertEqual(m.max_concurrency(sglang), 318)
-        self.assertEqual(m.max_concurrency(trtllm), 355)
+        self.assertEqual(m.max_concurrency(sglang), 425)     # 216,596,668,416 B / 509,607,936 B
+        self.assertEqual(m.max_concurrency(trtllm), 473)     # 241,322,648,371 B / 509,607,936 B
 
     def test_fp8_keeps_embeddings_and_lm_head_in_bf16(self):
         m70 = m.MODELS["llama-3.3-70b"]
@@ -68,7 +69,7 @@ class CostModel(unittest.TestCase):
         # what the verify pass over K+1 tokens costs beyond a plain step, nor below zero.
         long = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
         for b in (1, 4, 16):
-            verify_only = m.pass_ms(long.target, long, b, 4, m.FIT.pass_ms) / m.plain_step_ms(long, b) - 1
+            verify_only = m.pass_ms(long.target, long, b, 4, m.engine_pass_ms(long)) / m.decode_step_ms(long, b) - 1
             eps = m.effective_overhead(0.1, long, b, 3)
             self.assertGreaterEqual(eps, verify_only - 1e-12)
             self.assertGreaterEqual(eps, 0.0)

@@ -1,0 +1,113 @@
+"""The plain step's terms (issue 10), each against a number worked by hand, and the prefill share
+against a brute-force closed loop."""
+import json
+import random
+import unittest
+
+from load_main import load_main, run
+
+m = load_main()
+F = m.FIT
+
+
+class Terms(unittest.TestCase):
+    def parts(self, dep, batch=1, tokens=1, prefill=0.0):
+        return m.pass_parts(dep.target, dep, batch, tokens, m.engine_pass_ms(dep), F, prefill)
+
+    def test_weights_stream_at_the_family_share_and_fp8_keeps_its_own(self):
+        bf16 = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
+        fp8 = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "fp8", "bf16", 1000, "ngram")
+        a100 = m.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "bf16", 1000, "ngram")
+        # 8,030,261,248 x 2 B; fp8: 6,979,588,096 linear weights x 1 B + 1,050,673,152 embedding weights x 2 B.
+        self.assertAlmostEqual(self.parts(bf16)["weights"], 16_060_522_496 / (3.35e9 * F.bw_hopper), places=9)
+        self.assertAlmostEqual(self.parts(fp8)["weights"],
+                               (6_979_588_096 + 2 * 1_050_673_152) / (3.35e9 * F.bw_hopper * F.fp8_eff), places=9)
+        self.assertAlmostEqual(self.parts(a100)["weights"], 16_060_522_496 / (2.039e9 * F.bw_ampere), places=9)
+
+    def test_attention_has_a_one_sequence_floor_and_fp8_kv_its_own_share(self):
+        dep = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 4000, "ngram")
+        # Batch 1: 32 layers x 4000 tokens x attn_ns beats the 524 MB read; one token of KV written.
+        self.assertAlmostEqual(self.parts(dep)["attention"],
+                               32 * 4000 * F.attn_ns / 1e6 + 131_072 / (3.35e9 * F.bw_hopper), places=9)
+        # Batch 64: the read of 64 histories is the larger.
+        self.assertAlmostEqual(self.parts(dep, 64)["attention"],
+                               (64 * 4000 + 64) * 131_072 / (3.35e9 * F.bw_hopper), places=9)
+        fp8 = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "fp8", 4000, "ngram")
+        self.assertAlmostEqual(self.parts(fp8, 64)["attention"],
+                               64 * 4001 * 65_536 / (3.35e9 * F.bw_hopper * F.fp8_kv_eff), places=9)
+        # The measured slope at batch 1 on 8B/H100 is about 0.24 ms per 1k tokens (REFERENCE.md section 3).
+        self.assertAlmostEqual(32 * 1000 * F.attn_ns / 1e6, 0.24, delta=0.03)
+
+    def test_two_all_reduces_per_layer_grow_with_tp_and_the_message(self):
+        tp8 = m.make_deployment("llama-3.3-70b", "h100-sxm", 8, "bf16", "bf16", 1000, "ngram")
+        latency = (F.ar_us + 6 * F.ar_tp_us) / 1e3                      # TP 8: six GPUs past two
+        one = m.allreduce_ms(tp8, 64 * 8192 * 2)                        # 64 tokens x 8,192 x 2 B
+        self.assertAlmostEqual(one, latency + 2 * 7 / 8 * 1_048_576 / (450e6 * F.link_eff), places=12)
+        self.assertAlmostEqual(self.parts(tp8, 64)["communication"], 2 * 80 * one, places=9)
+        tp1 = m.make_deployment("llama-3.3-70b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
+        self.assertEqual(self.parts(tp1, 64)["communication"], 0.0)
+        # REFERENCE.md section 3: published steps imply 18-29 us per all-reduce, rising with TP.
+        self.assertTrue(15 <= F.ar_us + 2 * F.ar_tp_us <= 29 < F.ar_us + 6 * F.ar_tp_us + 10)
+
+    def test_fixed_costs_are_the_engines_plus_each_layers(self):
+        for engine in ("vllm", "sglang", "trtllm"):
+            dep = m.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", 1000, "ngram", engine=engine)
+            self.assertAlmostEqual(self.parts(dep)["fixed"], getattr(F, "pass_" + engine) + 80 * F.layer_us / 1e3,
+                                   places=12)
+
+    def test_compute_counts_two_flops_a_parameter_and_attention(self):
+        dep = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
+        flops = 256 * (2 * 8_030_261_248 + 4 * 32 * 4096 * 1000)
+        self.assertAlmostEqual(self.parts(dep, 256)["compute"], flops / (989e9 * F.flop_eff), places=9)
+
+    def test_the_breakdown_sums_to_the_step_and_reaches_the_json(self):
+        dep = m.make_deployment()
+        parts = m.plain_step_parts(dep, 1)
+        self.assertAlmostEqual(sum(parts.values()), m.plain_step_ms(dep, 1), places=12)
+        status, out, _ = run(["--alphas", "0.7", "--ks", "3", "--concurrency", "1,64", "--json", "--no-write"])
+        data = json.loads(out)
+        self.assertEqual(set(data["deployment"]["plain_step_b1"]),
+                         {"weights", "attention", "compute", "communication", "fixed", "engine", "prefill share"})
+        for cell in data["cells"]:
+            plain = m.plain_step_ms(dep, cell["concurrency"])
+            self.assertAlmostEqual(cell["tpot_plain_mean_ms"], plain, places=5)
+            self.assertAlmostEqual(cell["tpot_spec_mean_ms"],
+                                   cell["round_ms"] / cell["acceptance_length"], places=5)
+
+
+class PrefillShare(unittest.TestCase):
+    def test_closed_loop_prefill_per_step_by_brute_force(self):
+        # B slots; each request decodes its own length (mean O) and is replaced by one with I prompt tokens.
+        rng = random.Random(3)
+        batch, prompt, mean_out = 25, 5000, 500
+        left = [rng.randint(1, 2 * mean_out - 1) for _ in range(batch)]
+        prompts, steps = 0, 200_000
+        for _ in range(steps):
+            for i in range(batch):
+                left[i] -= 1
+                if left[i] == 0:
+                    prompts += prompt
+                    left[i] = rng.randint(1, 2 * mean_out - 1)     # mean 500
+        dep = m.make_deployment(input_tokens=prompt, output_tokens=mean_out)
+        self.assertAlmostEqual(prompts / steps, m.prefill_tokens(dep, batch), delta=0.02 * 250)   # 250 a step
+
+    def test_prefill_dilutes_the_speedup_but_not_the_break_even(self):
+        heavy = m.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
+        light = m.make_deployment(context=5250, input_tokens=5000, output_tokens=50_000)
+        eps = m.model_overhead(heavy, 32, 3)
+        self.assertAlmostEqual(eps, m.model_overhead(light, 32, 3), places=12)      # decode eps: no prefill
+        for dep in (heavy, light):
+            # At tau = 1 + eps the round's tau steps of prefill cost what tau plain steps' do: still break-even.
+            self.assertAlmostEqual(m.prefill_overhead(eps, 1 + eps, dep, 32), eps, places=12)
+        tau = 2.5
+        diluted = tau / (1 + m.prefill_overhead(eps, tau, heavy, 32))
+        clean = tau / (1 + m.prefill_overhead(eps, tau, light, 32))
+        self.assertLess(diluted, clean)
+        # By hand: ((1 + eps) D + tau q) / (D + q) with D the decode step and q the prefill share.
+        d, q = m.decode_step_ms(heavy, 32), m.prefill_share_ms(heavy, 32)
+        self.assertAlmostEqual(diluted, tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
+        self.assertGreater(q, 0.3 * d)     # 32 x 5000 / 500 = 320 prompt tokens a step on 70B: not small
+
+
+if __name__ == "__main__":
+    unittest.main()
