@@ -805,10 +805,11 @@ class UsageError(ValueError):
     """Bad input, a flag or a file: the message names it, what it allows and what it got."""
 
 
-SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py
+SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py; the emitted-tokens counter is V0's (vllm/engine/metrics.py)
     "vllm:spec_decode_num_drafts_total": "drafts",
     "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
     "vllm:spec_decode_num_accepted_tokens_total": "accepted",
+    "vllm:spec_decode_num_emitted_tokens_total": "emitted",
 }
 PER_POSITION_COUNTERS = {   # label position="i"
     "vllm:spec_decode_num_accepted_tokens_per_pos_total": "accepted",
@@ -826,11 +827,18 @@ SAMPLE_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.
                          r'\s+(\S+)(?:\s+-?[0-9.]+(?:[eE][-+]?[0-9]+)?)?(?:\s+#.*)?$')
 LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
-Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges",
-                      defaults=({}, {}, {}))
-# drafts, draft_tokens, accepted: sums over engines, None where the scrape has no such
-# counter (a missing counter is not zero); per_position, drafted_per_position: {i: count};
-# gauges: {key of SPEC_GAUGES: mean over the label sets that report it}.
+Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges emitted",
+                      defaults=({}, {}, {}, None))
+# drafts, draft_tokens, accepted (and V0's emitted): sums over engines, None where the
+# scrape has no such counter (a missing counter is not zero); per_position,
+# drafted_per_position: {i: count}; gauges: {key of SPEC_GAUGES: mean over the label sets
+# that report a value, an SGLang rank with no speculative step (0) left out}.
+ESCAPE = re.compile(r"\\(.)")
+
+
+def label_values(labels):
+    """{name: value} of a sample's labels, escapes undone (\\, \", \n)."""
+    return {k: ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), v) for k, v in LABEL.findall(labels or "")}
 
 
 def text_lines(path, flag):
@@ -879,10 +887,15 @@ def read_metrics(path, flag):
     Counters are summed over every other label (data-parallel engines); models are kept
     apart, since a router's or a federated scrape mixes servers.
     """
-    models, samples, lines, sglang_seen = {}, 0, 0, False
+    models, samples, lines, sglang_seen, eof, seen = {}, 0, 0, False, False, set()
     for number, line in text_lines(path, flag):
         lines += 1
         line = line.strip()
+        if eof and line:
+            raise UsageError(f"{flag}: {path}, line {number}: text after '# EOF': two scrapes in one file? Save each "
+                             "scrape to its own file")
+        if line == "# EOF":          # OpenMetrics ends here
+            eof = True
         if not line or line.startswith("#"):
             continue
         match = SAMPLE_LINE.match(line)
@@ -906,12 +919,18 @@ def read_metrics(path, flag):
         kind = SPEC_COUNTERS.get(name) or PER_POSITION_COUNTERS.get(name) or SPEC_GAUGES.get(name)
         if kind is None:
             continue
-        label = dict(LABEL.findall(labels or ""))
+        if (name, labels) in seen:
+            raise UsageError(f"{flag}: {path}, line {number}: {name}{labels or ''} appears twice: two scrapes in one "
+                             "file (curl >>)? Save each scrape to its own file")
+        seen.add((name, labels))
+        label = label_values(labels)
         entry = models.setdefault(label.get("model_name", ""), dict(totals={}, accepted={}, drafted={}, gauges={}))
         if name in SPEC_GAUGES:
             value = sample_value(text, flag, path, number, counter=False)
             if math.isfinite(value):
-                entry["gauges"].setdefault(kind, []).append(value)
+                entry["gauges"].setdefault(kind, [])
+                if not kind.startswith("sglang") or value > 0:   # 0: that rank ran no speculative step
+                    entry["gauges"][kind].append(value)
             continue
         value = sample_value(text, flag, path, number)
         if name in PER_POSITION_COUNTERS:
@@ -929,7 +948,9 @@ def read_metrics(path, flag):
                              "speculation on, and the server started with --enable-metrics?")
         raise UsageError(f"{flag}: {path} has no vllm:spec_decode_* counters: is speculative decoding on?")
     return {model: Counters(*(e["totals"].get(key) for key in ("drafts", "draft_tokens", "accepted")),
-                            e["accepted"], e["drafted"], {k: sum(v) / len(v) for k, v in e["gauges"].items()})
+                            e["accepted"], e["drafted"],
+                            {k: sum(v) / len(v) if v else 0.0 for k, v in e["gauges"].items()},
+                            e["totals"].get("emitted"))
             for model, e in models.items()}
 
 
@@ -954,7 +975,7 @@ def is_sglang(c):
 def counters_window(after, before, flags):
     """Counters over the window between two scrapes; a counter that fell means a restart (or swapped files)."""
     restart = "the server restarted between the scrapes, or the files are swapped"
-    for name in ("drafts", "draft_tokens", "accepted"):
+    for name in ("drafts", "draft_tokens", "accepted", "emitted"):
         a, b = getattr(after, name), getattr(before, name)
         if (a is None) != (b is None):
             raise UsageError(f"{flags[0]}: {name} is in one scrape and not the other: not the same server version")
@@ -971,7 +992,7 @@ def counters_window(after, before, flags):
     difference = lambda name: None if getattr(after, name) is None else getattr(after, name) - getattr(before, name)
     # Gauges hold a value, not a count: the window is the later scrape's.
     return Counters(difference("drafts"), difference("draft_tokens"), difference("accepted"), per["per_position"],
-                    per["drafted_per_position"], after.gauges)
+                    per["drafted_per_position"], after.gauges, difference("emitted"))
 
 
 def profile_problem(c, k):
@@ -990,13 +1011,51 @@ def profile_problem(c, k):
     for i in range(1, k):
         if positions[i] > positions[i - 1] + slack:
             return f"position {i} accepted more ({positions[i]:g}) than position {i - 1} ({positions[i - 1]:g})"
-    for i, drafted in c.drafted_per_position.items():
-        if positions.get(i, 0.0) > drafted + slack:
-            return f"position {i} accepted {positions[i]:g} of {drafted:g} drafted"
+    drafted = c.drafted_per_position
+    if drafted:
+        if abs(drafted.get(0, 0.0) - c.drafts) > max(1.0, 1e-4 * c.drafts):
+            return f"position 0 was drafted {drafted.get(0, 0.0):g} times in {c.drafts:g} drafts"
+        if abs(sum(drafted.values()) - c.draft_tokens) > max(1.0, 1e-4 * c.draft_tokens):
+            return f"drafted tokens by position sum to {sum(drafted.values()):g}, not {c.draft_tokens:g}"
+        for i in sorted(drafted)[1:]:
+            if drafted[i] > drafted.get(i - 1, 0.0) + slack:
+                return f"position {i} was drafted more often than position {i - 1}"
+        for i, count in drafted.items():
+            if positions.get(i, 0.0) > count + slack:
+                return f"position {i} accepted {positions[i]:g} of {count:g} drafted"
     return None
 
 
-def measured_acceptance(c, source, k_given=None, notes=()):
+def v0_drafts(c, source, k_given, notes, ask):
+    """Counts without num_drafts (V0, V1 before 0.8.5): the drafts, from V0's emitted tokens or --ks.
+
+    V0 emits the accepted tokens plus one per sequence a step, so drafts = emitted - accepted,
+    and its efficiency gauge is emitted / ((K + 1) x drafts): when both agree the scrape
+    fixes K and a different --ks is refused (vllm/engine/metrics.py, spec_decode metrics).
+    """
+    rate = c.accepted / c.draft_tokens
+    if c.emitted is not None and c.emitted > c.accepted:
+        drafts = c.emitted - c.accepted
+        k = c.draft_tokens / drafts
+        efficiency = c.gauges.get("v0_efficiency")
+        agrees = efficiency is None or abs(c.emitted / ((round(k) + 1) * drafts) - efficiency) <= 0.02 * efficiency
+        if abs(k - round(k)) <= 1e-4 * k and agrees:
+            if k_given is not None and k_given != round(k):
+                raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape: vLLM V0's counters give "
+                                 f"{drafts:g} drafts (emitted - accepted) of {round(k)} tokens")
+            notes.append(f"vLLM V0: drafts = emitted - accepted tokens = {drafts:g}, so K = {round(k)}"
+                         + (" (its efficiency gauge agrees)" if efficiency is not None else ""))
+            return c._replace(drafts=drafts), round(k)
+    if k_given is None:
+        raise UsageError(f"{source}: has no vllm:spec_decode_num_drafts_total: vLLM V0 and V1 before 0.8.5 do not "
+                         f"export it (PR #16665). Its acceptance rate is {rate:.3f}; {ask}, the server's "
+                         "num_speculative_tokens, to complete the measurement")
+    notes.append(f"no num_drafts counter (vLLM before 0.8.5): drafts = draft tokens / K, with K = {k_given} "
+                 "from --ks")
+    return c._replace(drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={}), k_given
+
+
+def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1).
 
     K is the highest position exported plus one (vLLM creates a per-position counter for
@@ -1005,14 +1064,19 @@ def measured_acceptance(c, source, k_given=None, notes=()):
     n-gram drafter that found fewer matches. Position i's count over all drafts then mixes
     rounds that drafted i with rounds that could not, so without drafted-per-position
     counts only position 0 measures a clean per-token alpha (every round drafts a token).
-    k_given: the one --ks value, which completes a scrape that cannot tell K.
+    k_given: the one --ks value, which completes a scrape that cannot tell K; k_known: the K
+    of per-position counters that were dropped before this (read_scrapes).
     """
     notes, from_gauge = list(notes), False
+    ask = "give one --ks value" if k_given is None else None
     if c.drafts is None and "v0_efficiency" in c.gauges:
         notes.append(f"vLLM V0's gauges, lifetime values at the scrape: draft acceptance rate "
                      f"{c.gauges.get('v0_rate', float('nan')):.3f}, system efficiency {c.gauges['v0_efficiency']:.3f}")
     if is_sglang(c):
         tau, rate = c.gauges["sglang_length"], c.gauges.get("sglang_rate", 0.0)
+        if tau < 1.0:
+            raise UsageError(f"{source}: sglang:spec_accept_length is {tau:g} on every rank: no speculative step in "
+                             "the gauge's window (an idle server?); scrape under traffic")
         # Both gauges are set together over the same steps: (tau - 1) / rate is the draft length.
         implied = (tau - 1.0) / rate if rate > 0 else None
         if implied is not None and abs(implied - round(implied)) < 0.05 and round(implied) >= 1:
@@ -1023,15 +1087,18 @@ def measured_acceptance(c, source, k_given=None, notes=()):
                 notes.append(f"K = {round(implied)} from the gauges: (accept length - 1) / accept rate")
             k_given = round(implied)
         if k_given is None:
-            raise UsageError(f"{source}: an SGLang scrape: sglang:spec_accept_length is {tau:.3f}; give --ks K "
+            raise UsageError(f"{source}: an SGLang scrape: sglang:spec_accept_length is {tau:.3f}; {ask} "
                              "(its --speculative-num-steps) to turn it into a per-token alpha")
+        if tau > k_given + 1.0 + 1e-9:
+            raise UsageError(f"{source}: sglang:spec_accept_length {tau:.3f} is more than K + 1 = {k_given + 1}: "
+                             "--ks is not the server's --speculative-num-steps, or the draft is a tree (topk > 1)")
         notes.append("sglang:spec_accept_length is a gauge over the last 40 decode steps at the scrape; "
                      "average it over time (avg_over_time) for a steadier figure")
-        c, from_gauge = Counters(1.0, float(k_given), min(tau, k_given + 1.0) - 1.0), True
+        c, from_gauge = Counters(1.0, float(k_given), tau - 1.0), True
     if c.draft_tokens is None and c.accepted is None and "v0_rate" in c.gauges:
         rate = c.gauges["v0_rate"]
         if k_given is None:
-            raise UsageError(f"{source}: only vLLM V0's gauges: acceptance rate {rate:.3f}; give --ks K "
+            raise UsageError(f"{source}: only vLLM V0's gauges: acceptance rate {rate:.3f}; {ask} "
                              "(num_speculative_tokens) to complete the measurement")
         notes.append("read from vLLM V0's gauge vllm:spec_decode_draft_acceptance_rate, its value at the scrape")
         c, from_gauge = Counters(1.0, float(k_given), rate * k_given), True
@@ -1039,30 +1106,31 @@ def measured_acceptance(c, source, k_given=None, notes=()):
                           ("accepted", "vllm:spec_decode_num_accepted_tokens_total")):
         if getattr(c, name) is None:
             raise UsageError(f"{source}: has no {counter} sample; a missing counter is not zero")
+    if c.draft_tokens <= 0:
+        raise UsageError(f"{source}: no drafts were made (draft tokens = {c.draft_tokens:g}): nothing to measure")
+    if c.drafts is None and c.per_position:
+        raise UsageError(f"{source}: has per-position counters (vLLM 0.8.5 or later) but no "
+                         "vllm:spec_decode_num_drafts_total sample; a missing counter is not zero (a partial scrape?)")
     if c.drafts is None:
-        rate = c.accepted / c.draft_tokens if c.draft_tokens > 0 else float("nan")
-        if k_given is None:
-            raise UsageError(f"{source}: has no vllm:spec_decode_num_drafts_total: vLLM V0 and V1 before 0.8.5 do not "
-                             f"export it (PR #16665). Its acceptance rate is {rate:.3f}; give --ks K, the server's "
-                             "num_speculative_tokens, to complete the measurement")
-        notes.append(f"no num_drafts counter (vLLM before 0.8.5): drafts = draft tokens / K, with K = {k_given} "
-                     "from --ks")
-        c = c._replace(drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={})
-    if c.drafts <= 0 or c.draft_tokens <= 0:
+        c, k_given = v0_drafts(c, source, k_given, notes, ask)
+    if c.drafts <= 0:
         raise UsageError(f"{source}: no drafts were made (drafts = {c.drafts:g}): nothing to measure")
     k_mean = c.draft_tokens / c.drafts
+    whole = abs(k_mean - round(k_mean)) <= 1e-4 * k_mean      # six significant digits, as in profile_problem
     if c.per_position:
         k = max(c.per_position) + 1
-    elif abs(k_mean - round(k_mean)) < 1e-6:
+    elif k_known is not None:
+        k = k_known
+    elif whole:
         k = round(k_mean)
     else:
         raise UsageError(f"{source}: rounds drafted {k_mean:.3f} tokens on average and the scrape has no "
                          "per-position counters: the K in use cannot be told")
-    if not 1 <= k <= 32 or c.accepted > c.draft_tokens or k_mean > k + 1e-6:
+    if not 1 <= k <= 32 or c.accepted > c.draft_tokens or k_mean > k * (1 + 1e-4):
         raise UsageError(f"{source}: counters are inconsistent: {c.draft_tokens:g} draft tokens over {c.drafts:g} "
                          f"drafts and {c.accepted:g} accepted")
     tau = 1.0 + c.accepted / c.drafts
-    varying = k_mean < k - 1e-6
+    varying = k_mean < k * (1 - 1e-4)
     problem = profile_problem(c, k) if c.per_position else None
     rates, conditional = [], []
     if c.per_position and problem is None:
@@ -1085,7 +1153,7 @@ def measured_acceptance(c, source, k_given=None, notes=()):
                      "position 0's rate, the same whatever K a round used")
     elif varying:
         raise UsageError(f"{source}: rounds drafted {k_mean:.2f} tokens on average against K = {k} and the "
-                         "per-position counters fail their checks: no per-token alpha can be measured")
+                         "per-position counters are missing or fail their checks: no per-token alpha can be measured")
     else:
         alpha = alpha_from_length(min(tau, k + 1.0), k)
         profile = [alpha]
@@ -1130,17 +1198,28 @@ def read_bench(path, flag):
         raise UsageError(f"{flag}: {path} is not a benchmark result object")
     if data.get("completed") == 0:
         raise UsageError(f"{flag}: {path} has completed 0: every request failed, nothing was measured")
-    latency = {key: value for key, value in data.items()
-               if LATENCY_KEY.match(key) and isinstance(value, (int, float)) and math.isfinite(value)}
+    latency = {key: value for key, value in data.items() if LATENCY_KEY.match(key) and finite_number(value)}
     if not latency:
         raise UsageError(f"{flag}: {path} has none of the latency keys (mean_tpot_ms, p99_itl_ms, ...)")
-    numbers = lambda key: data.get(key) if isinstance(data.get(key), (int, float)) else None
+    numbers = lambda key: data.get(key) if finite_number(data.get(key)) else None
+    for key in ("max_concurrency", "multi_turn_concurrency"):
+        if data.get(key) is not None and not (finite_number(data[key]) and data[key] >= 1):
+            raise UsageError(f"{flag}: {path}: {key} must be a number of requests or null; got {data[key]!r}")
     concurrency = numbers("max_concurrency") or numbers("multi_turn_concurrency")
+    notes = [note] if note else []
+    if concurrency is None and "max_concurrency" not in data:
+        notes.append(f"{path} records no max_concurrency (files before mid-2024 do not): the concurrency it ran at "
+                     "is unknown")
     spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
     return dict(path=str(path), flag=flag, latency=latency, output_throughput=numbers("output_throughput"),
-                max_concurrency=concurrency, open_loop="max_concurrency" in data and concurrency is None,
+                max_concurrency=concurrency, open_loop=concurrency is None,
                 completed=numbers("completed"), spec=spec, workload={key: data.get(key) for key in WORKLOAD_KEYS},
-                model_id=data.get("model_id"), notes=[note] if note else [])
+                model_id=data.get("model_id"), notes=notes)
+
+
+def finite_number(value):
+    """True for an int or float that is finite (JSON's NaN and Infinity, null and strings are not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def same_workload(base, spec):
@@ -1152,15 +1231,42 @@ def same_workload(base, spec):
 
 
 def bench_acceptance(bench, flag):
-    """Acceptance from a spec run's spec_decode_* keys, or None when it has none."""
-    spec = bench["spec"]
-    if not {"spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens"} <= set(spec):
-        return None
+    """Acceptance from a spec run's spec_decode_* keys, or None when it has none.
+
+    The counts give everything; a file with only the rate (a percentage) and the length
+    gives K = (length - 1) / rate. The per-position rates are fractions; a list that is not
+    K numbers in [0, 1] is dropped with a note.
+    """
+    spec, source = bench["spec"], f"{flag} {bench['path']}"
+    counts = ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
+    present = [key for key in counts if key in spec]
+    for key in present + [k for k in ("spec_decode_acceptance_rate", "spec_decode_acceptance_length") if k in spec]:
+        if not finite_number(spec[key]) or spec[key] < 0:
+            raise UsageError(f"{source}: {key} must be a number >= 0; got {spec[key]!r}")
+    if len(present) < len(counts):
+        rate, tau = spec.get("spec_decode_acceptance_rate"), spec.get("spec_decode_acceptance_length")
+        if present or not rate or tau is None:
+            return None
+        k = (tau - 1.0) / (rate / 100.0)
+        if abs(k - round(k)) > 0.01 * k or not 1 <= round(k) <= 32:
+            raise UsageError(f"{source}: acceptance length {tau:g} and rate {rate:g}% give K = {k:.2f}, not a whole "
+                             "number: not one chain's figures")
+        return measured_acceptance(Counters(1.0, float(round(k)), tau - 1.0), source,
+                                   notes=[f"from the file's acceptance rate and length only: K = {round(k)}"])
+    drafts, draft_tokens, accepted = (float(spec[key]) for key in counts)
+    notes = []
+    rate = spec.get("spec_decode_acceptance_rate")
+    if rate is not None and draft_tokens > 0 and abs(rate - 100.0 * accepted / draft_tokens) > 0.5:
+        raise UsageError(f"{source}: spec_decode_acceptance_rate {rate:g}% disagrees with its counts "
+                         f"({100.0 * accepted / draft_tokens:.1f}%)")
     rates = spec.get("spec_decode_per_position_acceptance_rates") or []
-    drafts = float(spec["spec_decode_num_drafts"])
-    counts = Counters(drafts, float(spec["spec_decode_draft_tokens"]), float(spec["spec_decode_accepted_tokens"]),
-                      {i: r * drafts for i, r in enumerate(rates)})
-    return measured_acceptance(counts, f"{flag} {bench['path']}")
+    k_mean = draft_tokens / drafts if drafts > 0 else 0.0
+    if rates and (not isinstance(rates, list) or not all(finite_number(r) and 0 <= r <= 1 for r in rates)
+                  or len(rates) < k_mean * (1 - 1e-4)):
+        notes.append("spec_decode_per_position_acceptance_rates dropped (not one fraction per draft position)")
+        rates = []
+    return measured_acceptance(Counters(drafts, draft_tokens, accepted, {i: r * drafts for i, r in enumerate(rates)}),
+                               source, notes=notes)
 
 
 def bench_comparison(base, spec):
@@ -3053,13 +3159,15 @@ def read_scrapes(args, k_given):
         if is_sglang(later):
             notes.append("a gauge holds a value, not a count: the later scrape's is used")
     # The later scrape's own per-position counts are checked as well as the window's.
+    k_known = None
     if later.per_position and later.drafts is not None and later.accepted is not None:
         problem = profile_problem(later, max(later.per_position) + 1)
         if problem and counts.per_position:
             notes.append(f"per-position counters dropped (in --metrics, {problem}); the acceptance rate and length "
                          "are used")
+            k_known = max(counts.per_position) + 1
             counts = counts._replace(per_position={}, drafted_per_position={})
-    return model, measured_acceptance(counts, source, k_given, notes)
+    return model, measured_acceptance(counts, source, k_given, notes, k_known)
 
 
 def read_benches(args):
@@ -3074,11 +3182,12 @@ def read_benches(args):
     if args.gate and base:
         for run in (base, spec):
             if "p99_tpot_ms" not in run["latency"]:
-                raise UsageError(f"--gate: {run['flag']} {run['path']} has no p99_tpot_ms: run the benchmark with "
-                                 "--percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,99")
+                raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable p99_tpot_ms (missing, null or "
+                                 "NaN): run the benchmark with --percentile-metrics ttft,tpot,itl,e2el "
+                                 "--metric-percentiles 50,99")
             if run["output_throughput"] is None:
-                raise UsageError(f"--gate: {run['flag']} {run['path']} has no output_throughput: save the whole "
-                                 "result (--save-result), not an excerpt")
+                raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable output_throughput (missing, null "
+                                 "or NaN): save the whole result (--save-result), not an excerpt")
     return base, spec
 
 
@@ -3094,9 +3203,14 @@ def parse_evidence(args, grid):
         model, measured = read_scrapes(args, k_given)
     base, spec = read_benches(args)
     if spec:
-        if model and spec["model_id"] and model != spec["model_id"]:
-            raise UsageError(f"--bench-spec: model_id {spec['model_id']!r} is not the scrape's model_name "
-                             f"{model!r}: the files come from different servers")
+        same = lambda a, b: str(a).strip().rstrip("/").lower() == str(b).strip().rstrip("/").lower()
+        if model and spec["model_id"] and not same(model, spec["model_id"]):
+            if args.served_model is None:
+                raise UsageError(f"--bench-spec: model_id {spec['model_id']!r} is not the scrape's model_name "
+                                 f"{model!r}: the files come from different servers (if the server runs with "
+                                 "--served-model-name, confirm the pair with --served-model NAME)")
+            measured["notes"].append(f"the scrape's model {model!r} is taken to be the benchmark's "
+                                     f"{spec['model_id']!r} (--served-model)")
         own = bench_acceptance(spec, "--bench-spec")
         if measured and own:
             measured["notes"].append(f"acceptance from {measured['source']}; the benchmark's own counts "
@@ -3118,9 +3232,10 @@ def parse_evidence(args, grid):
     elif spec and spec["max_concurrency"]:
         target = int(spec["max_concurrency"])
     if spec and spec["open_loop"]:
-        measured["notes"].append("the benchmark ran open-loop at a request rate (max_concurrency null): the gate is "
-                                 "for B = " + (f"{target}, from --target-concurrency" if target else
-                                               f"{max(grid.concurrencies)}, the grid's largest concurrency"))
+        measured["notes"].append("the benchmark's concurrency is not known (an open-loop request-rate run, or a file "
+                                 "without max_concurrency): the gate is for B = " +
+                                 (f"{target}, from --target-concurrency" if target else
+                                  f"{max(grid.concurrencies)}, the grid's largest concurrency"))
     margin = parse_one("--gate-margin", args.gate_margin, _finite, "a number in [0, 1)", lambda x: 0 <= x < 1) \
         if args.gate_margin is not None else GATE_MARGIN
     budget = parse_one("--p99-budget", args.p99_budget, _finite, "a number >= 0", lambda x: x >= 0) \

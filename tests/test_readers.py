@@ -248,5 +248,115 @@ class Benchmarks(Files):
         self.assertIn("the benchmark's own counts (rate 0.615) were not used", " ".join(ms["notes"]))
 
 
+class EdgesOfRealFiles(Files):
+    """Variants a review found in the wild (review of issue 9): each is read right or refused in one line."""
+
+    def sglang(self, *values, rate="0.5333"):
+        return "".join(f'sglang:spec_accept_length{{model_name="m",tp_rank="{r}"}} {v}\n'
+                       f'sglang:spec_accept_rate{{model_name="m",tp_rank="{r}"}} {rate if float(v) else 0}\n'
+                       for r, v in enumerate(values))
+
+    def test_sglang_idle_ranks_and_impossible_lengths(self):
+        self.refused(["--metrics", self.write("idle.prom", self.sglang("0.0", "0.0"))] + SMALL, "idle")
+        status, data, err = measure(["--metrics", self.write("mixed.prom", self.sglang("2.6", "0.0"))])
+        self.assertEqual(status, 0, err)
+        self.assertAlmostEqual(data["measured"]["acceptance_length"], 2.6, places=6)   # the idle rank left out
+        big = self.write("big.prom", self.sglang("4.5", rate="0"))
+        self.refused(["--metrics", big] + SMALL, "4.500", "K + 1 = 4")
+
+    def test_two_scrapes_in_one_file(self):
+        both = self.write("both.prom", BEFORE.read_text() + AFTER.read_text())
+        self.refused(["--metrics", both] + SMALL, "appears twice", "own file")
+        after_eof = self.write("eof.txt", (FIX / "metrics_openmetrics.txt").read_text() + AFTER.read_text())
+        self.refused(["--metrics", after_eof] + SMALL, "after '# EOF'")
+
+    def test_a_current_scrape_missing_only_num_drafts(self):
+        text = "\n".join(l for l in AFTER.read_text().splitlines() if not l.startswith("vllm:spec_decode_num_drafts"))
+        self.refused(["--metrics", self.write("no_drafts.prom", text)] + SMALL, "vllm:spec_decode_num_drafts_total",
+                     "partial")
+
+    def test_v0_counters_fix_k_themselves(self):
+        # 32,000 emitted - 22,000 accepted = 10,000 drafts of 40,000 / 10,000 = 4 tokens; efficiency
+        # 32,000 / (5 x 10,000) = 0.64, as the gauge says.
+        status, data, err = measure(["--metrics", str(FIX / "metrics_v0.prom"), "--ks", "3,5"])
+        self.assertEqual(status, 0, err)
+        ms = data["measured"]
+        self.assertEqual((ms["k"], ms["drafts"]), (4, 10_000))
+        self.assertAlmostEqual(ms["acceptance_length"], 3.2, places=6)
+        self.refused(["--metrics", str(FIX / "metrics_v0.prom")] + SMALL, "--ks 3 disagrees", "10000 drafts")
+
+    def test_six_significant_digits_keep_k_whole(self):
+        text = ('vllm:spec_decode_num_drafts_total 2.04363e+06\nvllm:spec_decode_num_draft_tokens_total 6.13088e+06\n'
+                'vllm:spec_decode_num_accepted_tokens_total 3.5e+06\n')
+        status, data, err = measure(["--metrics", self.write("rounded.prom", text)])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(data["measured"]["k"], 3)
+        self.assertFalse(data["measured"]["varying_k"])
+
+    def test_escaped_label_values(self):
+        name = 'my "fast" llama'
+        text = "".join(f'{metric}{{model_name="my \\"fast\\" llama"}} {v}\n' for metric, v in (
+            ("vllm:spec_decode_num_drafts_total", 100), ("vllm:spec_decode_num_draft_tokens_total", 300),
+            ("vllm:spec_decode_num_accepted_tokens_total", 150)))
+        text += text.replace("my \\\"fast\\\" llama", "other")
+        status, data, err = measure(["--metrics", self.write("escaped.prom", text), "--served-model", name])
+        self.assertEqual(status, 0, err)
+        self.assertAlmostEqual(data["measured"]["acceptance_rate"], 0.5, places=6)
+
+    def test_served_model_name_confirms_a_pair(self):
+        text = AFTER.read_text().replace('model_name="meta-llama/Llama-3.3-70B-Instruct"', 'model_name="llama-70b"')
+        scrape = self.write("served.prom", text)
+        self.refused(["--metrics", scrape, "--bench-spec", str(SPEC)] + SMALL, "--served-model-name")
+        status, data, err = measure(["--metrics", scrape, "--bench-spec", str(SPEC), "--served-model", "llama-70b"])
+        self.assertEqual(status, 0, err)
+        self.assertIn("taken to be the benchmark's", " ".join(data["measured"]["notes"]))
+
+    def test_bench_numbers_that_are_not_numbers(self):
+        spec = json.loads(SPEC.read_text())
+        nan = self.write("nan_drafts.json", json.dumps(spec).replace('"spec_decode_num_drafts": 6500',
+                                                                     '"spec_decode_num_drafts": NaN'))
+        self.refused(["--bench-spec", nan] + SMALL, "spec_decode_num_drafts", "got nan")
+        null = self.write("null_drafts.json", json.dumps(dict(spec, spec_decode_num_drafts=None)))
+        self.refused(["--bench-spec", null] + SMALL, "spec_decode_num_drafts", "None")
+        holes = self.write("holes.json", json.dumps(dict(spec, spec_decode_per_position_acceptance_rates=[0.8, None])))
+        status, data, err = measure(["--bench-spec", holes])
+        self.assertEqual(status, 0, err)
+        self.assertIn("per_position_acceptance_rates dropped", " ".join(data["measured"]["notes"]))
+        tput = self.write("nan_tput.json", json.dumps(spec).replace('"output_throughput": 2600.5',
+                                                                    '"output_throughput": NaN'))
+        self.refused(["--bench-baseline", str(BASE), "--bench-spec", tput, "--gate"] + SMALL, "usable output_throughput")
+        text = self.write("mc_text.json", json.dumps(dict(spec, max_concurrency="64")))
+        self.refused(["--bench-spec", text] + SMALL, "max_concurrency", "'64'")
+
+    def test_a_2024_file_without_max_concurrency(self):
+        spec = {k: v for k, v in json.loads(SPEC.read_text()).items() if k != "max_concurrency"}
+        status, data, err = measure(["--bench-spec", self.write("b2024.json", json.dumps(spec))])
+        self.assertEqual(status, 0, err)
+        notes = " ".join(data["measured"]["notes"])
+        self.assertIn("records no max_concurrency", notes)
+        self.assertIn("the grid's largest concurrency", notes)
+
+    def test_rate_and_length_keys_alone_and_checked(self):
+        spec = json.loads(SPEC.read_text())
+        only = {k: v for k, v in spec.items() if k not in ("spec_decode_num_drafts", "spec_decode_draft_tokens",
+                                                            "spec_decode_accepted_tokens")}
+        status, data, err = measure(["--bench-spec", self.write("rate_length.json", json.dumps(only))])
+        self.assertEqual(status, 0, err)
+        ms = data["measured"]
+        self.assertEqual(ms["k"], 3)                                  # (2.846 - 1) / 0.6154 = 3.0
+        self.assertAlmostEqual(ms["acceptance_length"], 2.8461538, places=5)
+        wrong = self.write("wrong_rate.json", json.dumps(dict(spec, spec_decode_acceptance_rate=30.0)))
+        self.refused(["--bench-spec", wrong] + SMALL, "disagrees with its counts", "61.5%")
+
+    def test_9_concurrency_keys_of_a_pair(self):
+        spec = json.loads(SPEC.read_text())
+        path = self.write("other_mc.json", json.dumps(dict(spec, max_concurrency=32)))
+        self.refused(["--bench-baseline", str(BASE), "--bench-spec", path] + SMALL, "max_concurrency 32", "64")
+        base_mt = json.loads((FIX / "bench_multi_turn_baseline.json").read_text())
+        spec_mt = json.loads((FIX / "bench_multi_turn_spec.json").read_text())
+        path = self.write("other_mt.json", json.dumps(dict(spec_mt, multi_turn_concurrency=8)))
+        self.refused(["--bench-baseline", str(FIX / "bench_multi_turn_baseline.json"), "--bench-spec", path] + SMALL,
+                     "multi_turn_concurrency 8", str(base_mt["multi_turn_concurrency"]))
+
 if __name__ == "__main__":
     unittest.main()
