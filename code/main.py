@@ -77,7 +77,7 @@ TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark ru
 # 85.9e9 bytes (REFERENCE.md section 3). Bandwidth TB/s, peak TFLOP/s per dtype; fp8 None
 # = no fp8 tensor cores (fp8 weights then run as W8A16 at the bf16 rate). link: GB/s one
 # way between two GPUs, what an all-reduce's bytes cross (NVLink 4: 450, NVLink 3: 300,
-# NVLink 5: 900, PCIe Gen5 x16: 64, Gen4 x16: 32, Infinity Fabric peer link: 64; the
+# NVLink 5: 900, PCIe Gen5 x16: 64, Gen4 x16: 32, MI300X's seven Infinity Fabric links: 448; the
 # vendors' figures, halved where they quote both directions; aiconfigurator's
 # h100_sxm.yaml uses 450e9 intra-node).
 GPUS = {
@@ -88,7 +88,7 @@ GPUS = {
     "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500, family="blackwell", link=900),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
     "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733,  family="ada",       link=32),   # NVIDIA L40S datasheet
     "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330,  family="ada",       link=32),   # spec table, fp32 accumulate
-    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=64),   # AMD specs
+    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
 }
 GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 
