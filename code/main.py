@@ -85,14 +85,25 @@ GPUS = {
     "h100-sxm":      dict(memory_gib=80,  bandwidth_tbs=3.35,  bf16=989,  fp8=1979, family="hopper",    link=450),  # aiconfigurator h100_sxm.yaml
     "h100-pcie":     dict(memory_gib=80,  bandwidth_tbs=2.0,   bf16=756,  fp8=1513, family="hopper",    link=64),   # aiconfigurator h100_pcie.yaml
     "h200":          dict(memory_gib=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979, family="hopper",    link=450),  # aiconfigurator h200_sxm.yaml
-    "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500, family="blackwell", link=900),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
+    "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500, fp4=9000, family="blackwell", link=900),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
     "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733,  family="ada",       link=32),   # NVIDIA L40S datasheet
     "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330,  family="ada",       link=32),   # spec table, fp32 accumulate
     "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
 }
 GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 
-# Target models: the shapes in each HF config.json (REFERENCE.md section 4).
+# Target models: the shapes in each HF config.json (REFERENCE.md sections 4 and 7; the MoE
+# rows from the stored copies in ai-dynamo/aiconfigurator model_configs and its forks).
+# Keys: hidden, layers, heads, kv_heads, head_dim, vocab, tied (embeddings shared with the
+# lm_head), inter (a dense layer's MLP width). Mixture of experts: experts routed per
+# layer, experts_per_token (k), moe_inter (one expert's MLP width), shared_inter (the
+# shared experts' width, 0 if none), moe_layers (how many layers route; the rest are
+# dense). mla: DeepSeek's latent attention (kv_lora_rank, rope, q_lora_rank, nope,
+# v_head_dim). window, window_layers: sliding-window attention on that many layers.
+# attn_bias, sinks, expert_bias, router_bias: gpt-oss's biases and attention sinks.
+# nextn: MTP modules (num_nextn_predict_layers). head_inter, head_heads, head_kv_heads:
+# the EAGLE-3 head's MLP width and attention shape where its published config differs from
+# the target (SpecForge configs/*-eagle3.json); else the target's (head_shape).
 MODELS = {
     "llama-3.2-1b":   dict(hidden=2048,  inter=8192,  layers=16,  heads=32,  kv_heads=8, head_dim=64,  vocab=128256, tied=True,  hf="meta-llama/Llama-3.2-1B-Instruct"),   # 1.236 B
     "llama-2-70b":    dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=32000,  tied=False, hf="meta-llama/Llama-2-70b-chat-hf"),    # 68.98 B; the calibration's TensorRT-LLM 0.9 runs
@@ -100,6 +111,45 @@ MODELS = {
     "llama-3.3-70b":  dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.3-70B-Instruct"),  # 70.554 B
     "llama-3.1-405b": dict(hidden=16384, inter=53248, layers=126, heads=128, kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.1-405B-Instruct"), # 405.853 B
     "qwen3-32b":      dict(hidden=5120,  inter=25600, layers=64,  heads=64,  kv_heads=8, head_dim=128, vocab=151936, tied=False, hf="Qwen/Qwen3-32B"),                     # 32.76 B; heads*head_dim != hidden
+    # Mixture of experts. Qwen3 (qwen3_moe): every layer routes (decoder_sparse_step 1, no mlp_only_layers).
+    "qwen3-30b-a3b":   dict(hidden=2048, inter=6144, layers=48, heads=32, kv_heads=4, head_dim=128, vocab=151936, tied=False,
+                            experts=128, experts_per_token=8, moe_inter=768, moe_layers=48, head_inter=12288,
+                            hf="Qwen/Qwen3-30B-A3B"),                     # 30.53 B, 3.35 B active
+    "qwen3-235b-a22b": dict(hidden=4096, inter=12288, layers=94, heads=64, kv_heads=4, head_dim=128, vocab=151936, tied=False,
+                            experts=128, experts_per_token=8, moe_inter=1536, moe_layers=94, head_inter=24576,
+                            hf="Qwen/Qwen3-235B-A22B-Instruct-2507"),     # 235.1 B, 22.2 B active
+    "qwen3-coder-480b": dict(hidden=6144, inter=8192, layers=62, heads=96, kv_heads=8, head_dim=128, vocab=151936, tied=False,
+                             experts=160, experts_per_token=8, moe_inter=2560, moe_layers=62,
+                             hf="Qwen/Qwen3-Coder-480B-A35B-Instruct"),   # 480.2 B, 35.5 B active
+    # gpt-oss: every layer routes (the expert is intermediate_size wide); layers alternate
+    # 128-token sliding windows and full attention; biases and sinks; MXFP4 experts.
+    "gpt-oss-20b":  dict(hidden=2880, inter=2880, layers=24, heads=64, kv_heads=8, head_dim=64, vocab=201088, tied=False,
+                         experts=32, experts_per_token=4, moe_inter=2880, moe_layers=24, window=128, window_layers=12,
+                         attn_bias=True, sinks=True, expert_bias=True, router_bias=True, head_inter=17280,
+                         hf="openai/gpt-oss-20b"),                        # 20.9 B, 3.6 B active
+    "gpt-oss-120b": dict(hidden=2880, inter=2880, layers=36, heads=64, kv_heads=8, head_dim=64, vocab=201088, tied=False,
+                         experts=128, experts_per_token=4, moe_inter=2880, moe_layers=36, window=128, window_layers=18,
+                         attn_bias=True, sinks=True, expert_bias=True, router_bias=True, head_inter=16384,
+                         hf="openai/gpt-oss-120b"),                       # 116.8 B, 5.1 B active
+    # Llama 4 (llama4_text): a shared expert beside one routed expert per token; Maverick
+    # routes every second layer (interleave_moe_layer_step 2), its dense layers 16,384 wide.
+    "llama-4-scout":    dict(hidden=5120, inter=16384, layers=48, heads=40, kv_heads=8, head_dim=128, vocab=202048, tied=False,
+                             experts=16, experts_per_token=1, moe_inter=8192, shared_inter=8192, moe_layers=48,
+                             head_inter=32768, hf="meta-llama/Llama-4-Scout-17B-16E-Instruct"),      # 107.8 B text (108.6 B with vision), 17.2 B active
+    "llama-4-maverick": dict(hidden=5120, inter=16384, layers=48, heads=40, kv_heads=8, head_dim=128, vocab=202048, tied=False,
+                             experts=128, experts_per_token=1, moe_inter=8192, shared_inter=8192, moe_layers=24,
+                             hf="meta-llama/Llama-4-Maverick-17B-128E-Instruct"),                    # 401.6 B, 17.2 B active
+    # DeepSeek-V3 (deepseek_v3): MLA; the first 3 layers dense (first_k_dense_replace 3:
+    # REFERENCE.md section 7; a trimmed stored copy says 1), one shared expert, an MTP module.
+    "deepseek-v3": dict(hidden=7168, inter=18432, layers=61, heads=128, kv_heads=128, head_dim=192, vocab=129280, tied=False,
+                        experts=256, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=58,
+                        mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128), nextn=1,
+                        head_inter=40960, head_heads=56, head_kv_heads=8, head_head_dim=128,
+                        hf="deepseek-ai/DeepSeek-V3"),                    # 671.0 B + 11.6 B MTP, 37.6 B active
+    "kimi-k2": dict(hidden=7168, inter=18432, layers=61, heads=64, kv_heads=64, head_dim=192, vocab=163840, tied=False,
+                    experts=384, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=60,
+                    mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128),
+                    head_inter=18432, head_head_dim=128, hf="moonshotai/Kimi-K2-Instruct"),   # 1,026 B, 32.9 B active
 }
 
 # Serving engines: the share of GPU memory each gives to weights plus KV cache, and how
@@ -123,6 +173,7 @@ DRAFTS = {
     "eagle3": "EAGLE-3 head: one decoder layer on fused low/mid/high target features, own 32k-vocab lm_head",
     "eagle":  "EAGLE-1/2 head: one decoder layer on the last target feature, reads the target's lm_head every step",
     "ngram":  "prompt lookup: no model; proposals are n-gram matches in the context",
+    "mtp":    "the target's own next-token-prediction module (DeepSeek-V3): one decoder layer, reused each step",
 }
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
 DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
@@ -160,7 +211,7 @@ FP8_CHECKPOINTS = {
     "llama-3.3-70b": "nvidia/Llama-3.3-70B-Instruct-FP8",
 }
 
-BYTES_PER = {"bf16": 2, "fp8": 1}
+BYTES_PER = {"bf16": 2, "fp8": 1, "fp4": 0.53125}   # fp4: MXFP4, 4 bits + an 8-bit scale per 32 weights
 
 # ---------------------------------------------------------------- acceptance mathematics
 # a: per-token alpha, P(draft i accepted | drafts before it accepted); K: draft length;
@@ -304,7 +355,8 @@ def accepted_drafts(u, alpha, k):
 # keep arriving (chunked prefill mixes it into decode batches): PREFILL below.
 
 Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
-                        "link_eff pass_vllm pass_sglang pass_trtllm draft_step_ms round_ms token_us")
+                        "link_eff pass_vllm pass_sglang pass_trtllm draft_vllm draft_sglang round_vllm round_sglang "
+                        "token_us")
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -318,18 +370,20 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # latency at TP 2 and its growth per further GPU; link_eff: achieved share of the link
 # bandwidth in an all-reduce;
 # pass_<engine>: fixed cost of one forward pass in that engine (graph launch, scheduler,
-# sampler); draft_step_ms: fixed cost of one draft step; round_ms: per-round speculation
+# sampler); draft_<engine>: fixed cost of one draft step; round_<engine>: per-round speculation
 # bookkeeping (rejection sampler, input preparation); token_us: engine cost per token a
 # pass processes. Fitted together by bench/calibrate.py (its output says which points set
 # which constant), against bench/published.json and bench/plain_step.json.
-FIT = Fit(bw_hopper=0.9231, bw_ampere=0.7656, bw_ada=0.7111, flop_eff=0.75, fp8_eff=0.9758, fp8_kv_eff=0.4842,
-          attn_ns=8.0, layer_us=22.8906, ar_us=12.8672, ar_tp_us=3.5859, link_eff=0.6703, pass_vllm=0.918,
-          pass_sglang=0.2734, pass_trtllm=1.7969, draft_step_ms=0.5594, round_ms=1.4746, token_us=11.1719)
-# What the fit says: an fp8 weight read keeps nearly all its bandwidth (0.98), but an fp8
-# KV cache reads no faster than bf16 (0.48 x 2 bytes); one sequence's attention costs
+FIT = Fit(bw_hopper=0.9188, bw_ampere=0.764, bw_ada=0.7124, flop_eff=0.75, fp8_eff=0.9723, fp8_kv_eff=0.4876,
+          attn_ns=8.0, layer_us=20.8594, ar_us=13.248, ar_tp_us=3.6445, link_eff=0.6703, pass_vllm=1.0205,
+          pass_sglang=0.2588, pass_trtllm=1.8232, draft_vllm=0.6941, draft_sglang=0.5105, round_vllm=1.167,
+          round_sglang=1.5303, token_us=11.3477)
+# What the fit says: an fp8 weight read keeps nearly all its bandwidth (0.97), but an fp8
+# KV cache reads no faster than bf16 (0.49 x 2 bytes); one sequence's attention costs
 # 8 ns per layer per token of context (0.26 ms per 1k tokens on 8B, as measured); an
-# all-reduce costs 13 us at TP 2 and 3.6 us more per further GPU (20 us at TP 4, 34 at
-# TP 8); fixed costs are 23 us per layer plus a pass cost that differs by engine.
+# all-reduce costs 13 us at TP 2 and 3.6 us more per further GPU (20 us at TP 4, 35 at
+# TP 8); fixed costs are 21 us per layer plus a pass cost that differs by engine, as do
+# a draft step's (0.69 ms vLLM, 0.51 ms SGLang) and a round's bookkeeping.
 # flop_eff sits on its upper bound (bench/calibrate.py says why).
 BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
              "blackwell": "bw_hopper",   # no Blackwell point to fit: taken as Hopper's share (an assumption)
@@ -337,12 +391,16 @@ BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
 ACTIVATION_BYTES = 2                     # all-reduce messages are bf16 activations, hidden wide per token
 
 Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layers hidden tflops held_params "
-                        "held_bytes fp8")
-# One network a pass runs: parameters used per token, bytes of weights read per pass, KV
-# bytes per token of context, attention width (heads * head_dim), layers, hidden size (the
-# all-reduce message per token), peak TFLOP/s per GPU, the parameters and bytes it holds
-# in memory (these differ only for EAGLE-1/2, which reads the target's lm_head every step
-# but does not hold a copy), and whether its weights are fp8.
+                        "held_bytes fp8 expert_bytes moe_layers experts experts_per_token window window_layers "
+                        "window_kv_bytes", defaults=(0.0, 0, 0, 0, None, 0, 0))
+# One network a pass runs: parameters a token uses (k experts of a MoE), bytes of weights
+# every pass reads (all but the routed experts), KV bytes per token of context over the
+# full-attention layers, attention width (heads * head_dim, or MLA's latent width), layers,
+# hidden size (the all-reduce message per token), peak TFLOP/s per GPU, the parameters and
+# bytes it holds in memory (they differ for drafts that read the target's lm_head without
+# a copy), whether its weights are quantised; for a MoE, one routed expert's bytes, the
+# routing layers, experts and experts per token; sliding-window layers, their window and
+# their KV bytes per token.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -365,18 +423,79 @@ class Deployment:
     link_gbs: float = 450.0       # one-way GPU-to-GPU bandwidth the all-reduces cross, GB/s
     input_tokens: int = 1024      # mean prompt length (INPUT_TOKENS)
     output_tokens: int = 1024     # mean output length (OUTPUT_TOKENS)
+    shape: dict = None            # the target's shape (a MODELS row, or one read from --model-config)
+    topk: int = 1                 # tokens each draft step expands per sequence (1: a chain)
+    verify_tokens: int | None = None   # tokens per sequence in the verify pass; None: K + 1 (a chain)
+    tree_steps: int | None = None      # a tree's steps: the one K its measured acceptance holds for
 
 
-def model_params(m):
-    """Parameter count from a Llama-style shape (q, k, v, o; gate, up, down; norms; embeddings).
+def attention_params(m):
+    """One layer's attention: q, k, v and o projections (MLA's low-rank ones for DeepSeek), biases, sinks."""
+    h, n = m["hidden"], m["heads"]
+    a = m.get("mla")
+    if a:
+        q_width = n * (a["nope"] + a["rope"])
+        q = h * a["q_lora_rank"] + a["q_lora_rank"] + a["q_lora_rank"] * q_width if a["q_lora_rank"] else h * q_width
+        kv = h * (a["kv_lora_rank"] + a["rope"]) + a["kv_lora_rank"] + a["kv_lora_rank"] * n * (a["nope"] + a["v_head_dim"])
+        return q + kv + n * a["v_head_dim"] * h
+    qkv = m["head_dim"] * (n + 2 * m["kv_heads"])
+    params = h * qkv + n * m["head_dim"] * h
+    if m.get("attn_bias"):
+        params += qkv + h
+    return params + (n if m.get("sinks") else 0)
+
+
+def expert_params(m):
+    """One routed expert of one layer: gate, up and down projections (and gpt-oss's biases)."""
+    return 3 * m["hidden"] * m["moe_inter"] + (2 * m["moe_inter"] + m["hidden"] if m.get("expert_bias") else 0)
+
+
+def mlp_params(m, moe, active):
+    """One layer's MLP: dense, or the routed experts (all, or the k a token uses), shared experts and router."""
+    if not moe:
+        return 3 * m["hidden"] * m["inter"]
+    routed = m["experts_per_token"] if active else m["experts"]
+    router = m["hidden"] * m["experts"] + (m["experts"] if m.get("router_bias") else 0)
+    return routed * expert_params(m) + 3 * m["hidden"] * m.get("shared_inter", 0) + router
+
+
+def embedding_params(m):
+    return m["vocab"] * m["hidden"] * (1 if m["tied"] else 2)
+
+
+def model_params(m, active=False):
+    """Parameters from a config's shape; active: those one token uses (k experts, embeddings and lm_head counted).
 
     >>> round(model_params(MODELS["llama-3.1-8b"]) / 1e9, 3), round(model_params(MODELS["llama-3.3-70b"]) / 1e9, 3)
     (8.03, 70.554)
+    >>> round(model_params(MODELS["qwen3-30b-a3b"]) / 1e9, 2), round(model_params(MODELS["qwen3-30b-a3b"], active=True) / 1e9, 2)
+    (30.53, 3.35)
     """
-    attention = m["hidden"] * m["head_dim"] * (2 * m["heads"] + 2 * m["kv_heads"])
-    mlp = 3 * m["hidden"] * m["inter"]
-    embeddings = m["vocab"] * m["hidden"] * (1 if m["tied"] else 2)
-    return m["layers"] * (attention + mlp + 2 * m["hidden"]) + embeddings + m["hidden"]
+    moe_layers = m.get("moe_layers", 0)
+    per_layer = attention_params(m) + 2 * m["hidden"]
+    mlp = (m["layers"] - moe_layers) * mlp_params(m, False, active)
+    if moe_layers:
+        mlp += moe_layers * mlp_params(m, True, active)
+    return m["layers"] * per_layer + mlp + embedding_params(m) + m["hidden"]
+
+
+def mtp_params(m):
+    """One MTP module (DeepSeek-V3): a decoder layer of the target's kind, the 2h -> h projection and its norms.
+
+    >>> round(mtp_params(MODELS["deepseek-v3"]) / 1e9, 1)
+    11.6
+    """
+    moe = m.get("moe_layers", 0) > 0
+    return attention_params(m) + mlp_params(m, moe, False) + 2 * m["hidden"] * m["hidden"] + 5 * m["hidden"]
+
+
+def head_shape(m):
+    """The one dense decoder layer of an EAGLE head for target m: the target's attention shape and MLP
+    width, or where the head's published config differs (MoE and MLA targets), that config's."""
+    mla = m.get("mla")
+    return dict(hidden=m["hidden"], inter=m.get("head_inter", m["inter"]), layers=1,
+                heads=m.get("head_heads", m["heads"]), kv_heads=m.get("head_kv_heads", m["kv_heads"]),
+                head_dim=m.get("head_head_dim", m["head_dim"] if not mla else 128), vocab=m["vocab"], tied=False)
 
 
 def eagle_head_params(m, version):
@@ -390,40 +509,76 @@ def eagle_head_params(m, version):
     >>> round(eagle_head_params(MODELS["llama-3.1-8b"], 1) / 1e9, 2), round(eagle_head_params(MODELS["llama-3.3-70b"], 1) / 1e9, 2)
     (0.25, 0.99)
     """
-    h, hd = m["hidden"], m["head_dim"]
+    s = head_shape(m)
+    h, hd = s["hidden"], s["head_dim"]
     q_in = 2 * h if version == 3 else h
-    attention = q_in * hd * (m["heads"] + 2 * m["kv_heads"]) + m["heads"] * hd * h
-    mlp = 3 * h * m["inter"]
+    attention = q_in * hd * (s["heads"] + 2 * s["kv_heads"]) + s["heads"] * hd * h
+    mlp = 3 * h * s["inter"]
     if version == 3:
-        return attention + mlp + 3 * h * h + EAGLE3_DRAFT_VOCAB * h + 4 * h
+        return attention + mlp + 3 * h * h + m.get("draft_vocab", EAGLE3_DRAFT_VOCAB) * h + 4 * h
     return attention + mlp + 2 * h * h + 2 * h
 
 
+def kv_bytes_per_layer(m, kv_dtype):
+    """KV bytes per token per layer: K and V of each KV head, or MLA's one latent vector
+    (kv_lora_rank + rope), vllm/v1/kv_cache_interface.py (coefficient 2, or 1 for MLA)."""
+    a = m.get("mla")
+    if a:
+        return (a["kv_lora_rank"] + a["rope"]) * BYTES_PER[kv_dtype]
+    return 2 * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]
+
+
 def kv_bytes_per_token(m, kv_dtype, layers=None):
-    """2 (K and V) * layers * kv_heads * head_dim * bytes (vllm/v1/kv_cache_interface.py).
+    """KV bytes per token of context over the full-attention layers (sliding-window layers: window_kv_bytes).
 
     >>> kv_bytes_per_token(MODELS["llama-3.1-8b"], "bf16"), kv_bytes_per_token(MODELS["llama-3.3-70b"], "bf16")
     (131072, 327680)
+    >>> kv_bytes_per_token(MODELS["deepseek-v3"], "bf16")   # 61 x (512 + 64) x 2
+    70272
     """
-    layers = m["layers"] if layers is None else layers
-    return 2 * layers * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]
+    layers = m["layers"] - m.get("window_layers", 0) if layers is None else layers
+    return layers * kv_bytes_per_layer(m, kv_dtype)
+
+
+def weight_split(m, dtype):
+    """(bytes of everything but the routed experts, bytes of one routed expert of one layer, all bytes).
+
+    Quantised checkpoints keep embeddings and lm_head in bf16 (REFERENCE.md section 3) and
+    store every other weight at the dtype's width; fp4 is MXFP4, 4 bits plus an 8-bit scale
+    per 32 (gpt-oss ships its experts so; NVFP4's 16-element blocks are 4.5 bits).
+    >>> round(weight_split(MODELS["llama-3.3-70b"], "fp8")[2] / 1e9, 2), round(weight_split(MODELS["llama-3.3-70b"], "bf16")[2] / 1e9, 2)
+    (72.66, 141.11)
+    """
+    embeddings = embedding_params(m)
+    width = BYTES_PER[dtype]
+    total = (model_params(m) - embeddings) * width + embeddings * BYTES_PER["bf16"]
+    expert = expert_params(m) * width if m.get("moe_layers") else 0.0
+    return total - m.get("moe_layers", 0) * m.get("experts", 0) * expert, expert, total
 
 
 def weight_bytes(m, dtype):
-    """Bytes of a target's weights: fp8 stores the linear layers in 1 byte, embeddings and lm_head in 2.
+    """All the bytes of a target's weights (weight_split)."""
+    return weight_split(m, dtype)[2]
 
-    Online `--quantization fp8` (and the fp8 checkpoints) leave embeddings and lm_head in
-    bf16 (REFERENCE.md section 3); norms are counted at the weights' width (a 1e-5 share).
-    >>> round(weight_bytes(MODELS["llama-3.3-70b"], "fp8") / 1e9, 2), round(weight_bytes(MODELS["llama-3.3-70b"], "bf16") / 1e9, 2)
-    (72.66, 141.11)
+
+def expected_experts(experts, k, tokens):
+    """Distinct experts that `tokens` routings of k of E experts touch, with uniform routing: E (1 - (1 - k/E)^n).
+
+    Real routers are skewed, so they touch fewer: this is the upper end, and a verify pass's
+    expert reads are not underestimated. A dense model has none.
+    >>> round(expected_experts(128, 8, 1), 3), round(expected_experts(128, 8, 32), 1), expected_experts(0, 0, 5)
+    (8.0, 111.8, 0.0)
     """
-    embeddings = m["vocab"] * m["hidden"] * (1 if m["tied"] else 2)
-    return (model_params(m) - embeddings) * BYTES_PER[dtype] + embeddings * BYTES_PER["bf16"]
+    if experts == 0 or tokens <= 0:
+        return 0.0
+    return experts * (1.0 - (1.0 - k / experts) ** tokens)
 
 
 def peak_tflops(spec, dtype):
-    """Dense peak for a weights dtype; fp8 without fp8 tensor cores runs at the bf16 rate."""
-    return spec[dtype] or spec["bf16"]
+    """Dense peak for a weights dtype; without tensor cores for it, fp4 runs at the fp8 rate and fp8 at bf16's."""
+    if dtype == "fp4" and spec.get("fp4"):
+        return spec["fp4"]
+    return (spec.get("fp8") or spec["bf16"]) if dtype in ("fp4", "fp8") else spec["bf16"]
 
 
 def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, weights_dtype=WEIGHTS_DTYPE):
@@ -445,48 +600,68 @@ def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, weights_dtyp
     return spec
 
 
+def attention_width(m):
+    """Query-key width of attention per token: heads x head_dim, or MLA's absorbed latent (kv_lora_rank + rope)."""
+    a = m.get("mla")
+    return m["heads"] * (a["kv_lora_rank"] + a["rope"]) if a else m["heads"] * m["head_dim"]
+
+
+def target_net(m, weights_dtype, kv_dtype, tflops):
+    """The target network of shape m: active parameters, the bytes each pass reads, experts, windows."""
+    every_pass, expert, total = weight_split(m, weights_dtype)
+    window_layers = m.get("window_layers", 0)
+    return Net(model_params(m, active=True), every_pass, kv_bytes_per_token(m, kv_dtype), attention_width(m),
+               m["layers"], m["hidden"], tflops, model_params(m), total, weights_dtype != "bf16", expert,
+               m.get("moe_layers", 0), m.get("experts", 0), m.get("experts_per_token", 0), m.get("window"),
+               window_layers, window_layers * kv_bytes_per_layer(m, kv_dtype))
+
+
 def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
                     draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
-                    output_tokens=OUTPUT_TOKENS):
+                    output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None):
     """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers.
 
+    shape: a model's shape read from its config.json, instead of the catalog's row for `model`.
     The mean decode context defaults to the prompt plus half the output: a request decodes
     from input to input + output tokens of context.
     """
     spec = spec or GPUS[gpu]
-    m = MODELS[model]
-    params, target_bytes = model_params(m), weight_bytes(m, weights_dtype)
-    target = Net(params, target_bytes, kv_bytes_per_token(m, kv_dtype), m["heads"] * m["head_dim"], m["layers"],
-                 m["hidden"], peak_tflops(spec, weights_dtype), params, target_bytes, weights_dtype == "fp8")
+    m = shape or MODELS[model]
+    target = target_net(m, weights_dtype, kv_dtype, peak_tflops(spec, weights_dtype))
     context = context if context is not None else input_tokens + output_tokens // 2
     dep = Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
                      spec["memory_gib"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None,
-                     engine, ENGINES[engine]["memory_fraction"], draft_hf, spec["link"], input_tokens, output_tokens)
+                     engine, ENGINES[engine]["memory_fraction"], draft_hf, spec["link"], input_tokens, output_tokens,
+                     m, topk, verify_tokens)
     return with_draft(dep, draft)
 
 
 def with_draft(dep, draft):
-    """The same deployment with another draft: an EAGLE head, n-gram lookup or a draft model (all bf16)."""
-    m = MODELS[dep.model]
-    width, kv_dtype = m["heads"] * m["head_dim"], dep.kv_dtype
-    if draft == "eagle3":
-        head = eagle_head_params(m, 3)
-        drafter = Net(head, head * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(m, kv_dtype, layers=1),
-                      width, 1, m["hidden"], dep.draft_tflops, head, head * DRAFT_WEIGHT_BYTES, False)
-    elif draft == "eagle":
-        head = eagle_head_params(m, 1)
-        lm_head = m["vocab"] * m["hidden"]   # the target's own lm_head, read every draft step; bf16 even
-        drafter = Net(head + lm_head, (head + lm_head) * DRAFT_WEIGHT_BYTES,   # under fp8 (weight_bytes)
-                      kv_bytes_per_token(m, kv_dtype, layers=1), width, 1, m["hidden"], dep.draft_tflops,
-                      head, head * DRAFT_WEIGHT_BYTES, False)
+    """The same deployment with another draft: an EAGLE head, the model's MTP module, n-gram lookup or a
+    draft model. Heads and draft models are bf16; an MTP module has the target's dtype."""
+    m = dep.shape
+    lm_head = m["vocab"] * m["hidden"]      # the target's own lm_head, read every draft step by EAGLE-1/2 and
+    if draft in ("eagle3", "eagle"):        # MTP (bf16 even under fp8: weight_split)
+        head, s = eagle_head_params(m, 3 if draft == "eagle3" else 1), head_shape(m)
+        read = head + (lm_head if draft == "eagle" else 0)
+        drafter = Net(read, read * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(s, dep.kv_dtype), s["heads"] * s["head_dim"],
+                      1, m["hidden"], dep.draft_tflops, head, head * DRAFT_WEIGHT_BYTES, False)
+    elif draft == "mtp":
+        width, moe = BYTES_PER[dep.weights_dtype], m.get("moe_layers", 0) > 0
+        held = mtp_params(m)
+        expert = expert_params(m) * width if moe else 0.0
+        every_pass = (held - (m["experts"] * expert_params(m) if moe else 0)) * width + lm_head * BYTES_PER["bf16"]
+        active = held - (m["experts"] - m["experts_per_token"]) * expert_params(m) if moe else held
+        drafter = Net(active + lm_head, every_pass, kv_bytes_per_layer(m, dep.kv_dtype), attention_width(m), 1,
+                      m["hidden"], dep.target.tflops, held, held * width, dep.weights_dtype != "bf16", expert,
+                      1 if moe else 0, m.get("experts", 0), m.get("experts_per_token", 0))
     elif draft == "ngram":
         drafter = None
     else:
         d = MODELS[draft]
         d_params = model_params(d)
-        drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, kv_dtype),
-                      d["heads"] * d["head_dim"], d["layers"], d["hidden"], dep.draft_tflops, d_params,
-                      d_params * DRAFT_WEIGHT_BYTES, False)
+        drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, dep.kv_dtype), attention_width(d),
+                      d["layers"], d["hidden"], dep.draft_tflops, d_params, d_params * DRAFT_WEIGHT_BYTES, False)
     return dataclasses.replace(dep, draft=draft, drafter=drafter)
 
 
@@ -538,22 +713,33 @@ def allreduce_ms(dep, message_bytes, fit=FIT):
     return latency_ms + 2 * (dep.tp - 1) / dep.tp * message_bytes / (dep.link_gbs * 1e6 * fit.link_eff)
 
 
+def attended(net, context):
+    """Layer-tokens of KV one query attends to: every full layer reads the context, a sliding layer its window."""
+    window = min(context, net.window) if net.window else 0
+    return (net.layers - net.window_layers) * context + net.window_layers * window
+
+
 def pass_parts(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT, prefill=0.0):
     """The terms of one forward pass, in ms: weights, attention, compute, communication, fixed, engine.
 
     tokens_per_seq new tokens for each of `batch` sequences at the mean context, plus
     `prefill` prompt tokens mixed into the same pass (their own attention averages half
-    the prompt). All K+1 query tokens of a sequence share one read of its KV history.
+    the prompt). All K+1 query tokens of a sequence share one read of its KV history. A MoE
+    layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
+    tokens touch more than a plain step's B.
     """
     tokens = batch * tokens_per_seq + prefill
     bytes_per_ms = dep.tp * dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)
-    weights = net.weight_bytes / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
+    experts = net.moe_layers * expected_experts(net.experts, net.experts_per_token, tokens) * net.expert_bytes
+    weights = (net.weight_bytes + experts) / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
-    history = batch * dep.context * net.kv_bytes_per_token / kv_per_ms
-    one_sequence = net.layers * dep.context * fit.attn_ns / 1e6
-    attention = max(history, one_sequence) + tokens * net.kv_bytes_per_token / kv_per_ms
-    flops = (batch * tokens_per_seq * (2 * net.params + 4 * net.layers * net.attn_width * dep.context)
-             + prefill * (2 * net.params + 4 * net.layers * net.attn_width * dep.input_tokens / 2))
+    window = min(dep.context, net.window) if net.window else 0
+    history = batch * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
+    one_sequence = attended(net, dep.context) * fit.attn_ns / 1e6
+    attention = (max(history, one_sequence)
+                 + tokens * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
+    flops = (batch * tokens_per_seq * (2 * net.params + 4 * net.attn_width * attended(net, dep.context))
+             + prefill * (2 * net.params + 4 * net.attn_width * attended(net, dep.input_tokens / 2)))
     compute = flops / (dep.tp * net.tflops * 1e9 * fit.flop_eff)
     communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
@@ -568,6 +754,12 @@ def pass_ms(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT, prefill=0.0):
 def engine_pass_ms(dep, fit=FIT):
     """The engine's fixed cost of one target forward pass."""
     return getattr(fit, "pass_" + dep.engine)
+
+
+def engine_cost(dep, what, fit=FIT):
+    """The engine's fixed cost of a draft step or of a round's bookkeeping; TensorRT-LLM, with no
+    speculative point to fit, takes vLLM's."""
+    return getattr(fit, f"{what}_{'vllm' if dep.engine == 'trtllm' else dep.engine}")
 
 
 def prefill_tokens(dep, batch):
@@ -585,6 +777,24 @@ def prefill_tokens(dep, batch):
 def decode_step_ms(dep, batch, fit=FIT):
     """One decode step without speculation and without any prefill: a target pass over one token per sequence."""
     return pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit)
+
+
+def dense_equivalent(dep):
+    """The deployment with a dense target of the same active size: every pass reads k experts, no more."""
+    t = dep.target
+    dense = t._replace(weight_bytes=t.weight_bytes + t.moe_layers * t.experts_per_token * t.expert_bytes,
+                       moe_layers=0, experts=0, experts_per_token=0, expert_bytes=0.0)
+    return dataclasses.replace(dep, target=dense)
+
+
+def moe_verify(dep, k, batch, fit=FIT):
+    """Experts a plain step and a verify pass touch per MoE layer, and eps beside a dense model's of the same active size."""
+    t = dep.target
+    verify = dep.verify_tokens or k + 1
+    return dict(k=k, batch=batch, experts=t.experts, experts_per_token=t.experts_per_token,
+                plain_experts=expected_experts(t.experts, t.experts_per_token, batch),
+                verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify),
+                eps=model_overhead(dep, batch, k, fit), eps_dense=model_overhead(dense_equivalent(dep), batch, k, fit))
 
 
 def plain_step_parts(dep, batch, fit=FIT):
@@ -620,11 +830,18 @@ def prefill_share_ms(dep, batch, fit=FIT):
 
 
 def round_ms(dep, batch, k, fit=FIT):
-    """One speculative round without prefill: K draft steps, then one verify pass over K+1 tokens a sequence."""
+    """One speculative round without prefill: K draft steps, then one verify pass over K+1 tokens a sequence.
+
+    A tree draft expands topk tokens a sequence at each step after the first and verifies
+    dep.verify_tokens a sequence (SGLang's --speculative-num-draft-tokens).
+    """
     draft = 0.0
     if dep.drafter is not None:
-        draft = k * pass_ms(dep.drafter, dep, batch, 1, fit.draft_step_ms, fit)
-    return fit.round_ms + draft + pass_ms(dep.target, dep, batch, k + 1, engine_pass_ms(dep, fit), fit)
+        step_ms = engine_cost(dep, "draft", fit)
+        draft = pass_ms(dep.drafter, dep, batch, 1, step_ms, fit)
+        draft += (k - 1) * pass_ms(dep.drafter, dep, batch, dep.topk, step_ms, fit)
+    verify = dep.verify_tokens or k + 1
+    return engine_cost(dep, "round", fit) + draft + pass_ms(dep.target, dep, batch, verify, engine_pass_ms(dep, fit), fit)
 
 
 def model_overhead(dep, batch, k, fit=FIT):
@@ -657,7 +874,7 @@ def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
     at_one = model_overhead(dep, 1, k, fit)
     base = at_one if eps_b1 == "auto" else eps_b1
     scaled = (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
-    verify_only = (pass_ms(dep.target, dep, batch, k + 1, engine_pass_ms(dep, fit), fit)
+    verify_only = (pass_ms(dep.target, dep, batch, dep.verify_tokens or k + 1, engine_pass_ms(dep, fit), fit)
                    / decode_step_ms(dep, batch, fit) - 1.0)
     return max(scaled, verify_only, 0.0)
 
@@ -1269,6 +1486,103 @@ def bench_acceptance(bench, flag):
                                source, notes=notes)
 
 
+def read_json(path, flag):
+    """A JSON object from a file, or UsageError naming the file."""
+    text = "".join(line for _, line in text_lines(path, flag))
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{flag}: {path} is not a config object")
+    return data
+
+
+def config_field(cfg, names, flag, path, required=True, default=None):
+    """The first of `names` the config sets (a positive number), else default; missing and required: UsageError."""
+    for name in names:
+        value = cfg.get(name)
+        if value is not None:
+            if not finite_number(value) or value < 0:
+                raise UsageError(f"{flag}: {path}: {name} must be a number >= 0; got {value!r}")
+            return value
+    if required:
+        raise UsageError(f"{flag}: {path} has no {' or '.join(names)}, which the model needs")
+    return default
+
+
+def shape_from_config(path, flag="--model-config"):
+    """A model's shape (MODELS' keys) from its Hugging Face config.json; a missing field exits 2 naming it.
+
+    Reads dense Llama-style configs and the MoE and attention variants of REFERENCE.md
+    section 7: Qwen3 MoE (decoder_sparse_step, mlp_only_layers), Llama 4 (text_config,
+    interleave_moe_layer_step, a shared expert, intermediate_size_mlp for dense layers),
+    DeepSeek and Kimi (MLA, first_k_dense_replace, shared experts, MTP), gpt-oss (experts
+    intermediate_size wide, biases, sinks, sliding-window layer_types). Missing
+    tie_word_embeddings means untied, the default of every model class named here.
+    """
+    cfg = read_json(path, flag)
+    t = cfg.get("text_config", cfg)
+    f = lambda *names, **kw: config_field(t, names, flag, path, **kw)
+    kind = str(t.get("model_type", cfg.get("model_type", "")))
+    layers, heads, hidden = int(f("num_hidden_layers")), int(f("num_attention_heads")), int(f("hidden_size"))
+    layer_types = t.get("layer_types") or []
+    if any(lt not in ("full_attention", "sliding_attention") for lt in layer_types):
+        raise UsageError(f"{flag}: {path}: layer_types {sorted(set(layer_types))} include a kind of layer this "
+                         "model does not know (only full and sliding-window attention)")
+    m = dict(hidden=hidden, layers=layers, heads=heads, vocab=int(f("vocab_size")),
+             tied=bool(t.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))),
+             hf=cfg.get("_name_or_path") or None)
+    if t.get("kv_lora_rank"):
+        m["mla"] = dict(kv_lora_rank=int(f("kv_lora_rank")), rope=int(f("qk_rope_head_dim")),
+                        q_lora_rank=int(f("q_lora_rank", required=False, default=0)),
+                        nope=int(f("qk_nope_head_dim")), v_head_dim=int(f("v_head_dim")))
+        m["kv_heads"] = heads
+        m["head_dim"] = m["mla"]["nope"] + m["mla"]["rope"]
+    else:
+        m["kv_heads"] = int(f("num_key_value_heads"))
+        m["head_dim"] = int(f("head_dim", required=False, default=0)) or hidden // heads
+    experts = int(f("num_experts", "num_local_experts", "n_routed_experts", required=False, default=0))
+    m["inter"] = int(f("intermediate_size_mlp", "intermediate_size"))
+    if experts:
+        m.update(experts=experts, experts_per_token=int(f("num_experts_per_tok", "experts_per_token")),
+                 moe_inter=int(f("moe_intermediate_size", "intermediate_size")))
+        shared = (int(t.get("n_shared_experts") or 0) * m["moe_inter"] or int(t.get("shared_expert_intermediate_size") or 0)
+                  or (m["moe_inter"] if kind.startswith("llama4") else 0))
+        if shared:
+            m["shared_inter"] = shared
+        dense_first = int(t.get("first_k_dense_replace") or 0)
+        step = int(t.get("interleave_moe_layer_step") or t.get("decoder_sparse_step") or t.get("moe_layer_freq") or 1)
+        only_dense = set(t.get("mlp_only_layers") or [])
+        m["moe_layers"] = sum(1 for i in range(layers)
+                              if i >= dense_first and (i + 1) % step == 0 and i not in only_dense)
+    if layer_types:
+        m["window_layers"] = sum(1 for lt in layer_types if lt == "sliding_attention")
+        if m["window_layers"]:
+            m["window"] = int(f("sliding_window"))
+    if kind == "gpt_oss":   # GptOssForCausalLM: biased attention, experts and router, and attention sinks
+        m.update(attn_bias=True, sinks=True, expert_bias=True, router_bias=True)
+    elif t.get("attention_bias"):
+        m["attn_bias"] = True
+    if t.get("num_nextn_predict_layers"):
+        m["nextn"] = int(t["num_nextn_predict_layers"])
+    return m
+
+
+def head_from_config(path, m, flag="--draft-config"):
+    """An EAGLE head's own config.json laid over target shape m: its MLP width, attention shape, draft
+    vocabulary and trained context (max_position_embeddings)."""
+    cfg = read_json(path, flag)
+    f = lambda *names, **kw: config_field(cfg, names, flag, path, **kw)
+    heads, hidden = int(f("num_attention_heads")), int(f("hidden_size"))
+    if hidden != m["hidden"]:
+        raise UsageError(f"{flag}: {path}: hidden_size {hidden} is not the target's {m['hidden']}: not a head for it")
+    return dict(m, head_inter=int(f("intermediate_size")), head_heads=heads, head_kv_heads=int(f("num_key_value_heads")),
+                head_head_dim=int(f("head_dim", required=False, default=0)) or hidden // heads,
+                draft_vocab=int(f("draft_vocab_size", "vocab_size")),
+                head_context=int(f("max_position_embeddings", required=False, default=0)) or None)
+
+
 def bench_comparison(base, spec):
     """Measured speedups and P99 changes of the spec run against the baseline (fractions)."""
     def ratio(a, b):
@@ -1345,7 +1659,7 @@ def best_k(dep, acceptance, batch, fit=FIT):
     """
     decode, share = decode_step_ms(dep, batch, fit), prefill_share_ms(dep, batch, fit)
     best = (0, 1.0)
-    for k in range(1, K_MAX + 1):
+    for k in ([dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)):   # a tree: its measured K only
         tau = tau_for(acceptance, k)
         speedup = tau * (decode + share) / (round_ms(dep, batch, k, fit) + tau * share)
         if speedup > best[1]:
@@ -1615,6 +1929,7 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
     plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, evidence.margin,
                         k_in_use, measured is not None)
     result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
+                  model=dep.model, verify_tokens=dep.verify_tokens,
                   context=dep.context, memory_budget_bytes=memory_budget_bytes(dep),
                   eps_b1={(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads},
                   mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
@@ -1624,6 +1939,8 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
     if feasible:
         result["eps_growth"] = eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit)
     result["plain_b1"] = plain_step_parts(dep, 1, fit)
+    if dep.target.moe_layers and feasible:
+        result["moe"] = moe_verify(dep, grid.ks[0], feasible[0], fit)
     if measured:
         result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
                                                   decode, rounds, fit)
@@ -1677,10 +1994,10 @@ def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
                     **{f"lesson_{n}x": (n * (1 + e) - 1) / k for n in (2, 3)}) for e, src in eps_rows]
     methods = []
     for draft in ("llama-3.2-1b", "eagle", "eagle3", "ngram"):
-        if draft in MODELS and model_params(MODELS[draft]) >= model_params(MODELS[dep.model]):
+        if draft in MODELS and model_params(MODELS[draft]) >= model_params(dep.shape):
             continue                                      # a draft model must be smaller than the target
         d = with_draft(dep, draft)
-        step = pass_ms(d.drafter, d, 1, 1, fit.draft_step_ms, fit) if d.drafter else 0.0
+        step = pass_ms(d.drafter, d, 1, 1, engine_cost(d, "draft", fit), fit) if d.drafter else 0.0
         methods.append(dict(draft=draft, method=json.loads(speculative_config(d, 3))["method"],
                             params=d.drafter.held_params if d.drafter else 0,
                             weight_bytes=d.drafter.held_bytes if d.drafter else 0,
@@ -1701,7 +2018,7 @@ def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
     schedule = k_schedule(dep, tail["alpha"], fit)
     memory = []
     for draft in ("eagle3", "llama-3.2-1b"):
-        if draft in MODELS and model_params(MODELS[draft]) >= model_params(MODELS[dep.model]):
+        if draft in MODELS and model_params(MODELS[draft]) >= model_params(dep.shape):
             continue
         d = with_draft(dep, draft)
         memory.append(dict(draft=draft, params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
@@ -1938,6 +2255,16 @@ def summary_facts(result, grid):
             f"{g['extra_b0']:.2f} ms more on it than a {g['plain_b0']:.2f} ms plain step at B = {g['b0']}, and "
             f"{g['extra_b1']:.2f} ms more than a {g['plain_b1']:.2f} ms step at B = {g['b1']} "
             f"({g['change'] * 100:+.0f} points of eps). By K and overhead: " + "; ".join(moves) + ".")
+    if "moe" in result:
+        e = result["moe"]
+        facts.append(
+            f"{result['model']} routes each token to {e['experts_per_token']} of {e['experts']} experts per MoE layer. "
+            f"At B = {e['batch']} a plain step's {e['batch']} tokens touch {e['plain_experts']:.1f} experts a layer, "
+            f"the verify pass's {e['batch'] * (result['verify_tokens'] or e['k'] + 1)} tokens "
+            f"{e['verify_experts']:.1f}: the round reads {e['verify_experts'] / e['plain_experts']:.1f}x the expert "
+            f"weights of a plain step, so eps is {e['eps']:.2f} at K = {e['k']}, where a dense model of the same active "
+            f"size would have {e['eps_dense']:.2f}" + (" and speculation cannot pay at any acceptance."
+                                                      if e["eps"] >= e["k"] else "."))
     plan = result["plan"]
     tail = {t["concurrency"]: t for t in plan["tail"]}
     if plan["target"] in tail:
@@ -1977,7 +2304,7 @@ def render_summary(result, grid):
 def deployment_lines(dep, result):
     draft_gib = dep.drafter.held_bytes / GIB if dep.drafter else 0.0
     return [
-        f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.weight_bytes / GIB:.1f} GiB), "
+        f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.held_bytes / GIB:.1f} GiB), "
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {ENGINES[dep.engine]['name']},",
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
@@ -2121,10 +2448,12 @@ def shell_lines(words, width=100):
 
 def draft_head(dep):
     """(Hugging Face id, trained context) of the draft the plan serves; None for what is not known."""
+    trained = dep.shape.get("head_context")      # from --draft-config, when given
     if dep.draft_hf:
-        return dep.draft_hf, None
+        return dep.draft_hf, trained
     if dep.draft == "eagle3":
-        return EAGLE3_HEADS.get((dep.engine, dep.model), (None, None))
+        head, context = EAGLE3_HEADS.get((dep.engine, dep.model), (None, None))
+        return head, trained or context
     if dep.draft in MODELS:
         return MODELS[dep.draft]["hf"], None
     return None, None
@@ -2139,7 +2468,7 @@ def served_model(dep):
     """The checkpoint the server loads: TensorRT-LLM needs an fp8 checkpoint, the others quantize at start-up."""
     if dep.engine == "trtllm" and dep.weights_dtype == "fp8":
         return FP8_CHECKPOINTS.get(dep.model, f"YOUR-FP8-CHECKPOINT-OF-{dep.model.upper()}")
-    return MODELS[dep.model]["hf"]
+    return dep.shape.get("hf", dep.model)
 
 
 def speculative_config(dep, k, schedule=None):
@@ -2154,6 +2483,9 @@ def speculative_config(dep, k, schedule=None):
     if dep.draft == "ngram":
         # prompt_lookup_max 4 as in vLLM's docs (features/speculative_decoding/n_gram); tune it to your prompts.
         config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4}
+    elif dep.draft == "mtp":
+        # method "mtp": the target's own MTP weights, no model to name (vllm/config/speculative.py).
+        config = {"method": "mtp", "num_speculative_tokens": k}
     else:
         method = dep.draft if dep.draft in ("eagle3", "eagle") else "draft_model"
         config = {"method": method, "model": head_or_placeholder(dep), "num_speculative_tokens": k}
@@ -2200,7 +2532,7 @@ def sglang_serve(dep, target, k=None):
     if k:
         words += [f"--speculative-algorithm {SGLANG_ALGORITHM.get(dep.draft, 'STANDALONE')}",
                   f"--speculative-draft-model-path {head_or_placeholder(dep)}", f"--speculative-num-steps {k}",
-                  "--speculative-eagle-topk 1", f"--speculative-num-draft-tokens {k + 1}"]
+                  f"--speculative-eagle-topk {dep.topk}", f"--speculative-num-draft-tokens {dep.verify_tokens or k + 1}"]
     return shell_lines(words)
 
 
@@ -2347,8 +2679,10 @@ def plan_front(result, dep, plan):
         "| | this run |",
         "|---|---|",
         f"| engine | {engine}; commands checked against the engine versions the README names |",
-        f"| target | {dep.model}, {dep.target.params / 1e9:.2f} B parameters, {dep.weights_dtype} weights "
-        f"({dep.target.weight_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
+        f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
+        + (f" ({dep.target.params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
+           if dep.target.experts else "") + f", {dep.weights_dtype} weights "
+        f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
         f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
         f"{result['memory_budget_bytes'] / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
         "activations and CUDA graphs are not counted, so the sequences that fit are an upper bound) |",
@@ -2426,11 +2760,14 @@ def plan_stage1(result, dep, plan):
               "trtllm": "nothing changes without a `speculative_config` in the YAML"}[dep.engine]
     out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {ENGINES[dep.engine]['name']}: "
            f"{opt_in}. The draft is a chain of K = {k} tokens.", ""]
-    if dep.engine == "sglang" and dep.draft in SGLANG_ALGORITHM:
+    if dep.engine == "sglang" and dep.draft in SGLANG_ALGORITHM and dep.topk == 1:
         out += ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
                 "verify pass carries 8 tokens per sequence where a chain carries K+1. This plan runs a chain "
                 "(topk 1): the cost model, the break-even and the gate are for chains, and a tree's acceptance "
                 "can only be measured, not computed from alpha.", ""]
+    elif dep.topk > 1:
+        out += [f"The draft is a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in "
+                "the verify pass, with the acceptance length you measured for it.", ""]
     out += head_notes(dep)
     out += ["```"] + serve_lines(dep, target, k) + bench_lines(dep, target, "spec.json") + ["```", ""]
     if t is not None:
@@ -2770,8 +3107,11 @@ def render_json(result, dep, grid):
                       memory_setting=memory_setting(dep), memory_budget_bytes=result["memory_budget_bytes"],
                       gpu_bandwidth_tbs=dep.bandwidth_tbs,
                       gpu_tflops=dep.target.tflops,
-                      target_params=dep.target.params, draft_params=dep.drafter.held_params if dep.drafter else 0,
-                      weight_bytes=dep.target.weight_bytes,
+                      target_params=dep.target.held_params, active_params=dep.target.params,
+                      experts=dep.target.experts or None, experts_per_token=dep.target.experts_per_token or None,
+                      draft_topk=dep.topk, verify_tokens=dep.verify_tokens,
+                      draft_params=dep.drafter.held_params if dep.drafter else 0,
+                      weight_bytes=dep.target.held_bytes,
                       draft_weight_bytes=dep.drafter.held_bytes if dep.drafter else 0,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
                       max_concurrency=result["max_concurrency"], input_tokens=dep.input_tokens,
@@ -2991,13 +3331,18 @@ def build_parser():
     dep.add_argument("--model", help=f"target model: {', '.join(MODELS)}")
     dep.add_argument("--gpu", help=f"GPU: {', '.join(GPUS)}, or custom (with the three numbers below)")
     dep.add_argument("--tp", help="tensor-parallel degree")
-    dep.add_argument("--weights-dtype", help="bf16 or fp8")
+    dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (MXFP4/NVFP4 checkpoints)")
     dep.add_argument("--kv-dtype", help="bf16 or fp8")
     dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {INPUT_TOKENS})")
     dep.add_argument("--output-tokens", help=f"mean output length, tokens (default {OUTPUT_TOKENS})")
     dep.add_argument("--context", help="mean decode context in tokens (default: input + output / 2)")
     dep.add_argument("--draft", help=f"draft: {', '.join(DRAFTS)}, or a catalog model")
     dep.add_argument("--draft-model", help="Hugging Face id or path of the draft head (default: the catalog's)")
+    dep.add_argument("--model-config", help="a Hugging Face config.json to use as the target (instead of --model)")
+    dep.add_argument("--draft-config", help="the EAGLE head's own config.json (its width, vocabulary, trained context)")
+    dep.add_argument("--draft-topk", help="tokens each draft step expands per sequence: 1 a chain, more a tree")
+    dep.add_argument("--verify-tokens", help="tokens per sequence in a tree's verify pass (SGLang's "
+                                             "--speculative-num-draft-tokens)")
     dep.add_argument("--engine", help=f"engine the plan is written for: {', '.join(ENGINES)} (default {ENGINE})")
     dep.add_argument("--gpu-bandwidth", help="memory bandwidth per GPU, TB/s")
     dep.add_argument("--gpu-tflops", help="dense TFLOP/s per GPU for the weights dtype")
@@ -3054,7 +3399,14 @@ def parse_grid(args):
 def parse_deployment(args):
     """The deployment flags -> Deployment, refusing what cannot run."""
     positive = "a number > 0"
-    model = _choice("--model", args.model or MODEL, list(MODELS))
+    if args.model and args.model_config:
+        raise UsageError("--model and --model-config: name the target one way only")
+    if args.model_config:
+        shape = shape_from_config(args.model_config)
+        model = shape["hf"] or Path(args.model_config).stem
+    else:
+        model = _choice("--model", args.model or MODEL, list(MODELS))
+        shape = MODELS[model]
     gpu = args.gpu or GPU
     if gpu != "custom":
         _choice("--gpu", gpu, list(GPUS), ", or custom with --gpu-bandwidth, --gpu-tflops and --gpu-memory")
@@ -3069,7 +3421,7 @@ def parse_deployment(args):
         raise UsageError(f"--gpu custom: needs --gpu-bandwidth, --gpu-tflops and --gpu-memory; "
                          f"missing {', '.join(missing)}")
     weights = _choice("--weights-dtype", args.weights_dtype or WEIGHTS_DTYPE, list(BYTES_PER))
-    kv = _choice("--kv-dtype", args.kv_dtype or KV_DTYPE, list(BYTES_PER))
+    kv = _choice("--kv-dtype", args.kv_dtype or KV_DTYPE, ["bf16", "fp8"])
     tp = parse_one("--tp", args.tp, int, "an integer >= 1", lambda t: t >= 1) if args.tp is not None else TP
     context = parse_one("--context", args.context, int, "an integer >= 1 (tokens)", lambda c: c >= 1) \
         if args.context is not None else CONTEXT
@@ -3079,7 +3431,7 @@ def parse_deployment(args):
         lengths[flag] = parse_one(flag, text, int, "an integer >= 1 (tokens)", lambda n: n >= 1) \
             if text is not None else default
     draft = _choice("--draft", args.draft or DRAFT, list(DRAFTS) + list(MODELS))
-    m = MODELS[model]
+    m = shape
     if m["heads"] % tp:
         raise UsageError(f"--tp: {tp} does not divide the {m['heads']} attention heads of {model}")
     if draft in MODELS:
@@ -3092,11 +3444,25 @@ def parse_deployment(args):
     engine = _choice("--engine", args.engine or ENGINE, list(ENGINES))
     # The drafts whose commands were checked for each engine: SGLang runs EAGLE heads and
     # draft models (STANDALONE); TensorRT-LLM's PyTorch backend runs EAGLE-3 heads.
-    if engine == "sglang" and draft == "ngram":
-        raise UsageError("--draft: the SGLang plan covers eagle3, eagle and draft models; got 'ngram' "
-                         "(use --engine vllm for n-gram drafting)")
+    if engine == "sglang" and draft in ("ngram", "mtp"):
+        raise UsageError(f"--draft: the SGLang plan covers eagle3, eagle and draft models; got {draft!r} "
+                         "(use --engine vllm)")
     if engine == "trtllm" and draft != "eagle3":
         raise UsageError(f"--draft: the TensorRT-LLM plan covers eagle3 heads only; got {draft!r}")
+    if draft == "mtp" and not m.get("nextn"):
+        raise UsageError(f"--draft: {model} has no MTP module (num_nextn_predict_layers); got 'mtp'")
+    if args.draft_config:
+        if draft not in ("eagle3", "eagle"):
+            raise UsageError(f"--draft-config: reads an EAGLE head's config; --draft is {draft!r}")
+        m = head_from_config(args.draft_config, m)
+    topk = parse_one("--draft-topk", args.draft_topk, int, "an integer from 1 to 16", lambda n: 1 <= n <= 16) \
+        if args.draft_topk is not None else 1
+    verify = parse_one("--verify-tokens", args.verify_tokens, int, "an integer from 2 to 64", lambda n: 2 <= n <= 64) \
+        if args.verify_tokens is not None else None
+    if topk > 1 and verify is None:
+        raise UsageError(f"--draft-topk: a tree of top-{topk} needs --verify-tokens, the tokens its verify pass checks")
+    if topk > 1 and engine != "sglang":
+        raise UsageError(f"--draft-topk: tree drafts are written for SGLang only (--engine sglang); got {engine}")
     draft_hf = args.draft_model if args.draft_model is not None else DRAFT_MODEL
     if draft_hf is not None and (not draft_hf or any(c.isspace() or c in "'\"" for c in draft_hf)):
         raise UsageError(f"--draft-model: expected a Hugging Face id or a path without spaces or quotes; "
@@ -3105,7 +3471,7 @@ def parse_deployment(args):
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
     return make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf,
-                           lengths["--input-tokens"], lengths["--output-tokens"])
+                           lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify)
 
 
 def parse_mix(text):
@@ -3249,6 +3615,15 @@ def parse_args(argv):
     args = build_parser().parse_args(argv)
     grid = parse_grid(args)
     dep = parse_deployment(args)
+    if dep.topk > 1 and (grid.kind != "length" or len(grid.ks) != 1):
+        raise UsageError("--draft-topk: a tree's acceptance length is measured, not the chain formula: give "
+                         "--acceptance-length TAU at its one --ks (the steps)")
+    if dep.topk == 1 and dep.verify_tokens is not None and dep.verify_tokens != grid.ks[0] + 1 or \
+            (dep.topk == 1 and dep.verify_tokens is not None and len(grid.ks) != 1):
+        raise UsageError(f"--verify-tokens: a chain verifies K + 1 tokens; got {dep.verify_tokens} for --ks "
+                         f"{','.join(map(str, grid.ks))}")
+    if dep.topk > 1:
+        dep = dataclasses.replace(dep, tree_steps=grid.ks[0])
     evidence = parse_evidence(args, grid)
     seed = SEED
     if args.seed is not None:

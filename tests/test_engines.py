@@ -193,7 +193,7 @@ class PlanDetails(unittest.TestCase):
         on = [row for row in data["plan"]["schedule"] if row[2] > 0]
         expected = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
         self.assertIn(f"`draft_len_schedule: {expected}` (with `max_draft_len: {on[0][2]}`)", plan)
-        self.assertTrue(expected.startswith("{6: 5, "), expected)       # K = 5 up to B = 6 at alpha 0.70
+        self.assertTrue(expected.startswith("{3: 5, "), expected)       # K = 5 up to B = 3 at alpha 0.70
 
     def test_trtllm_kill_switch_warns_where_a_longer_k_shows_a_lower_rate(self):
         plan, data = plan_for(["--engine", "trtllm"])

@@ -1,0 +1,171 @@
+"""Any target model (issue 11): catalog shapes against published totals, config.json reading,
+mixture-of-experts verify reads against a brute-force count, MTP and tree drafts."""
+import json
+import random
+import tempfile
+import unittest
+from pathlib import Path
+
+from load_main import ROOT, load_main, run
+
+m = load_main()
+CONFIGS = ROOT / "tests" / "fixtures" / "configs"
+HEAD_KEYS = {"head_inter", "head_heads", "head_kv_heads", "head_head_dim", "hf"}
+
+
+def billions(name, active=False):
+    return m.model_params(m.MODELS[name], active) / 1e9
+
+
+class PublishedTotals(unittest.TestCase):
+    """REFERENCE.md section 7 (computed from each config) and the publishers' own figures."""
+
+    def assertNear(self, value, published, share=0.005):
+        self.assertLessEqual(abs(value / published - 1), share, (value, published))
+
+    def test_total_and_active_parameters(self):
+        for name, total, active in (("qwen3-30b-a3b", 30.53, 3.35), ("qwen3-235b-a22b", 235.1, 22.2),
+                                    ("qwen3-coder-480b", 480.2, 35.5), ("deepseek-v3", 671.0, 37.6),
+                                    ("llama-4-maverick", 401.6, 17.2), ("kimi-k2", 1026.0, 32.9)):
+            with self.subTest(model=name):
+                self.assertNear(billions(name), total)
+                self.assertNear(billions(name, True), active, 0.01)
+        # OpenAI counts active parameters without the input embedding: 3.6 B and 5.1 B.
+        for name, total, active in (("gpt-oss-20b", 20.9, 3.6), ("gpt-oss-120b", 116.8, 5.1)):
+            s = m.MODELS[name]
+            self.assertNear(billions(name), total)
+            self.assertNear(billions(name, True) - s["vocab"] * s["hidden"] / 1e9, active, 0.01)
+        # Llama 4 Scout: 108.6 B with its vision encoder, which a text decode does not run.
+        self.assertNear(billions("llama-4-scout"), 108.6, 0.01)
+        self.assertNear(billions("llama-4-scout", True), 17.2, 0.01)
+        self.assertAlmostEqual(m.mtp_params(m.MODELS["deepseek-v3"]) / 1e9, 11.6, delta=0.05)
+
+    def test_kv_bytes_per_token(self):
+        self.assertEqual(m.kv_bytes_per_token(m.MODELS["deepseek-v3"], "bf16"), 61 * (512 + 64) * 2)   # MLA: 70,272
+        self.assertEqual(m.kv_bytes_per_token(m.MODELS["qwen3-30b-a3b"], "bf16"), 48 * 2 * 4 * 128 * 2)
+        # gpt-oss-120b: 18 full layers; the 18 sliding ones keep 128 tokens whatever the context.
+        oss = m.make_deployment("gpt-oss-120b", "h100-sxm", 1, "bf16", "bf16", 4096, "ngram")
+        self.assertEqual(oss.target.kv_bytes_per_token, 18 * 2 * 8 * 64 * 2)
+        self.assertEqual(m.attended(oss.target, 4096), 18 * 4096 + 18 * 128)
+
+    def test_fp4_weights_by_hand(self):
+        s = m.MODELS["gpt-oss-120b"]
+        embeddings = 2 * 201_088 * 2880
+        total = m.model_params(s)
+        self.assertAlmostEqual(m.weight_bytes(s, "fp4"), (total - embeddings) * 4.25 / 8 + embeddings * 2, places=0)
+
+
+class ConfigJson(unittest.TestCase):
+    def test_real_configs_reproduce_the_catalog(self):
+        for file, name in (("qwen3-30b-a3b-fp8", "qwen3-30b-a3b"), ("gpt-oss-120b", "gpt-oss-120b"),
+                           ("llama-4-scout", "llama-4-scout"), ("llama-3.3-70b", "llama-3.3-70b")):
+            with self.subTest(config=file):
+                read = m.shape_from_config(str(CONFIGS / f"{file}.config.json"))
+                strip = lambda shape: {k: v for k, v in shape.items() if k not in HEAD_KEYS}
+                self.assertEqual(strip(read), strip(m.MODELS[name]))
+
+    def test_the_cli_takes_a_config_and_a_head_config(self):
+        status, out, err = run(["--model-config", str(CONFIGS / "qwen3-30b-a3b-fp8.config.json"),
+                                "--draft-config", str(CONFIGS / "qwen3-30b-a3b-eagle3-head.config.json"),
+                                "--tp", "1", "--alphas", "0.6", "--ks", "3", "--concurrency", "1", "--json", "--no-write"])
+        self.assertEqual(status, 0, err)
+        dep = json.loads(out)["deployment"]
+        self.assertEqual((dep["experts"], dep["experts_per_token"]), (128, 8))
+        self.assertAlmostEqual(dep["target_params"] / 1e9, 30.53, delta=0.01)
+        self.assertAlmostEqual(dep["active_params"] / 1e9, 3.35, delta=0.01)
+        # The head's own config: intermediate 12,288 and a 32,000-token draft vocabulary, trained at 2,048.
+        h, i, heads, kv, hd = 2048, 12288, 32, 4, 128
+        head = 2 * h * hd * (heads + 2 * kv) + heads * hd * h + 3 * h * i + 3 * h * h + 32000 * h + 4 * h
+        self.assertEqual(dep["draft_params"], head)
+        self.assertEqual(dep["draft_trained_context"], 2048)
+
+    def test_a_missing_field_is_named(self):
+        data = json.loads((CONFIGS / "llama-3.3-70b.config.json").read_text())
+        del data["num_hidden_layers"]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "config.json"
+            path.write_text(json.dumps(data))
+            status, out, err = run(["--model-config", str(path), "--no-write"])
+        self.assertEqual(status, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1)
+        self.assertIn("num_hidden_layers", err)
+
+
+class ExpertReads(unittest.TestCase):
+    def test_expected_experts_against_a_brute_force_count(self):
+        rng = random.Random(11)
+        for experts, k, tokens in ((128, 8, 4), (16, 1, 32), (256, 8, 9)):
+            trials = 3000
+            counts = [len({e for _ in range(tokens) for e in rng.sample(range(experts), k)}) for _ in range(trials)]
+            mean = sum(counts) / trials
+            sd = (sum((c - mean) ** 2 for c in counts) / (trials - 1)) ** 0.5
+            expected = m.expected_experts(experts, k, tokens)
+            self.assertLess(abs(mean - expected), 4 * sd / trials ** 0.5 + 1e-9, (experts, k, tokens, mean, expected))
+
+    def test_a_small_active_moe_is_slower_with_speculation_at_small_batch(self):
+        # Issue 11: Qwen3-30B-A3B on SGLang, K = 3, measured acceptance length 1.9.
+        status, out, err = run(["--model", "qwen3-30b-a3b", "--engine", "sglang", "--ks", "3", "--acceptance-length",
+                                "1.9", "--tp", "1", "--concurrency", "1,8", "--json", "--no-write"])
+        self.assertEqual(status, 0, err)
+        data = json.loads(out)
+        auto = [c for c in data["cells"] if c["verify_overhead"] == "auto"]
+        self.assertLess(auto[0]["speedup_exact"], 1.0)          # B = 1: slower than plain decoding
+        summary = " ".join(data["summary"])
+        # At B = 1 a plain step's token touches 8 experts; the verify pass's 4 tokens 128 (1 - (120/128)^4) = 29.1.
+        self.assertIn("touch 8.0 experts a layer, the verify pass's 4 tokens 29.1", summary)
+        dep = m.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", None, "eagle3", engine="sglang")
+        self.assertGreater(m.model_overhead(dep, 1, 3), m.model_overhead(m.dense_equivalent(dep), 1, 3) + 0.2)
+        self.assertIn(f"a dense model of the same active size would have {m.model_overhead(m.dense_equivalent(dep), 1, 3):.2f}",
+                      summary)
+
+    def test_a_dense_model_has_no_expert_reads(self):
+        dep = m.make_deployment()
+        self.assertEqual(m.dense_equivalent(dep).target, dep.target)
+
+
+class Drafts(unittest.TestCase):
+    def test_mtp_is_one_target_layer_reading_the_lm_head(self):
+        dep = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp")
+        s = m.MODELS["deepseek-v3"]
+        self.assertEqual(dep.drafter.held_params, m.mtp_params(s))
+        self.assertEqual(dep.drafter.moe_layers, 1)
+        self.assertEqual(dep.drafter.kv_bytes_per_token, (512 + 64) * 2)
+        status, _, err = run(["--model", "qwen3-30b-a3b", "--draft", "mtp", "--no-write"])
+        self.assertEqual(status, 2)
+        self.assertIn("no MTP module", err)
+
+    def test_a_tree_verifies_its_own_width(self):
+        chain = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang")
+        tree = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
+                                 topk=4, verify_tokens=8)
+        verify = lambda dep, n: m.pass_ms(dep.target, dep, 8, n, m.engine_pass_ms(dep))
+        drafts = lambda dep, width: m.pass_ms(dep.drafter, dep, 8, width, m.engine_cost(dep, "draft"))
+        self.assertAlmostEqual(m.round_ms(tree, 8, 5), m.engine_cost(tree, "round") + drafts(tree, 1)
+                               + 4 * drafts(tree, 4) + verify(tree, 8), places=9)
+        self.assertAlmostEqual(m.round_ms(chain, 8, 5), m.engine_cost(chain, "round") + 5 * drafts(chain, 1)
+                               + verify(chain, 6), places=9)
+        status, out, err = run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8", "--ks", "5",
+                                "--acceptance-length", "3.0", "--concurrency", "8", "--no-write", "--json"])
+        self.assertEqual(status, 0, err)
+        for argv, needle in ((["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8", "--ks", "5"],
+                              "--acceptance-length"),
+                             (["--draft-topk", "4", "--verify-tokens", "8", "--ks", "5", "--acceptance-length", "3"],
+                              "SGLang"),
+                             (["--engine", "sglang", "--draft-topk", "4", "--ks", "5", "--acceptance-length", "3"],
+                              "--verify-tokens")):
+            status, _, err = run(argv + ["--no-write"])
+            self.assertEqual(status, 2, argv)
+            self.assertIn(needle, err)
+
+    def test_the_sglang_plan_writes_the_tree(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "plan.md"
+            status, _, err = run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8", "--ks", "5",
+                                  "--acceptance-length", "3.0", "--out", str(out)])
+            self.assertEqual(status, 0, err)
+            plan = out.read_text().replace(" \\\n  ", " ")
+        self.assertIn("--speculative-num-steps 5 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8", plan)
+
+
+if __name__ == "__main__":
+    unittest.main()
