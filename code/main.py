@@ -36,6 +36,7 @@ import math
 import os
 import random
 import re
+import statistics
 import sys
 import tempfile
 from collections import namedtuple
@@ -57,6 +58,7 @@ SEED = 0                # seeds every simulated round: same seed, same bytes
 N_ROUNDS = 20_000       # simulated decode rounds per (alpha, K)
 ROUND_JITTER = 0.03     # relative s.d. of one round's duration (launch and kernel noise), lognormal
 OUT_PATH = Path(__file__).resolve().parent.parent / "outputs" / "skill-eagle3-rollout.md"
+CALIBRATION_FILES = ()  # your `vllm bench serve` result files to fit the cost model on (--calibrate; stage 0/1 of the plan)
 
 # ---------------------------------------------------------------- the deployment (edit me)
 MODEL = "llama-3.3-70b"        # catalog name of the target model
@@ -1583,6 +1585,51 @@ def head_from_config(path, m, flag="--draft-config"):
                 head_context=int(f("max_position_embeddings", required=False, default=0)) or None)
 
 
+def read_calibration_runs(paths, flag="--calibrate"):
+    """Your `vllm bench serve` results for --calibrate: one deployment, one workload, baselines at several
+    concurrencies and optionally speculative runs (their K and tau from their spec_decode_* keys)."""
+    runs = []
+    for path in paths:
+        bench = read_bench(path, flag)
+        if bench["max_concurrency"] is None:
+            raise UsageError(f"{flag}: {path} records no max_concurrency: calibration needs closed-loop runs "
+                             "(vllm bench serve --max-concurrency B)")
+        if "mean_tpot_ms" not in bench["latency"]:
+            raise UsageError(f"{flag}: {path} has no mean_tpot_ms")
+        data, _ = bench_object(path, flag)
+        completed = data.get("completed")
+        if not (finite_number(completed) and completed > 0 and finite_number(data.get("total_input_tokens"))
+                and finite_number(data.get("total_output_tokens"))):
+            raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
+                             "its prompt and output lengths")
+        run = dict(path=str(path), batch=int(bench["max_concurrency"]), tpot_ms=bench["latency"]["mean_tpot_ms"],
+                   input=max(1, round(data["total_input_tokens"] / completed)),
+                   output=max(2, round(data["total_output_tokens"] / completed)), k=None, tau=None,
+                   model_id=bench["model_id"])
+        if bench["spec"]:
+            measured = bench_acceptance(bench, flag)
+            if measured is None or measured["varying_k"]:
+                raise UsageError(f"{flag}: {path} is a speculative run without one K and its acceptance in its "
+                                 "spec_decode_* keys: run it on vLLM with a fixed num_speculative_tokens")
+            run.update(k=measured["k"], tau=measured["acceptance_length"])
+        runs.append(run)
+    models = {r["model_id"] for r in runs}
+    if len(models) > 1:
+        raise UsageError(f"{flag}: the files are of different models ({', '.join(sorted(map(str, models)))}): "
+                         "calibrate on one deployment")
+    lengths = [(r["input"], r["output"]) for r in runs]
+    for i, o in lengths:
+        if abs(i / lengths[0][0] - 1) > 0.25 or abs(o / lengths[0][1] - 1) > 0.25:
+            raise UsageError(f"{flag}: the runs differ in prompt or output length by more than 25% "
+                             f"({lengths[0][0]}/{lengths[0][1]} against {i}/{o} tokens): one workload shape, please")
+    baselines = sorted({r["batch"] for r in runs if r["k"] is None})
+    if len(runs) < 2 or len(baselines) < 2:
+        have = f"baselines at {', '.join(map(str, baselines))}" if baselines else "no baseline"
+        raise UsageError(f"{flag}: too little to fit ({len(runs)} file(s), {have}): run speculation off at three "
+                         "concurrencies (e.g. 1, 16 and your target) and on at one of them")
+    return runs
+
+
 def bench_comparison(base, spec):
     """Measured speedups and P99 changes of the spec run against the baseline (fractions)."""
     def ratio(a, b):
@@ -2034,6 +2081,88 @@ def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
         draft_memory=dict(concurrency=target, context=dep.context, rows=memory,
                           max_concurrency_without_draft=max_concurrency(with_draft(dep, "ngram"))))
 
+# ---------------------------------------------------------------- analysis: calibrating on your runs
+# `vllm bench serve` results of your own deployment (--calibrate) fit the constants they can
+# identify, holding the published fit for the rest. A closed-loop run at max_concurrency B
+# measures the plain step at B as plain_step_ms models it: its mean TPOT, prefill share
+# included, once the ramp-up and drain are a small share (ten prompts a slot, as the plan's
+# commands run). A speculative run's mean TPOT is a round of tau tokens, its tau steps of
+# prefill included, over tau: round_ms / tau + the prefill share.
+
+OWN_BOUNDS = dict(bw=(0.2, 1.0), pass_ms=(0.0, 10.0), token_us=(0.0, 200.0), draft=(0.0, 10.0))
+OWN_WORST = 0.25   # a fit whose worst run is further off than this says the files disagree
+
+
+def run_deployment(dep, run):
+    """The deployment at a run's own prompt and output lengths (its totals over completed requests)."""
+    return dataclasses.replace(dep, input_tokens=run["input"], output_tokens=run["output"],
+                               context=round(run["input"] + run["output"] / 2))
+
+
+def run_tpot_ms(dep, run, fit):
+    """The mean TPOT the model gives for one benchmark run."""
+    d, b = run_deployment(dep, run), run["batch"]
+    if run["k"] is None:
+        return plain_step_ms(d, b, fit)
+    return round_ms(d, b, run["k"], fit) / run["tau"] + prefill_share_ms(d, b, fit)
+
+
+def own_fields(dep):
+    """The Fit fields your runs can move: this GPU family's bandwidth share, this engine's pass, draft costs."""
+    draft = "draft_" + ("vllm" if dep.engine == "trtllm" else dep.engine)
+    return dict(bw=BW_FAMILY[GPU_FAMILY.get(dep.gpu, "hopper")], pass_ms="pass_" + dep.engine,
+                token_us="token_us", draft=draft)
+
+
+def calibrate_on_runs(dep, runs, fit=FIT):
+    """Fit what the runs identify by least squares on log error (coordinate search, deterministic).
+
+    Baselines at two concurrencies fix the bandwidth share and the pass cost, a third the
+    cost per token; a speculative run the draft step's fixed cost. The rest keeps the
+    published fit. Returns the fitted Fit and a report.
+    """
+    fields = own_fields(dep)
+    batches = {r["batch"] for r in runs if r["k"] is None}
+    names = ["bw", "pass_ms"] + (["token_us"] if len(batches) >= 3 else []) + \
+        (["draft"] if any(r["k"] is not None for r in runs) else [])
+    if dep.drafter is None and "draft" in names:
+        names.remove("draft")
+
+    def loss(values):
+        trial = fit._replace(**{fields[n]: v for n, v in values.items()})
+        return sum(math.log(run_tpot_ms(dep, r, trial) / r["tpot_ms"]) ** 2 for r in runs)
+
+    best = {n: getattr(fit, fields[n]) for n in names}
+    best_loss, steps = loss(best), {n: (OWN_BOUNDS[n][1] - OWN_BOUNDS[n][0]) / 4 for n in names}
+    for _ in range(60):
+        improved = False
+        for n in names:
+            for direction in (1, -1):
+                trial = dict(best, **{n: min(OWN_BOUNDS[n][1], max(OWN_BOUNDS[n][0], best[n] + direction * steps[n]))})
+                trial_loss = loss(trial)
+                if trial_loss < best_loss - 1e-12:
+                    best, best_loss, improved = trial, trial_loss, True
+        if not improved:
+            steps = {n: s / 2 for n, s in steps.items()}
+    fitted = fit._replace(**{fields[n]: round(v, 4) for n, v in best.items()})
+    rows = [dict(path=r["path"], kind="speculative" if r["k"] else "baseline", batch=r["batch"], k=r["k"],
+                 tau=r["tau"], measured_tpot_ms=r["tpot_ms"], published_fit_tpot_ms=run_tpot_ms(dep, r, fit),
+                 fitted_tpot_ms=run_tpot_ms(dep, r, fitted)) for r in runs]
+    for row in rows:
+        row["error"] = row["fitted_tpot_ms"] / row["measured_tpot_ms"] - 1.0
+    errors = [abs(row["error"]) for row in rows]
+    for r, row in zip(runs, rows):   # a speculative run's speedup over the baseline at its concurrency
+        base = next((b for b in runs if b["k"] is None and b["batch"] == r["batch"]), None)
+        if r["k"] is not None and base is not None:
+            row["measured_speedup"] = base["tpot_ms"] / r["tpot_ms"]
+            row["fitted_speedup"] = run_tpot_ms(dep, base, fitted) / row["fitted_tpot_ms"]
+    return fitted, dict(files=[r["path"] for r in runs], fitted_fields=[fields[n] for n in names],
+                        kept=sorted(set(Fit._fields) - {fields[n] for n in names}),
+                        before={fields[n]: getattr(fit, fields[n]) for n in names},
+                        after={fields[n]: getattr(fitted, fields[n]) for n in names},
+                        runs=rows, median_error=statistics.median(errors), worst_error=max(errors))
+
+
 # ---------------------------------------------------------------- rendering
 def eps_label(eps_b1):
     return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
@@ -2174,6 +2303,22 @@ def render_measured(result):
         lines.append(f"{row['concurrency']:5d} {row['eps']:6.2f} " + (
             f"{row['speedup']:7.2f}x {b['k']:7d} {b['speedup']:7.2f}x" if row["feasible"] else "  does not fit in memory"))
     return lines + [""]
+
+
+def render_calibration(cal):
+    """Your runs against the model before and after fitting it on them."""
+    lines = wrap(f"== Calibrated on {len(cal['runs'])} of your runs: median error {cal['median_error'] * 100:.1f}%, "
+                 f"worst {cal['worst_error'] * 100:.1f}% ==", 100, "   ")
+    lines += wrap("fitted: " + ", ".join(f"{k} {cal['before'][k]:g} -> {cal['after'][k]:g}" for k in cal["after"])
+                  + "; the other constants keep the published fit.", 100, "  ")
+    columns = [("run", 34), ("B", 5), ("K", 3), ("tau", 5), ("measured", 9), ("published", 9), ("fitted", 8),
+               ("error", 7)]
+    lines += [""] + column_header(columns, [])
+    for r in cal["runs"]:
+        lines.append(f"{Path(r['path']).name[-34:]:>34s} {r['batch']:5d} {fmt(r['k'], '3d'):>3s} "
+                     f"{fmt(r['tau'], '5.2f'):>5s} {r['measured_tpot_ms']:9.2f} {r['published_fit_tpot_ms']:9.2f} "
+                     f"{r['fitted_tpot_ms']:8.2f} {pct1(r['error']):>7s}")
+    return lines + ["(mean TPOT in ms: measured, the published fit's, the fit on your runs')", ""]
 
 
 def render_gate(g):
@@ -2337,6 +2482,8 @@ def grid_row(c, dep, max_fit):
 def render_tables(result, dep, grid):
     """The printed report: grid cells, break-even, the tail, and a summary."""
     lines = deployment_lines(dep, result) + [""]
+    if "calibration" in result:
+        lines += render_calibration(result["calibration"])
     if "measured" in result:
         lines += render_measured(result) + render_gate(result["gate"])
     header = column_header(GRID_COLUMNS, GRID_GROUPS)
@@ -2593,9 +2740,13 @@ def bench_lines(dep, target, filename):
 
 def tool_words(dep):
     """This program's own flags for the deployment, so a later run gates the same one."""
-    words = ["python code/main.py", f"--engine {dep.engine}", f"--model {dep.model}", f"--gpu {dep.gpu}",
+    model = f"--model {dep.model}" if dep.model in MODELS else "--model-config config.json"   # your config's path
+    words = ["python code/main.py", f"--engine {dep.engine}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
-             f"--context {dep.context}", f"--draft {dep.draft}"]
+             f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
+    if dep.context != dep.input_tokens + dep.output_tokens // 2:
+        words.append(f"--context {dep.context}")
+    words.append(f"--draft {dep.draft}")
     if dep.gpu not in GPUS:
         words += [f"--gpu-memory {dep.memory_gib:g}", f"--gpu-bandwidth {dep.bandwidth_tbs:g}",
                   f"--gpu-tflops {dep.target.tflops:g}"]
@@ -2740,16 +2891,28 @@ def head_notes(dep):
             f"it, but requests past {trained} tokens will accept less.{crash}", ""]
 
 
+def calibration_batches(target):
+    """Concurrencies the plan benchmarks without speculation: 1, the geometric middle and the target."""
+    return sorted({1, max(2, round(target ** 0.5)), target})
+
+
+def spec_batches(target):
+    """Concurrencies the plan benchmarks with speculation: 1, where the draft's cost shows most, and the target."""
+    return sorted({1, target})
+
+
 def plan_stage0(dep, plan):
     target = plan["target"]
-    return ["## Stage 0: baseline, speculation off", "",
-            f"Benchmark at the concurrency you serve ({target}), at your traffic's temperature ({TEMPERATURE:g} "
-            "here: acceptance depends on it), through the chat endpoint. ShareGPT stands in for your prompts; a",
-            "sample of your own traffic is better.", "", "```",
-            f"wget {SHAREGPT_URL}"] + serve_lines(dep, target) + \
-        bench_lines(dep, target, "baseline.json") + \
-        ["```", "", "Keep `baseline.json`: its `p99_tpot_ms`, `p99_itl_ms` and `output_throughput` are what the gate "
-         "compares.", ""]
+    out = ["## Stage 0: baseline, speculation off", "",
+           f"Benchmark at the concurrency you serve ({target}) and at {calibration_batches(target)[0]} and "
+           f"{calibration_batches(target)[1]}, at your traffic's temperature ({TEMPERATURE:g} here: acceptance "
+           "depends on it), through the chat endpoint. ShareGPT stands in for your prompts; a sample of your own "
+           "traffic is better.", "", "```", f"wget {SHAREGPT_URL}"] + serve_lines(dep, target)
+    for b in calibration_batches(target):
+        out += bench_lines(dep, b, f"baseline_c{b}.json")
+    return out + ["```", "", f"Keep the files: `baseline_c{target}.json`'s `p99_tpot_ms`, `p99_itl_ms` and "
+                  "`output_throughput` are what the gate compares, and all of them calibrate the cost model on your "
+                  "deployment (stage 3).", ""]
 
 
 def plan_stage1(result, dep, plan):
@@ -2769,7 +2932,10 @@ def plan_stage1(result, dep, plan):
         out += [f"The draft is a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in "
                 "the verify pass, with the acceptance length you measured for it.", ""]
     out += head_notes(dep)
-    out += ["```"] + serve_lines(dep, target, k) + bench_lines(dep, target, "spec.json") + ["```", ""]
+    out += ["```"] + serve_lines(dep, target, k)
+    for b in spec_batches(target):
+        out += bench_lines(dep, b, f"spec_c{b}.json")
+    out += ["```", ""]
     if t is not None:
         out += [
             f"What the model expects at B={target} "
@@ -2931,9 +3097,17 @@ def plan_stage2(result, dep, plan):
 
 
 def gate_command(dep, plan):
-    """This program's gate run for the files stage 0 to 2 produce."""
-    words = tool_words(dep) + ["--bench-baseline baseline.json", "--bench-spec spec.json",
-                               f"--target-concurrency {plan['target']}"]
+    """This program's gate run for the files stage 0 to 2 produce, calibrated on the benchmark runs.
+
+    vLLM's benchmark records the speculative runs' K and acceptance (spec_decode_* keys), so
+    they calibrate too; against SGLang and TensorRT-LLM only the baselines do.
+    """
+    target = plan["target"]
+    files = [f"baseline_c{b}.json" for b in calibration_batches(target)]
+    if dep.engine == "vllm":
+        files += [f"spec_c{b}.json" for b in spec_batches(target)]
+    words = tool_words(dep) + [f"--bench-baseline baseline_c{target}.json", f"--bench-spec spec_c{target}.json",
+                               f"--target-concurrency {target}", "--calibrate " + ",".join(files)]
     if dep.engine == "vllm":
         words += ["--metrics after.prom", "--metrics-before before.prom"]
     elif dep.engine == "sglang":
@@ -2946,8 +3120,11 @@ def gate_command(dep, plan):
 def plan_stage3(result, dep, plan):
     k, target = plan["k"], plan["target"]
     gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
-    out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input):",
-           ""] + gate_command(dep, plan)
+    out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input). "
+           "With `--calibrate` the model first fits your runs, and every number it then prints is your "
+           "deployment's:", ""] + gate_command(dep, plan)
+    if "calibration" in result:
+        out += plan_calibration(result["calibration"])
     if "gate" in result:
         g = result["gate"]
         out += [f"**Verdict at B={g['concurrency']}, K={g['k']}: {g['verdict'].upper()}**", ""]
@@ -2965,6 +3142,17 @@ def plan_stage3(result, dep, plan):
         "",
         "The lesson's rule \"alpha >= 0.55\" names no unit. " + lesson_rule_sentence(plan),
         ""]
+
+
+def plan_calibration(cal):
+    """The plan's account of the fit on your runs."""
+    out = [f"Calibrated on {len(cal['runs'])} of your runs: median error {cal['median_error'] * 100:.1f}%, worst "
+           f"{cal['worst_error'] * 100:.1f}% (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published "
+           "fit).", "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
+    for r in cal["runs"]:
+        out.append(f"| `{Path(r['path']).name}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
+                   f"{r['measured_tpot_ms']:.2f} ms | {r['fitted_tpot_ms']:.2f} ms | {pct1(r['error'])} |")
+    return out + [""]
 
 
 def plan_stage4(dep, plan):
@@ -3121,7 +3309,7 @@ def render_json(result, dep, grid):
     best = [{key: b[key] for key in ("concurrency", "alpha", "k", "speedup")} for b in result["best_k"]]
     data = dict(deployment=deployment, cells=result["cells"], breakeven=result["breakeven"], best_k=best,
                 plan=plan, mix=result["mix"])
-    for key in ("measured", "gate", "exercises"):
+    for key in ("measured", "gate", "exercises", "calibration"):
         if key in result:
             data[key] = result[key]
     data["summary"] = summary_facts(result, grid)
@@ -3358,6 +3546,7 @@ def build_parser():
     meas.add_argument("--p99-budget", help=f"largest P99 TPOT rise accepted, fraction (default {P99_BUDGET})")
     meas.add_argument("--gate", action="store_true", help="exit 0 if the gate passes, 1 if it fails")
     meas.add_argument("--mix", help="traffic mix name:share:alpha,... (shares of generated tokens, sum 1)")
+    meas.add_argument("--calibrate", help="your `vllm bench serve` results, comma list: fit the cost model on them")
     out = p.add_argument_group("output")
     out.add_argument("--exercises", action="store_true", help="print worked answers to the lesson's exercises")
     out.add_argument("--seed", help="seed of the simulated rounds (integer)")
@@ -3634,7 +3823,11 @@ def parse_args(argv):
     out = None if args.no_write else (Path(args.out) if args.out else OUT_PATH)
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out: the folder {str(out.parent)!r} does not exist")
-    return grid, dep, evidence, seed, out, args.json, args.gate, args.exercises
+    paths = [p.strip() for p in args.calibrate.split(",")] if args.calibrate is not None else list(CALIBRATION_FILES)
+    if any(not p for p in paths):
+        raise UsageError(f"--calibrate: expected a comma list of files; got {args.calibrate!r}")
+    runs = read_calibration_runs(paths) if paths else None
+    return grid, dep, evidence, seed, out, args.json, args.gate, args.exercises, runs
 
 
 def write_atomically(path, text):
@@ -3655,14 +3848,22 @@ def main(argv=None):
     """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status:
     2 for bad input; with --gate, 0 if the gate passes and 1 if it fails."""
     try:
-        grid, dep, evidence, seed, out, as_json, as_gate, exercises = parse_args(
+        grid, dep, evidence, seed, out, as_json, as_gate, exercises, runs = parse_args(
             sys.argv[1:] if argv is None else argv)
+        fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
+        if calibration and calibration["worst_error"] > OWN_WORST:
+            worst = max(calibration["runs"], key=lambda r: abs(r["error"]))
+            raise UsageError(f"--calibrate: the files disagree beyond what the model can fit: {worst['path']} is "
+                             f"{worst['error'] * 100:+.0f}% off after fitting; check they are one deployment and one "
+                             "workload, and rerun that one")
     except UsageError as err:
         print(f"main.py: error: {err}", file=sys.stderr)
         return 2
-    result = analyse(grid, dep, seed, evidence=evidence)
+    result = analyse(grid, dep, seed, fit=fit, evidence=evidence)
+    if calibration:
+        result["calibration"] = calibration
     if exercises:
-        result["exercises"] = solve_exercises(dep, grid, evidence.mix or TRAFFIC_MIX, seed)
+        result["exercises"] = solve_exercises(dep, grid, evidence.mix or TRAFFIC_MIX, seed, fit=fit)
     if as_json:
         report = render_json(result, dep, grid)
     elif exercises:

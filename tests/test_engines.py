@@ -29,8 +29,9 @@ KNOWN_FLAGS = {
     "trtllm-serve": {"--backend", "--tp_size", "--max_batch_size", "--kv_cache_free_gpu_memory_fraction",
                      "--extra_llm_api_options"},
     "python code/main.py": {"--engine", "--model", "--gpu", "--tp", "--weights-dtype", "--kv-dtype", "--context",
-                            "--draft", "--bench-baseline", "--bench-spec", "--target-concurrency", "--metrics",
-                            "--metrics-before", "--acceptance-length", "--acceptance-rates", "--ks", "--gate"},
+                            "--input-tokens", "--output-tokens", "--draft", "--bench-baseline", "--bench-spec",
+                            "--target-concurrency", "--metrics", "--metrics-before", "--acceptance-length",
+                            "--acceptance-rates", "--ks", "--calibrate", "--gate"},
 }
 
 
@@ -83,7 +84,7 @@ class EveryCommand(unittest.TestCase):
             line = next(c for c in commands(plan) if c.startswith("python code/main.py"))
             argv = line.split()[2:]
             argv = ["1.5" if a == "TAU" else "0.5" if a == "R" else a for a in argv]
-            files = [i for i, a in enumerate(argv) if a.startswith("--metrics") or a.startswith("--bench")]
+            files = [i for i, a in enumerate(argv) if a.startswith(("--metrics", "--bench", "--calibrate"))]
             for i in reversed(files):
                 del argv[i:i + 2]
             status, _, err = run([a for a in argv if a != "--gate"] + ["--no-write"])
@@ -148,7 +149,9 @@ class Sglang(unittest.TestCase):
         self.assertIn("lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-SpecForge", self.plan)
         # Speculation caps running requests at 48 unless set: both runs set the target.
         self.assertEqual(self.plan.count(f"--max-running-requests {target}"), 2)
-        self.assertEqual(self.plan.count("--port 30000"), 2)
+        # Baselines at 1, 16 and the target; speculation at 1 and the target: five benchmark runs.
+        self.assertEqual(self.plan.count("--port 30000"), len(m.calibration_batches(target)) + len(m.spec_batches(target)))
+        self.assertEqual(m.calibration_batches(256), [1, 16, 256])
 
     def test_memory_is_the_fraction_the_plan_passes(self):
         self.assertEqual(self.data["deployment"]["gpu_memory_utilization"], 0.85)
