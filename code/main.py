@@ -3,10 +3,12 @@
 The lesson's toy decode loop, done right. For a grid of per-token acceptance alpha,
 draft length K, verify overhead eps and concurrency B it prints the lesson's speedup
 (1 + K*alpha)/(1 + eps) beside the exact tau/(1 + eps), the break-even alpha both
-ways, the best K per batch size and the inter-token latency tail from simulated decode
-rounds, with eps from a roofline cost model of the deployment calibrated on published
-measurements. It reads vLLM's /metrics and `vllm bench serve` results to measure
-acceptance and gate the rollout, and writes a staged plan with charts to outputs/.
+ways, the best K per batch size, and what `vllm bench serve` would measure (throughput,
+P99 TPOT across requests, ITL per token and per chunk) from simulated requests whose
+alphas spread around the mean, with eps from a roofline cost model of the deployment
+calibrated on published measurements. It reads vLLM's /metrics and `vllm bench serve`
+results to measure acceptance and gate the rollout, and writes a staged plan with charts
+to outputs/.
 
     $ python code/main.py                                  # default grid and deployment
     $ python code/main.py --model llama-3.1-8b --tp 1 --weights-dtype bf16 --ks 3 --no-write
@@ -15,10 +17,11 @@ acceptance and gate the rollout, and writes a staged plan with charts to outputs
     $ python code/main.py --engine sglang                  # the plan's commands for SGLang (or trtllm)
 
 Sections, in order: the grid and the deployment (constants to edit); catalog (GPUs,
-models, engines, heads); acceptance mathematics (tau, rate, break-even); cost model
-(roofline passes, eps); decode simulation; reading measurements (/metrics, bench JSON);
-analysis (grid, best K, mix, gate); rendering (tables, exercises, the engines' commands,
-the plan, SVG charts); CLI.
+models, engines, heads); acceptance mathematics (tau, rate, break-even); the decode loop
+(decode_request: one request, round by round: draft, verify, accept); cost model (roofline
+passes, eps); simulation over requests (TPOT and ITL as vllm bench measures them); reading
+measurements (/metrics, bench JSON); analysis (grid, best K, mix, gate); rendering
+(tables, exercises, the engines' commands, the plan, SVG charts); CLI.
 
 Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
 2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
@@ -29,8 +32,9 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import dataclasses
+import heapq
 import io
+import itertools
 import json
 import math
 import os
@@ -38,10 +42,9 @@ import random
 import re
 import statistics
 import sys
-import tempfile
+import time
 from collections import namedtuple
 from pathlib import Path
-from xml.sax.saxutils import escape as xml_escape
 
 # ---------------------------------------------------------------- the grid (edit me)
 ALPHAS = (0.30, 0.40, 0.50, 0.60, 0.70, 0.80)  # per-token acceptance probability a
@@ -52,11 +55,15 @@ EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured: mid o
                         # (vLLM's CI tau of 2.81 at K=3 on MT-bench is a per-token 0.77)
 GATE_MARGIN = 0.10      # acceptance-rate margin the gate demands above break-even
 P99_BUDGET = 0.10       # largest rise of P99 TPOT over baseline the gate accepts (with benchmark files)
-TRAFFIC_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # (domain, share of generated tokens, per-token alpha)
+TRAFFIC_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # (domain, share of generated tokens, per-token
+                        # alpha[, mean output tokens: default OUTPUT_TOKENS; a request share is token share / length])
 CHART_ALPHAS = (0.5, 0.7, 0.8)   # per-token alphas of the best-K chart
-SEED = 0                # seeds every simulated round: same seed, same bytes
-N_ROUNDS = 20_000       # simulated decode rounds per (alpha, K)
-ROUND_JITTER = 0.03     # relative s.d. of one round's duration (launch and kernel noise), lognormal
+ALPHA_SPREAD = 0.11     # s.d. of a request's per-token alpha around the mean: per head, alpha's s.d. across
+                        # SpecBundle's 7 datasets is 0.07-0.17, median 0.11 (bench/specbundle_h200_bs8.json, K=3)
+OUTPUT_SPREAD = 0.8     # s.d. of ln(output tokens) over requests: an assumption, set it from your traffic
+                        # (0: every request OUTPUT_TOKENS long, as `vllm bench serve --dataset-name random` makes them)
+SEED = 0                # seeds every simulated request: same seed, same bytes
+ROUND_JITTER = 0.03     # relative s.d. of one round's duration (launch and kernel noise), lognormal; > 0
 OUT_PATH = Path(__file__).resolve().parent.parent / "outputs" / "skill-eagle3-rollout.md"
 CALIBRATION_FILES = ()  # your `vllm bench serve` result files to fit the cost model on (--calibrate; stage 0/1 of the plan)
 
@@ -331,18 +338,54 @@ def exact_breakeven(k, eps):
     return _increasing_root(lambda a: acceptance_length(a, k), 1.0 + eps)
 
 
-def accepted_drafts(u, alpha, k):
-    """Drafts accepted in one round, from one uniform u in (0, 1] by inverse CDF.
+def round_moments(alpha, k):
+    """Tokens T one round delivers: (E[T] = tau, E[T^2], P(all K accepted)).
 
-    P(A >= j) = a^j, truncated at K (REFERENCE.md section 1).
-    >>> accepted_drafts(0.5, 0.7, 5), accepted_drafts(0.01, 0.7, 5), accepted_drafts(0.3, 1.0, 4)
-    (1, 5, 4)
+    P(T >= t) = a^(t-1) for t = 1..K+1, so E[T^2] = sum (2t - 1) a^(t-1), summed in closed form.
+    >>> round_moments(0.5, 1), round_moments(1.0, 3), round_moments(0.0, 2)
+    ((1.5, 2.5, 0.5), (4.0, 16.0, 1.0), (1.0, 1.0, 0.0))
     """
-    if alpha <= 0.0:
-        return 0
     if alpha >= 1.0:
-        return k
-    return min(k, int(math.log(u) / math.log(alpha)))
+        return k + 1.0, (k + 1.0) ** 2, 1.0
+    full = alpha ** k
+    top = full * alpha                                  # a^(K+1)
+    tau = (1.0 - top) / (1.0 - alpha)
+    weighted = (1.0 - (k + 2) * top + (k + 1) * top * alpha) / (1.0 - alpha) ** 2   # sum t a^(t-1)
+    return tau, 2.0 * weighted - tau, full
+
+
+# ---------------------------------------------------------------- the decode loop
+# One request decodes round by round, the way gpt-fast's speculative_decode runs on a GPU.
+# The simulation over requests (below the cost model) runs this loop for short requests and,
+# for long ones, draws what it would return from the renewal theorem (round_moments);
+# tests/test_simulation.py checks the two against each other.
+
+def decode_request(alpha, k, tokens, rng):
+    """Decode `tokens` tokens of one request with a chain of K drafts: (drafts accepted each round, jitter sum).
+
+    Every round pays one draft and one verify pass whatever it accepts: the caller costs the
+    request at round_ms times the jitter sum. alpha = 1 gives K + 1 tokens a round, alpha = 0 one.
+    >>> decode_request(1.0, 3, 10, random.Random(0))[0], decode_request(0.0, 3, 3, random.Random(0))[0]
+    ([3, 3, 3], [0, 0, 0])
+    """
+    accepted_per_round, jitter_sum, emitted = [], 0.0, 0
+    while emitted < tokens:
+        # 1. draft: the head proposes K tokens in turn; the target would keep each with
+        #    probability alpha, so the chain counts only up to its first rejection.
+        accepted = 0
+        while accepted < k and rng.random() < alpha:
+            accepted += 1
+        # 2. verify: one target pass scores the K drafts and the position after them. Draft
+        #    and verify are one round; its time varies a little (launches, kernels): jitter.
+        jitter_sum += rng.lognormvariate(-ROUND_JITTER ** 2 / 2, ROUND_JITTER)
+        # 3. accept: keep the A accepted drafts and one token the verify pass sampled (the
+        #    correction at the first rejection, the bonus after K): A + 1 tokens, and no second
+        #    pass. The lesson's two-pass model would add a plain step to this round whenever
+        #    any sequence in the batch rejected a draft.
+        accepted_per_round.append(accepted)
+        emitted += accepted + 1
+    return accepted_per_round, jitter_sum
+
 
 # ---------------------------------------------------------------- cost model
 # A round is K draft steps plus one verify pass over K+1 tokens per sequence; a plain
@@ -405,30 +448,19 @@ Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layer
 # their KV bytes per token.
 
 
-@dataclasses.dataclass(frozen=True)
-class Deployment:
-    model: str
-    gpu: str
-    tp: int
-    weights_dtype: str
-    kv_dtype: str
-    context: int
-    draft: str
-    memory_gib: float       # per GPU
-    bandwidth_tbs: float    # per GPU
-    draft_tflops: float     # per GPU, bf16: drafts run in bf16
-    target: Net
-    drafter: Net | None     # None: the draft runs no model (ngram)
-    engine: str = ENGINE
-    memory_fraction: float = ENGINES[ENGINE]["memory_fraction"]   # the engine's share (ENGINES)
-    draft_hf: str | None = None   # Hugging Face id of the draft; None: the catalog's choice
-    link_gbs: float = 450.0       # one-way GPU-to-GPU bandwidth the all-reduces cross, GB/s
-    input_tokens: int = 1024      # mean prompt length (INPUT_TOKENS)
-    output_tokens: int = 1024     # mean output length (OUTPUT_TOKENS)
-    shape: dict = None            # the target's shape (a MODELS row, or one read from --model-config)
-    topk: int = 1                 # tokens each draft step expands per sequence (1: a chain)
-    verify_tokens: int | None = None   # tokens per sequence in the verify pass; None: K + 1 (a chain)
-    tree_steps: int | None = None      # a tree's steps: the one K its measured acceptance holds for
+Deployment = namedtuple("Deployment", "model gpu tp weights_dtype kv_dtype context draft memory_gib bandwidth_tbs "
+                                      "draft_tflops target drafter engine memory_fraction draft_hf link_gbs "
+                                      "input_tokens output_tokens shape topk verify_tokens tree_steps",
+                        defaults=(ENGINE, ENGINES[ENGINE]["memory_fraction"], None, 450.0, 1024, 1024, None, 1, None,
+                                  None))
+# memory_gib, bandwidth_tbs: per GPU; draft_tflops: per GPU, bf16 (drafts run in bf16); target,
+# drafter: Nets (drafter None: the draft runs no model, n-gram); memory_fraction: the engine's
+# share (ENGINES); draft_hf: Hugging Face id of the draft (None: the catalog's choice); link_gbs:
+# one-way GPU-to-GPU bandwidth the all-reduces cross, GB/s; input_tokens, output_tokens: mean
+# prompt and output lengths; shape: the target's shape (a MODELS row, or one read from
+# --model-config); topk: tokens each draft step expands per sequence (1: a chain); verify_tokens:
+# tokens per sequence in the verify pass (None: K + 1, a chain); tree_steps: a tree's steps, the
+# one K its measured acceptance holds for.
 
 
 def attention_params(m):
@@ -664,7 +696,7 @@ def with_draft(dep, draft):
         d_params = model_params(d)
         drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, dep.kv_dtype), attention_width(d),
                       d["layers"], d["hidden"], dep.draft_tflops, d_params, d_params * DRAFT_WEIGHT_BYTES, False)
-    return dataclasses.replace(dep, draft=draft, drafter=drafter)
+    return dep._replace(draft=draft, drafter=drafter)
 
 
 def memory_budget_bytes(dep):
@@ -776,9 +808,22 @@ def prefill_tokens(dep, batch):
     return batch * dep.input_tokens / dep.output_tokens
 
 
+COST_MEMO = {}   # (what, id(dep), id(fit), batch) -> (dep, fit, ms); holding dep and fit keeps their ids unique
+
+
+def memoised(what, dep, batch, fit, compute):
+    """compute() once per deployment, fit and batch: the tables ask for the same passes many times."""
+    key = (what, id(dep), id(fit), batch)
+    if key not in COST_MEMO:
+        if len(COST_MEMO) > 65536:
+            COST_MEMO.clear()
+        COST_MEMO[key] = (dep, fit, compute())
+    return COST_MEMO[key][2]
+
+
 def decode_step_ms(dep, batch, fit=FIT):
     """One decode step without speculation and without any prefill: a target pass over one token per sequence."""
-    return pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit)
+    return memoised("decode", dep, batch, fit, lambda: pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit))
 
 
 def dense_equivalent(dep):
@@ -786,7 +831,7 @@ def dense_equivalent(dep):
     t = dep.target
     dense = t._replace(weight_bytes=t.weight_bytes + t.moe_layers * t.experts_per_token * t.expert_bytes,
                        moe_layers=0, experts=0, experts_per_token=0, expert_bytes=0.0)
-    return dataclasses.replace(dep, target=dense)
+    return dep._replace(target=dense)
 
 
 def moe_verify(dep, k, batch, fit=FIT):
@@ -823,7 +868,8 @@ def eps_growth(dep, k, b0, b1, fit=FIT):
 
 def plain_step_ms(dep, batch, fit=FIT):
     """A plain step as a closed-loop benchmark's mean TPOT sees it: decode plus its share of prefill."""
-    return pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit, prefill_tokens(dep, batch))
+    return memoised("plain", dep, batch, fit, lambda: pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit,
+                                                              prefill_tokens(dep, batch)))
 
 
 def prefill_share_ms(dep, batch, fit=FIT):
@@ -840,8 +886,8 @@ def round_ms(dep, batch, k, fit=FIT):
     draft = 0.0
     if dep.drafter is not None:
         step_ms = engine_cost(dep, "draft", fit)
-        draft = pass_ms(dep.drafter, dep, batch, 1, step_ms, fit)
-        draft += (k - 1) * pass_ms(dep.drafter, dep, batch, dep.topk, step_ms, fit)
+        first = pass_ms(dep.drafter, dep, batch, 1, step_ms, fit)
+        draft = first + (k - 1) * (first if dep.topk == 1 else pass_ms(dep.drafter, dep, batch, dep.topk, step_ms, fit))
     verify = dep.verify_tokens or k + 1
     return engine_cost(dep, "round", fit) + draft + pass_ms(dep.target, dep, batch, verify, engine_pass_ms(dep, fit), fit)
 
@@ -881,135 +927,307 @@ def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
     return max(scaled, verify_only, 0.0)
 
 
-# ---------------------------------------------------------------- decode simulation
-# One tagged sequence per (alpha, K) decodes N_ROUNDS rounds. Each round draws its
-# accepted drafts from one uniform (stratified: round i's uniform lies in the i-th of
-# N equal slices, which removes most of the sampling noise of tau) and a lognormal
-# jitter on its duration. Neither depends on eps or B, so every (eps, B) cell reuses
-# the same rounds (common random numbers) and only rescales their durations: the cost
-# does not grow with concurrency. The other B-1 sequences enter through one
-# batch-wide event, "some other sequence rejected a draft this round", which the
-# two-pass model needs; it enters with its exact probability 1 - a^(K(B-1)) as a weight.
+# ---------------------------------------------------------------- simulation over requests
+# `vllm bench serve` measures requests: a request's TPOT is its decode time over its tokens
+# after the first, and P99 TPOT is np.percentile over requests (vllm/benchmarks/serve.py,
+# calculate_metrics). Each simulated request has its own per-token alpha (the cell's, or its
+# traffic-mix domain's, plus ALPHA_SPREAD x z) and output length (the mean times a lognormal
+# of s.d. OUTPUT_SPREAD in log space). One of at most EXACT_TOKENS decode tokens runs
+# decode_request; a longer one draws its rounds n, full rounds F and jitter sum from their
+# joint normal limit (renewal theory: n ~ N/tau + overshoot, variance N var(T) / tau^3;
+# F from the renewal-reward theorem), a handful of numbers instead of hundreds of rounds.
+#
+# All sequences of a batch share each round's time, so a request's TPOT is round_ms x its
+# jitter sum / N: no draw depends on eps or B, and every (eps, B) cell of one (alpha, K)
+# rescales the same requests. Per-token and per-chunk ITL follow in closed form from the
+# rounds per token that accept A drafts (round_mix) and the lognormal jitter.
+#
+# Sample size: independent replicates of REPLICATE_REQUESTS requests, each stratified (a Latin
+# hypercube over z, length and domain). Their number starts at 8 and grows by half until every
+# P99 TPOT is within PRECISION at 95% confidence (Student's t over the replicates' P99s,
+# replicated Latin hypercube sampling) or MAX_REPLICATES; the pooled requests give the figures.
 
-Rounds = namedtuple("Rounds", "strata spec_jitter plain_jitter spec_sorted plain_sorted")
-Decode = namedtuple("Decode", "k tau tau_se jitter_by_accepted")
+REPLICATE_REQUESTS = 128  # requests in one replicate
+MAX_REPLICATES = 64       # where the growth stops: 8,192 requests
+PRECISION = 0.02          # target half-width of P99 TPOT at 95% confidence, relative
+EXACT_TOKENS = 64         # requests of at most this many decode tokens run decode_request round by round
+NORMAL = statistics.NormalDist()
+Z_NODES = [NORMAL.inv_cdf((i + 0.5) / 64) for i in range(64)]   # midpoint quadrature over a request's z
+JITTER_SD = math.sqrt(math.exp(ROUND_JITTER ** 2) - 1.0)          # s.d. of one round's jitter (mean 1)
+JITTER_P99 = math.exp(-ROUND_JITTER ** 2 / 2 + ROUND_JITTER * NORMAL.inv_cdf(0.99))   # its 99th percentile
+
+Requests = namedtuple("Requests", "z length domain g seeds")
+# One replicate's draws: z and a length multiplier (mean 1) per request, a uniform that picks
+# its domain, four standard normals (rounds, full rounds, spec and plain jitter) and a seed for
+# decode_request; shared by every (alpha, K).
+Decode = namedtuple("Decode", "k spread tau by_accepted full_share itl_p50 itl_p99 requests tokens spec plain "
+                              "rounds full per_token heavy rest_max tpot_spec tpot_plain means speedup_ratio "
+                              "speedup_ratio_se "
+                              "precision slow_alpha slow_tokens slow_domains")
+# tau: the tokens per round the batch sees, 1/E[1/tau] over requests (round_mix); by_accepted:
+# rounds per token that accepted A = 0..K; full_share: share of rounds that accepted all K;
+# itl_p50/p99: per-token ITL quantiles in units of round_ms; tokens, spec, plain, rounds, full:
+# totals over requests (spec and plain: jitter sums); per_token: lists over requests of spec
+# jitter, rounds and full rounds per decode token; means: the means of those and of plain
+# jitter per token; heavy: the slowest requests' (spec, rounds, full) per token, rest_max: the
+# largest spec jitter and rounds per token among the others;
+# tpot_spec/plain: sorted TPOTs in units of round_ms and of a plain step (per_token's first and
+# last); speedup_ratio: sum(plain) / sum(spec), with its standard error over the
+# replicates; precision: the achieved relative half-width; slow_*: mean alpha, mean decode tokens
+# and share by domain of the requests at or above P99 TPOT.
 
 
-def draw_rounds(n, seed):
-    """The randomness of every cell: stratified uniforms and two jitter streams."""
-    rng = random.Random(seed)
-    sigma = ROUND_JITTER
-    strata = [(i + 1.0 - rng.random()) / n for i in range(n)]            # in (0, 1]
-    spec_jitter = [rng.lognormvariate(-sigma * sigma / 2, sigma) for _ in range(n)]   # mean 1
-    plain_jitter = [rng.lognormvariate(-sigma * sigma / 2, sigma) for _ in range(n)]
-    return Rounds(strata, spec_jitter, plain_jitter, sorted(spec_jitter), sorted(plain_jitter))
+def clip01(x):
+    return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
 
 
-def decode_tagged_sequence(alpha, k, rounds):
-    """Run the decode loop for one sequence: per round 1) draft K, 2) verify, 3) accept A, emit A+1."""
-    n = len(rounds.strata)
-    tokens = [accepted_drafts(u, alpha, k) + 1 for u in rounds.strata]
-    tau = sum(tokens) / n
-    # Standard error for one draw per stratum: collapse neighbouring strata in pairs
-    # (an upper bound on the true error of the stratified mean).
-    pair_sq = sum((tokens[i] - tokens[i + 1]) ** 2 for i in range(0, n - 1, 2))
-    tau_se = math.sqrt(pair_sq) / n
-    jitter_by_accepted = [[] for _ in range(k + 1)]
-    for emitted, jitter in zip(tokens, rounds.spec_jitter):
-        jitter_by_accepted[emitted - 1].append(jitter)
-    for jitters in jitter_by_accepted:
-        jitters.sort()
-    return Decode(k, tau, tau_se, jitter_by_accepted)
+def percentile(values, q):
+    """The q-quantile of sorted values, interpolated linearly (numpy's default, which vllm bench uses).
 
-
-def weighted_quantile(q, parts):
-    """Smallest x such that a share q of the weight lies at or below x.
-
-    parts: (scale, weight, sorted values); each value v stands for scale * v with the
-    given weight. Bisection on x, counting with bisect, so no list is merged or sorted.
-    >>> weighted_quantile(0.5, [(1.0, 1.0, [1.0, 2.0, 3.0, 4.0])])
-    2.0
+    >>> percentile([1.0, 2.0, 3.0, 5.0], 0.5), percentile([1.0, 2.0, 3.0, 5.0], 1.0)
+    (2.5, 5.0)
     """
-    parts = [(s, w, v) for s, w, v in parts if w > 0 and v]
-    lo, hi = 0.0, max(s * v[-1] for s, _, v in parts)
-    for _ in range(64):
-        mid = (lo + hi) / 2
-        if share_at_or_below(mid, parts) >= q:
-            hi = mid
+    at = q * (len(values) - 1)
+    i = int(at)
+    if i + 1 >= len(values):
+        return values[-1]
+    return values[i] + (at - i) * (values[i + 1] - values[i])
+
+
+def round_mix(domains, k, spread):
+    """(tau the batch sees, rounds per token that accept A = 0..K) over requests spread around each domain.
+
+    domains: (share of requests, mean alpha, mean output tokens). A domain delivering a share s of
+    the tokens runs s E[P(A)/tau] rounds per token that accept A, E over its requests' alphas;
+    tau is one over the sum: a harmonic blend, as in traffic_blend.
+    >>> round_mix(((1.0, 0.5, 100),), 1, 0.0)     # tau 1.5: a third of a round per token accepts 0, a third 1
+    (1.5, [0.3333333333333333, 0.3333333333333333])
+    """
+    token_total = sum(share * tokens for share, _, tokens in domains)
+    nodes = Z_NODES if spread > 0 else (0.0,)
+    per_token = [0.0] * (k + 1)
+    for share, alpha, tokens in domains:
+        weight = share * tokens / token_total / len(nodes)
+        for z in nodes:
+            a = clip01(alpha + spread * z)
+            p = weight / acceptance_length(a, k)
+            for accepted in range(k):
+                per_token[accepted] += p * (1.0 - a)
+                p *= a
+            per_token[k] += p
+    return 1.0 / sum(per_token), per_token
+
+
+def mixture_quantile(q, parts):
+    """x with a share q at or below it, for a mixture of scale x jitter; parts: (scale, weight).
+
+    >>> round(mixture_quantile(0.99, [(2.0, 1.0)]) / (2.0 * JITTER_P99), 9)
+    1.0
+    """
+    s = ROUND_JITTER
+    parts = [(math.log(scale) - s * s / 2, w) for scale, w in parts if w > 0]
+    total = sum(w for _, w in parts)
+    lo, hi = min(mu for mu, _ in parts) - 9 * s, max(mu for mu, _ in parts) + 9 * s
+    y = (lo + hi) / 2
+    for _ in range(100):                # Newton on log x, kept inside a shrinking bisection bracket
+        share = density = 0.0
+        for mu, w in parts:
+            t = (y - mu) / s
+            share += w * 0.5 * math.erfc(-t / math.sqrt(2.0))
+            density += w * math.exp(-t * t / 2) / (s * math.sqrt(2 * math.pi))
+        gap = share / total - q
+        lo, hi = (lo, y) if gap > 0 else (y, hi)
+        step = gap * total / density if density > 0 else hi - lo
+        if abs(step) < 1e-12 or hi - lo < 1e-12:
+            break
+        y = y - step if lo < y - step < hi else (lo + hi) / 2
+    return math.exp(y)
+
+
+def mixture_share(x, parts):
+    """The share of the mixture at or below x (its CDF), parts as in mixture_quantile."""
+    s = ROUND_JITTER
+    total = sum(w for _, w in parts)
+    return sum(w * 0.5 * math.erfc(-(math.log(x / scale) + s * s / 2) / (s * math.sqrt(2.0)))
+               for scale, w in parts if w > 0) / total if x > 0 else 0.0
+
+
+def draw_requests(n, seed, replicate, output_spread):
+    """One replicate's randomness for n requests, stratified in z, length and domain (a Latin hypercube)."""
+    rng = random.Random(f"{seed}:{replicate}")
+
+    def stratified():
+        order = list(range(n))
+        rng.shuffle(order)
+        return [min(max((i + rng.random()) / n, 1e-12), 1.0 - 1e-12) for i in order]
+
+    z = [NORMAL.inv_cdf(u) for u in stratified()]
+    length = [math.exp(output_spread * NORMAL.inv_cdf(u) - output_spread ** 2 / 2) for u in stratified()]
+    domain = stratified()
+    g = [(rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0)) for _ in range(n)]
+    return Requests(z, length, domain, g, [rng.getrandbits(32) for _ in range(n)])
+
+
+def run_requests(domains, k, spread, draws):
+    """Decode one replicate's requests: per request (alpha, decode tokens N, rounds, full rounds, spec and
+    plain jitter sums, domain), then spec, rounds, full and plain again per decode token."""
+    ends = list(itertools.accumulate(share for share, _, _ in domains))
+    out = []
+    for z, scale, u, (g_rounds, g_full, g_spec, g_plain), seed in zip(*draws):
+        domain = min(bisect.bisect_right(ends, u), len(domains) - 1)
+        _, mean_alpha, mean_tokens = domains[domain]
+        alpha = mean_alpha + spread * z
+        alpha = 0.0 if alpha < 0.0 else 1.0 if alpha > 1.0 else alpha
+        tokens = round(mean_tokens * scale) - 1                # TPOT counts the tokens after the first
+        tokens = tokens if tokens > 1 else 1
+        if tokens <= EXACT_TOKENS:
+            accepted, spec = decode_request(alpha, k, tokens, random.Random(seed))
+            rounds, full = len(accepted), accepted.count(k)
         else:
-            lo = mid
-    return hi
+            tau, square, p_full = round_moments(alpha, k)
+            var = square - tau * tau if square > tau * tau else 0.0          # var(T), tokens a round
+            mean_rounds = tokens / tau + (square - tau) / (2 * tau * tau)   # the last round overshoots N
+            sd_rounds = math.sqrt(tokens * var / tau) / tau
+            rounds = mean_rounds + sd_rounds * g_rounds
+            rounds = tokens / (k + 1) if rounds < tokens / (k + 1) else tokens if rounds > tokens else rounds
+            # Full rounds: p_full per round (Wald); their variance and covariance with the rounds
+            # from the renewal-reward CLT, with Cov(T, 1{A = K}) = p_full (K + 1 - tau).
+            cov_tf = p_full * (k + 1 - tau)
+            var_full = tokens * (p_full * (1 - p_full) - 2 * p_full / tau * cov_tf + (p_full / tau) ** 2 * var) / tau
+            slope = tokens * (p_full * var / tau - cov_tf) / (tau * tau * sd_rounds) if sd_rounds > 0 else 0.0
+            rest = var_full - slope * slope                    # slope: the covariance over sd_rounds
+            full = p_full * mean_rounds + slope * g_rounds + (math.sqrt(rest) * g_full if rest > 0 else 0.0)
+            full = 0.0 if full < 0.0 else rounds if full > rounds else full
+            spec = rounds + JITTER_SD * math.sqrt(rounds) * g_spec
+        plain = tokens + JITTER_SD * math.sqrt(tokens) * g_plain
+        out.append((alpha, tokens, rounds, full, spec, plain, domain,
+                    spec / tokens, rounds / tokens, full / tokens, plain / tokens))   # the same per decode token
+    return out
 
 
-def share_at_or_below(x, parts):
-    """The weighted share of a mixture at or below x: its CDF (parts as in weighted_quantile)."""
-    total = sum(w * len(v) for _, w, v in parts)
-    return sum(w * bisect.bisect_right(v, x / s) for s, w, v in parts) / total
+def replicate_p99s(columns):
+    """P99 TPOT over one replicate's requests (run_requests' columns), in rounds or steps per token: with
+    speculation, plain decoding, and two-pass with a second pass every round (the most it can add)."""
+    spec, rounds, plain = columns[7], columns[8], columns[10]
+    return (percentile_top(spec, 0.99), percentile_top(plain, 0.99),
+            percentile_top([s + n for s, n in zip(spec, rounds)], 0.99))
 
 
-def itl_stats(parts, mean):
-    """Mean, P50 and P99 of a per-token (or per-round) latency mixture, in ms."""
-    return dict(mean=mean, p50=weighted_quantile(0.50, parts), p99=weighted_quantile(0.99, parts))
+def student_t975(df):
+    """Student's t at 0.975 (two-sided 95%) for df degrees of freedom: Abramowitz & Stegun 26.7.5.
 
-
-def batch_rejection_probability(alpha, k, batch):
-    """P(at least one of B sequences rejects a draft in a round) = 1 - a^(K*B).
-
-    >>> batch_rejection_probability(0.5, 1, 1), round(batch_rejection_probability(0.9, 3, 32), 4)
-    (0.5, 1.0)
+    >>> round(student_t975(7), 3), round(student_t975(30), 3)
+    (2.365, 2.042)
     """
-    return 1.0 - alpha ** (k * batch)
+    z = NORMAL.inv_cdf(0.975)
+    terms = [(z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+             (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+             (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160]
+    return z + sum(g / df ** (i + 1) for i, g in enumerate(terms))
 
 
-def second_pass_probability(alpha, k, batch):
-    """P(the lesson's second pass | A accepted), for A = 0..K: certain unless this sequence accepted all."""
-    return [1.0] * k + [batch_rejection_probability(alpha, k, batch - 1)]
+def halfwidth(values):
+    """Relative half-width at 95% confidence of the mean of independent replicates' values (Student's t)."""
+    n = len(values)
+    return student_t975(n - 1) * statistics.stdev(values) / math.sqrt(n) / statistics.fmean(values)
 
 
-def itl_mixtures(decode, rounds, plain_ms, spec_ms, alpha, batch):
-    """Per-token ITL of plain decoding, exact rejection and two-pass, as weighted_quantile parts.
+def simulate_requests(domains, k, spread, draws_for):
+    """Requests of one (alpha or traffic mix, K), replicated until their P99 TPOTs are precise: a Decode."""
+    tau, by_accepted = round_mix(domains, k, spread)
+    replicates, p99s = [], []
+    while True:
+        for r in range(len(replicates), min(MAX_REPLICATES, max(8, len(replicates) * 3 // 2))):
+            replicates.append(list(zip(*run_requests(domains, k, spread, draws_for(r)))))   # columns
+            p99s.append(replicate_p99s(replicates[-1]))
+        precision = max(halfwidth(column) for column in zip(*p99s))
+        if precision <= PRECISION or len(replicates) >= MAX_REPLICATES:
+            break
+    ratios = [sum(rep[5]) / sum(rep[4]) for rep in replicates]
+    alpha, tokens, rounds, full, spec, plain, domain, spec_n, rounds_n, full_n, plain_n = (
+        list(itertools.chain.from_iterable(rep[i] for rep in replicates)) for i in range(11))
+    tpot_spec = sorted(spec_n)
+    threshold = percentile(tpot_spec, 0.99)
+    slow = [i for i, v in enumerate(spec_n) if v >= threshold]
+    # The slowest requests hold the two-pass P99 of every cell too (cell_latency checks that they do).
+    heavy = heapq.nlargest(max(64, 4 * (len(spec_n) - int(0.99 * (len(spec_n) - 1)))),
+                           zip(spec_n, rounds_n, full_n))
+    unit = [(1.0 / (a + 1), w * (a + 1)) for a, w in enumerate(by_accepted)]   # per-token ITL at round_ms = 1
+    return Decode(k=k, spread=spread, tau=tau, by_accepted=by_accepted, full_share=by_accepted[k] / sum(by_accepted),
+                  itl_p50=mixture_quantile(0.50, unit), itl_p99=mixture_quantile(0.99, unit),
+                  requests=len(spec_n), tokens=sum(tokens), spec=sum(spec), plain=sum(plain), rounds=sum(rounds),
+                  full=sum(full), per_token=(spec_n, rounds_n, full_n), heavy=heavy,
+                  rest_max=(heavy[-1][0], max(n for s, n in zip(spec_n, rounds_n) if s <= heavy[-1][0])),
+                  tpot_spec=tpot_spec, tpot_plain=sorted(plain_n),
+                  means=[statistics.fmean(column) for column in (spec_n, rounds_n, full_n, plain_n)],
+                  speedup_ratio=sum(plain) / sum(spec), speedup_ratio_se=statistics.stdev(ratios) / math.sqrt(len(ratios)),
+                  precision=precision, slow_alpha=statistics.fmean(alpha[i] for i in slow),
+                  slow_tokens=statistics.fmean(tokens[i] for i in slow),
+                  slow_domains=[sum(domain[i] == d for i in slow) / len(slow) for d in range(len(domains))])
 
-    A round that accepted A drafts gives each of its A+1 tokens spec_ms * jitter / (A+1),
-    so it enters with weight A+1; a two-pass round with a second pass adds plain_ms.
+
+def percentile_top(values, q):
+    """percentile() of unsorted values for q near 1, sorting only the top ones (heapq.nlargest)."""
+    at = q * (len(values) - 1)
+    i = int(at)
+    top = heapq.nlargest(len(values) - i, values)      # top[-1] is the i-th smallest, top[-2] the next
+    return top[-1] + (at - i) * (top[-2] - top[-1]) if len(top) > 1 else top[-1]
+
+
+def other_rejects(dec, batch):
+    """P(another of the B sequences rejects a draft this round) = 1 - f^(B-1), f the share of full rounds."""
+    return 1.0 - dec.full_share ** (batch - 1)
+
+
+def itl_parts(dec, plain_ms, spec_ms, batch):
+    """Per-token ITL of plain decoding, exact rejection and two-pass, as mixture_quantile parts.
+
+    A round that accepted A drafts gives each of its A + 1 tokens round_ms x jitter / (A + 1), so
+    it enters with weight A + 1. Two-pass (the lesson's model) adds a plain step to a round that
+    rejected, or whose batch did.
     """
-    k, groups = decode.k, decode.jitter_by_accepted
-    reject_prob = second_pass_probability(alpha, k, batch)
-    exact = [(spec_ms / (a + 1), a + 1, g) for a, g in enumerate(groups)]
-    two_pass = [((spec_ms + plain_ms) / (a + 1), (a + 1) * p, g) for a, (p, g) in enumerate(zip(reject_prob, groups))]
-    two_pass.append((spec_ms / (k + 1), (k + 1) * (1.0 - reject_prob[k]), groups[k]))
-    return dict(plain=[(plain_ms, 1.0, rounds.plain_sorted)], exact=exact, two_pass=two_pass)
+    k, w, p_other = dec.k, dec.by_accepted, other_rejects(dec, batch)
+    both = spec_ms + plain_ms
+    return dict(plain=[(plain_ms, 1.0)],
+                exact=[(spec_ms / (a + 1), w[a] * (a + 1)) for a in range(k + 1)],
+                two_pass=[(both / (a + 1), w[a] * (a + 1)) for a in range(k)] + [
+                    (both / (k + 1), w[k] * (k + 1) * p_other), (spec_ms / (k + 1), w[k] * (k + 1) * (1 - p_other))])
 
 
-def simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch):
-    """Latency and throughput of plain decoding and of both rejection models for one cell.
-
-    A round of the tagged sequence that accepted A drafts delivers A+1 tokens in
-    spec_ms * jitter; each token's ITL is that time split evenly. "two-pass" (the
-    lesson's model) adds one plain target step to a round with any rejection in the
-    batch: always when A < K, else with probability 1 - a^(K(B-1)).
-    """
-    k, groups = decode.k, decode.jitter_by_accepted
-    n = len(rounds.spec_jitter)
-    plain_mean_jitter = sum(rounds.plain_jitter) / n
-    reject_prob = second_pass_probability(alpha, k, batch)
-    group_sums = [sum(g) for g in groups]
-    total_tokens = sum((a + 1) * len(g) for a, g in enumerate(groups))
-    exact_time = spec_ms * sum(group_sums)
-    two_pass_time = exact_time + plain_ms * sum(p * s for p, s in zip(reject_prob, group_sums))
-
-    mixtures = itl_mixtures(decode, rounds, plain_ms, spec_ms, alpha, batch)
-    plain = itl_stats(mixtures["plain"], plain_ms * plain_mean_jitter)
-    exact = itl_stats(mixtures["exact"], exact_time / total_tokens)
-    two_pass = itl_stats(mixtures["two_pass"], two_pass_time / total_tokens)
-    round_p99 = weighted_quantile(0.99, [(spec_ms, 1.0, rounds.spec_sorted)])
-
-    # Tokens per ms against plain; relative errors of independent means add in quadrature.
-    speedup = (total_tokens / exact_time) / (1.0 / (plain_ms * plain_mean_jitter))
-    jitter_rel_var = ROUND_JITTER ** 2 / n
-    speedup_se = speedup * math.sqrt((decode.tau_se / decode.tau) ** 2 + 2 * jitter_rel_var)
-    return dict(plain=plain, exact=exact, two_pass=two_pass, round_p99=round_p99,
-                speedup_mc=speedup, speedup_mc_se=speedup_se,
-                speedup_two_pass=(total_tokens / two_pass_time) * plain_ms * plain_mean_jitter)
+def cell_latency(dec, plain_ms, spec_ms, batch):
+    """What `vllm bench serve` would report for one cell: TPOT over requests, ITL per token and per chunk."""
+    p_other = other_rejects(dec, batch)
+    skip = plain_ms * (1.0 - p_other)                    # a full round with no rejection in the batch skips it
+    # Two-pass TPOT of the slowest requests; the others are at most spec_ms s + plain_ms n. When the
+    # top ones P99 reads all come from the slowest, the P99 over them is the P99 over all.
+    top = dec.requests - int(0.99 * (dec.requests - 1))
+    heavy = heapq.nlargest(top, [spec_ms * s + plain_ms * n - skip * f for s, n, f in dec.heavy])
+    if len(heavy) == top and heavy[-1] >= spec_ms * dec.rest_max[0] + plain_ms * dec.rest_max[1]:
+        at = 0.99 * (dec.requests - 1)
+        two_pass_p99 = heavy[-1] + (at - int(at)) * (heavy[-2] - heavy[-1]) if top > 1 else heavy[-1]
+    else:
+        two_pass_p99 = percentile_top([spec_ms * s + plain_ms * n - skip * f for s, n, f in zip(*dec.per_token)],
+                                      0.99)
+    two_pass_time = spec_ms * dec.spec + plain_ms * dec.rounds - skip * dec.full
+    mean_s, mean_n, mean_f, mean_plain = dec.means
+    token_two_pass = itl_parts(dec, plain_ms, spec_ms, batch)["two_pass"]
+    second = 1.0 - (1.0 - p_other) * dec.full_share            # share of rounds with a second pass
+    return dict(
+        tpot_plain_mean=plain_ms * mean_plain, tpot_plain_p99=plain_ms * percentile(dec.tpot_plain, 0.99),
+        tpot_spec_mean=spec_ms * mean_s, tpot_spec_p50=spec_ms * percentile(dec.tpot_spec, 0.50),
+        tpot_spec_p99=spec_ms * percentile(dec.tpot_spec, 0.99),
+        tpot_two_pass_mean=spec_ms * mean_s + plain_ms * mean_n - skip * mean_f,
+        tpot_two_pass_p99=two_pass_p99,
+        itl_plain_mean=plain_ms * dec.plain / dec.tokens, itl_plain_p50=plain_ms * math.exp(-ROUND_JITTER ** 2 / 2),
+        itl_plain_p99=plain_ms * JITTER_P99,
+        itl_spec_mean=spec_ms * dec.spec / dec.tokens, itl_spec_p50=spec_ms * dec.itl_p50,
+        itl_spec_p99=spec_ms * dec.itl_p99,
+        itl_two_pass_mean=two_pass_time / dec.tokens, itl_two_pass_p50=mixture_quantile(0.50, token_two_pass),
+        itl_two_pass_p99=mixture_quantile(0.99, token_two_pass),
+        chunk_spec_p99=spec_ms * JITTER_P99,
+        chunk_two_pass_p99=mixture_quantile(0.99, [(spec_ms, 1.0 - second), (spec_ms + plain_ms, second)]),
+        speedup=dec.speedup_ratio * plain_ms / spec_ms, speedup_se=dec.speedup_ratio_se * plain_ms / spec_ms,
+        speedup_two_pass=plain_ms * dec.plain / two_pass_time)
 
 # ---------------------------------------------------------------- reading measurements
 # vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
@@ -1664,35 +1882,42 @@ def grid_alphas(grid):
     return sorted({per_token_alpha(grid.kind, v, grid.ks[0]) for v in grid.acceptance})
 
 
-def evaluate_cell(alpha, k, eps, batch, dep, decode, rounds, fit):
-    """Closed forms and the simulation for one (alpha, K, decode eps, B).
+def evaluate_cell(alpha, k, eps, batch, dep, dec, fit):
+    """Closed forms and the simulated requests for one (alpha, K, decode eps, B).
 
-    eps_eff adds the prefill share a round of tau tokens carries (prefill_overhead): the
-    speedups divide by it; the break-even does not move, so it uses the decode eps.
+    alpha is the mean of the requests' per-token alphas; dec, their simulation (simulate_requests).
+    eps_eff adds the prefill share a round carries for the tau tokens the batch delivers per
+    round (prefill_overhead); the speedups divide by it; the break-even uses the decode eps.
     """
     tau = acceptance_length(alpha, k)
-    cell_eps = prefill_overhead(eps, tau, dep, batch, fit)
+    cell_eps = prefill_overhead(eps, dec.tau, dep, batch, fit)
     plain_ms = plain_step_ms(dep, batch, fit)
     spec_ms = (1.0 + cell_eps) * plain_ms
-    sim = simulate_cell(decode, rounds, plain_ms, spec_ms, alpha, batch)
+    sim = cell_latency(dec, plain_ms, spec_ms, batch)
     return dict(
         eps_eff=cell_eps, eps_decode=eps, acceptance_length=tau, acceptance_rate=acceptance_rate(alpha, k),
+        alpha_spread=dec.spread, acceptance_length_requests=dec.tau,
         speedup_lesson=lesson_speedup(alpha, k, cell_eps), speedup_exact=exact_speedup(alpha, k, cell_eps),
-        speedup_mc=sim["speedup_mc"], speedup_mc_se=sim["speedup_mc_se"],
-        speedup_two_pass_mc=sim["speedup_two_pass"],
+        speedup_requests=dec.tau / (1.0 + cell_eps),
+        speedup_mc=sim["speedup"], speedup_mc_se=sim["speedup_se"], speedup_two_pass_mc=sim["speedup_two_pass"],
         breakeven_alpha_lesson=lesson_breakeven(k, eps), breakeven_alpha_exact=exact_breakeven(k, eps),
         plain_step_ms=plain_ms, round_ms=spec_ms,
-        tpot_plain_mean_ms=plain_ms, tpot_spec_mean_ms=spec_ms / tau,
-        itl_plain_mean_ms=sim["plain"]["mean"], itl_plain_p50_ms=sim["plain"]["p50"],
-        itl_plain_p99_ms=sim["plain"]["p99"],
-        itl_spec_mean_ms=sim["exact"]["mean"], itl_spec_p50_ms=sim["exact"]["p50"],
-        itl_spec_p99_ms=sim["exact"]["p99"],
-        itl_spec_two_pass_mean_ms=sim["two_pass"]["mean"], itl_spec_two_pass_p50_ms=sim["two_pass"]["p50"],
-        itl_spec_two_pass_p99_ms=sim["two_pass"]["p99"],
-        round_itl_spec_p99_ms=sim["round_p99"],
-        p99_change=sim["exact"]["p99"] / sim["plain"]["p99"] - 1.0,
-        p99_change_two_pass=sim["two_pass"]["p99"] / sim["plain"]["p99"] - 1.0,
-        zero_accept_token_share=(1.0 - alpha) / tau,   # tokens from rounds that accepted nothing
+        tpot_plain_mean_ms=sim["tpot_plain_mean"], tpot_plain_p99_ms=sim["tpot_plain_p99"],
+        tpot_spec_mean_ms=sim["tpot_spec_mean"], tpot_spec_p50_ms=sim["tpot_spec_p50"],
+        tpot_spec_p99_ms=sim["tpot_spec_p99"],
+        tpot_spec_two_pass_mean_ms=sim["tpot_two_pass_mean"], tpot_spec_two_pass_p99_ms=sim["tpot_two_pass_p99"],
+        tpot_p99_change=sim["tpot_spec_p99"] / sim["tpot_plain_p99"] - 1.0,
+        tpot_p99_change_two_pass=sim["tpot_two_pass_p99"] / sim["tpot_plain_p99"] - 1.0,
+        itl_plain_mean_ms=sim["itl_plain_mean"], itl_plain_p50_ms=sim["itl_plain_p50"],
+        itl_plain_p99_ms=sim["itl_plain_p99"],
+        itl_spec_mean_ms=sim["itl_spec_mean"], itl_spec_p50_ms=sim["itl_spec_p50"], itl_spec_p99_ms=sim["itl_spec_p99"],
+        itl_spec_two_pass_mean_ms=sim["itl_two_pass_mean"], itl_spec_two_pass_p50_ms=sim["itl_two_pass_p50"],
+        itl_spec_two_pass_p99_ms=sim["itl_two_pass_p99"],
+        round_itl_spec_p99_ms=sim["chunk_spec_p99"], round_itl_two_pass_p99_ms=sim["chunk_two_pass_p99"],
+        p99_change=sim["itl_spec_p99"] / sim["itl_plain_p99"] - 1.0,
+        p99_change_two_pass=sim["itl_two_pass_p99"] / sim["itl_plain_p99"] - 1.0,
+        zero_accept_token_share=dec.by_accepted[0],   # tokens from rounds that accepted nothing: one a round
+        slow_alpha=dec.slow_alpha, simulated_requests=dec.requests, tpot_p99_halfwidth=dec.precision,
     )
 
 
@@ -1704,14 +1929,24 @@ def best_k(dep, acceptance, batch, fit=FIT):
     Leviathan section 3.5: maximise tau(a, K) / T_round(B, K); the draft's cost is in T_round,
     and a round of tau tokens carries tau steps' prefill share q: tau (D + q) / (R + tau q).
     """
-    decode, share = decode_step_ms(dep, batch, fit), prefill_share_ms(dep, batch, fit)
+    decode, share, rounds = round_costs(dep, batch, fit)
     best = (0, 1.0)
     for k in ([dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)):   # a tree: its measured K only
         tau = tau_for(acceptance, k)
-        speedup = tau * (decode + share) / (round_ms(dep, batch, k, fit) + tau * share)
+        speedup = tau * (decode + share) / (rounds[k] + tau * share)
         if speedup > best[1]:
             best = (k, speedup)
     return best
+
+
+def round_costs(dep, batch, fit=FIT):
+    """(decode step, prefill share, {K: round_ms}) at one batch: what best_k weighs, computed once.
+
+    The best-K tables and schedules ask for the same batches at several alphas.
+    """
+    ks = [dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)
+    return memoised("rounds", dep, batch, fit, lambda: (decode_step_ms(dep, batch, fit), prefill_share_ms(dep, batch, fit),
+                                                        {k: round_ms(dep, batch, k, fit) for k in ks}))
 
 
 def k_schedule(dep, acceptance, fit=FIT):
@@ -1749,12 +1984,14 @@ def k_schedule(dep, acceptance, fit=FIT):
     return rows
 
 
-def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, margin, k_in_use=None, measured=False):
+def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in_use=None, measured=False,
+                 request_alpha=None):
     """The rollout plan's K, schedule, gate and tail expectations at the target concurrency.
 
-    acceptance drives best K (a per-token alpha or a measured profile); alpha, the single
-    per-token alpha, drives the simulated tail; k_in_use, when measured at one K, is the K the
-    gate checks; measured says whether alpha was measured at all.
+    acceptance drives best K (a per-token alpha or a measured profile); alpha is the single
+    per-token alpha; request_alpha, the mean over requests that drives the simulated tail (a
+    measured alpha is an aggregate: see center_alpha); k_in_use, when measured at one K, is the
+    K the gate checks; measured says whether alpha was measured at all.
     """
     limit = max_concurrency(dep)
     feasible = target <= limit
@@ -1765,9 +2002,17 @@ def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, marg
     k = k_in_use or k_target or max([row[2] for row in schedule] + [1])
     eps = model_overhead(dep, target, k, fit)
     gate_alpha = exact_breakeven(k, eps)
-    tail = [dict(concurrency=b, **evaluate_cell(alpha, k, model_overhead(dep, b, k, fit),
-                                                b, dep, decode(alpha, k), rounds, fit))
-            for b in sorted(set(grid.concurrencies) | {target}) if b <= limit]
+    request_alpha = alpha if request_alpha is None else request_alpha
+    dec = decode(request_alpha, k)
+    alike = decode(request_alpha, k, 0.0) if dec.spread > 0 else None   # every request at the mean alpha
+    tail = []
+    for b in sorted(set(grid.concurrencies) | {target}):
+        if b <= limit:
+            eps_b = model_overhead(dep, b, k, fit)
+            tail.append(dict(concurrency=b, **evaluate_cell(request_alpha, k, eps_b, b, dep, dec, fit)))
+            if alike:
+                tail[-1]["tpot_spec_p99_alike_ms"] = evaluate_cell(request_alpha, k, eps_b, b, dep, alike,
+                                                                   fit)["tpot_spec_p99_ms"]
     zero_at = next((row[0] for row in schedule if row[2] == 0), None)
     schedule_speedups = [(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
                          for lo, hi, _ in schedule]
@@ -1778,7 +2023,7 @@ def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, marg
                    if b <= limit]
     required_rate = None if gate_rate is None else min(1.0, gate_rate + margin)
     shown_batch = min(target, max(limit, 1))
-    return dict(target=target, feasible=feasible, alpha=alpha, measured=measured, k=k,
+    return dict(target=target, feasible=feasible, alpha=alpha, request_alpha=request_alpha, measured=measured, k=k,
                 rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required_rate,
                 required_alpha=None if required_rate is None else alpha_from_rate(required_rate, k),
                 plain_ms_b1=plain_step_ms(dep, 1, fit), shown_batch=shown_batch,
@@ -1790,7 +2035,7 @@ def plan_choices(grid, dep, decode, rounds, fit, acceptance, alpha, target, marg
                 tail=tail)
 
 
-def chart_data(grid, dep, plan, decode, rounds, fit=FIT):
+def chart_data(grid, dep, plan, decode, fit=FIT):
     """The numbers the three charts draw: speedup curves, best-K steps and ITL distributions."""
     limit = max_concurrency(dep)
     k = grid.ks[0]
@@ -1811,16 +2056,16 @@ def chart_data(grid, dep, plan, decode, rounds, fit=FIT):
     feasible = [b for b in sorted(set(grid.concurrencies) | {plan["target"]}) if b <= limit]
     if feasible:
         batch = plan["target"] if plan["target"] <= limit else feasible[-1]
-        alpha, kk = plan["alpha"], plan["k"]
+        alpha, kk = plan["request_alpha"], plan["k"]
+        dec = decode(alpha, kk)
         plain_ms = plain_step_ms(dep, batch, fit)
-        tau = acceptance_length(alpha, kk)
-        spec_ms = plain_ms * (1 + prefill_overhead(model_overhead(dep, batch, kk, fit), tau, dep, batch, fit))
-        mixtures = itl_mixtures(decode(alpha, kk), rounds, plain_ms, spec_ms, alpha, batch)
-        x_max = 1.05 * max(weighted_quantile(0.999, parts) for parts in mixtures.values())
+        spec_ms = plain_ms * (1 + prefill_overhead(model_overhead(dep, batch, kk, fit), dec.tau, dep, batch, fit))
+        mixtures = itl_parts(dec, plain_ms, spec_ms, batch)
+        x_max = 1.05 * max(mixture_quantile(0.999, parts) for parts in mixtures.values())
         xs = [x_max * i / 240 for i in range(241)]
         itl = dict(concurrency=batch, alpha=alpha, k=kk, x_max=x_max,
-                   cdf={name: [(x, share_at_or_below(x, parts)) for x in xs] for name, parts in mixtures.items()},
-                   p99={name: weighted_quantile(0.99, parts) for name, parts in mixtures.items()})
+                   cdf={name: [(x, mixture_share(x, parts)) for x in xs] for name, parts in mixtures.items()},
+                   p99={name: mixture_quantile(0.99, parts) for name, parts in mixtures.items()})
     return dict(speedup=dict(k=k, curves=curves, left_out=left_out), best_k=dict(limit=limit, curves=steps),
                 itl=itl)
 
@@ -1840,7 +2085,7 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
         return (1.0 + q) / (rounds_per_token * (1.0 + eps) + plain_tokens + q)
 
     domains = [dict(name=name, share=share, alpha=alpha, tau=acceptance_length(alpha, k),
-                    speedup=speedup(1.0 / acceptance_length(alpha, k))) for name, share, alpha in mix]
+                    speedup=speedup(1.0 / acceptance_length(alpha, k))) for name, share, alpha, *_ in mix]
     rounds_per_token = sum(d["share"] / d["tau"] for d in domains)
     for d in domains:
         d["time_share"] = d["share"] / d["tau"] / rounds_per_token
@@ -1862,7 +2107,7 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
                 trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
 
 
-def measured_predictions(measured, comparison, dep, batches, target, decode, rounds, fit=FIT):
+def measured_predictions(measured, comparison, dep, batches, target, decode, fit=FIT, request_alpha=None):
     """What the model predicts from the measured acceptance, beside what the benchmarks measured."""
     k, profile = measured["k"], measured["profile"]
     limit = max_concurrency(dep)
@@ -1877,9 +2122,11 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, rou
     if comparison:
         batch = comparison["max_concurrency"] or target
         eps = model_overhead(dep, batch, k, fit)
-        cell = evaluate_cell(measured["alpha"], k, eps, batch, dep, decode(measured["alpha"], k), rounds, fit)
+        alpha = measured["alpha"] if request_alpha is None else request_alpha
+        cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), fit)
         predicted = dict(concurrency=batch, speedup=measured["acceptance_length"] / (1 + prefill_overhead(
                              eps, measured["acceptance_length"], dep, batch, fit)),
+                         p99_tpot_change=cell["tpot_p99_change"],
                          p99_itl_change=cell["round_itl_spec_p99_ms"] / cell["itl_plain_p99_ms"] - 1.0,
                          p99_token_itl_change=cell["p99_change"])
         out.update({key: comparison[key] for key in
@@ -1931,16 +2178,75 @@ Evidence = namedtuple("Evidence", "measured comparison target mix margin budget"
 # target: the concurrency the gate and plan are for (None: the grid's largest).
 
 
-def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence()):
-    """Every grid cell, the break-even and best-K tables, the mix, the gate and the plan's choices."""
-    rounds = draw_rounds(n_rounds, seed)
-    decodes = {}
+def decoder(seed, spread, output_spread, output_tokens):
+    """decode(alpha or domains, K, spread) -> Decode, memoised; each replicate's draws are made once."""
+    draws, done = {}, {}
 
-    def decode(alpha, k):
-        if (alpha, k) not in decodes:
-            decodes[alpha, k] = decode_tagged_sequence(alpha, k, rounds)
-        return decodes[alpha, k]
+    def draws_for(replicate):
+        if replicate not in draws:
+            draws[replicate] = draw_requests(REPLICATE_REQUESTS, seed, replicate, output_spread)
+        return draws[replicate]
 
+    def decode(acceptance, k, spread=spread):
+        domains = acceptance if isinstance(acceptance, tuple) else ((1.0, acceptance, output_tokens),)
+        if (domains, k, spread) not in done:
+            done[domains, k, spread] = simulate_requests(domains, k, spread, draws_for)
+        return done[domains, k, spread]
+
+    return decode
+
+
+def center_alpha(tau, k, spread):
+    """Mean per-request alpha whose requests, spread by `spread`, deliver tau per round in aggregate.
+
+    Counters (vLLM's, SGLang's) add up all rounds, so a measured tau is round_mix's, not tau(mean alpha).
+    >>> round(center_alpha(acceptance_length(0.7, 3), 3, 0.0), 6)
+    0.7
+    >>> round(round_mix(((1.0, center_alpha(2.0, 3, 0.1), 1),), 3, 0.1)[0], 6)
+    2.0
+    """
+    return _increasing_root(lambda a: round_mix(((1.0, a, 1),), k, spread)[0], tau)
+
+
+def mix_domains(mix, output_tokens):
+    """Traffic-mix rows -> (share of requests, alpha, output tokens); a token share over a length is a request share.
+
+    >>> mix_domains((("chat", 0.5, 0.7, 300), ("code", 0.5, 0.4, 100)), 1024)
+    ((0.25, 0.7, 300), (0.75, 0.4, 100))
+    """
+    rows = [(share / (row[3] if len(row) > 3 else output_tokens), alpha, row[3] if len(row) > 3 else output_tokens)
+            for row in mix for share, alpha in [row[1:3]]]
+    total = sum(r for r, _, _ in rows)
+    return tuple((r / total, alpha, tokens) for r, alpha, tokens in rows)
+
+
+def mix_tail(mix, dep, k, batch, decode, fit=FIT):
+    """TPOT over the mix's requests at B: each domain's requests around its own alpha."""
+    domains = mix_domains(mix, dep.output_tokens)
+    dec = decode(domains, k)
+    plain_ms = plain_step_ms(dep, batch, fit)
+    spec_ms = plain_ms * (1 + prefill_overhead(model_overhead(dep, batch, k, fit), dec.tau, dep, batch, fit))
+    sim = cell_latency(dec, plain_ms, spec_ms, batch)
+    return dict(request_shares={row[0]: d[0] for row, d in zip(mix, domains)}, tau=dec.tau,
+                speedup_mc=sim["speedup"], tpot_plain_p99_ms=sim["tpot_plain_p99"],
+                tpot_spec_p99_ms=sim["tpot_spec_p99"], tpot_spec_mean_ms=sim["tpot_spec_mean"],
+                tpot_plain_mean_ms=sim["tpot_plain_mean"],
+                tpot_p99_change=sim["tpot_spec_p99"] / sim["tpot_plain_p99"] - 1.0,
+                slow_alpha=dec.slow_alpha, slow_domains={row[0]: share for row, share in zip(mix, dec.slow_domains)})
+
+
+def analyse(grid, dep, seed=SEED, fit=FIT, evidence=Evidence(), spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD,
+            progress=None):
+    """Every grid cell, the break-even and best-K tables, the mix, the gate and the plan's choices.
+
+    progress, if given, is called with (pairs simulated, pairs) as each (alpha, K) is simulated.
+    """
+    decode = decoder(seed, spread, output_spread, dep.output_tokens)
+    pairs = [(per_token_alpha(grid.kind, value, k), k) for k in grid.ks for value in grid.acceptance]
+    for done, (alpha, k) in enumerate(pairs, 1):
+        decode(alpha, k)
+        if progress:
+            progress(done, len(pairs))
     fit_limit = max_concurrency(dep)
     cells, breakeven = [], []
     for k in grid.ks:
@@ -1955,7 +2261,7 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
                     alpha = per_token_alpha(grid.kind, value, k)
                     cell = dict(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch,
                                 feasible=feasible)
-                    numbers = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), rounds, fit)
+                    numbers = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), fit)
                     # An infeasible cell keeps its keys but shows no number: it cannot run.
                     cell.update(numbers if feasible else dict.fromkeys(numbers))
                     cells.append(cell)
@@ -1966,22 +2272,25 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
         sources = [(measured["alpha"], measured["profile"])]
         plan_acceptance, plan_alpha = measured["profile"], measured["alpha"]
         k_in_use = None if measured["varying_k"] else measured["k"]   # varying: the plan's own best K
+        request_alpha = center_alpha(acceptance_length(measured["alpha"], measured["k"]), measured["k"], spread)
     else:
         sources = [(a, a) for a in grid_alphas(grid)]
         plan_acceptance, plan_alpha, k_in_use = EXPECTED_ALPHA, EXPECTED_ALPHA, None
+        request_alpha = EXPECTED_ALPHA
     batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
     best = [dict(concurrency=b, alpha=a, feasible=b <= fit_limit,
                  **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= fit_limit else (None, None))))
             for b in batches for a, acc in sources]
-    plan = plan_choices(grid, dep, decode, rounds, fit, plan_acceptance, plan_alpha, target, evidence.margin,
-                        k_in_use, measured is not None)
+    plan = plan_choices(grid, dep, decode, fit, plan_acceptance, plan_alpha, target, evidence.margin,
+                        k_in_use, measured is not None, request_alpha)
+    shown = min(target, max(fit_limit, 1))
     result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
-                  model=dep.model, verify_tokens=dep.verify_tokens,
+                  model=dep.model, verify_tokens=dep.verify_tokens, alpha_spread=spread, output_spread=output_spread,
                   context=dep.context, memory_budget_bytes=memory_budget_bytes(dep),
                   eps_b1={(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads},
-                  mix=traffic_blend(evidence.mix, dep, plan["k"], min(target, max(fit_limit, 1)), fit)
-                  if evidence.mix else None)
-    result["charts"] = chart_data(grid, dep, plan, decode, rounds, fit)
+                  mix=dict(traffic_blend(evidence.mix, dep, plan["k"], shown, fit),
+                           **mix_tail(evidence.mix, dep, plan["k"], shown, decode, fit)) if evidence.mix else None)
+    result["charts"] = chart_data(grid, dep, plan, decode, fit)
     feasible = [b for b in sorted(grid.concurrencies) if b <= fit_limit]
     if feasible:
         result["eps_growth"] = eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit)
@@ -1990,7 +2299,7 @@ def analyse(grid, dep, seed=SEED, n_rounds=N_ROUNDS, fit=FIT, evidence=Evidence(
         result["moe"] = moe_verify(dep, grid.ks[0], feasible[0], fit)
     if measured:
         result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
-                                                  decode, rounds, fit)
+                                                  decode, fit, request_alpha)
         result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget,
                               plan["k"], fit)
     return result
@@ -2006,31 +2315,68 @@ def alpha_for_speedup(speedup, k, eps):
     return alpha_from_length(need, k) if need <= k + 1 else None
 
 
-def diagnose_tail(mean_change, p99_change, k, rounds):
-    """The eps (and alpha) under which the simulation shows the given per-token mean and P99 changes.
+def diagnose_tail(mean_change, p99_change, k):
+    """The eps (and alpha) under which per-token ITL shows the given mean and P99 changes, at B = 1.
 
-    Mean per-token ITL changes by (1 + eps)/tau - 1, which fixes tau for each eps; the
-    simulated P99 then rises with eps, so bisection finds the eps that matches.
+    Mean per-token ITL changes by (1 + eps)/tau - 1, which fixes tau for each eps; its P99 then
+    rises with eps, so bisection finds the eps that matches. One alpha for every request: the
+    per-token view needs no spread.
     """
-    def simulate(eps):
+    def p99(eps):
         tau = (1 + eps) / (1 + mean_change)
         alpha = alpha_from_length(tau, k)
-        sim = simulate_cell(decode_tagged_sequence(alpha, k, rounds), rounds, 1.0, 1.0 + eps, alpha, 1)
-        return sim["exact"]["p99"] / sim["plain"]["p99"] - 1.0, sim, alpha, tau
+        _, per_token = round_mix(((1.0, alpha, 1),), k, 0.0)
+        unit = [(1.0 / (a + 1), w * (a + 1)) for a, w in enumerate(per_token)]
+        return (1 + eps) * mixture_quantile(0.99, unit) / JITTER_P99 - 1.0, alpha, tau, per_token
 
     lo, hi = 0.0, min(1.0, (k + 1) * (1 + mean_change) - 1)
     for _ in range(30):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if simulate(mid)[0] < p99_change else (lo, mid)
+        lo, hi = (mid, hi) if p99(mid)[0] < p99_change else (lo, mid)
     eps = (lo + hi) / 2
-    p99, sim, alpha, tau = simulate(eps)
-    return dict(eps=eps, alpha=alpha, tau=tau, k=k, p99_change=p99,
-                mean_change=sim["exact"]["mean"] / sim["plain"]["mean"] - 1.0,
-                zero_accept_token_share=(1 - alpha) / tau,
+    change, alpha, tau, per_token = p99(eps)
+    return dict(eps=eps, alpha=alpha, tau=tau, k=k, p99_change=change, mean_change=(1 + eps) / tau - 1.0,
+                zero_accept_token_share=per_token[0],
                 round_mean_change=eps)          # per chunk (vllm bench's ITL), every round costs 1 + eps
 
 
-def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
+def diagnose_tpot(mean_change, p99_change, k, batch, dep, decode, fit=FIT):
+    """The spread of alpha over requests under which mean TPOT moves mean_change and P99 TPOT p99_change at B.
+
+    For a spread s, the mean alpha follows from the mean: mean TPOT over plain is one over the
+    speedup over requests, round_mix's tau over 1 + eps. P99 TPOT then rises with s, so bisection
+    finds s. None when no alpha gives the mean, or no spread that keeps the mean reaches the P99.
+    """
+    eps = model_overhead(dep, batch, k, fit)
+
+    def speedup(alpha, spread):
+        tau = round_mix(((1.0, alpha, 1),), k, spread)[0]
+        return tau / (1.0 + prefill_overhead(eps, tau, dep, batch, fit))
+
+    def tail(spread):
+        alpha = _increasing_root(lambda a: speedup(a, spread), need)
+        return alpha, evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
+
+    need = 1.0 / (1.0 + mean_change)
+    if speedup(1.0, 0.0) < need:
+        return None
+    # A wider spread lowers the best speedup (alpha 1 on average): search only the spreads that reach the mean.
+    hi = 0.5 if speedup(1.0, 0.5) >= need else 1.0 - _increasing_root(lambda u: speedup(1.0, 1.0 - u), need,
+                                                                         0.5, 1.0)
+    lo = 0.0
+    if tail(hi)[1]["tpot_p99_change"] < p99_change:
+        return None
+    for _ in range(12):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if tail(mid)[1]["tpot_p99_change"] < p99_change else (lo, mid)
+    alpha, cell = tail(hi)
+    return dict(spread=hi, alpha=alpha, tau=cell["acceptance_length_requests"], eps=cell["eps_eff"], k=k,
+                p99_change=cell["tpot_p99_change"],
+                mean_change=cell["tpot_spec_mean_ms"] / cell["tpot_plain_mean_ms"] - 1.0, slow_alpha=cell["slow_alpha"],
+                slow_tau=acceptance_length(cell["slow_alpha"], k))
+
+
+def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD):
     """The lesson's five exercises, answered by the model (render_exercises prints them)."""
     limit = max_concurrency(dep)
     target = min(max(grid.concurrencies), max(limit, 1))
@@ -2052,16 +2398,19 @@ def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
                             draft_step_ms=step, eps_b1=model_overhead(d, 1, 3, fit),
                             eps_target=model_overhead(d, target, 3, fit), max_concurrency=max_concurrency(d),
                             config=speculative_config(d, 3)))
-    rounds = draw_rounds(n_rounds, seed)
-    tail = diagnose_tail(-0.25, 0.15, 3, rounds)
+    decode = decoder(seed, spread, output_spread, dep.output_tokens)
+    tail = diagnose_tail(-0.25, 0.15, 3)
+    tpot = diagnose_tpot(-0.25, 0.15, 3, 1, dep, decode, fit)
     remedies = []
-    for kk in sorted({1, 2, 3}):
+    for kk in (1, 2, 3):
         eps = model_overhead(dep, target, kk, fit)
-        cell_eps = prefill_overhead(eps, acceptance_length(tail["alpha"], kk), dep, target, fit)
-        sim = simulate_cell(decode_tagged_sequence(tail["alpha"], kk, rounds), rounds, 1.0, 1.0 + cell_eps,
-                            tail["alpha"], target)
-        remedies.append(dict(k=kk, eps=cell_eps, speedup=exact_speedup(tail["alpha"], kk, cell_eps),
-                             p99_change=sim["exact"]["p99"] / sim["plain"]["p99"] - 1.0))
+        row = dict(k=kk, eps=eps)
+        for name, alpha, s in (("token", tail["alpha"], 0.0), ("tpot", tpot and tpot["alpha"], tpot and tpot["spread"])):
+            if alpha is not None:
+                cell = evaluate_cell(alpha, kk, eps, target, dep, decode(alpha, kk, s), fit)
+                row[name] = dict(eps=cell["eps_eff"], speedup=cell["speedup_mc"], p99_change=cell["p99_change"],
+                                 tpot_p99_change=cell["tpot_p99_change"])
+        remedies.append(row)
     schedule = k_schedule(dep, tail["alpha"], fit)
     memory = []
     for draft in ("eagle3", "llama-3.2-1b"):
@@ -2076,7 +2425,7 @@ def solve_exercises(dep, grid, mix, seed=SEED, n_rounds=N_ROUNDS, fit=FIT):
         speedup_targets=dict(k=k, rows=targets),
         traffic_mix=[traffic_blend(mix, dep, k, b, fit) for b in sorted({1, target})],
         methods=dict(k=3, concurrency=target, rows=methods),
-        tail_diagnosis=dict(tail, remedies=remedies, concurrency=target, schedule=schedule,
+        tail_diagnosis=dict(tail, remedies=remedies, concurrency=target, schedule=schedule, tpot=tpot,
                             k_zero_at=next((row[0] for row in schedule if row[2] == 0), None)),
         draft_memory=dict(concurrency=target, context=dep.context, rows=memory,
                           max_concurrency_without_draft=max_concurrency(with_draft(dep, "ngram"))))
@@ -2095,7 +2444,7 @@ OWN_WORST = 0.25   # a fit whose worst run is further off than this says the fil
 
 def run_deployment(dep, run):
     """The deployment at a run's own prompt and output lengths (its totals over completed requests)."""
-    return dataclasses.replace(dep, input_tokens=run["input"], output_tokens=run["output"],
+    return dep._replace(input_tokens=run["input"], output_tokens=run["output"],
                                context=round(run["input"] + run["output"] / 2))
 
 
@@ -2219,10 +2568,9 @@ def column_header(columns, groups):
 
 
 GRID_COLUMNS = [("B", 5), ("alpha", 5), ("rate", 4), ("tau", 4), ("eps", 4), ("lesson", 6), ("exact", 5),
-                ("sim", 5), ("±se", 6), ("plain", 6), ("exact", 6), ("2-pass", 6), ("P99 ms", 7),
-                ("exact", 6), ("2-pass", 6)]
-GRID_GROUPS = [("speedup (x)", 5, 8), ("P99 per token (ms)", 9, 11), ("round", 12, 12),
-               ("P99 vs plain", 13, 14)]
+                ("sim", 5), ("±se", 5), ("plain", 6), ("spec", 6), ("2-pass", 6), ("change", 6),
+                ("plain", 6), ("token", 6), ("chunk", 6)]
+GRID_GROUPS = [("speedup (x)", 5, 8), ("P99 TPOT (ms)", 9, 12), ("P99 ITL (ms)", 13, 15)]
 
 
 def render_breakeven(result):
@@ -2284,7 +2632,7 @@ def render_measured(result):
         pred = ms["prediction"]
         rows = [("TPOT speedup (mean TPOT ratio)", ms["tpot_speedup"], pred["speedup"], "x"),
                 ("output throughput ratio", ms["throughput_speedup"], pred["speedup"], "x"),
-                ("P99 TPOT change", ms["p99_tpot_change"], None, "%"),
+                ("P99 TPOT change", ms["p99_tpot_change"], pred["p99_tpot_change"], "%"),
                 ("P99 ITL change (per chunk: a round)", ms["p99_itl_change"], pred["p99_itl_change"], "%")]
         show = lambda v, unit: "-" if v is None else (f"{v:.2f}x" if unit == "x" else pct1(v))
         diff = lambda a, b, unit: "-" if a is None or b is None else (
@@ -2292,8 +2640,9 @@ def render_measured(result):
         lines += ["", f"Benchmarks at max_concurrency {pred['concurrency']}, against the model at K={k}:",
                   f"{'':38s}{'measured':>10s}{'model':>10s}{'difference':>12s}"]
         lines += [f"{name:38s}{show(v, u):>10s}{show(p, u):>10s}{diff(v, p, u):>12s}" for name, v, p, u in rows]
-        lines.append(f"(the model's per-token ITL P99 moves {pct1(pred['p99_token_itl_change'])}; TPOT averages "
-                     "over a request, so its P99 moves less)")
+        lines += wrap(f"(the model's P99 TPOT is over requests whose alpha spreads by s.d. {result['alpha_spread']:g} "
+                      f"around the measured one; its per-token ITL P99 moves {pct1(pred['p99_token_itl_change'])})",
+                      100, " ")
     lines += ["", f"Speedup the measured acceptance predicts at K={k}, and the best K for the measured profile:"]
     best = {b["concurrency"]: b for b in result["best_k"]}
     columns = [("B", 5), ("eps", 6), (f"at K={k}", 8), ("best K", 7), ("speedup", 8)]
@@ -2342,23 +2691,42 @@ def render_mix(mix):
                   f"the mix runs {mix['routed_speedup']:.3f}x; with a head as good as alpha "
                   f"{mix['trained_alpha']:.2f}, {mix['trained_speedup']:.3f}x; the best single K for the mix is "
                   f"{mix['best_k']} ({mix['best_k_speedup']:.3f}x).", 100, "")
+    lines += wrap(f"Over the mix's requests ({mix_requests(mix)}), simulated: {mix['speedup_mc']:.3f}x, P99 TPOT "
+                  f"{mix['tpot_plain_p99_ms']:.2f} -> {mix['tpot_spec_p99_ms']:.2f} ms ({pct(mix['tpot_p99_change'])}); "
+                  f"the slowest 1% accept at alpha {mix['slow_alpha']:.2f} on average and are "
+                  f"{slow_domains(mix)}.", 100, "")
     return lines + [""]
 
 
+def mix_requests(mix):
+    """'chat 70%, code 30% of requests'."""
+    return ", ".join(f"{name} {share * 100:.0f}%" for name, share in mix["request_shares"].items()) + " of requests"
+
+
+def slow_domains(mix):
+    """'code 100%' style: which domains the slowest 1% of the mix's requests come from."""
+    return ", ".join(f"{share * 100:.0f}% {name}" for name, share in mix["slow_domains"].items() if share > 0)
+
+
 def render_tail(result):
+    """TPOT across requests at the plan's alpha and K, by concurrency: what `vllm bench serve` would report."""
     plan = result["plan"]
-    columns = [("B", 5), ("mean", 6), ("P50", 6), ("P99", 6), ("mean", 6), ("P50", 6), ("P99", 6),
-               ("mean", 6), ("P50", 6), ("P99", 6), ("P99", 7)]
-    groups = [("plain decoding", 1, 3), ("exact rejection", 4, 6), ("lesson's two-pass", 7, 9), ("round", 10, 10)]
-    rows = [f"{t['concurrency']:5d} {t['itl_plain_mean_ms']:6.2f} {t['itl_plain_p50_ms']:6.2f}"
-            f" {t['itl_plain_p99_ms']:6.2f} {t['itl_spec_mean_ms']:6.2f} {t['itl_spec_p50_ms']:6.2f}"
-            f" {t['itl_spec_p99_ms']:6.2f} {t['itl_spec_two_pass_mean_ms']:6.2f}"
-            f" {t['itl_spec_two_pass_p50_ms']:6.2f} {t['itl_spec_two_pass_p99_ms']:6.2f}"
-            f" {t['round_itl_spec_p99_ms']:7.2f}"
+    columns = [("B", 5), ("mean", 6), ("P99", 6), ("mean", 6), ("P50", 6), ("P99", 6), ("alike", 6), ("mean", 6),
+               ("P99", 6), ("token", 6), ("chunk", 6), ("alpha", 6)]
+    groups = [("plain", 1, 2), ("speculation", 3, 6), ("two-pass", 7, 8), ("P99 ITL, spec", 9, 10),
+              ("slow 1%", 11, 11)]
+    rows = [f"{t['concurrency']:5d} {t['tpot_plain_mean_ms']:6.2f} {t['tpot_plain_p99_ms']:6.2f}"
+            f" {t['tpot_spec_mean_ms']:6.2f} {t['tpot_spec_p50_ms']:6.2f} {t['tpot_spec_p99_ms']:6.2f}"
+            f" {fmt(t.get('tpot_spec_p99_alike_ms'), '6.2f'):>6s}"
+            f" {t['tpot_spec_two_pass_mean_ms']:6.2f} {t['tpot_spec_two_pass_p99_ms']:6.2f}"
+            f" {t['itl_spec_p99_ms']:6.2f} {t['round_itl_spec_p99_ms']:6.2f} {t['slow_alpha']:6.2f}"
             for t in plan["tail"]]
-    title = (f"== Inter-token latency (ms) at alpha {plan['alpha']:.2f}, K = {plan['k']}, eps from the cost model ==\n"
-             "per token: a round's time split evenly over the tokens it delivers (what TPOT averages);\n"
-             "round: one round's time, which `vllm bench serve` reports as ITL (one chunk per round).")
+    spread = result["alpha_spread"]
+    title = (f"== TPOT across requests (ms) at mean alpha {plan['request_alpha']:.2f} (s.d. {spread:g} across "
+             f"requests), K = {plan['k']} ==\n"
+             "TPOT: a request's decode time over its tokens after the first; P50 and P99 across requests.\n"
+             "alike: P99 with every request at the mean alpha. slow 1%: the mean per-token alpha of the\n"
+             "requests at or above P99 TPOT with speculation: the requests the head drafts badly for.")
     return render_blocks(title, column_header(columns, groups), rows) + [""]
 
 
@@ -2414,24 +2782,43 @@ def summary_facts(result, grid):
     tail = {t["concurrency"]: t for t in plan["tail"]}
     if plan["target"] in tail:
         t = tail[plan["target"]]
-        p_batch = batch_rejection_probability(plan["alpha"], plan["k"], plan["target"])
+        slow_tau = acceptance_length(t["slow_alpha"], plan["k"])
         facts.append(
-            f"P99 at B = {plan['target']} (alpha {plan['alpha']:.2f}, K = {plan['k']}): per-token P99 ITL moves "
-            f"{pct(t['p99_change'])} against plain while the mean moves "
-            f"{pct(t['itl_spec_mean_ms'] / t['itl_plain_mean_ms'] - 1)}. Every round costs 1 + eps = "
-            f"{1 + t['eps_eff']:.2f} plain steps, and {t['zero_accept_token_share'] * 100:.1f}% of tokens come "
-            "from rounds that accepted nothing and carry a whole round alone"
-            + ("; that is more than the 1% P99 looks at, so P99 follows eps, not the mean."
-               if t["zero_accept_token_share"] > 0.01 else "; that is under the 1% P99 looks at.")
-            + f" The lesson's two-pass model adds a plain step whenever any sequence in the batch rejects "
-              f"(probability {p_batch:.3f} per round here): P99 {pct(t['p99_change_two_pass'])}. vLLM and SGLang "
-              "run no second pass: rejection sampling resamples from the verify pass.")
+            f"P99 TPOT at B = {plan['target']} (K = {plan['k']}, requests' alpha {plan['request_alpha']:.2f} on "
+            f"average, s.d. {t['alpha_spread']:g}): {t['tpot_plain_p99_ms']:.2f} -> {t['tpot_spec_p99_ms']:.2f} ms "
+            f"({pct(t['tpot_p99_change'])}) while mean TPOT moves "
+            f"{pct(t['tpot_spec_mean_ms'] / t['tpot_plain_mean_ms'] - 1)}. The slowest 1% of requests accept at "
+            f"alpha {t['slow_alpha']:.2f} on average: their rounds deliver {slow_tau:.2f} tokens for "
+            f"{1 + t['eps_eff']:.2f} plain steps each, {(1 + t['eps_eff']) / slow_tau:.2f}x a plain step per token"
+            + (f". Were every request at alpha {plan['request_alpha']:.2f}, P99 TPOT would move "
+               f"{pct(t['tpot_spec_p99_alike_ms'] / t['tpot_plain_p99_ms'] - 1)}"
+               + (": the tail is the requests the head drafts badly for"
+                  if t["tpot_spec_p99_ms"] > t["tpot_spec_p99_alike_ms"] else "")
+               if "tpot_spec_p99_alike_ms" in t else "") + ".")
+        facts.append(
+            f"Per token the tail is different: P99 per-token ITL moves {pct(t['p99_change'])}, because "
+            f"{t['zero_accept_token_share'] * 100:.1f}% of tokens come from rounds that accepted nothing and carry "
+            "a whole round alone" + ("; that is more than the 1% P99 looks at." if t["zero_accept_token_share"] > 0.01
+                                     else "; that is under the 1% P99 looks at.")
+            + f" Per chunk (vLLM's ITL, one round) every round costs {1 + t['eps_eff']:.2f} plain steps. The lesson's "
+              f"two-pass model adds a plain step to every round with a rejection anywhere in the batch: P99 TPOT "
+              f"{pct(t['tpot_p99_change_two_pass'])}. vLLM and SGLang run no second pass: rejection sampling "
+              "resamples from the verify pass.")
+        if t["alpha_spread"] > 0:
+            facts.append(
+                f"Spread costs throughput too: the simulated requests run {t['speedup_mc']:.3f}x "
+                f"(±{t['speedup_mc_se']:.3f}) against {t['speedup_exact']:.3f}x at the mean alpha. A batch slot spends "
+                f"its rounds on each request in proportion to its tokens over its tau, so the batch sees "
+                f"tau = 1/E[1/tau] = {t['acceptance_length_requests']:.3f} over requests, not tau(mean alpha) = "
+                f"{t['acceptance_length']:.3f}: {t['speedup_requests']:.3f}x.")
     mix = result["mix"]
     if mix:
         facts.append(
             f"Traffic mix at B = {mix['concurrency']}, K = {mix['k']}: averaging alpha first "
             f"({mix['naive_alpha']:.3f}) promises {mix['naive_speedup']:.3f}x; weighting each domain's rounds by its "
-            f"tokens gives {mix['blended_speedup']:.3f}x ({pct1(mix['naive_error'])} off). {mix['weak']} pulls it down.")
+            f"tokens gives {mix['blended_speedup']:.3f}x ({pct1(mix['naive_error'])} off). {mix['weak']} pulls it down; "
+            f"P99 TPOT over the mix's requests moves {pct(mix['tpot_p99_change'])}, and its slowest 1% of requests "
+            f"are {slow_domains(mix)}.")
     if "gate" in result:
         g = result["gate"]
         facts.append(f"Gate at B = {g['concurrency']}, K = {g['k']}: {g['verdict'].upper()} ("
@@ -2441,8 +2828,8 @@ def summary_facts(result, grid):
 
 def render_summary(result, grid):
     lines = ["== Summary =="]
-    for fact in summary_facts(result, grid):
-        lines += wrap("- " + fact, 100, "  ")
+    for i, fact in enumerate(summary_facts(result, grid)):
+        lines += ([""] if i else []) + wrap("- " + fact, 100, "  ")
     return lines
 
 
@@ -2462,8 +2849,11 @@ def deployment_lines(dep, result):
                                                                                                   "ada") else []) + [
         "alpha: per-token acceptance; rate: accepted/drafted; tau: tokens per round (bonus included).",
         "eps: a round's cost over a plain step, minus 1, with the prefill a round of tau tokens carries.",
-        "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps); sim: simulated decode, ±se its standard error.",
+        f"lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at the mean alpha; sim: simulated requests, their",
+        f"alpha spread by s.d. {result['alpha_spread']:g} around it, ±se its standard error.",
+        "P99 TPOT: across requests (decode time over tokens, as `vllm bench serve`); change: spec vs plain.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
+        "P99 ITL: plain, a plain step; token, a round's time split over its tokens; chunk, a round (vLLM's).",
     ]
 
 
@@ -2474,9 +2864,9 @@ def grid_row(c, dep, max_fit):
                 f"{dep.context} tokens does not fit (at most {max_fit} sequences)")
     return (f"{c['concurrency']:5d} {c['alpha']:5.2f} {c['acceptance_rate']:4.2f} {c['acceptance_length']:4.2f}"
             f" {c['eps_eff']:4.2f} {c['speedup_lesson']:6.2f} {c['speedup_exact']:5.2f} {c['speedup_mc']:5.2f}"
-            f" {c['speedup_mc_se']:6.4f} {c['itl_plain_p99_ms']:6.2f} {c['itl_spec_p99_ms']:6.2f}"
-            f" {c['itl_spec_two_pass_p99_ms']:6.2f} {c['round_itl_spec_p99_ms']:7.2f}"
-            f" {pct(c['p99_change']):>6s} {pct(c['p99_change_two_pass']):>6s}")
+            f" {c['speedup_mc_se']:5.3f} {c['tpot_plain_p99_ms']:6.2f} {c['tpot_spec_p99_ms']:6.2f}"
+            f" {c['tpot_spec_two_pass_p99_ms']:6.2f} {pct(c['tpot_p99_change']):>6s} {c['itl_plain_p99_ms']:6.2f}"
+            f" {c['itl_spec_p99_ms']:6.2f} {c['round_itl_spec_p99_ms']:6.2f}")
 
 
 def render_tables(result, dep, grid):
@@ -2545,20 +2935,38 @@ def render_exercises(ex, dep):
     lines.append("Which features each combines with depends on the vLLM version: check its compatibility matrix.")
     d = ex["tail_diagnosis"]
     lines += ["", "== Exercise 4: mean ITL -25% but P99 ITL +15% =="]
-    lines += wrap(f"The simulation reproduces it at K = {d['k']} with eps = {d['eps']:.3f} and per-token alpha "
-                  f"{d['alpha']:.3f} (tau {d['tau']:.2f}): mean per-token ITL {pct1(d['mean_change'])}, P99 "
-                  f"{pct1(d['p99_change'])}. Every round costs 1 + eps plain steps and "
+    lines += wrap(f"Read per token, at B = 1: K = {d['k']}, eps = {d['eps']:.3f} and one per-token alpha "
+                  f"{d['alpha']:.3f} for every request (tau {d['tau']:.2f}) give mean per-token ITL "
+                  f"{pct1(d['mean_change'])} and P99 {pct1(d['p99_change'])}. Every round costs 1 + eps plain steps and "
                   f"{d['zero_accept_token_share'] * 100:.0f}% of tokens come from rounds that accepted nothing, "
                   f"so P99 follows eps while the mean follows tau/(1+eps). The ITL `vllm bench serve` reports is per "
                   f"chunk, one round: its mean rises by eps ({pct1(d['round_mean_change'])}) too, so the -25% must "
                   "be a per-token figure (TPOT).", 100, "  ")
-    lines.append(f"Remedies at B = {d['concurrency']} with that alpha (eps from the cost model):")
+    t = d["tpot"]
+    if t:
+        lines += wrap(f"Read as TPOT across requests, at B = 1 where the model's eps is "
+                      f"{t['eps']:.2f} (K = {t['k']}): mean TPOT {pct1(t['mean_change'])} and P99 TPOT "
+                      f"{pct1(t['p99_change'])} need requests whose alpha spreads by s.d. {t['spread']:.3f} around "
+                      f"{t['alpha']:.3f} (tau over requests {t['tau']:.2f}). The requests at P99 accept at alpha "
+                      f"{t['slow_alpha']:.2f} on average: {t['slow_tau']:.2f} tokens a round for {1 + t['eps']:.2f} "
+                      f"plain steps, {(1 + t['eps']) / t['slow_tau']:.2f}x a plain step per token, while the rest carry "
+                      "the mean.", 100, "  ")
+    else:
+        lines += wrap("Read as TPOT across requests at B = 1, no spread of alpha gives both figures at the model's "
+                      "eps.", 100, "  ")
+    lines.append(f"Remedies: the same requests at B = {d['concurrency']} (eps from the cost model):")
     for r in d["remedies"]:
-        lines.append(f"  K = {r['k']}: eps {r['eps']:.2f}, speedup {r['speedup']:.2f}x, per-token P99 "
-                     f"{pct1(r['p99_change'])}")
+        parts = [f"K = {r['k']}: eps {r['eps']:.2f}"]
+        if "token" in r:
+            parts.append(f"one alpha: {r['token']['speedup']:.2f}x, per-token P99 {pct1(r['token']['p99_change'])}")
+        if "tpot" in r:
+            parts.append(f"spread: {r['tpot']['speedup']:.2f}x, P99 TPOT {pct1(r['tpot']['tpot_p99_change'])}")
+        lines.append("  " + "; ".join(parts))
     lines += wrap(f"  K by batch size (num_speculative_tokens_per_batch_size): {d['schedule']}; "
                   + (f"its last row, K = 0 from B = {d['k_zero_at']}, switches speculation off there." if d["k_zero_at"]
-                     else "speculation pays at every batch size that fits."), 100, "  ")
+                     else "speculation pays at every batch size that fits.")
+                  + " A shorter K shortens every round; the slow requests gain only by skipping speculation "
+                    "(routing) or by a head that drafts them better.", 100, "  ")
     mem = ex["draft_memory"]
     lines += ["", f"== Exercise 5: draft memory on {dep.model} at {mem['concurrency']} x {mem['context']} tokens =="]
     for r in mem["rows"]:
@@ -2769,7 +3177,11 @@ def plan_mix(mix):
             f"- a head trained on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
             f"{mix['trained_speedup']:.3f}x;",
             f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
-            f"- one K for all traffic: K={mix['best_k']} is best for this mix, {mix['best_k_speedup']:.3f}x."]
+            f"- one K for all traffic: K={mix['best_k']} is best for this mix, {mix['best_k_speedup']:.3f}x.", "",
+            f"Over simulated requests ({mix_requests(mix)}, alpha spread within each domain), P99 TPOT moves "
+            f"{mix['tpot_plain_p99_ms']:.2f} -> {mix['tpot_spec_p99_ms']:.2f} ms ({pct(mix['tpot_p99_change'])}) "
+            f"while mean TPOT moves {pct(mix['tpot_spec_mean_ms'] / mix['tpot_plain_mean_ms'] - 1)}: the slowest 1% "
+            f"of requests are {slow_domains(mix)}, at alpha {mix['slow_alpha']:.2f} on average."]
     return out
 
 
@@ -2823,7 +3235,7 @@ def plan_front(result, dep, plan):
         f"# Speculative decoding rollout: {dep.model} on {dep.tp} x {dep.gpu}, {engine}, draft {dep.draft}",
         "",
         "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
-        "decode rounds; change the deployment constants or flags and run it again.",
+        "requests; change the deployment constants or flags and run it again.",
         "",
         "## The deployment this plan is for",
         "",
@@ -2846,6 +3258,8 @@ def plan_front(result, dep, plan):
         f"B={plan['shown_batch']} |",
         (f"| measured per-token alpha | {alpha:.3f} (from {result['measured']['source']}) |" if plan["measured"]
          else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
+        f"| spread over requests | alpha s.d. {result['alpha_spread']:g}, ln(output tokens) s.d. "
+        f"{result['output_spread']:g} (assumed; `--alpha-spread`, `--output-spread`) |",
         f"| K | {k_line} |",
         "",
         f"![Speedup against per-token alpha]({CHART_FILES['speedup']})",
@@ -2939,10 +3353,12 @@ def plan_stage1(result, dep, plan):
     if t is not None:
         out += [
             f"What the model expects at B={target} "
-            + ("with the measured acceptance" if plan["measured"] else f"if alpha is {plan['alpha']:.2f}") + ": tau = "
-            f"{t['acceptance_length']:.2f} tokens per round, acceptance rate {t['acceptance_rate']:.2f}, "
-            f"round overhead eps = {t['eps_eff']:.2f}, speedup {t['speedup_exact']:.2f}x "
-            f"(the lesson's formula would claim {t['speedup_lesson']:.2f}x).", ""]
+            + ("with the measured acceptance" if plan["measured"] else
+               f"if requests accept at alpha {plan['request_alpha']:.2f} on average") + ": tau = "
+            f"{t['acceptance_length_requests']:.2f} tokens per round over requests whose alpha spreads by s.d. "
+            f"{t['alpha_spread']:g}, round overhead eps = {t['eps_eff']:.2f}, speedup {t['speedup_requests']:.2f}x "
+            f"(simulated: {t['speedup_mc']:.2f}x; at one alpha for all, {t['speedup_exact']:.2f}x; the lesson's "
+            f"formula would claim {t['speedup_lesson']:.2f}x).", ""]
     return out
 
 
@@ -3049,7 +3465,7 @@ K_BY_BATCH = {"vllm": vllm_k_by_batch, "sglang": sglang_k_by_batch, "trtllm": tr
 
 def plan_stage2(result, dep, plan):
     """How to measure acceptance on each engine, and how to hand it to this program."""
-    k = plan["k"]
+    k, spread = plan["k"], result["alpha_spread"]
     out = ["## Stage 2: measure acceptance on production traffic", ""]
     if dep.engine == "vllm":
         out += [
@@ -3065,8 +3481,10 @@ def plan_stage2(result, dep, plan):
             "Per request, the lesson's metric has a real counterpart since vLLM PR #48915 (after 0.28): with",
             "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
             "with an `acceptance_histogram`.",
-            f"Its share of steps that accepted nothing is what the tail model needs: at alpha {plan['alpha']:.2f} "
-            f"it should be {1 - plan['alpha']:.2f}.", "",
+            f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan['alpha']:.2f} "
+            f"it should be {1 - plan['alpha']:.2f}. Each request's histogram also gives that request's own alpha; "
+            f"their standard deviation across requests is what `--alpha-spread` takes ({spread:g} assumed here), "
+            "and it sets P99 TPOT.", "",
             "```", "curl -s localhost:8000/metrics > before.prom     # ... a window of production traffic ...",
             "curl -s localhost:8000/metrics > after.prom", "```", ""]
     elif dep.engine == "sglang":
@@ -3159,23 +3577,29 @@ def plan_stage4(dep, plan):
     t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["target"])
     if t is None:
         return []
+    alike = t.get("tpot_spec_p99_alike_ms")
     return [
         "## Stage 4: watch the tail", "",
-        "Three latencies, easy to confuse: the benchmark measures ITL per streamed chunk, and a round's",
-        "accepted tokens arrive in one chunk, so its `p99_itl_ms` is a round's time; TPOT is a request's",
-        "decode time over its tokens, an average, so `p99_tpot_ms` moves with the mean more than with the",
-        "tail; per-token ITL (a round's time split over its tokens) is what this simulation reports.",
+        "Three latencies, easy to confuse. `p99_tpot_ms` is across requests, each request's decode time over",
+        "its tokens: it rises when some requests accept badly, whatever the mean does. The benchmark's ITL is",
+        "per streamed chunk, and a round's accepted tokens arrive in one chunk, so `p99_itl_ms` is a round's",
+        "time. Per-token ITL (a round's time split over its tokens) is what the rounds themselves look like.",
         "",
-        f"- expected P99 per-token ITL at B={plan['target']}: {t['itl_plain_p99_ms']:.2f} ms plain, "
-        f"{t['itl_spec_p99_ms']:.2f} ms with speculation ({pct(t['p99_change'])}), mean "
-        f"{t['itl_plain_mean_ms']:.2f} -> {t['itl_spec_mean_ms']:.2f} ms;",
+        f"- expected `p99_tpot_ms` at B={plan['target']}: {t['tpot_plain_p99_ms']:.2f} ms plain, "
+        f"{t['tpot_spec_p99_ms']:.2f} ms with speculation ({pct(t['tpot_p99_change'])}), mean TPOT "
+        f"{t['tpot_plain_mean_ms']:.2f} -> {t['tpot_spec_mean_ms']:.2f} ms, if requests' alpha spreads by s.d. "
+        f"{t['alpha_spread']:g} around {plan['request_alpha']:.2f}"
+        + (f" ({alike:.2f} ms if every request accepted alike)" if alike else "") + ";",
+        f"- the requests at P99 TPOT accept at alpha {t['slow_alpha']:.2f} on average: find them "
+        + ("with stage 2's per-request acceptance" if dep.engine == "vllm" else "by measuring acceptance per route")
+        + ", and route or retrain for them, not for the mean;",
         f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
-        f"{t['itl_plain_p99_ms']:.2f} ms plain;",
-        f"- why the tail moves: {t['zero_accept_token_share'] * 100:.1f}% of tokens come from rounds that "
-        f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each. The lesson's two-pass reroll "
-        f"({t['itl_spec_two_pass_p99_ms']:.2f} ms, {pct(t['p99_change_two_pass'])}) is not what "
-        f"{ENGINES[dep.engine]['name']} runs: a rejected draft ends the round inside the verify pass already run, "
-        "and the round's last token comes from that pass.",
+        f"{t['itl_plain_p99_ms']:.2f} ms plain; per-token ITL P99 {t['itl_spec_p99_ms']:.2f} ms "
+        f"({pct(t['p99_change'])}), from the {t['zero_accept_token_share'] * 100:.1f}% of tokens whose rounds "
+        f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each;",
+        f"- the lesson's two-pass reroll (P99 TPOT {t['tpot_spec_two_pass_p99_ms']:.2f} ms, "
+        f"{pct(t['tpot_p99_change_two_pass'])}) is not what {ENGINES[dep.engine]['name']} runs: a rejected draft "
+        "ends the round inside the verify pass already run, and the round's last token comes from that pass.",
         "",
         "Kill switch: turn speculation off if acceptance falls below the break-even of the dashboard below, or "
         "`p99_itl_ms` or `p99_tpot_ms` exceeds baseline by more than your latency budget.",
@@ -3325,6 +3749,11 @@ PLOT_BOX = (72, 54, 560, 380)                        # left, top, right, bottom 
 LINE_STYLES = [("#111111", ""), ("#d95f02", "9 5"), ("#1f78b4", "2 4"), ("#33a02c", "12 4 3 4"),
                ("#6a3d9a", "6 3"), ("#a6761d", "1 2")]
 CHART_FILES = {"speedup": "chart-speedup.svg", "best_k": "chart-best-k.svg", "itl": "chart-itl-cdf.svg"}
+
+
+def xml_escape(text):
+    """Text safe inside an XML element (xml.sax.saxutils.escape, without importing urllib with it)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def svg_text(x, y, text, size=13, anchor="start", extra=""):
@@ -3549,7 +3978,11 @@ def build_parser():
     meas.add_argument("--calibrate", help="your `vllm bench serve` results, comma list: fit the cost model on them")
     out = p.add_argument_group("output")
     out.add_argument("--exercises", action="store_true", help="print worked answers to the lesson's exercises")
-    out.add_argument("--seed", help="seed of the simulated rounds (integer)")
+    out.add_argument("--seed", help="seed of the simulated requests (integer)")
+    out.add_argument("--alpha-spread", help=f"s.d. of a request's per-token alpha around the mean, in [0, 0.5] "
+                                            f"(default {ALPHA_SPREAD})")
+    out.add_argument("--output-spread", help=f"s.d. of ln(output tokens) over requests, in [0, 2] "
+                                             f"(default {OUTPUT_SPREAD})")
     out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
     out.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
@@ -3664,22 +4097,25 @@ def parse_deployment(args):
 
 
 def parse_mix(text):
-    """--mix chat:0.7:0.7,code:0.3:0.4 -> ((name, share, alpha), ...); shares must sum to 1."""
+    """--mix chat:0.7:0.7,code:0.3:0.4[:tokens] -> ((name, share, alpha[, output tokens]), ...); shares sum to 1."""
     mix = []
     for item in text.split(","):
         parts = item.strip().split(":")
         try:
             name, share, alpha = parts[0], float(parts[1]), float(parts[2])
+            tokens = int(parts[3]) if len(parts) == 4 else None
         except (IndexError, ValueError):
-            raise UsageError(f"--mix: each item must be name:share:alpha; got {item!r}") from None
-        if len(parts) != 3 or not name or not 0.0 < share <= 1.0 or not 0.0 <= alpha <= 1.0:
-            raise UsageError(f"--mix: each item needs a name, a share in (0, 1] and an alpha in [0, 1]; "
-                             f"got {item!r}")
-        mix.append((name, share, alpha))
-    if len({name for name, _, _ in mix}) != len(mix):
+            raise UsageError(f"--mix: each item must be name:share:alpha or name:share:alpha:tokens; "
+                             f"got {item!r}") from None
+        if len(parts) not in (3, 4) or not name or not 0.0 < share <= 1.0 or not 0.0 <= alpha <= 1.0 \
+                or (tokens is not None and tokens < 2):
+            raise UsageError(f"--mix: each item needs a name, a share in (0, 1], an alpha in [0, 1] and "
+                             f"optionally a mean output length of at least 2 tokens; got {item!r}")
+        mix.append((name, share, alpha) if tokens is None else (name, share, alpha, tokens))
+    if len({row[0] for row in mix}) != len(mix):
         raise UsageError(f"--mix: domain names must differ; got {text!r}")
-    if abs(sum(share for _, share, _ in mix) - 1.0) > 1e-3:
-        raise UsageError(f"--mix: shares must sum to 1; got {sum(share for _, share, _ in mix):g}")
+    if abs(sum(row[1] for row in mix) - 1.0) > 1e-3:
+        raise UsageError(f"--mix: shares must sum to 1; got {sum(row[1] for row in mix):g}")
     return tuple(mix)
 
 
@@ -3799,8 +4235,11 @@ def parse_evidence(args, grid):
     return Evidence(measured, comparison, target, mix, margin, budget)
 
 
+Traffic = namedtuple("Traffic", "seed alpha_spread output_spread")   # what the simulated requests are drawn from
+
+
 def parse_args(argv):
-    """Flags -> (grid, deployment, evidence, seed, out path or None, json?, gate?). Raises UsageError."""
+    """Flags -> (grid, deployment, evidence, traffic, out path, json?, gate?, exercises?, runs). Raises UsageError."""
     args = build_parser().parse_args(argv)
     grid = parse_grid(args)
     dep = parse_deployment(args)
@@ -3812,7 +4251,7 @@ def parse_args(argv):
         raise UsageError(f"--verify-tokens: a chain verifies K + 1 tokens; got {dep.verify_tokens} for --ks "
                          f"{','.join(map(str, grid.ks))}")
     if dep.topk > 1:
-        dep = dataclasses.replace(dep, tree_steps=grid.ks[0])
+        dep = dep._replace(tree_steps=grid.ks[0])
     evidence = parse_evidence(args, grid)
     seed = SEED
     if args.seed is not None:
@@ -3820,6 +4259,11 @@ def parse_args(argv):
             seed = int(args.seed)
         except ValueError:
             raise UsageError(f"--seed: must be an integer; got {args.seed!r}") from None
+    spread = parse_one("--alpha-spread", args.alpha_spread, _finite, "a number in [0, 0.5]",
+                       lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else ALPHA_SPREAD
+    output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
+                              lambda s: 0.0 <= s <= 2.0) if args.output_spread is not None else OUTPUT_SPREAD
+    traffic = Traffic(seed, spread, output_spread)
     out = None if args.no_write else (Path(args.out) if args.out else OUT_PATH)
     if out is not None and not out.parent.is_dir():
         raise UsageError(f"--out: the folder {str(out.parent)!r} does not exist")
@@ -3827,16 +4271,37 @@ def parse_args(argv):
     if any(not p for p in paths):
         raise UsageError(f"--calibrate: expected a comma list of files; got {args.calibrate!r}")
     runs = read_calibration_runs(paths) if paths else None
-    return grid, dep, evidence, seed, out, args.json, args.gate, args.exercises, runs
+    return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs
+
+
+PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progress on stderr, if a terminal
+
+
+def progress_meter(grid, stream):
+    """A progress callback for analyse when stream is a terminal and the run should take over PROGRESS_AFTER, else None.
+
+    The estimate, 12 ms an (alpha, K) pair and 0.2 ms a cell, is what the 3,520-cell grid took on a 2-core machine.
+    """
+    pairs = len(grid.ks) * len(grid.acceptance)
+    cells = pairs * len(grid.overheads) * len(grid.concurrencies)
+    if not stream.isatty() or 0.012 * pairs + 0.0002 * cells < PROGRESS_AFTER:
+        return None
+
+    def show(done, total):
+        line = f"simulating requests: {done}/{total} (alpha, K) pairs"
+        stream.write("\r" + (line if done < total else " " * len(line) + "\r"))
+        stream.flush()
+
+    return show
 
 
 def write_atomically(path, text):
     """Write text to path through a temporary file in the same folder, then rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"   # a new name: O_EXCL below
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w", encoding="utf-8",
+                       newline="\n") as f:
             f.write(text)
-        os.chmod(tmp, 0o644)          # mkstemp makes it private; these files are for reading
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -3848,7 +4313,7 @@ def main(argv=None):
     """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status:
     2 for bad input; with --gate, 0 if the gate passes and 1 if it fails."""
     try:
-        grid, dep, evidence, seed, out, as_json, as_gate, exercises, runs = parse_args(
+        grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs = parse_args(
             sys.argv[1:] if argv is None else argv)
         fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
         if calibration and calibration["worst_error"] > OWN_WORST:
@@ -3859,11 +4324,13 @@ def main(argv=None):
     except UsageError as err:
         print(f"main.py: error: {err}", file=sys.stderr)
         return 2
-    result = analyse(grid, dep, seed, fit=fit, evidence=evidence)
+    result = analyse(grid, dep, traffic.seed, fit, evidence, traffic.alpha_spread, traffic.output_spread,
+                     progress_meter(grid, sys.stderr))
     if calibration:
         result["calibration"] = calibration
     if exercises:
-        result["exercises"] = solve_exercises(dep, grid, evidence.mix or TRAFFIC_MIX, seed, fit=fit)
+        result["exercises"] = solve_exercises(dep, grid, evidence.mix or TRAFFIC_MIX, traffic.seed, fit,
+                                              traffic.alpha_spread, traffic.output_spread)
     if as_json:
         report = render_json(result, dep, grid)
     elif exercises:

@@ -54,7 +54,7 @@ class Charts(unittest.TestCase):
 
     def test_break_even_markers_sit_where_the_curves_cross_one(self):
         grid = m.Grid(m.ALPHAS, m.KS, m.VERIFY_OVERHEADS, m.CONCURRENCIES)
-        charts = m.analyse(grid, m.make_deployment(), 0, n_rounds=2000)["charts"]
+        charts = m.analyse(grid, m.make_deployment(), 0)["charts"]
         for curve in charts["speedup"]["curves"]:
             self.assertAlmostEqual(m.exact_speedup(curve["breakeven"], charts["speedup"]["k"], curve["eps"]), 1.0)
 
@@ -123,6 +123,17 @@ class Exercises(unittest.TestCase):
         self.assertAlmostEqual(d["tau"], (1 + d["eps"]) / 0.75, places=6)
         self.assertAlmostEqual(m.acceptance_length(d["alpha"], d["k"]), d["tau"], places=5)   # JSON keeps 6 decimals
         self.assertGreater(d["zero_accept_token_share"], 0.01)
+        # Per token with one alpha: the zero-accept share is (1 - a) / tau, by hand.
+        self.assertAlmostEqual(d["zero_accept_token_share"], (1 - d["alpha"]) / d["tau"], places=5)
+
+    def test_tpot_diagnosis_reproduces_the_symptom_over_requests(self):
+        t = self.ex["tail_diagnosis"]["tpot"]
+        self.assertIsNotNone(t)
+        self.assertAlmostEqual(t["p99_change"], 0.15, delta=0.01)
+        self.assertAlmostEqual(t["mean_change"], -0.25, delta=0.005)
+        # The requests' tau over 1 + eps is the mean TPOT: (1 + eps) / tau - 1 = -25%.
+        self.assertAlmostEqual((1 + t["eps"]) / t["tau"] - 1, -0.25, delta=0.002)
+        self.assertLess(t["slow_alpha"], t["alpha"] - 2 * t["spread"])
 
     def test_draft_memory_by_hand(self):
         rows = {r["draft"]: r for r in self.ex["draft_memory"]["rows"]}

@@ -1,4 +1,5 @@
 """The command line: determinism, JSON, bad input, and the committed rollout plan."""
+import io
 import json
 import subprocess
 import sys
@@ -66,7 +67,8 @@ class JsonOutput(unittest.TestCase):
     KEYS = ("alpha", "k", "verify_overhead", "concurrency", "feasible", "eps_eff", "acceptance_length",
             "acceptance_rate", "speedup_lesson", "speedup_exact", "speedup_mc", "breakeven_alpha_lesson",
             "breakeven_alpha_exact", "itl_plain_p99_ms", "itl_spec_p99_ms", "itl_spec_two_pass_p99_ms",
-            "round_itl_spec_p99_ms")
+            "round_itl_spec_p99_ms", "tpot_plain_p99_ms", "tpot_spec_p99_ms", "tpot_spec_two_pass_p99_ms",
+            "tpot_spec_p50_ms")
 
     def test_cells_have_the_promised_keys(self):
         status, text, _ = run(SMALL + ["--json", "--no-write"])
@@ -78,6 +80,14 @@ class JsonOutput(unittest.TestCase):
                 self.assertIn(key, cell)
         self.assertIn("max_concurrency", data["deployment"])
 
+    def test_mix_lengths_turn_token_shares_into_request_shares(self):
+        # 70% of tokens from 300-token chat answers, 30% from 900-token code: requests 7/3 : 1/3 = 87.5% : 12.5%.
+        status, text, _ = run(SMALL + ["--mix", "chat:0.7:0.7:300,code:0.3:0.4:900", "--json", "--no-write"])
+        self.assertEqual(status, 0)
+        mix = json.loads(text, parse_constant=reject_nan)["mix"]
+        self.assertAlmostEqual(mix["request_shares"]["chat"], 0.875, places=6)
+        self.assertAlmostEqual(mix["request_shares"]["code"], 0.125, places=6)
+
     def test_no_break_even_is_null(self):
         # eps = 4 at K = 3: a round costs more than the 4 tokens it can deliver.
         status, text, _ = run(["--alphas", "0.9", "--ks", "3", "--verify-overheads", "4",
@@ -86,6 +96,26 @@ class JsonOutput(unittest.TestCase):
         cell = json.loads(text, parse_constant=reject_nan)["cells"][0]
         self.assertIsNone(cell["breakeven_alpha_exact"])
         self.assertIsNone(cell["breakeven_alpha_lesson"])
+
+
+class Progress(unittest.TestCase):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    def test_only_long_runs_on_a_terminal_show_progress(self):
+        big = m.Grid(tuple(i / 100 for i in range(30, 81, 2)), tuple(range(1, 9)), (0.1, "auto"),
+                     (1, 2, 4, 8, 16, 32, 64, 128))
+        stream = self.Terminal()
+        show = m.progress_meter(big, stream)
+        self.assertIsNotNone(show)
+        show(1, 208)
+        self.assertTrue(stream.getvalue().startswith("\rsimulating requests: 1/208"))
+        show(208, 208)                                     # the last call clears the line
+        self.assertTrue(stream.getvalue().endswith("\r"))
+        self.assertIsNone(m.progress_meter(big, io.StringIO()))                     # not a terminal
+        default = m.Grid(m.ALPHAS, m.KS, m.VERIFY_OVERHEADS, m.CONCURRENCIES)
+        self.assertIsNone(m.progress_meter(default, self.Terminal()))               # a short run
 
 
 class BadInput(unittest.TestCase):
@@ -105,6 +135,13 @@ class BadInput(unittest.TestCase):
         (["--concurrency", "0"], "--concurrency"),
         (["--concurrency", "1.5"], "--concurrency"),
         (["--seed", "x"], "--seed"),
+        (["--alpha-spread", "0.7"], "--alpha-spread"),
+        (["--alpha-spread", "-0.1"], "--alpha-spread"),
+        (["--alpha-spread", "0.1,0.2"], "--alpha-spread"),
+        (["--output-spread", "x"], "--output-spread"),
+        (["--output-spread", "3"], "--output-spread"),
+        (["--mix", "chat:0.7:0.7:1,code:0.3:0.4"], "--mix"),
+        (["--mix", "chat:0.7:0.7:many,code:0.3:0.4"], "--mix"),
         (["--out", "/nonexistent-folder/plan.md"], "--out"),
         (["--bogus"], "--bogus"),
         (["--input-tokens", "0"], "--input-tokens"),

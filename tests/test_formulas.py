@@ -1,6 +1,7 @@
 """Acceptance mathematics and break-even against closed forms and published values."""
 import doctest
 import json
+import random
 import unittest
 
 from load_main import ROOT, load_main
@@ -104,21 +105,32 @@ class BreakEven(unittest.TestCase):
         self.assertIsNotNone(m.exact_breakeven(3, 2.99))
 
 
-class AcceptedDrafts(unittest.TestCase):
-    def test_inverse_cdf_reproduces_the_truncated_geometric(self):
-        # Evenly spaced uniforms turn into the exact probabilities P(A=j) = (1-a) a^j, P(A=K) = a^K.
-        n, alpha, k = 100_000, 0.6, 4
-        counts = [0] * (k + 1)
-        for i in range(n):
-            counts[m.accepted_drafts((i + 0.5) / n, alpha, k)] += 1
-        for j in range(k):
-            self.assertAlmostEqual(counts[j] / n, (1 - alpha) * alpha ** j, delta=2 / n + 1e-9)
-        self.assertAlmostEqual(counts[k] / n, alpha ** k, delta=2 / n + 1e-9)
+class DecodeLoop(unittest.TestCase):
+    def test_accepted_drafts_follow_the_truncated_geometric(self):
+        # P(A = j) = (1 - a) a^j for j < K, P(A = K) = a^K; each share within 4 standard errors.
+        alpha, k = 0.6, 4
+        accepted, _ = m.decode_request(alpha, k, 200_000, random.Random(5))
+        n = len(accepted)
+        for j in range(k + 1):
+            p = (1 - alpha) * alpha ** j if j < k else alpha ** k
+            self.assertLess(abs(accepted.count(j) / n - p), 4 * (p * (1 - p) / n) ** 0.5, msg=j)
 
-    def test_edges(self):
-        self.assertEqual(m.accepted_drafts(0.001, 0.0, 5), 0)
-        self.assertEqual(m.accepted_drafts(0.999, 1.0, 5), 5)
-        self.assertEqual(m.accepted_drafts(1.0, 0.5, 5), 0)
+    def test_tokens_and_jitter(self):
+        accepted, jitter = m.decode_request(0.7, 3, 1000, random.Random(1))
+        emitted = sum(a + 1 for a in accepted)
+        self.assertGreaterEqual(emitted, 1000)
+        self.assertLess(emitted - 1000, 4)                      # the last round overshoots by at most K
+        self.assertAlmostEqual(jitter / len(accepted), 1.0, delta=4 * 0.03 / len(accepted) ** 0.5)
+
+    def test_round_moments_by_enumeration(self):
+        for alpha in (0.0, 0.3, 0.77, 0.999, 1.0):
+            for k in (1, 3, 8):
+                probs = [(1 - alpha) * alpha ** j for j in range(k)] + [alpha ** k]
+                tau, square, full = m.round_moments(alpha, k)
+                self.assertAlmostEqual(tau, sum((j + 1) * p for j, p in enumerate(probs)), places=9)
+                self.assertAlmostEqual(square, sum((j + 1) ** 2 * p for j, p in enumerate(probs)), places=6)
+                self.assertAlmostEqual(full, probs[k], places=12)
+                self.assertAlmostEqual(tau, m.acceptance_length(alpha, k), places=9)
 
 
 if __name__ == "__main__":

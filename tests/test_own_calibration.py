@@ -81,7 +81,9 @@ class OwnRuns(unittest.TestCase):
         self.assertEqual(len(data["calibration"]["runs"]), 6)
         self.assertLess(data["calibration"]["worst_error"], 0.02)
         # The plain step the grid uses is the fitted deployment's, at the deployment's own lengths.
-        self.assertAlmostEqual(data["cells"][0]["tpot_plain_mean_ms"], m.plain_step_ms(DEP, 1, self.fit), places=4)
+        self.assertAlmostEqual(data["cells"][0]["plain_step_ms"], m.plain_step_ms(DEP, 1, self.fit), places=4)
+        self.assertAlmostEqual(data["cells"][0]["tpot_plain_mean_ms"] / m.plain_step_ms(DEP, 1, self.fit), 1,
+                               delta=0.001)
 
     def test_the_plan_says_it_is_calibrated(self):
         with tempfile.TemporaryDirectory() as tmp:
