@@ -317,14 +317,27 @@ def exact_speedup(alpha, k, eps):
     return acceptance_length(alpha, k) / (1.0 + eps)
 
 
-def lesson_breakeven(k, eps):
-    """The lesson's break-even alpha = eps / K; None when above 1 (never pays).
+LESSON_RULE = 0.55   # the lesson's rule of thumb, "alpha >= 0.55", which names no unit
 
-    >>> lesson_breakeven(5, 0.15)
-    0.03
+
+def breakeven_rate(k, eps):
+    """vLLM's acceptance rate at break-even, eps / K (tau = 1 + K*r); None when no rate below 1 pays.
+
+    It is the lesson's break-even "alpha = eps / K": right for the rate, too low for the per-token alpha.
+    >>> breakeven_rate(5, 0.15), breakeven_rate(3, 3.0)
+    (0.03, None)
     """
-    alpha = eps / k
-    return round(alpha, 12) if alpha <= 1.0 else None
+    return round(eps / k, 12) if eps < k else None
+
+
+def required_rate(k, eps, margin):
+    """The acceptance rate a gate demands: break-even plus margin; None when that cannot be reached (above 1).
+
+    >>> required_rate(5, 0.15, 0.1), required_rate(3, 2.9, 0.1)
+    (0.13, None)
+    """
+    rate = breakeven_rate(k, eps)
+    return None if rate is None or rate + margin > 1.0 else round(rate + margin, 12)
 
 
 def exact_breakeven(k, eps):
@@ -1900,7 +1913,7 @@ def evaluate_cell(alpha, k, eps, batch, dep, dec, fit):
         speedup_lesson=lesson_speedup(alpha, k, cell_eps), speedup_exact=exact_speedup(alpha, k, cell_eps),
         speedup_requests=dec.tau / (1.0 + cell_eps),
         speedup_mc=sim["speedup"], speedup_mc_se=sim["speedup_se"], speedup_two_pass_mc=sim["speedup_two_pass"],
-        breakeven_alpha_lesson=lesson_breakeven(k, eps), breakeven_alpha_exact=exact_breakeven(k, eps),
+        breakeven_alpha_lesson=breakeven_rate(k, eps), breakeven_alpha_exact=exact_breakeven(k, eps),
         plain_step_ms=plain_ms, round_ms=spec_ms,
         tpot_plain_mean_ms=sim["tpot_plain_mean"], tpot_plain_p99_ms=sim["tpot_plain_p99"],
         tpot_spec_mean_ms=sim["tpot_spec_mean"], tpot_spec_p50_ms=sim["tpot_spec_p50"],
@@ -2016,22 +2029,22 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     zero_at = next((row[0] for row in schedule if row[2] == 0), None)
     schedule_speedups = [(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
                          for lo, hi, _ in schedule]
-    gate_rate = None if gate_alpha is None else acceptance_rate(gate_alpha, k)
+    gate_rate = breakeven_rate(k, eps)
     # Break-even alpha at the plan's K and the grid's, at each concurrency that fits (eps from the model).
     break_evens = [dict(k=kk, concurrency=b, alpha=exact_breakeven(kk, model_overhead(dep, b, kk, fit)))
                    for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {target})
                    if b <= limit]
-    required_rate = None if gate_rate is None else min(1.0, gate_rate + margin)
+    required = required_rate(k, eps, margin)
     shown_batch = min(target, max(limit, 1))
     return dict(target=target, feasible=feasible, alpha=alpha, request_alpha=request_alpha, measured=measured, k=k,
-                rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required_rate,
-                required_alpha=None if required_rate is None else alpha_from_rate(required_rate, k),
+                rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required,
+                required_alpha=None if required is None else alpha_from_rate(required, k),
                 plain_ms_b1=plain_step_ms(dep, 1, fit), shown_batch=shown_batch,
                 plain_ms_shown=plain_step_ms(dep, shown_batch, fit),
                 k_target=k_target, speedup_target=speedup_target, schedule=schedule,
                 schedule_speedups=schedule_speedups, k_zero_at=zero_at, eps=eps, gate_alpha=gate_alpha,
                 gate_rate=gate_rate, break_evens=break_evens,
-                lesson_gate_as_rate=acceptance_rate(0.55, k), lesson_gate_as_alpha=alpha_from_rate(0.55, k),
+                lesson_gate_as_rate=acceptance_rate(LESSON_RULE, k), lesson_gate_as_alpha=alpha_from_rate(LESSON_RULE, k),
                 tail=tail)
 
 
@@ -2145,20 +2158,21 @@ def gate(measured, comparison, dep, target, margin, budget, k, fit=FIT):
     """
     rate = acceptance_rate(measured["alpha"], k) if measured["varying_k"] else measured["acceptance_rate"]
     eps = model_overhead(dep, target, k, fit)
-    need = eps / k + margin                          # break-even rate is eps/K exactly (tau = 1 + K*r)
-    need_alpha = alpha_from_rate(need, k) if need <= 1.0 else None
+    even, need = breakeven_rate(k, eps), required_rate(k, eps, margin)
+    need_alpha = alpha_from_rate(need, k) if need is not None else None
     reasons = []
     if target > max_concurrency(dep):
         reasons.append(dict(check="memory", passed=False,
                             detail=f"{target} sequences of {dep.context} tokens do not fit "
                                    f"(at most {max_concurrency(dep)})"))
     reasons.append(dict(
-        check="acceptance", passed=rate >= need,
+        check="acceptance", passed=need is not None and rate >= need,
         detail=("position 0's per-token alpha, taken for every position, gives an " if measured["varying_k"]
                 else "") +
-               f"acceptance rate {rate:.3f} at K={k} against break-even {eps / k:.3f} + margin {margin:.2f} = "
-               f"{need:.3f} at B={target}; as per-token alpha {measured['alpha']:.3f} against "
-               + (f"{need_alpha:.3f}" if need_alpha is not None else "more than 1 (cannot pass)")))
+               f"acceptance rate {rate:.3f} at K={k} against break-even "
+               + (f"{even:.3f} + margin {margin:.2f} = {need:.3f} at B={target}; as per-token alpha "
+                  f"{measured['alpha']:.3f} against {need_alpha:.3f}" if need is not None else
+                  f"{fmt(even, '.3f', 'above 1')} + margin {margin:.2f}, more than 1 at B={target}: it cannot pass")))
     if comparison:
         change, speedup = comparison["p99_tpot_change"], comparison["throughput_speedup"]
         reasons.append(dict(check="p99_tpot", passed=change is not None and change <= budget,
@@ -2168,7 +2182,7 @@ def gate(measured, comparison, dep, target, margin, budget, k, fit=FIT):
                             detail="output_throughput missing from a benchmark file" if speedup is None else
                             f"output throughput {speedup:.3f}x baseline (must not be lower)"))
     return dict(verdict="pass" if all(r["passed"] for r in reasons) else "fail", reasons=reasons,
-                concurrency=target, k=k, eps=eps, breakeven_rate=eps / k, required_rate=need,
+                concurrency=target, k=k, eps=eps, breakeven_rate=even, required_rate=need,
                 required_alpha=need_alpha, margin=margin, p99_budget=budget)
 
 
@@ -2255,7 +2269,7 @@ def analyse(grid, dep, seed=SEED, fit=FIT, evidence=Evidence(), spread=ALPHA_SPR
                 feasible = batch <= fit_limit
                 eps = effective_overhead(eps_b1, dep, batch, k, fit)
                 breakeven.append(dict(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
-                                      eps_eff=eps, lesson=lesson_breakeven(k, eps),
+                                      eps_eff=eps, lesson=breakeven_rate(k, eps),
                                       exact=exact_breakeven(k, eps)))
                 for value in grid.acceptance:
                     alpha = per_token_alpha(grid.kind, value, k)
@@ -3186,11 +3200,11 @@ def plan_mix(mix):
 
 
 def lesson_rule_sentence(plan):
-    """Compare the lesson's 0.55 with this run's break-even, reading 0.55 in each unit."""
+    """Compare the lesson's rule with this run's break-even, reading its number in each unit."""
     k, gate_a, gate_r = plan["k"], plan["gate_alpha"], plan["gate_rate"]
-    as_alpha = "above" if 0.55 > gate_a else "below"
-    as_rate = "above" if 0.55 > gate_r else "below"
-    return (f"Read as a per-token alpha, 0.55 is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
+    as_alpha = "above" if LESSON_RULE > gate_a else "below"
+    as_rate = "above" if LESSON_RULE > gate_r else "below"
+    return (f"Read as a per-token alpha, {LESSON_RULE} is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
             f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as the acceptance rate, it is {as_rate} the "
             f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan['lesson_gate_as_alpha']:.3f}). "
             "Gate on the computed break-even, in a named unit, at the K you run.")
@@ -3556,9 +3570,11 @@ def plan_stage3(result, dep, plan):
         f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
         f"(tau >= {1 + k * gate_r:.2f}).",
         f"Go on only if the measured rate is at least {plan['required_rate']:.3f} "
-        f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}.",
+        f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}."
+        if plan["required_rate"] is not None else
+        f"Break-even + {plan['margin']:.2f} is a rate above 1: no measurement can pass the gate here.",
         "",
-        "The lesson's rule \"alpha >= 0.55\" names no unit. " + lesson_rule_sentence(plan),
+        f"The lesson's rule \"alpha >= {LESSON_RULE}\" names no unit. " + lesson_rule_sentence(plan),
         ""]
 
 

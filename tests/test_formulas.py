@@ -85,7 +85,7 @@ class ThreeAlphas(unittest.TestCase):
 
 class BreakEven(unittest.TestCase):
     def test_lesson_hand_worked(self):
-        self.assertAlmostEqual(m.lesson_breakeven(5, 0.15), 0.03)
+        self.assertAlmostEqual(m.breakeven_rate(5, 0.15), 0.03)
 
     def test_exact_root(self):
         for k in (1, 3, 5):
@@ -94,14 +94,20 @@ class BreakEven(unittest.TestCase):
                 self.assertAlmostEqual(m.acceptance_length(alpha, k), 1 + eps, places=9)
                 self.assertAlmostEqual(m.exact_speedup(alpha, k, eps), 1.0, places=9)
 
-    def test_lesson_breakeven_is_the_break_even_rate(self):
+    def test_lessons_breakeven_is_the_break_even_rate(self):
         for k, eps in ((3, 0.5), (5, 0.15), (4, 2.0)):
-            self.assertAlmostEqual(m.acceptance_rate(m.exact_breakeven(k, eps), k), m.lesson_breakeven(k, eps))
+            self.assertAlmostEqual(m.acceptance_rate(m.exact_breakeven(k, eps), k), m.breakeven_rate(k, eps))
+
+    def test_required_rate_by_hand(self):
+        self.assertAlmostEqual(m.required_rate(3, 1.5, 0.1), 0.6)        # 1.5 / 3 + 0.1
+        self.assertAlmostEqual(m.required_rate(3, 2.7, 0.1), 1.0)        # 0.9 + 0.1: only alpha = 1 passes
+        self.assertIsNone(m.required_rate(3, 2.8, 0.1))                  # 0.933 + 0.1 > 1: nothing passes
+        self.assertIsNone(m.required_rate(3, 3.0, 0.0))                  # no break-even at all
 
     def test_no_break_even_when_a_round_costs_more_than_k_plus_1_steps(self):
         self.assertIsNone(m.exact_breakeven(3, 3.0))
         self.assertIsNone(m.exact_breakeven(3, 4.5))
-        self.assertIsNone(m.lesson_breakeven(3, 4.5))
+        self.assertIsNone(m.breakeven_rate(3, 4.5))
         self.assertIsNotNone(m.exact_breakeven(3, 2.99))
 
 

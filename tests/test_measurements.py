@@ -89,6 +89,23 @@ class Gate(unittest.TestCase):
         self.assertEqual(status, 1)
         self.assertIn("FAIL acceptance", out)
 
+    def test_the_gate_compares_the_rate_not_the_alpha(self):
+        # The scrape measures rate 0.615 and per-token alpha 0.776 at K = 3: with break-even + margin
+        # between the two, the gate must fail (the alpha would pass).
+        _, data, _ = run_json(["--metrics", AFTER])
+        rate, alpha = data["measured"]["acceptance_rate"], data["measured"]["alpha"]
+        margin = round((rate + alpha) / 2 - data["gate"]["breakeven_rate"], 3)
+        status, data, _ = run_json(["--metrics", AFTER, "--gate-margin", str(margin), "--gate"])
+        self.assertEqual(status, 1)
+        self.assertAlmostEqual(data["gate"]["required_rate"], (rate + alpha) / 2, delta=0.001)
+
+    def test_gate_and_plan_agree_when_no_rate_can_pass(self):
+        status, data, _ = run_json(["--metrics", AFTER, "--gate-margin", "0.9", "--gate"])
+        self.assertEqual(status, 1)
+        self.assertIsNone(data["gate"]["required_rate"])
+        self.assertIsNone(data["plan"]["required_rate"])
+        self.assertIn("cannot pass", data["gate"]["reasons"][-1]["detail"])
+
     def test_target_concurrency_moves_the_break_even(self):
         low = run_json(["--metrics", AFTER, "--target-concurrency", "1"])[1]["gate"]
         high = run_json(["--metrics", AFTER, "--target-concurrency", "256"])[1]["gate"]
