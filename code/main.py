@@ -369,35 +369,38 @@ def round_moments(alpha, k):
 
 # ---------------------------------------------------------------- the decode loop
 # One request decodes round by round, the way gpt-fast's speculative_decode runs on a GPU.
-# The simulation over requests (below the cost model) runs this loop for short requests and,
-# for long ones, draws what it would return from the renewal theorem (round_moments);
-# tests/test_simulation.py checks the two against each other.
+# The simulation over requests (below the cost model) runs this loop as it is for short
+# requests; a longer one, most requests of a run, draws what the loop would return from its
+# normal limit (renewal theory, round_moments), and tests/test_simulation.py checks those
+# draws, and the P99s built on them, against this loop.
 
 def decode_request(alpha, k, tokens, rng):
-    """Decode `tokens` tokens of one request with a chain of K drafts: (drafts accepted each round, jitter sum).
+    """Decode `tokens` tokens of one request with a chain of K drafts: (drafts accepted each round, time in rounds).
 
-    Every round pays one draft and one verify pass whatever it accepts: the caller costs the
-    request at round_ms times the jitter sum. alpha = 1 gives K + 1 tokens a round, alpha = 0 one.
+    Every round costs one draft and one verify pass whatever it accepts: the caller multiplies
+    the time by round_ms. alpha = 1 gives K + 1 tokens a round, alpha = 0 one.
     >>> decode_request(1.0, 3, 10, random.Random(0))[0], decode_request(0.0, 3, 3, random.Random(0))[0]
     ([3, 3, 3], [0, 0, 0])
     """
-    accepted_per_round, jitter_sum, emitted = [], 0.0, 0
+    accepted_per_round, time_in_rounds, emitted = [], 0.0, 0
     while emitted < tokens:
-        # 1. draft: the head proposes K tokens in turn; the target would keep each with
-        #    probability alpha, so the chain counts only up to its first rejection.
+        # 1. draft: the head proposes K tokens, one small forward pass each; all K are paid for,
+        #    whatever the target makes of them.
+        # 2. verify: one target pass scores the K drafts and the position after them. Draft and
+        #    verify are one round, round_ms, varied a little by launches and kernels (jitter).
+        time_in_rounds += rng.lognormvariate(-ROUND_JITTER ** 2 / 2, ROUND_JITTER)
+        #    Along the chain the target keeps each draft with probability alpha; the first
+        #    rejection ends it, and the drafts after it are wasted.
         accepted = 0
         while accepted < k and rng.random() < alpha:
             accepted += 1
-        # 2. verify: one target pass scores the K drafts and the position after them. Draft
-        #    and verify are one round; its time varies a little (launches, kernels): jitter.
-        jitter_sum += rng.lognormvariate(-ROUND_JITTER ** 2 / 2, ROUND_JITTER)
-        # 3. accept: keep the A accepted drafts and one token the verify pass sampled (the
-        #    correction at the first rejection, the bonus after K): A + 1 tokens, and no second
-        #    pass. The lesson's two-pass model would add a plain step to this round whenever
-        #    any sequence in the batch rejected a draft.
+        # 3. accept: the A kept drafts and one token the verify pass sampled (the correction at
+        #    the first rejection, or the bonus after K): A + 1 tokens and no second target pass.
+        #    The lesson's two-pass model adds a plain step here when any sequence in the batch
+        #    rejected. Tokens past the request's end are discarded, as max_tokens does.
         accepted_per_round.append(accepted)
         emitted += accepted + 1
-    return accepted_per_round, jitter_sum
+    return accepted_per_round, time_in_rounds
 
 
 # ---------------------------------------------------------------- cost model
@@ -963,31 +966,35 @@ def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
 REPLICATE_REQUESTS = 128  # requests in one replicate
 MAX_REPLICATES = 64       # where the growth stops: 8,192 requests
 PRECISION = 0.02          # target half-width of P99 TPOT at 95% confidence, relative
+PRECISION_MARGIN = 1.15   # stop at PRECISION / this: the replicates' estimate runs low where the growth stops
+                          # (without it, 60 seeds at alpha 0.8, K 5 gave a real half-width of 2.4%; with it 1.9%)
 EXACT_TOKENS = 64         # requests of at most this many decode tokens run decode_request round by round
 NORMAL = statistics.NormalDist()
 Z_NODES = [NORMAL.inv_cdf((i + 0.5) / 64) for i in range(64)]   # midpoint quadrature over a request's z
 JITTER_SD = math.sqrt(math.exp(ROUND_JITTER ** 2) - 1.0)          # s.d. of one round's jitter (mean 1)
 JITTER_P99 = math.exp(-ROUND_JITTER ** 2 / 2 + ROUND_JITTER * NORMAL.inv_cdf(0.99))   # its 99th percentile
 
-Requests = namedtuple("Requests", "z length domain g seeds")
-# One replicate's draws: z and a length multiplier (mean 1) per request, a uniform that picks
-# its domain, four standard normals (rounds, full rounds, spec and plain jitter) and a seed for
-# decode_request; shared by every (alpha, K).
+Draws = namedtuple("Draws", "z length domain g seeds")
+# One replicate's randomness: z and a length multiplier (mean 1) per request, a uniform that
+# picks its domain, four standard normals (rounds, full rounds, spec and plain jitter) and a
+# seed for decode_request; shared by every (alpha, K).
+Requests = namedtuple("Requests", "alpha tokens rounds full spec plain domain spec_n rounds_n full_n plain_n")
+# One replicate's decoded requests, a list over requests in each field: per-token alpha,
+# decode tokens N (after the first), rounds, rounds that accepted all K, spec and plain time
+# (in rounds and in plain steps, jitter included), domain index; the _n fields per decode token.
 Decode = namedtuple("Decode", "k spread tau by_accepted full_share itl_p50 itl_p99 requests tokens spec plain "
                               "rounds full per_token heavy rest_max tpot_spec tpot_plain means speedup_ratio "
-                              "speedup_ratio_se "
-                              "precision slow_alpha slow_tokens slow_domains")
+                              "speedup_ratio_se precision slow_alpha slow_tokens slow_domains")
 # tau: the tokens per round the batch sees, 1/E[1/tau] over requests (round_mix); by_accepted:
 # rounds per token that accepted A = 0..K; full_share: share of rounds that accepted all K;
 # itl_p50/p99: per-token ITL quantiles in units of round_ms; tokens, spec, plain, rounds, full:
-# totals over requests (spec and plain: jitter sums); per_token: lists over requests of spec
-# jitter, rounds and full rounds per decode token; means: the means of those and of plain
-# jitter per token; heavy: the slowest requests' (spec, rounds, full) per token, rest_max: the
-# largest spec jitter and rounds per token among the others;
-# tpot_spec/plain: sorted TPOTs in units of round_ms and of a plain step (per_token's first and
-# last); speedup_ratio: sum(plain) / sum(spec), with its standard error over the
-# replicates; precision: the achieved relative half-width; slow_*: mean alpha, mean decode tokens
-# and share by domain of the requests at or above P99 TPOT.
+# totals over requests; per_token: (spec_n, rounds_n, full_n) over requests; means: the means
+# of spec_n, rounds_n, full_n and plain_n; heavy: the slowest requests' (spec_n, rounds_n,
+# full_n), rest_max: the largest spec_n and rounds_n among the others (cell_latency's two-pass
+# shortcut); tpot_spec, tpot_plain: spec_n and plain_n sorted; speedup_ratio: sum(plain) /
+# sum(spec), with its standard error over the replicates; precision: the achieved relative
+# half-width of P99 TPOT; slow_*: mean alpha, mean decode tokens and share by domain of the
+# requests at or above P99 TPOT.
 
 
 def clip01(x):
@@ -1078,19 +1085,17 @@ def draw_requests(n, seed, replicate, output_spread):
     length = [math.exp(output_spread * NORMAL.inv_cdf(u) - output_spread ** 2 / 2) for u in stratified()]
     domain = stratified()
     g = [(rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0)) for _ in range(n)]
-    return Requests(z, length, domain, g, [rng.getrandbits(32) for _ in range(n)])
+    return Draws(z, length, domain, g, [rng.getrandbits(32) for _ in range(n)])
 
 
 def run_requests(domains, k, spread, draws):
-    """Decode one replicate's requests: per request (alpha, decode tokens N, rounds, full rounds, spec and
-    plain jitter sums, domain), then spec, rounds, full and plain again per decode token."""
+    """Decode one replicate's requests (draw_requests) around each domain's alpha: Requests."""
     ends = list(itertools.accumulate(share for share, _, _ in domains))
     out = []
     for z, scale, u, (g_rounds, g_full, g_spec, g_plain), seed in zip(*draws):
         domain = min(bisect.bisect_right(ends, u), len(domains) - 1)
         _, mean_alpha, mean_tokens = domains[domain]
-        alpha = mean_alpha + spread * z
-        alpha = 0.0 if alpha < 0.0 else 1.0 if alpha > 1.0 else alpha
+        alpha = clip01(mean_alpha + spread * z)
         tokens = round(mean_tokens * scale) - 1                # TPOT counts the tokens after the first
         tokens = tokens if tokens > 1 else 1
         if tokens <= EXACT_TOKENS:
@@ -1107,23 +1112,24 @@ def run_requests(domains, k, spread, draws):
             # from the renewal-reward CLT, with Cov(T, 1{A = K}) = p_full (K + 1 - tau).
             cov_tf = p_full * (k + 1 - tau)
             var_full = tokens * (p_full * (1 - p_full) - 2 * p_full / tau * cov_tf + (p_full / tau) ** 2 * var) / tau
+            # slope: their covariance over sd(rounds), the part of F that moves with the rounds;
+            # rest: the variance of F left over.
             slope = tokens * (p_full * var / tau - cov_tf) / (tau * tau * sd_rounds) if sd_rounds > 0 else 0.0
-            rest = var_full - slope * slope                    # slope: the covariance over sd_rounds
+            rest = var_full - slope * slope
             full = p_full * mean_rounds + slope * g_rounds + (math.sqrt(rest) * g_full if rest > 0 else 0.0)
             full = 0.0 if full < 0.0 else rounds if full > rounds else full
             spec = rounds + JITTER_SD * math.sqrt(rounds) * g_spec
         plain = tokens + JITTER_SD * math.sqrt(tokens) * g_plain
         out.append((alpha, tokens, rounds, full, spec, plain, domain,
-                    spec / tokens, rounds / tokens, full / tokens, plain / tokens))   # the same per decode token
-    return out
+                    spec / tokens, rounds / tokens, full / tokens, plain / tokens))
+    return Requests(*zip(*out))
 
 
-def replicate_p99s(columns):
-    """P99 TPOT over one replicate's requests (run_requests' columns), in rounds or steps per token: with
-    speculation, plain decoding, and two-pass with a second pass every round (the most it can add)."""
-    spec, rounds, plain = columns[7], columns[8], columns[10]
-    return (percentile_top(spec, 0.99), percentile_top(plain, 0.99),
-            percentile_top([s + n for s, n in zip(spec, rounds)], 0.99))
+def replicate_p99s(requests):
+    """P99 TPOT over one replicate's Requests, in rounds or steps per token: with speculation, plain
+    decoding, and two-pass with a second pass every round (the most it can add)."""
+    return (percentile_top(requests.spec_n, 0.99), percentile_top(requests.plain_n, 0.99),
+            percentile_top([s + n for s, n in zip(requests.spec_n, requests.rounds_n)], 0.99))
 
 
 def student_t975(df):
@@ -1151,14 +1157,14 @@ def simulate_requests(domains, k, spread, draws_for):
     replicates, p99s = [], []
     while True:
         for r in range(len(replicates), min(MAX_REPLICATES, max(8, len(replicates) * 3 // 2))):
-            replicates.append(list(zip(*run_requests(domains, k, spread, draws_for(r)))))   # columns
+            replicates.append(run_requests(domains, k, spread, draws_for(r)))
             p99s.append(replicate_p99s(replicates[-1]))
         precision = max(halfwidth(column) for column in zip(*p99s))
-        if precision <= PRECISION or len(replicates) >= MAX_REPLICATES:
+        if precision <= PRECISION / PRECISION_MARGIN or len(replicates) >= MAX_REPLICATES:
             break
-    ratios = [sum(rep[5]) / sum(rep[4]) for rep in replicates]
+    ratios = [sum(rep.plain) / sum(rep.spec) for rep in replicates]
     alpha, tokens, rounds, full, spec, plain, domain, spec_n, rounds_n, full_n, plain_n = (
-        list(itertools.chain.from_iterable(rep[i] for rep in replicates)) for i in range(11))
+        list(itertools.chain.from_iterable(column)) for column in zip(*replicates))
     tpot_spec = sorted(spec_n)
     threshold = percentile(tpot_spec, 0.99)
     slow = [i for i, v in enumerate(spec_n) if v >= threshold]
@@ -1998,13 +2004,13 @@ def k_schedule(dep, acceptance, fit=FIT):
 
 
 def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in_use=None, measured=False,
-                 request_alpha=None):
+                 requests=None):
     """The rollout plan's K, schedule, gate and tail expectations at the target concurrency.
 
     acceptance drives best K (a per-token alpha or a measured profile); alpha is the single
-    per-token alpha; request_alpha, the mean over requests that drives the simulated tail (a
-    measured alpha is an aggregate: see center_alpha); k_in_use, when measured at one K, is the
-    K the gate checks; measured says whether alpha was measured at all.
+    per-token alpha; requests, the (mean alpha, spread) of the simulated requests behind the tail
+    (a measured alpha is an aggregate: see center_requests); k_in_use, when measured at one K, is
+    the K the gate checks; measured says whether alpha was measured at all.
     """
     limit = max_concurrency(dep)
     feasible = target <= limit
@@ -2015,8 +2021,8 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     k = k_in_use or k_target or max([row[2] for row in schedule] + [1])
     eps = model_overhead(dep, target, k, fit)
     gate_alpha = exact_breakeven(k, eps)
-    request_alpha = alpha if request_alpha is None else request_alpha
-    dec = decode(request_alpha, k)
+    request_alpha, request_spread = requests or (alpha, 0.0)
+    dec = decode(request_alpha, k, request_spread)
     alike = decode(request_alpha, k, 0.0) if dec.spread > 0 else None   # every request at the mean alpha
     tail = []
     for b in sorted(set(grid.concurrencies) | {target}):
@@ -2036,7 +2042,8 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
                    if b <= limit]
     required = required_rate(k, eps, margin)
     shown_batch = min(target, max(limit, 1))
-    return dict(target=target, feasible=feasible, alpha=alpha, request_alpha=request_alpha, measured=measured, k=k,
+    return dict(target=target, feasible=feasible, alpha=alpha, request_alpha=request_alpha,
+                request_spread=request_spread, measured=measured, k=k,
                 rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required,
                 required_alpha=None if required is None else alpha_from_rate(required, k),
                 plain_ms_b1=plain_step_ms(dep, 1, fit), shown_batch=shown_batch,
@@ -2070,7 +2077,7 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
     if feasible:
         batch = plan["target"] if plan["target"] <= limit else feasible[-1]
         alpha, kk = plan["request_alpha"], plan["k"]
-        dec = decode(alpha, kk)
+        dec = decode(alpha, kk, plan["request_spread"])
         plain_ms = plain_step_ms(dep, batch, fit)
         spec_ms = plain_ms * (1 + prefill_overhead(model_overhead(dep, batch, kk, fit), dec.tau, dep, batch, fit))
         mixtures = itl_parts(dec, plain_ms, spec_ms, batch)
@@ -2120,7 +2127,7 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
                 trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
 
 
-def measured_predictions(measured, comparison, dep, batches, target, decode, fit=FIT, request_alpha=None):
+def measured_predictions(measured, comparison, dep, batches, target, decode, fit=FIT, requests=None):
     """What the model predicts from the measured acceptance, beside what the benchmarks measured."""
     k, profile = measured["k"], measured["profile"]
     limit = max_concurrency(dep)
@@ -2135,11 +2142,12 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, fit
     if comparison:
         batch = comparison["max_concurrency"] or target
         eps = model_overhead(dep, batch, k, fit)
-        alpha = measured["alpha"] if request_alpha is None else request_alpha
-        cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), fit)
+        alpha, spread = requests or (measured["alpha"], 0.0)
+        cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
         predicted = dict(concurrency=batch, speedup=measured["acceptance_length"] / (1 + prefill_overhead(
                              eps, measured["acceptance_length"], dep, batch, fit)),
                          p99_tpot_change=cell["tpot_p99_change"],
+                         requests_alpha=alpha, requests_spread=spread,
                          p99_itl_change=cell["round_itl_spec_p99_ms"] / cell["itl_plain_p99_ms"] - 1.0,
                          p99_token_itl_change=cell["p99_change"])
         out.update({key: comparison[key] for key in
@@ -2210,16 +2218,27 @@ def decoder(seed, spread, output_spread, output_tokens):
     return decode
 
 
-def center_alpha(tau, k, spread):
-    """Mean per-request alpha whose requests, spread by `spread`, deliver tau per round in aggregate.
+def center_requests(tau, k, spread):
+    """(mean alpha, spread) of requests whose rounds deliver tau in aggregate, as a measured tau is.
 
-    Counters (vLLM's, SGLang's) add up all rounds, so a measured tau is round_mix's, not tau(mean alpha).
-    >>> round(center_alpha(acceptance_length(0.7, 3), 3, 0.0), 6)
-    0.7
-    >>> round(round_mix(((1.0, center_alpha(2.0, 3, 0.1), 1),), 3, 0.1)[0], 6)
-    2.0
+    Counters (vLLM's, SGLang's) add up all rounds, so a measured tau is round_mix's, not tau(mean
+    alpha). Near alpha 1 (or 0) clipping caps what spread requests can reach: the spread then
+    narrows until they reproduce tau, at mean alpha 1 (or 0).
+    >>> alpha, s = center_requests(acceptance_length(0.7, 3), 3, 0.0); round(alpha, 6), s
+    (0.7, 0.0)
+    >>> alpha, s = center_requests(2.0, 3, 0.1); round(round_mix(((1.0, alpha, 1),), k=3, spread=s)[0], 6), s
+    (2.0, 0.1)
+    >>> alpha, s = center_requests(3.9, 3, 0.11); round(alpha, 9), round(round_mix(((1.0, alpha, 1),), 3, s)[0], 6)
+    (1.0, 3.9)
     """
-    return _increasing_root(lambda a: round_mix(((1.0, a, 1),), k, spread)[0], tau)
+    def tau_at(alpha, s):
+        return round_mix(((1.0, alpha, 1),), k, s)[0]
+
+    if tau > tau_at(1.0, spread):                   # above what the spread allows: narrow it, alpha 1
+        spread *= 1.0 - _increasing_root(lambda x: tau_at(1.0, spread * (1.0 - x)), tau)
+    elif tau < tau_at(0.0, spread):                 # below: narrow it, alpha 0
+        spread *= 1.0 - _increasing_root(lambda x: -tau_at(0.0, spread * (1.0 - x)), -tau)
+    return _increasing_root(lambda a: tau_at(a, spread), tau), spread
 
 
 def mix_domains(mix, output_tokens):
@@ -2286,17 +2305,19 @@ def analyse(grid, dep, seed=SEED, fit=FIT, evidence=Evidence(), spread=ALPHA_SPR
         sources = [(measured["alpha"], measured["profile"])]
         plan_acceptance, plan_alpha = measured["profile"], measured["alpha"]
         k_in_use = None if measured["varying_k"] else measured["k"]   # varying: the plan's own best K
-        request_alpha = center_alpha(acceptance_length(measured["alpha"], measured["k"]), measured["k"], spread)
+        request_alpha, request_spread = center_requests(measured["acceptance_length"] if not measured["varying_k"]
+                                                        else acceptance_length(measured["alpha"], measured["k"]),
+                                                        measured["k"], spread)
     else:
         sources = [(a, a) for a in grid_alphas(grid)]
         plan_acceptance, plan_alpha, k_in_use = EXPECTED_ALPHA, EXPECTED_ALPHA, None
-        request_alpha = EXPECTED_ALPHA
+        request_alpha, request_spread = EXPECTED_ALPHA, spread
     batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
     best = [dict(concurrency=b, alpha=a, feasible=b <= fit_limit,
                  **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= fit_limit else (None, None))))
             for b in batches for a, acc in sources]
     plan = plan_choices(grid, dep, decode, fit, plan_acceptance, plan_alpha, target, evidence.margin,
-                        k_in_use, measured is not None, request_alpha)
+                        k_in_use, measured is not None, (request_alpha, request_spread))
     shown = min(target, max(fit_limit, 1))
     result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
                   model=dep.model, verify_tokens=dep.verify_tokens, alpha_spread=spread, output_spread=output_spread,
@@ -2313,7 +2334,7 @@ def analyse(grid, dep, seed=SEED, fit=FIT, evidence=Evidence(), spread=ALPHA_SPR
         result["moe"] = moe_verify(dep, grid.ks[0], feasible[0], fit)
     if measured:
         result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
-                                                  decode, fit, request_alpha)
+                                                  decode, fit, (request_alpha, request_spread))
         result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget,
                               plan["k"], fit)
     return result
@@ -2654,9 +2675,10 @@ def render_measured(result):
         lines += ["", f"Benchmarks at max_concurrency {pred['concurrency']}, against the model at K={k}:",
                   f"{'':38s}{'measured':>10s}{'model':>10s}{'difference':>12s}"]
         lines += [f"{name:38s}{show(v, u):>10s}{show(p, u):>10s}{diff(v, p, u):>12s}" for name, v, p, u in rows]
-        lines += wrap(f"(the model's P99 TPOT is over requests whose alpha spreads by s.d. {result['alpha_spread']:g} "
-                      f"around the measured one; its per-token ITL P99 moves {pct1(pred['p99_token_itl_change'])})",
-                      100, " ")
+        lines += wrap(f"(the model's P99 TPOT is over requests whose alpha spreads by s.d. {pred['requests_spread']:.3g} "
+                      f"around {pred['requests_alpha']:.3f}, so that together they deliver the measured tau "
+                      f"{ms['acceptance_length']:.3f}; its per-token ITL P99 moves "
+                      f"{pct1(pred['p99_token_itl_change'])})", 100, " ")
     lines += ["", f"Speedup the measured acceptance predicts at K={k}, and the best K for the measured profile:"]
     best = {b["concurrency"]: b for b in result["best_k"]}
     columns = [("B", 5), ("eps", 6), (f"at K={k}", 8), ("best K", 7), ("speedup", 8)]
@@ -2798,17 +2820,19 @@ def summary_facts(result, grid):
         t = tail[plan["target"]]
         slow_tau = acceptance_length(t["slow_alpha"], plan["k"])
         facts.append(
-            f"P99 TPOT at B = {plan['target']} (K = {plan['k']}, requests' alpha {plan['request_alpha']:.2f} on "
-            f"average, s.d. {t['alpha_spread']:g}): {t['tpot_plain_p99_ms']:.2f} -> {t['tpot_spec_p99_ms']:.2f} ms "
+            f"P99 TPOT at B = {plan['target']} (K = {plan['k']}, requests' alpha {plan['request_alpha']:.2f} + "
+            f"{t['alpha_spread']:.3g} z): {t['tpot_plain_p99_ms']:.2f} -> {t['tpot_spec_p99_ms']:.2f} ms "
             f"({pct(t['tpot_p99_change'])}) while mean TPOT moves "
-            f"{pct(t['tpot_spec_mean_ms'] / t['tpot_plain_mean_ms'] - 1)}. The slowest 1% of requests accept at "
-            f"alpha {t['slow_alpha']:.2f} on average: their rounds deliver {slow_tau:.2f} tokens for "
-            f"{1 + t['eps_eff']:.2f} plain steps each, {(1 + t['eps_eff']) / slow_tau:.2f}x a plain step per token"
-            + (f". Were every request at alpha {plan['request_alpha']:.2f}, P99 TPOT would move "
+            f"{pct(t['tpot_spec_mean_ms'] / t['tpot_plain_mean_ms'] - 1)}"
+            + (f". The slowest 1% of requests accept at alpha {t['slow_alpha']:.2f} on average, where a round "
+               f"delivers {slow_tau:.2f} tokens for {1 + t['eps_eff']:.2f} plain steps. Were every request at alpha "
+               f"{plan['request_alpha']:.2f}, P99 TPOT would move "
                f"{pct(t['tpot_spec_p99_alike_ms'] / t['tpot_plain_p99_ms'] - 1)}"
                + (": the tail is the requests the head drafts badly for"
                   if t["tpot_spec_p99_ms"] > t["tpot_spec_p99_alike_ms"] else "")
-               if "tpot_spec_p99_alike_ms" in t else "") + ".")
+               if "tpot_spec_p99_alike_ms" in t else
+               ". With one alpha for every request, the slowest differ only by round-to-round luck, which "
+               "weighs most in short requests") + ".")
         facts.append(
             f"Per token the tail is different: P99 per-token ITL moves {pct(t['p99_change'])}, because "
             f"{t['zero_accept_token_share'] * 100:.1f}% of tokens come from rounds that accepted nothing and carry "
@@ -2818,13 +2842,15 @@ def summary_facts(result, grid):
               f"two-pass model adds a plain step to every round with a rejection anywhere in the batch: P99 TPOT "
               f"{pct(t['tpot_p99_change_two_pass'])}. vLLM and SGLang run no second pass: rejection sampling "
               "resamples from the verify pass.")
-        if t["alpha_spread"] > 0:
+        if t["alpha_spread"] > 0 and not plan["measured"]:
+            lower = t["acceptance_length_requests"] < t["acceptance_length"]
             facts.append(
-                f"Spread costs throughput too: the simulated requests run {t['speedup_mc']:.3f}x "
-                f"(±{t['speedup_mc_se']:.3f}) against {t['speedup_exact']:.3f}x at the mean alpha. A batch slot spends "
-                f"its rounds on each request in proportion to its tokens over its tau, so the batch sees "
-                f"tau = 1/E[1/tau] = {t['acceptance_length_requests']:.3f} over requests, not tau(mean alpha) = "
-                f"{t['acceptance_length']:.3f}: {t['speedup_requests']:.3f}x.")
+                f"Spread {'costs' if lower else 'changes'} throughput too: the simulated requests run "
+                f"{t['speedup_mc']:.3f}x (±{t['speedup_mc_se']:.3f}) against {t['speedup_exact']:.3f}x at the mean "
+                f"alpha. A batch slot spends its rounds on each request in proportion to its tokens over its tau, so "
+                f"the batch sees tau = 1/E[1/tau] = {t['acceptance_length_requests']:.3f} over requests, not "
+                f"tau(mean alpha) = {t['acceptance_length']:.3f}: {t['speedup_requests']:.3f}x"
+                + ("." if lower else " (clipping alphas at 0 raises it here)."))
     mix = result["mix"]
     if mix:
         facts.append(
@@ -2863,8 +2889,8 @@ def deployment_lines(dep, result):
                                                                                                   "ada") else []) + [
         "alpha: per-token acceptance; rate: accepted/drafted; tau: tokens per round (bonus included).",
         "eps: a round's cost over a plain step, minus 1, with the prefill a round of tau tokens carries.",
-        f"lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at the mean alpha; sim: simulated requests, their",
-        f"alpha spread by s.d. {result['alpha_spread']:g} around it, ±se its standard error.",
+        f"lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at alpha; sim: simulated requests, their alphas",
+        f"alpha + {result['alpha_spread']:g} z clipped to [0, 1] (z standard normal); ±se its standard error.",
         "P99 TPOT: across requests (decode time over tokens, as `vllm bench serve`); change: spec vs plain.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
         "P99 ITL: plain, a plain step; token, a round's time split over its tokens; chunk, a round (vLLM's).",
@@ -3370,9 +3396,10 @@ def plan_stage1(result, dep, plan):
             + ("with the measured acceptance" if plan["measured"] else
                f"if requests accept at alpha {plan['request_alpha']:.2f} on average") + ": tau = "
             f"{t['acceptance_length_requests']:.2f} tokens per round over requests whose alpha spreads by s.d. "
-            f"{t['alpha_spread']:g}, round overhead eps = {t['eps_eff']:.2f}, speedup {t['speedup_requests']:.2f}x "
-            f"(simulated: {t['speedup_mc']:.2f}x; at one alpha for all, {t['speedup_exact']:.2f}x; the lesson's "
-            f"formula would claim {t['speedup_lesson']:.2f}x).", ""]
+            f"{t['alpha_spread']:.3g}, round overhead eps = {t['eps_eff']:.2f}, speedup {t['speedup_requests']:.2f}x "
+            f"(simulated: {t['speedup_mc']:.2f}x"
+            + ("" if plan["measured"] else f"; at one alpha for all, {t['speedup_exact']:.2f}x; the lesson's "
+               f"formula would claim {t['speedup_lesson']:.2f}x") + ").", ""]
     return out
 
 
@@ -3497,8 +3524,9 @@ def plan_stage2(result, dep, plan):
             "with an `acceptance_histogram`.",
             f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan['alpha']:.2f} "
             f"it should be {1 - plan['alpha']:.2f}. Each request's histogram also gives that request's own alpha; "
-            f"their standard deviation across requests is what `--alpha-spread` takes ({spread:g} assumed here), "
-            "and it sets P99 TPOT.", "",
+            f"their standard deviation across requests, less the sampling noise of each estimate (about "
+            f"sqrt(a(1-a)/drafts)), is what `--alpha-spread` takes ({spread:g} assumed here), and it sets P99 TPOT.",
+            "",
             "```", "curl -s localhost:8000/metrics > before.prom     # ... a window of production traffic ...",
             "curl -s localhost:8000/metrics > after.prom", "```", ""]
     elif dep.engine == "sglang":
@@ -3990,7 +4018,8 @@ def build_parser():
     meas.add_argument("--gate-margin", help=f"acceptance-rate margin over break-even (default {GATE_MARGIN})")
     meas.add_argument("--p99-budget", help=f"largest P99 TPOT rise accepted, fraction (default {P99_BUDGET})")
     meas.add_argument("--gate", action="store_true", help="exit 0 if the gate passes, 1 if it fails")
-    meas.add_argument("--mix", help="traffic mix name:share:alpha,... (shares of generated tokens, sum 1)")
+    meas.add_argument("--mix", help="traffic mix name:share:alpha[:tokens],... (shares of generated tokens, sum 1; "
+                                    "tokens: the domain's mean output length)")
     meas.add_argument("--calibrate", help="your `vllm bench serve` results, comma list: fit the cost model on them")
     out = p.add_argument_group("output")
     out.add_argument("--exercises", action="store_true", help="print worked answers to the lesson's exercises")

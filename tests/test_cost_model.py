@@ -111,5 +111,57 @@ class PrefillShare(unittest.TestCase):
         self.assertGreater(q, 0.3 * d)     # 32 x 5000 / 500 = 320 prompt tokens a step on 70B: not small
 
 
+class DraftsAndK(unittest.TestCase):
+    def test_eagle1_reads_its_head_and_the_targets_bf16_lm_head_every_step(self):
+        # Llama 3.3 70B, by hand: attention 8192*128*(64 + 2*8) + 64*128*8192 = 150,994,944; MLP
+        # 3*8192*28672 = 704,643,072; fc 2*8192^2 = 134,217,728; norms 2*8192: a head of 989,872,128.
+        # The lm_head it reads, 128,256*8192 = 1,050,673,152, stays bf16 under fp8 weights.
+        for dtype in ("fp8", "bf16"):
+            d = m.with_draft(m.make_deployment(weights_dtype=dtype), "eagle")
+            self.assertEqual(d.drafter.weight_bytes, 2 * (989_872_128 + 1_050_673_152), dtype)
+            self.assertEqual(d.drafter.held_params, 989_872_128)
+
+    def test_best_k_is_the_brute_force_argmax_up_to_k_max(self):
+        picked = set()
+        for draft in ("eagle3", "ngram"):
+            dep = m.with_draft(m.make_deployment(), draft)
+            for alpha in (0.3, 0.7, 0.95, 0.999):
+                for batch in (1, 64, 256):
+                    speeds = {}
+                    for k in range(1, m.K_MAX + 1):
+                        tau = m.acceptance_length(alpha, k)
+                        speeds[k] = tau / (1 + m.prefill_overhead(m.model_overhead(dep, batch, k), tau, dep, batch))
+                    k_best = max(speeds, key=speeds.get)
+                    expected = (k_best, speeds[k_best]) if speeds[k_best] > 1 else (0, 1.0)
+                    got = m.best_k(dep, alpha, batch)
+                    self.assertEqual(got[0], expected[0], (draft, alpha, batch))
+                    self.assertAlmostEqual(got[1], expected[1], places=9)
+                    picked.add(got[0])
+        self.assertIn(m.K_MAX, picked)           # the largest K is tried, and wins where drafting is free
+
+    def test_a_given_eps_grows_with_batch_as_the_model_does(self):
+        # Multiplicatively: (1 + eps(B)) / (1 + eps(1)) is the model's round/step growth, whatever eps(1) is given.
+        # A round never costs less than its verify pass over a plain step: that floor binds for a small given eps.
+        dep = m.make_deployment()
+        floors = 0
+        for k in (3, 5):
+            for batch in (32, 256):
+                floor = m.pass_ms(dep.target, dep, batch, k + 1, m.engine_pass_ms(dep)) / m.decode_step_ms(dep, batch) - 1
+                for given in (0.1, 0.3):
+                    scaled = (1 + given) * growth_at(dep, batch, k) - 1
+                    floors += floor > scaled
+                    self.assertAlmostEqual(m.effective_overhead(given, dep, batch, k), max(scaled, floor), places=9)
+        self.assertTrue(0 < floors < 8)           # both branches are exercised
+        # What the tables print for K = 3, eps 0.10 at B = 32: 1.1 x the model's growth - 1 (the floor is below).
+        status, out, _ = run(["--alphas", "0.7", "--ks", "3", "--verify-overheads", "0.1", "--concurrency", "32",
+                              "--json", "--no-write"])
+        cell = json.loads(out)["cells"][0]
+        self.assertAlmostEqual(cell["eps_decode"], 1.1 * growth_at(dep, 32, 3) - 1, places=5)
+
+
+def growth_at(dep, batch, k):
+    return (1 + m.model_overhead(dep, batch, k)) / (1 + m.model_overhead(dep, 1, k))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -49,7 +49,7 @@ class AcceptanceLength(unittest.TestCase):
 
     def test_reference_worked_example(self):
         # REFERENCE.md section 1: K = 5, a = 0.7 gives 1 + K*a = 4.5, tau = 2.94 and r = 0.39.
-        self.assertAlmostEqual(1 + 5 * 0.7, 4.5)
+        self.assertAlmostEqual(m.lesson_speedup(0.7, 5, 0.0), 4.5)
         self.assertAlmostEqual(m.acceptance_length(0.7, 5), 2.9412, places=4)
         self.assertAlmostEqual(m.acceptance_rate(0.7, 5), 0.3882, places=4)
 

@@ -106,6 +106,15 @@ class Gate(unittest.TestCase):
         self.assertIsNone(data["plan"]["required_rate"])
         self.assertIn("cannot pass", data["gate"]["reasons"][-1]["detail"])
 
+    def test_predicted_p99_itl_is_per_chunk(self):
+        # vLLM's ITL is one chunk, a round: its P99 over a plain step's is 1 + eps exactly (the same jitter),
+        # eps with the prefill share a round of the measured tau carries. Per token it is another figure.
+        _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
+        dep, ms = m.make_deployment(), data["measured"]
+        eps = m.prefill_overhead(m.model_overhead(dep, 64, 3), ms["acceptance_length"], dep, 64)
+        self.assertAlmostEqual(ms["prediction"]["p99_itl_change"], eps, places=3)
+        self.assertGreater(abs(ms["prediction"]["p99_token_itl_change"] - eps), 0.02)
+
     def test_target_concurrency_moves_the_break_even(self):
         low = run_json(["--metrics", AFTER, "--target-concurrency", "1"])[1]["gate"]
         high = run_json(["--metrics", AFTER, "--target-concurrency", "256"])[1]["gate"]

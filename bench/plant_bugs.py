@@ -1,0 +1,106 @@
+"""Plant one bug at a time in a copy of code/main.py and see whether the tests catch it.
+
+    $ python bench/plant_bugs.py            # every mutant, the whole suite each: a few minutes
+    $ python bench/plant_bugs.py 3 7        # only mutants 3 and 7
+
+Each mutant replaces one exact snippet (it must occur once) with a plausible mistake: a wrong
+unit, a dropped term, an off-by-one. The suite runs on a temporary copy of the repository, so
+the working tree is never touched. Prints each mutant as KILLED (a test failed) or SURVIVED.
+A surviving mutant is either a missing test or a mistake no output can reveal: say which.
+"""
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MUTANTS = [
+    ("the gate compares the per-token alpha, not the rate",
+     'rate = acceptance_rate(measured["alpha"], k) if measured["varying_k"] else measured["acceptance_rate"]',
+     'rate = measured["alpha"]'),
+    ("the measured prediction takes per-token ITL for vLLM's per-chunk ITL",
+     'p99_itl_change=cell["round_itl_spec_p99_ms"] / cell["itl_plain_p99_ms"] - 1.0,',
+     'p99_itl_change=cell["p99_change"],'),
+    ("EAGLE-1 reads the target's lm_head in the weights' dtype (fp8), not bf16",
+     'drafter = Net(read, read * DRAFT_WEIGHT_BYTES,',
+     'drafter = Net(read, head * DRAFT_WEIGHT_BYTES + (read - head) * BYTES_PER[dep.weights_dtype],'),
+    ("best K never tries K_MAX",
+     'for k in ([dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)):',
+     'for k in ([dep.tree_steps] if dep.tree_steps else range(1, K_MAX)):'),
+    ("a given eps grows additively with batch",
+     'scaled = (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0',
+     'scaled = base + model_overhead(dep, batch, k, fit) - at_one'),
+    ("the plan caps break-even + margin at 1 (the gate does not)",
+     'return None if rate is None or rate + margin > 1.0 else round(rate + margin, 12)',
+     'return None if rate is None else min(1.0, round(rate + margin, 12))'),
+    ("tau counts one term too few",
+     'return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)',
+     'return (1.0 - alpha ** k) / (1.0 - alpha)'),
+    ("the renewal draw forgets the last round's overshoot",
+     'mean_rounds = tokens / tau + (square - tau) / (2 * tau * tau)',
+     'mean_rounds = tokens / tau'),
+    ("a request's round count varies 2% too little",
+     'sd_rounds = math.sqrt(tokens * var / tau) / tau',
+     'sd_rounds = 0.98 * math.sqrt(tokens * var / tau) / tau'),
+    ("the batch's tau averages tau, not 1/tau",
+     'return 1.0 / sum(per_token), per_token',
+     'return 1.0 / sum(per_token) * 1.02, per_token'),
+    ("two-pass: another sequence rejects with f^(B-1), not 1 - f^(B-1)",
+     'return 1.0 - dec.full_share ** (batch - 1)',
+     'return dec.full_share ** (batch - 1)'),
+    ("P99 is the 98th percentile",
+     'tpot_spec_p99=spec_ms * percentile(dec.tpot_spec, 0.99),',
+     'tpot_spec_p99=spec_ms * percentile(dec.tpot_spec, 0.98),'),
+    ("the per-token ITL of a round splits over A tokens, not A + 1",
+     'exact=[(spec_ms / (a + 1), w[a] * (a + 1)) for a in range(k + 1)],',
+     'exact=[(spec_ms / max(a, 1), w[a] * (a + 1)) for a in range(k + 1)],'),
+    ("prefill: a round carries one step's prompts, not tau steps'",
+     'return ((1.0 + eps) * decode + tau * share) / (decode + share) - 1.0',
+     'return ((1.0 + eps) * decode + share) / (decode + share) - 1.0'),
+    ("KV cache counts K and V once",
+     'return 2 * layers * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]',
+     'return layers * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]'),
+    ("the plain step's weight read ignores tensor parallelism's split",
+     'weights = net.weight_bytes / dep.tp',
+     'weights = net.weight_bytes'),
+    ("the spread's speedup uses the mean alpha's tau",
+     'speedup_requests=dec.tau / (1.0 + cell_eps),',
+     'speedup_requests=tau / (1.0 + cell_eps),'),
+    ("the lesson's speedup uses K + 1",
+     'return (1.0 + k * alpha) / (1.0 + eps)',
+     'return (1.0 + (k + 1) * alpha) / (1.0 + eps)'),
+    ("center_alpha matches tau at the mean, ignoring the spread",
+     'return _increasing_root(lambda a: round_mix(((1.0, a, 1),), k, spread)[0], tau)',
+     'return _increasing_root(lambda a: acceptance_length(a, k), tau)'),
+]
+
+
+def run(index, name, old, new):
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "repo"
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__"))
+        main = copy / "code" / "main.py"
+        text = main.read_text()
+        if text.count(old) != 1:
+            return f"{index:2d} NOT APPLIED ({text.count(old)} matches): {name}"
+        main.write_text(text.replace(old, new))
+        proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=copy,
+                              capture_output=True, text=True)
+        verdict = "KILLED  " if proc.returncode else "SURVIVED"
+        failed = [line.split(" (")[0][6:] for line in proc.stderr.splitlines()
+                  if line.startswith(("FAIL: ", "ERROR:"))]
+        return f"{index:2d} {verdict} {name}" + (f"  [{', '.join(failed[:3])}]" if failed else "")
+
+
+def main(argv):
+    chosen = {int(a) for a in argv} or set(range(1, len(MUTANTS) + 1))
+    for index, (name, old, new) in enumerate(MUTANTS, 1):
+        if index in chosen:
+            print(run(index, name, old, new), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
