@@ -177,13 +177,13 @@ ENGINES = {
 }
 GIB = 2 ** 30
 
-# Drafts that are not a catalog model (a catalog model name means a classic draft model).
-DRAFTS = {
-    "eagle3": "EAGLE-3 head: one decoder layer on fused low/mid/high target features, own 32k-vocab lm_head",
-    "eagle":  "EAGLE-1/2 head: one decoder layer on the last target feature, reads the target's lm_head every step",
-    "ngram":  "prompt lookup: no model; proposals are n-gram matches in the context",
-    "mtp":    "the target's own next-token-prediction module (DeepSeek-V3): one decoder layer, reused each step",
-}
+# Drafts that are not a catalog model (a catalog model name means a classic draft model):
+# eagle3, an EAGLE-3 head (one decoder layer on fused low/mid/high target features, its own
+# 32k-vocabulary lm_head); eagle, an EAGLE-1/2 head (one decoder layer on the last target
+# feature, reading the target's lm_head every step); ngram, prompt lookup (no model: proposals
+# are n-gram matches in the context); mtp, the target's own next-token-prediction module
+# (DeepSeek-V3: one decoder layer, reused each step).
+DRAFTS = ("eagle3", "eagle", "ngram", "mtp")
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
 DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
 
@@ -2280,12 +2280,12 @@ def analyse(grid, dep, seed=SEED, fit=FIT, evidence=Evidence(), spread=ALPHA_SPR
         decode(alpha, k)
         if progress:
             progress(done, len(pairs))
-    fit_limit = max_concurrency(dep)
+    batch_limit = max_concurrency(dep)
     cells, breakeven = [], []
     for k in grid.ks:
         for eps_b1 in grid.overheads:
             for batch in grid.concurrencies:
-                feasible = batch <= fit_limit
+                feasible = batch <= batch_limit
                 eps = effective_overhead(eps_b1, dep, batch, k, fit)
                 breakeven.append(dict(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
                                       eps_eff=eps, lesson=breakeven_rate(k, eps),
@@ -2313,20 +2313,20 @@ def analyse(grid, dep, seed=SEED, fit=FIT, evidence=Evidence(), spread=ALPHA_SPR
         plan_acceptance, plan_alpha, k_in_use = EXPECTED_ALPHA, EXPECTED_ALPHA, None
         request_alpha, request_spread = EXPECTED_ALPHA, spread
     batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
-    best = [dict(concurrency=b, alpha=a, feasible=b <= fit_limit,
-                 **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= fit_limit else (None, None))))
+    best = [dict(concurrency=b, alpha=a, feasible=b <= batch_limit,
+                 **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= batch_limit else (None, None))))
             for b in batches for a, acc in sources]
     plan = plan_choices(grid, dep, decode, fit, plan_acceptance, plan_alpha, target, evidence.margin,
                         k_in_use, measured is not None, (request_alpha, request_spread))
-    shown = min(target, max(fit_limit, 1))
-    result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=fit_limit,
+    shown = min(target, max(batch_limit, 1))
+    result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=batch_limit,
                   model=dep.model, verify_tokens=dep.verify_tokens, alpha_spread=spread, output_spread=output_spread,
                   context=dep.context, memory_budget_bytes=memory_budget_bytes(dep),
                   eps_b1={(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads},
                   mix=dict(traffic_blend(evidence.mix, dep, plan["k"], shown, fit),
                            **mix_tail(evidence.mix, dep, plan["k"], shown, decode, fit)) if evidence.mix else None)
     result["charts"] = chart_data(grid, dep, plan, decode, fit)
-    feasible = [b for b in sorted(grid.concurrencies) if b <= fit_limit]
+    feasible = [b for b in sorted(grid.concurrencies) if b <= batch_limit]
     if feasible:
         result["eps_growth"] = eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit)
     result["plain_b1"] = plain_step_parts(dep, 1, fit)
@@ -3369,7 +3369,7 @@ def plan_stage0(dep, plan):
                   "deployment (stage 3).", ""]
 
 
-def plan_stage1(result, dep, plan):
+def plan_stage1(dep, plan):
     k, target = plan["k"], plan["target"]
     t = {row["concurrency"]: row for row in plan["tail"]}.get(target)
     opt_in = {"vllm": "nothing changes without `--speculative-config`",
@@ -3729,10 +3729,10 @@ def plan_next(dep, plan):
         ""]
 
 
-def render_plan(result, dep, grid):
+def render_plan(result, dep):
     """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
     plan = result["plan"]
-    out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(result, dep, plan)
+    out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan)
     out += plan_k_by_batch(plan, dep) + plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
     out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)
     out += ["## When not to use speculation here", ""] + plan_when_not(plan)
@@ -4386,7 +4386,7 @@ def main(argv=None):
         try:
             for name, svg in render_charts(result, dep).items():   # charts first: the plan links to them
                 write_atomically(out.parent / name, svg)
-            write_atomically(out, render_plan(result, dep, grid))
+            write_atomically(out, render_plan(result, dep))
         except OSError as err:
             print(f"main.py: error: --out: cannot write {str(out)!r}: {err.strerror}", file=sys.stderr)
             return 2
