@@ -19,9 +19,10 @@ to outputs/.
 Sections, in order: the grid and the deployment (constants to edit); catalog (GPUs,
 models, engines, heads); acceptance mathematics (tau, rate, break-even); the decode loop
 (decode_request: one request, round by round: draft, verify, accept); cost model (roofline
-passes, eps); simulation over requests (TPOT and ITL as vllm bench measures them); reading
-measurements (/metrics, bench JSON); analysis (grid, best K, mix, gate); rendering
-(tables, exercises, the engines' commands, the plan, SVG charts); CLI.
+passes, eps); simulation over requests (TPOT and ITL as vllm bench measures them); analysis
+(grid, best K, plan, mix, gate, calibration on your runs); rendering (tables, exercises, the
+engines' commands, the plan, SVG charts); reading measurements (/metrics, bench JSON,
+config.json), next to the CLI that calls them; CLI (run_model puts the parts together).
 
 Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
 2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
@@ -1248,638 +1249,6 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
         speedup=dec.speedup_ratio * plain_ms / spec_ms, speedup_se=dec.speedup_ratio_se * plain_ms / spec_ms,
         speedup_two_pass=plain_ms * dec.plain / two_pass_time)
 
-# ---------------------------------------------------------------- reading measurements
-# vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
-# (REFERENCE.md section 5). Files are checked here, at the boundary; a bad one raises
-# UsageError. What real files look like, by vLLM version: V0 (removed in v0.10.0) had
-# draft and accepted token counters and two gauges; V1 from PR #15151 the two counters;
-# from PR #16665 (~v0.8.5) also num_drafts and accepted tokens per position; from PR
-# #24049 an `engine` label per data-parallel engine; newer builds also drafted tokens per
-# position. prometheus_client writes X_total beside X_created, in exponent notation.
-
-class UsageError(ValueError):
-    """Bad input, a flag or a file: the message names it, what it allows and what it got."""
-
-
-SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py; the emitted-tokens counter is V0's (vllm/engine/metrics.py)
-    "vllm:spec_decode_num_drafts_total": "drafts",
-    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
-    "vllm:spec_decode_num_accepted_tokens_total": "accepted",
-    "vllm:spec_decode_num_emitted_tokens_total": "emitted",
-}
-PER_POSITION_COUNTERS = {   # label position="i"
-    "vllm:spec_decode_num_accepted_tokens_per_pos_total": "accepted",
-    "vllm:spec_decode_num_draft_tokens_per_pos_total": "drafted",
-}
-SPEC_GAUGES = {
-    "vllm:spec_decode_draft_acceptance_rate": "v0_rate",        # V0: accepted / draft tokens, a fraction
-    "vllm:spec_decode_efficiency": "v0_efficiency",             # V0: emitted / the most a round could emit
-    "sglang:spec_accept_length": "sglang_length",               # SGLang: tau over the last 40 decode steps
-    "sglang:spec_accept_rate": "sglang_rate",                   # (python/sglang/srt/metrics/collector.py)
-}
-# name{labels} value [timestamp] [# exemplar]: the Prometheus text format and OpenMetrics
-# (whose timestamps are float seconds).
-SAMPLE_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?'
-                         r'\s+(\S+)(?:\s+-?[0-9.]+(?:[eE][-+]?[0-9]+)?)?(?:\s+#.*)?$')
-LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges emitted",
-                      defaults=({}, {}, {}, None))
-# drafts, draft_tokens, accepted (and V0's emitted): sums over engines, None where the
-# scrape has no such counter (a missing counter is not zero); per_position,
-# drafted_per_position: {i: count}; gauges: {key of SPEC_GAUGES: mean over the label sets
-# that report a value, an SGLang rank with no speculative step (0) left out}.
-ESCAPE = re.compile(r"\\(.)")
-
-
-def label_values(labels):
-    """{name: value} of a sample's labels, escapes undone (\\, \", \n)."""
-    return {k: ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), v) for k, v in LABEL.findall(labels or "")}
-
-
-def text_lines(path, flag):
-    """Yield (line number, text) without loading the file whole: UTF-8 (a byte-order mark is
-    dropped) or UTF-16 with its byte-order mark, as PowerShell's `>` writes; binary is refused."""
-    try:
-        file = open(path, "rb")
-    except OSError as err:
-        raise UsageError(f"{flag}: cannot read {path}: {err.strerror}") from None
-    with file:
-        head = file.read(3)
-        file.seek(0)
-        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-            try:
-                with io.TextIOWrapper(file, encoding="utf-16", newline=None) as text:
-                    yield from enumerate(text, 1)
-            except UnicodeError:
-                raise UsageError(f"{flag}: {path} starts as UTF-16 but does not decode: re-save it as UTF-8 "
-                                 "(PowerShell: Out-File -Encoding utf8)") from None
-            return
-        for number, raw in enumerate(file, 1):
-            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if b"\0" in raw:
-                raise UsageError(f"{flag}: {path} is not a text file (a NUL byte on line {number})")
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise UsageError(f"{flag}: {path} is not a text file (not UTF-8 or UTF-16, line {number})") from None
-
-
-def sample_value(text, flag, path, number, counter=True):
-    """A sample's value: a finite number, and >= 0 for a counter."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{flag}: {path}, line {number}: counter value {text!r} is not a number") from None
-    if counter and (not math.isfinite(value) or value < 0):
-        raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite and >= 0; got {text!r}")
-    return value
-
-
-def read_metrics(path, flag):
-    """{model_name: Counters} of a /metrics scrape's speculative-decoding metrics, in one streaming pass.
-
-    Counters are summed over every other label (data-parallel engines); models are kept
-    apart, since a router's or a federated scrape mixes servers.
-    """
-    models, samples, lines, sglang_seen, eof, seen = {}, 0, 0, False, False, set()
-    for number, line in text_lines(path, flag):
-        lines += 1
-        line = line.strip()
-        if eof and line:
-            raise UsageError(f"{flag}: {path}, line {number}: text after '# EOF': two scrapes in one file? Save each "
-                             "scrape to its own file")
-        if line == "# EOF":          # OpenMetrics ends here
-            eof = True
-        if not line or line.startswith("#"):
-            continue
-        match = SAMPLE_LINE.match(line)
-        if not match:
-            if samples == 0:
-                raise UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
-                                 f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE")
-            raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}")
-        name, labels, text = match.groups()
-        if name not in SPEC_COUNTERS and name not in PER_POSITION_COUNTERS and name not in SPEC_GAUGES:
-            try:
-                float(text)
-            except ValueError:   # a header such as the web UI table's "Element Value"
-                if samples == 0:
-                    raise UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
-                                     f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE"
-                                     ) from None
-                raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}") from None
-        samples += 1
-        sglang_seen = sglang_seen or name.startswith("sglang:")
-        kind = SPEC_COUNTERS.get(name) or PER_POSITION_COUNTERS.get(name) or SPEC_GAUGES.get(name)
-        if kind is None:
-            continue
-        if (name, labels) in seen:
-            raise UsageError(f"{flag}: {path}, line {number}: {name}{labels or ''} appears twice: two scrapes in one "
-                             "file (curl >>)? Save each scrape to its own file")
-        seen.add((name, labels))
-        label = label_values(labels)
-        entry = models.setdefault(label.get("model_name", ""), dict(totals={}, accepted={}, drafted={}, gauges={}))
-        if name in SPEC_GAUGES:
-            value = sample_value(text, flag, path, number, counter=False)
-            if math.isfinite(value):
-                entry["gauges"].setdefault(kind, [])
-                if not kind.startswith("sglang") or value > 0:   # 0: that rank ran no speculative step
-                    entry["gauges"][kind].append(value)
-            continue
-        value = sample_value(text, flag, path, number)
-        if name in PER_POSITION_COUNTERS:
-            position = label.get("position", "")
-            if not position.isdigit():
-                raise UsageError(f"{flag}: {path}, line {number}: {name} needs a position label; got {labels!r}")
-            entry[kind][int(position)] = entry[kind].get(int(position), 0.0) + value
-        else:
-            entry["totals"][kind] = entry["totals"].get(kind, 0.0) + value
-    if lines == 0:
-        raise UsageError(f"{flag}: {path} is empty")
-    if not models:
-        if sglang_seen:
-            raise UsageError(f"{flag}: {path} is an SGLang scrape without sglang:spec_accept_length: is "
-                             "speculation on, and the server started with --enable-metrics?")
-        raise UsageError(f"{flag}: {path} has no vllm:spec_decode_* counters: is speculative decoding on?")
-    return {model: Counters(*(e["totals"].get(key) for key in ("drafts", "draft_tokens", "accepted")),
-                            e["accepted"], e["drafted"],
-                            {k: sum(v) / len(v) if v else 0.0 for k, v in e["gauges"].items()},
-                            e["totals"].get("emitted"))
-            for model, e in models.items()}
-
-
-def pick_model(scrape, served, flag, path):
-    """(model name, Counters) of the one model the scrape measures, or the one --served-model names."""
-    names = sorted(scrape)
-    if served is not None:
-        if served not in scrape:
-            raise UsageError(f"{flag}: {path} has no speculative metrics for --served-model {served!r}; "
-                             f"it has: {', '.join(repr(n) for n in names)}")
-        return served, scrape[served]
-    if len(names) > 1:
-        raise UsageError(f"{flag}: {path} holds speculative metrics of several models ({', '.join(names)}): "
-                         "pick one with --served-model")
-    return names[0], scrape[names[0]]
-
-
-def is_sglang(c):
-    return "sglang_length" in c.gauges and c.drafts is None and c.draft_tokens is None
-
-
-def counters_window(after, before, flags):
-    """Counters over the window between two scrapes; a counter that fell means a restart (or swapped files)."""
-    restart = "the server restarted between the scrapes, or the files are swapped"
-    for name in ("drafts", "draft_tokens", "accepted", "emitted"):
-        a, b = getattr(after, name), getattr(before, name)
-        if (a is None) != (b is None):
-            raise UsageError(f"{flags[0]}: {name} is in one scrape and not the other: not the same server version")
-        if a is not None and a < b:
-            raise UsageError(f"{flags[0]}: {name} fell from {b:g} in {flags[1]} to {a:g}: {restart}")
-    per = {}
-    for field in ("per_position", "drafted_per_position"):
-        per[field] = {}
-        for position, value in getattr(after, field).items():
-            earlier = getattr(before, field).get(position, 0.0)
-            if value < earlier:
-                raise UsageError(f"{flags[0]}: tokens at position {position} fell between the scrapes: {restart}")
-            per[field][position] = value - earlier
-    difference = lambda name: None if getattr(after, name) is None else getattr(after, name) - getattr(before, name)
-    # Gauges hold a value, not a count: the window is the later scrape's.
-    return Counters(difference("drafts"), difference("draft_tokens"), difference("accepted"), per["per_position"],
-                    per["drafted_per_position"], after.gauges, difference("emitted"))
-
-
-def profile_problem(c, k):
-    """Why the per-position counts cannot be trusted, or None (they must cover positions 0..K-1, sum to the
-    accepted total, and never rise with position: position i is accepted only where i-1 was)."""
-    positions = c.per_position
-    missing = [i for i in range(k) if i not in positions]
-    if missing:
-        return f"positions {', '.join(map(str, missing))} of 0..{k - 1} are missing"
-    slack = max(1.0, 1e-4 * c.accepted)   # exponent notation keeps six digits
-    total = sum(positions[i] for i in range(k))
-    if abs(total - c.accepted) > slack:
-        return f"they sum to {total:g}, not to the {c.accepted:g} accepted tokens"
-    if positions[0] > c.drafts + slack:
-        return f"position 0 accepted {positions[0]:g} tokens in {c.drafts:g} drafts"
-    for i in range(1, k):
-        if positions[i] > positions[i - 1] + slack:
-            return f"position {i} accepted more ({positions[i]:g}) than position {i - 1} ({positions[i - 1]:g})"
-    drafted = c.drafted_per_position
-    if drafted:
-        if abs(drafted.get(0, 0.0) - c.drafts) > max(1.0, 1e-4 * c.drafts):
-            return f"position 0 was drafted {drafted.get(0, 0.0):g} times in {c.drafts:g} drafts"
-        if abs(sum(drafted.values()) - c.draft_tokens) > max(1.0, 1e-4 * c.draft_tokens):
-            return f"drafted tokens by position sum to {sum(drafted.values()):g}, not {c.draft_tokens:g}"
-        for i in sorted(drafted)[1:]:
-            if drafted[i] > drafted.get(i - 1, 0.0) + slack:
-                return f"position {i} was drafted more often than position {i - 1}"
-        for i, count in drafted.items():
-            if positions.get(i, 0.0) > count + slack:
-                return f"position {i} accepted {positions[i]:g} of {count:g} drafted"
-    return None
-
-
-def v0_drafts(c, source, k_given, notes, ask):
-    """Counts without num_drafts (V0, V1 before 0.8.5): the drafts, from V0's emitted tokens or --ks.
-
-    V0 emits the accepted tokens plus one per sequence a step, so drafts = emitted - accepted,
-    and its efficiency gauge is emitted / ((K + 1) x drafts): when both agree the scrape
-    fixes K and a different --ks is refused (vllm/engine/metrics.py, spec_decode metrics).
-    """
-    rate = c.accepted / c.draft_tokens
-    if c.emitted is not None and c.emitted > c.accepted:
-        drafts = c.emitted - c.accepted
-        k = c.draft_tokens / drafts
-        efficiency = c.gauges.get("v0_efficiency")
-        agrees = efficiency is None or abs(c.emitted / ((round(k) + 1) * drafts) - efficiency) <= 0.02 * efficiency
-        if abs(k - round(k)) <= 1e-4 * k and agrees:
-            if k_given is not None and k_given != round(k):
-                raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape: vLLM V0's counters give "
-                                 f"{drafts:g} drafts (emitted - accepted) of {round(k)} tokens")
-            notes.append(f"vLLM V0: drafts = emitted - accepted tokens = {drafts:g}, so K = {round(k)}"
-                         + (" (its efficiency gauge agrees)" if efficiency is not None else ""))
-            return c._replace(drafts=drafts), round(k)
-    if k_given is None:
-        raise UsageError(f"{source}: has no vllm:spec_decode_num_drafts_total: vLLM V0 and V1 before 0.8.5 do not "
-                         f"export it (PR #16665). Its acceptance rate is {rate:.3f}; {ask}, the server's "
-                         "num_speculative_tokens, to complete the measurement")
-    notes.append(f"no num_drafts counter (vLLM before 0.8.5): drafts = draft tokens / K, with K = {k_given} "
-                 "from --ks")
-    return c._replace(drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={}), k_given
-
-
-def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
-    """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1).
-
-    K is the highest position exported plus one (vLLM creates a per-position counter for
-    each of num_speculative_tokens positions), not the rounded mean draft length. When the
-    mean is below K the rounds drafted different lengths: a K-by-batch-size table, or an
-    n-gram drafter that found fewer matches. Position i's count over all drafts then mixes
-    rounds that drafted i with rounds that could not, so without drafted-per-position
-    counts only position 0 measures a clean per-token alpha (every round drafts a token).
-    k_given: the one --ks value, which completes a scrape that cannot tell K; k_known: the K
-    of per-position counters that were dropped before this (read_scrapes).
-    """
-    notes, from_gauge = list(notes), False
-    ask = "give one --ks value" if k_given is None else None
-    if c.drafts is None and "v0_efficiency" in c.gauges:
-        notes.append(f"vLLM V0's gauges, lifetime values at the scrape: draft acceptance rate "
-                     f"{c.gauges.get('v0_rate', float('nan')):.3f}, system efficiency {c.gauges['v0_efficiency']:.3f}")
-    if is_sglang(c):
-        tau, rate = c.gauges["sglang_length"], c.gauges.get("sglang_rate", 0.0)
-        if tau < 1.0:
-            raise UsageError(f"{source}: sglang:spec_accept_length is {tau:g} on every rank: no speculative step in "
-                             "the gauge's window (an idle server?); scrape under traffic")
-        # Both gauges are set together over the same steps: (tau - 1) / rate is the draft length.
-        implied = (tau - 1.0) / rate if rate > 0 else None
-        if implied is not None and abs(implied - round(implied)) < 0.05 and round(implied) >= 1:
-            if k_given is not None and k_given != round(implied):
-                raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape, whose gauges give K = "
-                                 f"(accept length - 1) / accept rate = {implied:.2f}")
-            if k_given is None:
-                notes.append(f"K = {round(implied)} from the gauges: (accept length - 1) / accept rate")
-            k_given = round(implied)
-        if k_given is None:
-            raise UsageError(f"{source}: an SGLang scrape: sglang:spec_accept_length is {tau:.3f}; {ask} "
-                             "(its --speculative-num-steps) to turn it into a per-token alpha")
-        if tau > k_given + 1.0 + 1e-9:
-            raise UsageError(f"{source}: sglang:spec_accept_length {tau:.3f} is more than K + 1 = {k_given + 1}: "
-                             "--ks is not the server's --speculative-num-steps, or the draft is a tree (topk > 1)")
-        notes.append("sglang:spec_accept_length is a gauge over the last 40 decode steps at the scrape; "
-                     "average it over time (avg_over_time) for a steadier figure")
-        c, from_gauge = Counters(1.0, float(k_given), tau - 1.0), True
-    if c.draft_tokens is None and c.accepted is None and "v0_rate" in c.gauges:
-        rate = c.gauges["v0_rate"]
-        if k_given is None:
-            raise UsageError(f"{source}: only vLLM V0's gauges: acceptance rate {rate:.3f}; {ask} "
-                             "(num_speculative_tokens) to complete the measurement")
-        notes.append("read from vLLM V0's gauge vllm:spec_decode_draft_acceptance_rate, its value at the scrape")
-        c, from_gauge = Counters(1.0, float(k_given), rate * k_given), True
-    for name, counter in (("draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
-                          ("accepted", "vllm:spec_decode_num_accepted_tokens_total")):
-        if getattr(c, name) is None:
-            raise UsageError(f"{source}: has no {counter} sample; a missing counter is not zero")
-    if c.draft_tokens <= 0:
-        raise UsageError(f"{source}: no drafts were made (draft tokens = {c.draft_tokens:g}): nothing to measure")
-    if c.drafts is None and c.per_position:
-        raise UsageError(f"{source}: has per-position counters (vLLM 0.8.5 or later) but no "
-                         "vllm:spec_decode_num_drafts_total sample; a missing counter is not zero (a partial scrape?)")
-    if c.drafts is None:
-        c, k_given = v0_drafts(c, source, k_given, notes, ask)
-    if c.drafts <= 0:
-        raise UsageError(f"{source}: no drafts were made (drafts = {c.drafts:g}): nothing to measure")
-    k_mean = c.draft_tokens / c.drafts
-    whole = abs(k_mean - round(k_mean)) <= 1e-4 * k_mean      # six significant digits, as in profile_problem
-    if c.per_position:
-        k = max(c.per_position) + 1
-    elif k_known is not None:
-        k = k_known
-    elif whole:
-        k = round(k_mean)
-    else:
-        raise UsageError(f"{source}: rounds drafted {k_mean:.3f} tokens on average and the scrape has no "
-                         "per-position counters: the K in use cannot be told")
-    if not 1 <= k <= 32 or c.accepted > c.draft_tokens or k_mean > k * (1 + 1e-4):
-        raise UsageError(f"{source}: counters are inconsistent: {c.draft_tokens:g} draft tokens over {c.drafts:g} "
-                         f"drafts and {c.accepted:g} accepted")
-    tau = 1.0 + c.accepted / c.drafts
-    varying = k_mean < k * (1 - 1e-4)
-    problem = profile_problem(c, k) if c.per_position else None
-    rates, conditional = [], []
-    if c.per_position and problem is None:
-        for i in range(k):
-            drafted = c.drafted_per_position.get(i, c.drafts) if c.drafted_per_position else c.drafts
-            if drafted <= 0:
-                break
-            rates.append(c.per_position[i] / drafted)
-        conditional = [r / prev if prev > 0 else 0.0 for r, prev in zip(rates, [1.0] + rates)]
-    elif problem:
-        notes.append(f"per-position counters dropped ({problem}); the acceptance rate and length are used")
-    clean_profile = bool(conditional) and (not varying or bool(c.drafted_per_position))
-    if clean_profile:
-        profile = conditional
-        alpha = alpha_from_length(min(tau, k + 1.0), k) if not varying else \
-            alpha_from_length(profile_length(conditional, k), k)
-    elif varying and rates:
-        alpha, profile = rates[0], [rates[0]]
-        notes.append(f"rounds drafted {k_mean:.2f} tokens on average against K = {k}, so K varied: alpha is "
-                     "position 0's rate, the same whatever K a round used")
-    elif varying:
-        raise UsageError(f"{source}: rounds drafted {k_mean:.2f} tokens on average against K = {k} and the "
-                         "per-position counters are missing or fail their checks: no per-token alpha can be measured")
-    else:
-        alpha = alpha_from_length(min(tau, k + 1.0), k)
-        profile = [alpha]
-    return dict(k=k, k_mean=k_mean, varying_k=varying, drafts=None if from_gauge else c.drafts,
-                acceptance_rate=c.accepted / c.draft_tokens,
-                acceptance_length=tau, per_position_rates=rates,
-                per_position_alpha=conditional if clean_profile else [], alpha=alpha, profile=profile, source=source,
-                notes=notes)
-
-
-LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
-WORKLOAD_KEYS = ("model_id", "backend", "num_prompts", "request_rate", "max_concurrency", "multi_turn_concurrency")
-
-
-def bench_object(path, flag):
-    """The result object of a benchmark file, and a note when it is one of several."""
-    text = "".join(line for _, line in text_lines(path, flag))
-    try:
-        return json.loads(text), None
-    except ValueError as err:
-        first = err
-    # `--append-result` writes one JSON object a line: the last is the newest run.
-    objects = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                objects.append(json.loads(line))
-            except ValueError:
-                raise UsageError(f"{flag}: {path} is not JSON ({first.msg}, line {first.lineno})") from None
-    if len(objects) < 2:
-        raise UsageError(f"{flag}: {path} is not JSON ({first.msg}, line {first.lineno})")
-    return objects[-1], f"{path} holds {len(objects)} results (--append-result); the last is used"
-
-
-def read_bench(path, flag):
-    """The numbers of a `vllm bench serve --save-result` JSON that the comparison uses."""
-    data, note = bench_object(path, flag)
-    if isinstance(data, list):
-        raise UsageError(f"{flag}: {path} is a list of {len(data)} runs, as `vllm bench sweep` writes its "
-                         "summary.json: pass one run's own result file")
-    if not isinstance(data, dict):
-        raise UsageError(f"{flag}: {path} is not a benchmark result object")
-    if data.get("completed") == 0:
-        raise UsageError(f"{flag}: {path} has completed 0: every request failed, nothing was measured")
-    latency = {key: value for key, value in data.items() if LATENCY_KEY.match(key) and finite_number(value)}
-    if not latency:
-        raise UsageError(f"{flag}: {path} has none of the latency keys (mean_tpot_ms, p99_itl_ms, ...)")
-    numbers = lambda key: data.get(key) if finite_number(data.get(key)) else None
-    for key in ("max_concurrency", "multi_turn_concurrency"):
-        if data.get(key) is not None and not (finite_number(data[key]) and data[key] >= 1):
-            raise UsageError(f"{flag}: {path}: {key} must be a number of requests or null; got {data[key]!r}")
-    concurrency = numbers("max_concurrency") or numbers("multi_turn_concurrency")
-    notes = [note] if note else []
-    if concurrency is None and "max_concurrency" not in data:
-        notes.append(f"{path} records no max_concurrency (files before mid-2024 do not): the concurrency it ran at "
-                     "is unknown")
-    spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
-    return dict(path=str(path), flag=flag, latency=latency, output_throughput=numbers("output_throughput"),
-                max_concurrency=concurrency, open_loop=concurrency is None,
-                completed=numbers("completed"), spec=spec, workload={key: data.get(key) for key in WORKLOAD_KEYS},
-                model_id=data.get("model_id"), notes=notes)
-
-
-def finite_number(value):
-    """True for an int or float that is finite (JSON's NaN and Infinity, null and strings are not)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def same_workload(base, spec):
-    """Refuse a pair that did not run the same workload (model, backend, prompts, rate, concurrency)."""
-    for key in WORKLOAD_KEYS:
-        if base["workload"][key] != spec["workload"][key]:
-            raise UsageError(f"--bench-spec: {key} {spec['workload'][key]!r} differs from --bench-baseline's "
-                             f"{base['workload'][key]!r}: not the same workload")
-
-
-def bench_acceptance(bench, flag):
-    """Acceptance from a spec run's spec_decode_* keys, or None when it has none.
-
-    The counts give everything; a file with only the rate (a percentage) and the length
-    gives K = (length - 1) / rate. The per-position rates are fractions; a list that is not
-    K numbers in [0, 1] is dropped with a note.
-    """
-    spec, source = bench["spec"], f"{flag} {bench['path']}"
-    counts = ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
-    present = [key for key in counts if key in spec]
-    for key in present + [k for k in ("spec_decode_acceptance_rate", "spec_decode_acceptance_length") if k in spec]:
-        if not finite_number(spec[key]) or spec[key] < 0:
-            raise UsageError(f"{source}: {key} must be a number >= 0; got {spec[key]!r}")
-    if len(present) < len(counts):
-        rate, tau = spec.get("spec_decode_acceptance_rate"), spec.get("spec_decode_acceptance_length")
-        if present or not rate or tau is None:
-            return None
-        k = (tau - 1.0) / (rate / 100.0)
-        if abs(k - round(k)) > 0.01 * k or not 1 <= round(k) <= 32:
-            raise UsageError(f"{source}: acceptance length {tau:g} and rate {rate:g}% give K = {k:.2f}, not a whole "
-                             "number: not one chain's figures")
-        return measured_acceptance(Counters(1.0, float(round(k)), tau - 1.0), source,
-                                   notes=[f"from the file's acceptance rate and length only: K = {round(k)}"])
-    drafts, draft_tokens, accepted = (float(spec[key]) for key in counts)
-    notes = []
-    rate = spec.get("spec_decode_acceptance_rate")
-    if rate is not None and draft_tokens > 0 and abs(rate - 100.0 * accepted / draft_tokens) > 0.5:
-        raise UsageError(f"{source}: spec_decode_acceptance_rate {rate:g}% disagrees with its counts "
-                         f"({100.0 * accepted / draft_tokens:.1f}%)")
-    rates = spec.get("spec_decode_per_position_acceptance_rates") or []
-    k_mean = draft_tokens / drafts if drafts > 0 else 0.0
-    if rates and (not isinstance(rates, list) or not all(finite_number(r) and 0 <= r <= 1 for r in rates)
-                  or len(rates) < k_mean * (1 - 1e-4)):
-        notes.append("spec_decode_per_position_acceptance_rates dropped (not one fraction per draft position)")
-        rates = []
-    return measured_acceptance(Counters(drafts, draft_tokens, accepted, {i: r * drafts for i, r in enumerate(rates)}),
-                               source, notes=notes)
-
-
-def read_json(path, flag):
-    """A JSON object from a file, or UsageError naming the file."""
-    text = "".join(line for _, line in text_lines(path, flag))
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{flag}: {path} is not a config object")
-    return data
-
-
-def config_field(cfg, names, flag, path, required=True, default=None):
-    """The first of `names` the config sets (a positive number), else default; missing and required: UsageError."""
-    for name in names:
-        value = cfg.get(name)
-        if value is not None:
-            if not finite_number(value) or value < 0:
-                raise UsageError(f"{flag}: {path}: {name} must be a number >= 0; got {value!r}")
-            return value
-    if required:
-        raise UsageError(f"{flag}: {path} has no {' or '.join(names)}, which the model needs")
-    return default
-
-
-def shape_from_config(path, flag="--model-config"):
-    """A model's shape (MODELS' keys) from its Hugging Face config.json; a missing field exits 2 naming it.
-
-    Reads dense Llama-style configs and the MoE and attention variants of REFERENCE.md
-    section 7: Qwen3 MoE (decoder_sparse_step, mlp_only_layers), Llama 4 (text_config,
-    interleave_moe_layer_step, a shared expert, intermediate_size_mlp for dense layers),
-    DeepSeek and Kimi (MLA, first_k_dense_replace, shared experts, MTP), gpt-oss (experts
-    intermediate_size wide, biases, sinks, sliding-window layer_types). Missing
-    tie_word_embeddings means untied, the default of every model class named here.
-    """
-    cfg = read_json(path, flag)
-    t = cfg.get("text_config", cfg)
-    f = lambda *names, **kw: config_field(t, names, flag, path, **kw)
-    kind = str(t.get("model_type", cfg.get("model_type", "")))
-    layers, heads, hidden = int(f("num_hidden_layers")), int(f("num_attention_heads")), int(f("hidden_size"))
-    layer_types = t.get("layer_types") or []
-    if any(lt not in ("full_attention", "sliding_attention") for lt in layer_types):
-        raise UsageError(f"{flag}: {path}: layer_types {sorted(set(layer_types))} include a kind of layer this "
-                         "model does not know (only full and sliding-window attention)")
-    m = dict(hidden=hidden, layers=layers, heads=heads, vocab=int(f("vocab_size")),
-             tied=bool(t.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))),
-             hf=cfg.get("_name_or_path") or None)
-    if t.get("kv_lora_rank"):
-        m["mla"] = dict(kv_lora_rank=int(f("kv_lora_rank")), rope=int(f("qk_rope_head_dim")),
-                        q_lora_rank=int(f("q_lora_rank", required=False, default=0)),
-                        nope=int(f("qk_nope_head_dim")), v_head_dim=int(f("v_head_dim")))
-        m["kv_heads"] = heads
-        m["head_dim"] = m["mla"]["nope"] + m["mla"]["rope"]
-    else:
-        m["kv_heads"] = int(f("num_key_value_heads"))
-        m["head_dim"] = int(f("head_dim", required=False, default=0)) or hidden // heads
-    experts = int(f("num_experts", "num_local_experts", "n_routed_experts", required=False, default=0))
-    m["inter"] = int(f("intermediate_size_mlp", "intermediate_size"))
-    if experts:
-        m.update(experts=experts, experts_per_token=int(f("num_experts_per_tok", "experts_per_token")),
-                 moe_inter=int(f("moe_intermediate_size", "intermediate_size")))
-        shared = (int(t.get("n_shared_experts") or 0) * m["moe_inter"] or int(t.get("shared_expert_intermediate_size") or 0)
-                  or (m["moe_inter"] if kind.startswith("llama4") else 0))
-        if shared:
-            m["shared_inter"] = shared
-        dense_first = int(t.get("first_k_dense_replace") or 0)
-        step = int(t.get("interleave_moe_layer_step") or t.get("decoder_sparse_step") or t.get("moe_layer_freq") or 1)
-        only_dense = set(t.get("mlp_only_layers") or [])
-        m["moe_layers"] = sum(1 for i in range(layers)
-                              if i >= dense_first and (i + 1) % step == 0 and i not in only_dense)
-    if layer_types:
-        m["window_layers"] = sum(1 for lt in layer_types if lt == "sliding_attention")
-        if m["window_layers"]:
-            m["window"] = int(f("sliding_window"))
-    if kind == "gpt_oss":   # GptOssForCausalLM: biased attention, experts and router, and attention sinks
-        m.update(attn_bias=True, sinks=True, expert_bias=True, router_bias=True)
-    elif t.get("attention_bias"):
-        m["attn_bias"] = True
-    if t.get("num_nextn_predict_layers"):
-        m["nextn"] = int(t["num_nextn_predict_layers"])
-    return m
-
-
-def head_from_config(path, m, flag="--draft-config"):
-    """An EAGLE head's own config.json laid over target shape m: its MLP width, attention shape, draft
-    vocabulary and trained context (max_position_embeddings)."""
-    cfg = read_json(path, flag)
-    f = lambda *names, **kw: config_field(cfg, names, flag, path, **kw)
-    heads, hidden = int(f("num_attention_heads")), int(f("hidden_size"))
-    if hidden != m["hidden"]:
-        raise UsageError(f"{flag}: {path}: hidden_size {hidden} is not the target's {m['hidden']}: not a head for it")
-    return dict(m, head_inter=int(f("intermediate_size")), head_heads=heads, head_kv_heads=int(f("num_key_value_heads")),
-                head_head_dim=int(f("head_dim", required=False, default=0)) or hidden // heads,
-                draft_vocab=int(f("draft_vocab_size", "vocab_size")),
-                head_context=int(f("max_position_embeddings", required=False, default=0)) or None)
-
-
-def read_calibration_runs(paths, flag="--calibrate"):
-    """Your `vllm bench serve` results for --calibrate: one deployment, one workload, baselines at several
-    concurrencies and optionally speculative runs (their K and tau from their spec_decode_* keys)."""
-    runs = []
-    for path in paths:
-        bench = read_bench(path, flag)
-        if bench["max_concurrency"] is None:
-            raise UsageError(f"{flag}: {path} records no max_concurrency: calibration needs closed-loop runs "
-                             "(vllm bench serve --max-concurrency B)")
-        if "mean_tpot_ms" not in bench["latency"]:
-            raise UsageError(f"{flag}: {path} has no mean_tpot_ms")
-        data, _ = bench_object(path, flag)
-        completed = data.get("completed")
-        if not (finite_number(completed) and completed > 0 and finite_number(data.get("total_input_tokens"))
-                and finite_number(data.get("total_output_tokens"))):
-            raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
-                             "its prompt and output lengths")
-        run = dict(path=str(path), batch=int(bench["max_concurrency"]), tpot_ms=bench["latency"]["mean_tpot_ms"],
-                   input=max(1, round(data["total_input_tokens"] / completed)),
-                   output=max(2, round(data["total_output_tokens"] / completed)), k=None, tau=None,
-                   model_id=bench["model_id"])
-        if bench["spec"]:
-            measured = bench_acceptance(bench, flag)
-            if measured is None or measured["varying_k"]:
-                raise UsageError(f"{flag}: {path} is a speculative run without one K and its acceptance in its "
-                                 "spec_decode_* keys: run it on vLLM with a fixed num_speculative_tokens")
-            run.update(k=measured["k"], tau=measured["acceptance_length"])
-        runs.append(run)
-    models = {r["model_id"] for r in runs}
-    if len(models) > 1:
-        raise UsageError(f"{flag}: the files are of different models ({', '.join(sorted(map(str, models)))}): "
-                         "calibrate on one deployment")
-    lengths = [(r["input"], r["output"]) for r in runs]
-    for i, o in lengths:
-        if abs(i / lengths[0][0] - 1) > 0.25 or abs(o / lengths[0][1] - 1) > 0.25:
-            raise UsageError(f"{flag}: the runs differ in prompt or output length by more than 25% "
-                             f"({lengths[0][0]}/{lengths[0][1]} against {i}/{o} tokens): one workload shape, please")
-    baselines = sorted({r["batch"] for r in runs if r["k"] is None})
-    if len(runs) < 2 or len(baselines) < 2:
-        have = f"baselines at {', '.join(map(str, baselines))}" if baselines else "no baseline"
-        raise UsageError(f"{flag}: too little to fit ({len(runs)} file(s), {have}): run speculation off at three "
-                         "concurrencies (e.g. 1, 16 and your target) and on at one of them")
-    return runs
-
-
-def bench_comparison(base, spec):
-    """Measured speedups and P99 changes of the spec run against the baseline (fractions)."""
-    def ratio(a, b):
-        return a / b if a is not None and b else None
-    lat_b, lat_s = base["latency"], spec["latency"]
-    change = lambda key: (lat_s[key] / lat_b[key] - 1.0) if key in lat_b and key in lat_s and lat_b[key] else None
-    keys = sorted(set(lat_b) & set(lat_s))
-    return dict(tpot_speedup=ratio(lat_b.get("mean_tpot_ms"), lat_s.get("mean_tpot_ms")),
-                throughput_speedup=ratio(spec["output_throughput"], base["output_throughput"]),
-                p99_tpot_change=change("p99_tpot_ms"), p99_itl_change=change("p99_itl_ms"),
-                changes={key: change(key) for key in keys},
-                baseline=lat_b, spec=lat_s, max_concurrency=base["max_concurrency"])
-
 # ---------------------------------------------------------------- analysis
 Grid = namedtuple("Grid", "acceptance ks overheads concurrencies kind", defaults=("alpha",))
 # acceptance: values of one kind: "alpha" (per-token), "rate" (vLLM's accepted/drafted,
@@ -2268,13 +1637,12 @@ def mix_tail(mix, dep, k, batch, decode, fit=FIT):
                 slow_alpha=dec.slow_alpha, slow_domains={row[0]: share for row, share in zip(mix, dec.slow_domains)})
 
 
-def analyse(grid, dep, seed=SEED, fit=FIT, evidence=Evidence(), spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD,
-            progress=None):
-    """Every grid cell, the break-even and best-K tables, the mix, the gate and the plan's choices.
+def analyse(grid, dep, decode, fit=FIT, progress=None):
+    """Every grid cell and the break-even table: the grid as the tables print it.
 
+    decode: decoder(...), shared with the plan so that every part sees the same requests;
     progress, if given, is called with (pairs simulated, pairs) as each (alpha, K) is simulated.
     """
-    decode = decoder(seed, spread, output_spread, dep.output_tokens)
     pairs = [(per_token_alpha(grid.kind, value, k), k) for k in grid.ks for value in grid.acceptance]
     for done, (alpha, k) in enumerate(pairs, 1):
         decode(alpha, k)
@@ -2298,46 +1666,52 @@ def analyse(grid, dep, seed=SEED, fit=FIT, evidence=Evidence(), spread=ALPHA_SPR
                     # An infeasible cell keeps its keys but shows no number: it cannot run.
                     cell.update(numbers if feasible else dict.fromkeys(numbers))
                     cells.append(cell)
-    measured = evidence.measured
-    target = evidence.target or max(grid.concurrencies)
-    # With a measurement, its per-position profile drives best K and the plan; else the grid's alphas.
-    if measured:
-        sources = [(measured["alpha"], measured["profile"])]
-        plan_acceptance, plan_alpha = measured["profile"], measured["alpha"]
-        k_in_use = None if measured["varying_k"] else measured["k"]   # varying: the plan's own best K
-        request_alpha, request_spread = center_requests(measured["acceptance_length"] if not measured["varying_k"]
-                                                        else acceptance_length(measured["alpha"], measured["k"]),
-                                                        measured["k"], spread)
-    else:
-        sources = [(a, a) for a in grid_alphas(grid)]
-        plan_acceptance, plan_alpha, k_in_use = EXPECTED_ALPHA, EXPECTED_ALPHA, None
-        request_alpha, request_spread = EXPECTED_ALPHA, spread
-    batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
-    best = [dict(concurrency=b, alpha=a, feasible=b <= batch_limit,
-                 **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= batch_limit else (None, None))))
+    return dict(cells=cells, breakeven=breakeven,
+                eps_b1={(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads})
+
+
+PlanInput = namedtuple("PlanInput", "sources acceptance alpha k_in_use requests")
+# sources: (alpha shown, acceptance) pairs for the best-K table; acceptance and alpha: what the
+# plan's best K and its tail run on; k_in_use: the K a measurement was taken at (None: the
+# plan's own); requests: (mean alpha, spread) of the simulated requests behind the tail.
+
+
+def plan_input(measured, grid, spread):
+    """What the plan runs on: the measurement when there is one (its per-position profile), else EXPECTED_ALPHA."""
+    if not measured:
+        return PlanInput([(a, a) for a in grid_alphas(grid)], EXPECTED_ALPHA, EXPECTED_ALPHA, None,
+                         (EXPECTED_ALPHA, spread))
+    tau = measured["acceptance_length"] if not measured["varying_k"] else acceptance_length(measured["alpha"],
+                                                                                            measured["k"])
+    return PlanInput([(measured["alpha"], measured["profile"])], measured["profile"], measured["alpha"],
+                     None if measured["varying_k"] else measured["k"],   # varying: the plan's own best K
+                     center_requests(tau, measured["k"], spread))
+
+
+def best_k_table(dep, sources, batches, fit=FIT):
+    """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source."""
+    limit = max_concurrency(dep)
+    return [dict(concurrency=b, alpha=a, feasible=b <= limit,
+                 **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= limit else (None, None))))
             for b in batches for a, acc in sources]
-    plan = plan_choices(grid, dep, decode, fit, plan_acceptance, plan_alpha, target, evidence.margin,
-                        k_in_use, measured is not None, (request_alpha, request_spread))
-    shown = min(target, max(batch_limit, 1))
-    result = dict(cells=cells, breakeven=breakeven, best_k=best, plan=plan, max_concurrency=batch_limit,
-                  model=dep.model, verify_tokens=dep.verify_tokens, alpha_spread=spread, output_spread=output_spread,
-                  context=dep.context, memory_budget_bytes=memory_budget_bytes(dep),
-                  eps_b1={(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads},
-                  mix=dict(traffic_blend(evidence.mix, dep, plan["k"], shown, fit),
-                           **mix_tail(evidence.mix, dep, plan["k"], shown, decode, fit)) if evidence.mix else None)
-    result["charts"] = chart_data(grid, dep, plan, decode, fit)
-    feasible = [b for b in sorted(grid.concurrencies) if b <= batch_limit]
+
+
+def deployment_facts(grid, dep, fit=FIT):
+    """What the deployment lines and the summary say about the deployment itself."""
+    limit = max_concurrency(dep)
+    facts = dict(max_concurrency=limit, model=dep.model, verify_tokens=dep.verify_tokens, context=dep.context,
+                 memory_budget_bytes=memory_budget_bytes(dep), plain_b1=plain_step_parts(dep, 1, fit))
+    feasible = [b for b in sorted(grid.concurrencies) if b <= limit]
     if feasible:
-        result["eps_growth"] = eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit)
-    result["plain_b1"] = plain_step_parts(dep, 1, fit)
-    if dep.target.moe_layers and feasible:
-        result["moe"] = moe_verify(dep, grid.ks[0], feasible[0], fit)
-    if measured:
-        result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target,
-                                                  decode, fit, (request_alpha, request_spread))
-        result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget,
-                              plan["k"], fit)
-    return result
+        facts["eps_growth"] = eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit)
+        if dep.target.moe_layers:
+            facts["moe"] = moe_verify(dep, grid.ks[0], feasible[0], fit)
+    return facts
+
+
+def mix_result(mix, dep, k, batch, decode, fit=FIT):
+    """The traffic mix at the plan's K: the closed-form blend and the simulated requests' tail."""
+    return dict(traffic_blend(mix, dep, k, batch, fit), **mix_tail(mix, dep, k, batch, decode, fit))
 
 
 def alpha_for_speedup(speedup, k, eps):
@@ -3932,6 +3306,638 @@ def render_charts(result, dep):
             CHART_FILES["best_k"]: render_best_k_chart(charts, dep),
             CHART_FILES["itl"]: render_itl_chart(charts, dep)}
 
+# ---------------------------------------------------------------- reading measurements
+# vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
+# (REFERENCE.md section 5). Files are checked here, at the boundary; a bad one raises
+# UsageError. What real files look like, by vLLM version: V0 (removed in v0.10.0) had
+# draft and accepted token counters and two gauges; V1 from PR #15151 the two counters;
+# from PR #16665 (~v0.8.5) also num_drafts and accepted tokens per position; from PR
+# #24049 an `engine` label per data-parallel engine; newer builds also drafted tokens per
+# position. prometheus_client writes X_total beside X_created, in exponent notation.
+
+class UsageError(ValueError):
+    """Bad input, a flag or a file: the message names it, what it allows and what it got."""
+
+
+SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py; the emitted-tokens counter is V0's (vllm/engine/metrics.py)
+    "vllm:spec_decode_num_drafts_total": "drafts",
+    "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens_total": "accepted",
+    "vllm:spec_decode_num_emitted_tokens_total": "emitted",
+}
+PER_POSITION_COUNTERS = {   # label position="i"
+    "vllm:spec_decode_num_accepted_tokens_per_pos_total": "accepted",
+    "vllm:spec_decode_num_draft_tokens_per_pos_total": "drafted",
+}
+SPEC_GAUGES = {
+    "vllm:spec_decode_draft_acceptance_rate": "v0_rate",        # V0: accepted / draft tokens, a fraction
+    "vllm:spec_decode_efficiency": "v0_efficiency",             # V0: emitted / the most a round could emit
+    "sglang:spec_accept_length": "sglang_length",               # SGLang: tau over the last 40 decode steps
+    "sglang:spec_accept_rate": "sglang_rate",                   # (python/sglang/srt/metrics/collector.py)
+}
+# name{labels} value [timestamp] [# exemplar]: the Prometheus text format and OpenMetrics
+# (whose timestamps are float seconds).
+SAMPLE_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?'
+                         r'\s+(\S+)(?:\s+-?[0-9.]+(?:[eE][-+]?[0-9]+)?)?(?:\s+#.*)?$')
+LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges emitted",
+                      defaults=({}, {}, {}, None))
+# drafts, draft_tokens, accepted (and V0's emitted): sums over engines, None where the
+# scrape has no such counter (a missing counter is not zero); per_position,
+# drafted_per_position: {i: count}; gauges: {key of SPEC_GAUGES: mean over the label sets
+# that report a value, an SGLang rank with no speculative step (0) left out}.
+ESCAPE = re.compile(r"\\(.)")
+
+
+def label_values(labels):
+    """{name: value} of a sample's labels, escapes undone (\\, \", \n)."""
+    return {k: ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), v) for k, v in LABEL.findall(labels or "")}
+
+
+def text_lines(path, flag):
+    """Yield (line number, text) without loading the file whole: UTF-8 (a byte-order mark is
+    dropped) or UTF-16 with its byte-order mark, as PowerShell's `>` writes; binary is refused."""
+    try:
+        file = open(path, "rb")
+    except OSError as err:
+        raise UsageError(f"{flag}: cannot read {path}: {err.strerror}") from None
+    with file:
+        head = file.read(3)
+        file.seek(0)
+        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            try:
+                with io.TextIOWrapper(file, encoding="utf-16", newline=None) as text:
+                    yield from enumerate(text, 1)
+            except UnicodeError:
+                raise UsageError(f"{flag}: {path} starts as UTF-16 but does not decode: re-save it as UTF-8 "
+                                 "(PowerShell: Out-File -Encoding utf8)") from None
+            return
+        for number, raw in enumerate(file, 1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if b"\0" in raw:
+                raise UsageError(f"{flag}: {path} is not a text file (a NUL byte on line {number})")
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise UsageError(f"{flag}: {path} is not a text file (not UTF-8 or UTF-16, line {number})") from None
+
+
+def sample_value(text, flag, path, number, counter=True):
+    """A sample's value: a finite number, and >= 0 for a counter."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{flag}: {path}, line {number}: counter value {text!r} is not a number") from None
+    if counter and (not math.isfinite(value) or value < 0):
+        raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite and >= 0; got {text!r}")
+    return value
+
+
+def read_metrics(path, flag):
+    """{model_name: Counters} of a /metrics scrape's speculative-decoding metrics, in one streaming pass.
+
+    Counters are summed over every other label (data-parallel engines); models are kept
+    apart, since a router's or a federated scrape mixes servers.
+    """
+    models, samples, lines, sglang_seen, eof, seen = {}, 0, 0, False, False, set()
+    for number, line in text_lines(path, flag):
+        lines += 1
+        line = line.strip()
+        if eof and line:
+            raise UsageError(f"{flag}: {path}, line {number}: text after '# EOF': two scrapes in one file? Save each "
+                             "scrape to its own file")
+        if line == "# EOF":          # OpenMetrics ends here
+            eof = True
+        if not line or line.startswith("#"):
+            continue
+        match = SAMPLE_LINE.match(line)
+        if not match:
+            if samples == 0:
+                raise UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
+                                 f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE")
+            raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}")
+        name, labels, text = match.groups()
+        if name not in SPEC_COUNTERS and name not in PER_POSITION_COUNTERS and name not in SPEC_GAUGES:
+            try:
+                float(text)
+            except ValueError:   # a header such as the web UI table's "Element Value"
+                if samples == 0:
+                    raise UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
+                                     f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE"
+                                     ) from None
+                raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}") from None
+        samples += 1
+        sglang_seen = sglang_seen or name.startswith("sglang:")
+        kind = SPEC_COUNTERS.get(name) or PER_POSITION_COUNTERS.get(name) or SPEC_GAUGES.get(name)
+        if kind is None:
+            continue
+        if (name, labels) in seen:
+            raise UsageError(f"{flag}: {path}, line {number}: {name}{labels or ''} appears twice: two scrapes in one "
+                             "file (curl >>)? Save each scrape to its own file")
+        seen.add((name, labels))
+        label = label_values(labels)
+        entry = models.setdefault(label.get("model_name", ""), dict(totals={}, accepted={}, drafted={}, gauges={}))
+        if name in SPEC_GAUGES:
+            value = sample_value(text, flag, path, number, counter=False)
+            if math.isfinite(value):
+                entry["gauges"].setdefault(kind, [])
+                if not kind.startswith("sglang") or value > 0:   # 0: that rank ran no speculative step
+                    entry["gauges"][kind].append(value)
+            continue
+        value = sample_value(text, flag, path, number)
+        if name in PER_POSITION_COUNTERS:
+            position = label.get("position", "")
+            if not position.isdigit():
+                raise UsageError(f"{flag}: {path}, line {number}: {name} needs a position label; got {labels!r}")
+            entry[kind][int(position)] = entry[kind].get(int(position), 0.0) + value
+        else:
+            entry["totals"][kind] = entry["totals"].get(kind, 0.0) + value
+    if lines == 0:
+        raise UsageError(f"{flag}: {path} is empty")
+    if not models:
+        if sglang_seen:
+            raise UsageError(f"{flag}: {path} is an SGLang scrape without sglang:spec_accept_length: is "
+                             "speculation on, and the server started with --enable-metrics?")
+        raise UsageError(f"{flag}: {path} has no vllm:spec_decode_* counters: is speculative decoding on?")
+    return {model: Counters(*(e["totals"].get(key) for key in ("drafts", "draft_tokens", "accepted")),
+                            e["accepted"], e["drafted"],
+                            {k: sum(v) / len(v) if v else 0.0 for k, v in e["gauges"].items()},
+                            e["totals"].get("emitted"))
+            for model, e in models.items()}
+
+
+def pick_model(scrape, served, flag, path):
+    """(model name, Counters) of the one model the scrape measures, or the one --served-model names."""
+    names = sorted(scrape)
+    if served is not None:
+        if served not in scrape:
+            raise UsageError(f"{flag}: {path} has no speculative metrics for --served-model {served!r}; "
+                             f"it has: {', '.join(repr(n) for n in names)}")
+        return served, scrape[served]
+    if len(names) > 1:
+        raise UsageError(f"{flag}: {path} holds speculative metrics of several models ({', '.join(names)}): "
+                         "pick one with --served-model")
+    return names[0], scrape[names[0]]
+
+
+def is_sglang(c):
+    return "sglang_length" in c.gauges and c.drafts is None and c.draft_tokens is None
+
+
+def counters_window(after, before, flags):
+    """Counters over the window between two scrapes; a counter that fell means a restart (or swapped files)."""
+    restart = "the server restarted between the scrapes, or the files are swapped"
+    for name in ("drafts", "draft_tokens", "accepted", "emitted"):
+        a, b = getattr(after, name), getattr(before, name)
+        if (a is None) != (b is None):
+            raise UsageError(f"{flags[0]}: {name} is in one scrape and not the other: not the same server version")
+        if a is not None and a < b:
+            raise UsageError(f"{flags[0]}: {name} fell from {b:g} in {flags[1]} to {a:g}: {restart}")
+    per = {}
+    for field in ("per_position", "drafted_per_position"):
+        per[field] = {}
+        for position, value in getattr(after, field).items():
+            earlier = getattr(before, field).get(position, 0.0)
+            if value < earlier:
+                raise UsageError(f"{flags[0]}: tokens at position {position} fell between the scrapes: {restart}")
+            per[field][position] = value - earlier
+    difference = lambda name: None if getattr(after, name) is None else getattr(after, name) - getattr(before, name)
+    # Gauges hold a value, not a count: the window is the later scrape's.
+    return Counters(difference("drafts"), difference("draft_tokens"), difference("accepted"), per["per_position"],
+                    per["drafted_per_position"], after.gauges, difference("emitted"))
+
+
+def profile_problem(c, k):
+    """Why the per-position counts cannot be trusted, or None (they must cover positions 0..K-1, sum to the
+    accepted total, and never rise with position: position i is accepted only where i-1 was)."""
+    positions = c.per_position
+    missing = [i for i in range(k) if i not in positions]
+    if missing:
+        return f"positions {', '.join(map(str, missing))} of 0..{k - 1} are missing"
+    slack = max(1.0, 1e-4 * c.accepted)   # exponent notation keeps six digits
+    total = sum(positions[i] for i in range(k))
+    if abs(total - c.accepted) > slack:
+        return f"they sum to {total:g}, not to the {c.accepted:g} accepted tokens"
+    if positions[0] > c.drafts + slack:
+        return f"position 0 accepted {positions[0]:g} tokens in {c.drafts:g} drafts"
+    for i in range(1, k):
+        if positions[i] > positions[i - 1] + slack:
+            return f"position {i} accepted more ({positions[i]:g}) than position {i - 1} ({positions[i - 1]:g})"
+    drafted = c.drafted_per_position
+    if drafted:
+        if abs(drafted.get(0, 0.0) - c.drafts) > max(1.0, 1e-4 * c.drafts):
+            return f"position 0 was drafted {drafted.get(0, 0.0):g} times in {c.drafts:g} drafts"
+        if abs(sum(drafted.values()) - c.draft_tokens) > max(1.0, 1e-4 * c.draft_tokens):
+            return f"drafted tokens by position sum to {sum(drafted.values()):g}, not {c.draft_tokens:g}"
+        for i in sorted(drafted)[1:]:
+            if drafted[i] > drafted.get(i - 1, 0.0) + slack:
+                return f"position {i} was drafted more often than position {i - 1}"
+        for i, count in drafted.items():
+            if positions.get(i, 0.0) > count + slack:
+                return f"position {i} accepted {positions[i]:g} of {count:g} drafted"
+    return None
+
+
+def v0_drafts(c, source, k_given, notes, ask):
+    """Counts without num_drafts (V0, V1 before 0.8.5): the drafts, from V0's emitted tokens or --ks.
+
+    V0 emits the accepted tokens plus one per sequence a step, so drafts = emitted - accepted,
+    and its efficiency gauge is emitted / ((K + 1) x drafts): when both agree the scrape
+    fixes K and a different --ks is refused (vllm/engine/metrics.py, spec_decode metrics).
+    """
+    rate = c.accepted / c.draft_tokens
+    if c.emitted is not None and c.emitted > c.accepted:
+        drafts = c.emitted - c.accepted
+        k = c.draft_tokens / drafts
+        efficiency = c.gauges.get("v0_efficiency")
+        agrees = efficiency is None or abs(c.emitted / ((round(k) + 1) * drafts) - efficiency) <= 0.02 * efficiency
+        if abs(k - round(k)) <= 1e-4 * k and agrees:
+            if k_given is not None and k_given != round(k):
+                raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape: vLLM V0's counters give "
+                                 f"{drafts:g} drafts (emitted - accepted) of {round(k)} tokens")
+            notes.append(f"vLLM V0: drafts = emitted - accepted tokens = {drafts:g}, so K = {round(k)}"
+                         + (" (its efficiency gauge agrees)" if efficiency is not None else ""))
+            return c._replace(drafts=drafts), round(k)
+    if k_given is None:
+        raise UsageError(f"{source}: has no vllm:spec_decode_num_drafts_total: vLLM V0 and V1 before 0.8.5 do not "
+                         f"export it (PR #16665). Its acceptance rate is {rate:.3f}; {ask}, the server's "
+                         "num_speculative_tokens, to complete the measurement")
+    notes.append(f"no num_drafts counter (vLLM before 0.8.5): drafts = draft tokens / K, with K = {k_given} "
+                 "from --ks")
+    return c._replace(drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={}), k_given
+
+
+def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
+    """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1).
+
+    K is the highest position exported plus one (vLLM creates a per-position counter for
+    each of num_speculative_tokens positions), not the rounded mean draft length. When the
+    mean is below K the rounds drafted different lengths: a K-by-batch-size table, or an
+    n-gram drafter that found fewer matches. Position i's count over all drafts then mixes
+    rounds that drafted i with rounds that could not, so without drafted-per-position
+    counts only position 0 measures a clean per-token alpha (every round drafts a token).
+    k_given: the one --ks value, which completes a scrape that cannot tell K; k_known: the K
+    of per-position counters that were dropped before this (read_scrapes).
+    """
+    notes, from_gauge = list(notes), False
+    ask = "give one --ks value" if k_given is None else None
+    if c.drafts is None and "v0_efficiency" in c.gauges:
+        notes.append(f"vLLM V0's gauges, lifetime values at the scrape: draft acceptance rate "
+                     f"{c.gauges.get('v0_rate', float('nan')):.3f}, system efficiency {c.gauges['v0_efficiency']:.3f}")
+    if is_sglang(c):
+        tau, rate = c.gauges["sglang_length"], c.gauges.get("sglang_rate", 0.0)
+        if tau < 1.0:
+            raise UsageError(f"{source}: sglang:spec_accept_length is {tau:g} on every rank: no speculative step in "
+                             "the gauge's window (an idle server?); scrape under traffic")
+        # Both gauges are set together over the same steps: (tau - 1) / rate is the draft length.
+        implied = (tau - 1.0) / rate if rate > 0 else None
+        if implied is not None and abs(implied - round(implied)) < 0.05 and round(implied) >= 1:
+            if k_given is not None and k_given != round(implied):
+                raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape, whose gauges give K = "
+                                 f"(accept length - 1) / accept rate = {implied:.2f}")
+            if k_given is None:
+                notes.append(f"K = {round(implied)} from the gauges: (accept length - 1) / accept rate")
+            k_given = round(implied)
+        if k_given is None:
+            raise UsageError(f"{source}: an SGLang scrape: sglang:spec_accept_length is {tau:.3f}; {ask} "
+                             "(its --speculative-num-steps) to turn it into a per-token alpha")
+        if tau > k_given + 1.0 + 1e-9:
+            raise UsageError(f"{source}: sglang:spec_accept_length {tau:.3f} is more than K + 1 = {k_given + 1}: "
+                             "--ks is not the server's --speculative-num-steps, or the draft is a tree (topk > 1)")
+        notes.append("sglang:spec_accept_length is a gauge over the last 40 decode steps at the scrape; "
+                     "average it over time (avg_over_time) for a steadier figure")
+        c, from_gauge = Counters(1.0, float(k_given), tau - 1.0), True
+    if c.draft_tokens is None and c.accepted is None and "v0_rate" in c.gauges:
+        rate = c.gauges["v0_rate"]
+        if k_given is None:
+            raise UsageError(f"{source}: only vLLM V0's gauges: acceptance rate {rate:.3f}; {ask} "
+                             "(num_speculative_tokens) to complete the measurement")
+        notes.append("read from vLLM V0's gauge vllm:spec_decode_draft_acceptance_rate, its value at the scrape")
+        c, from_gauge = Counters(1.0, float(k_given), rate * k_given), True
+    for name, counter in (("draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
+                          ("accepted", "vllm:spec_decode_num_accepted_tokens_total")):
+        if getattr(c, name) is None:
+            raise UsageError(f"{source}: has no {counter} sample; a missing counter is not zero")
+    if c.draft_tokens <= 0:
+        raise UsageError(f"{source}: no drafts were made (draft tokens = {c.draft_tokens:g}): nothing to measure")
+    if c.drafts is None and c.per_position:
+        raise UsageError(f"{source}: has per-position counters (vLLM 0.8.5 or later) but no "
+                         "vllm:spec_decode_num_drafts_total sample; a missing counter is not zero (a partial scrape?)")
+    if c.drafts is None:
+        c, k_given = v0_drafts(c, source, k_given, notes, ask)
+    if c.drafts <= 0:
+        raise UsageError(f"{source}: no drafts were made (drafts = {c.drafts:g}): nothing to measure")
+    k_mean = c.draft_tokens / c.drafts
+    whole = abs(k_mean - round(k_mean)) <= 1e-4 * k_mean      # six significant digits, as in profile_problem
+    if c.per_position:
+        k = max(c.per_position) + 1
+    elif k_known is not None:
+        k = k_known
+    elif whole:
+        k = round(k_mean)
+    else:
+        raise UsageError(f"{source}: rounds drafted {k_mean:.3f} tokens on average and the scrape has no "
+                         "per-position counters: the K in use cannot be told")
+    if not 1 <= k <= 32 or c.accepted > c.draft_tokens or k_mean > k * (1 + 1e-4):
+        raise UsageError(f"{source}: counters are inconsistent: {c.draft_tokens:g} draft tokens over {c.drafts:g} "
+                         f"drafts and {c.accepted:g} accepted")
+    tau = 1.0 + c.accepted / c.drafts
+    varying = k_mean < k * (1 - 1e-4)
+    problem = profile_problem(c, k) if c.per_position else None
+    rates, conditional = [], []
+    if c.per_position and problem is None:
+        for i in range(k):
+            drafted = c.drafted_per_position.get(i, c.drafts) if c.drafted_per_position else c.drafts
+            if drafted <= 0:
+                break
+            rates.append(c.per_position[i] / drafted)
+        conditional = [r / prev if prev > 0 else 0.0 for r, prev in zip(rates, [1.0] + rates)]
+    elif problem:
+        notes.append(f"per-position counters dropped ({problem}); the acceptance rate and length are used")
+    clean_profile = bool(conditional) and (not varying or bool(c.drafted_per_position))
+    if clean_profile:
+        profile = conditional
+        alpha = alpha_from_length(min(tau, k + 1.0), k) if not varying else \
+            alpha_from_length(profile_length(conditional, k), k)
+    elif varying and rates:
+        alpha, profile = rates[0], [rates[0]]
+        notes.append(f"rounds drafted {k_mean:.2f} tokens on average against K = {k}, so K varied: alpha is "
+                     "position 0's rate, the same whatever K a round used")
+    elif varying:
+        raise UsageError(f"{source}: rounds drafted {k_mean:.2f} tokens on average against K = {k} and the "
+                         "per-position counters are missing or fail their checks: no per-token alpha can be measured")
+    else:
+        alpha = alpha_from_length(min(tau, k + 1.0), k)
+        profile = [alpha]
+    return dict(k=k, k_mean=k_mean, varying_k=varying, drafts=None if from_gauge else c.drafts,
+                acceptance_rate=c.accepted / c.draft_tokens,
+                acceptance_length=tau, per_position_rates=rates,
+                per_position_alpha=conditional if clean_profile else [], alpha=alpha, profile=profile, source=source,
+                notes=notes)
+
+
+LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
+WORKLOAD_KEYS = ("model_id", "backend", "num_prompts", "request_rate", "max_concurrency", "multi_turn_concurrency")
+
+
+def bench_object(path, flag):
+    """The result object of a benchmark file, and a note when it is one of several."""
+    text = "".join(line for _, line in text_lines(path, flag))
+    try:
+        return json.loads(text), None
+    except ValueError as err:
+        first = err
+    # `--append-result` writes one JSON object a line: the last is the newest run.
+    objects = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                objects.append(json.loads(line))
+            except ValueError:
+                raise UsageError(f"{flag}: {path} is not JSON ({first.msg}, line {first.lineno})") from None
+    if len(objects) < 2:
+        raise UsageError(f"{flag}: {path} is not JSON ({first.msg}, line {first.lineno})")
+    return objects[-1], f"{path} holds {len(objects)} results (--append-result); the last is used"
+
+
+def read_bench(path, flag):
+    """The numbers of a `vllm bench serve --save-result` JSON that the comparison uses."""
+    data, note = bench_object(path, flag)
+    if isinstance(data, list):
+        raise UsageError(f"{flag}: {path} is a list of {len(data)} runs, as `vllm bench sweep` writes its "
+                         "summary.json: pass one run's own result file")
+    if not isinstance(data, dict):
+        raise UsageError(f"{flag}: {path} is not a benchmark result object")
+    if data.get("completed") == 0:
+        raise UsageError(f"{flag}: {path} has completed 0: every request failed, nothing was measured")
+    latency = {key: value for key, value in data.items() if LATENCY_KEY.match(key) and finite_number(value)}
+    if not latency:
+        raise UsageError(f"{flag}: {path} has none of the latency keys (mean_tpot_ms, p99_itl_ms, ...)")
+    numbers = lambda key: data.get(key) if finite_number(data.get(key)) else None
+    for key in ("max_concurrency", "multi_turn_concurrency"):
+        if data.get(key) is not None and not (finite_number(data[key]) and data[key] >= 1):
+            raise UsageError(f"{flag}: {path}: {key} must be a number of requests or null; got {data[key]!r}")
+    concurrency = numbers("max_concurrency") or numbers("multi_turn_concurrency")
+    notes = [note] if note else []
+    if concurrency is None and "max_concurrency" not in data:
+        notes.append(f"{path} records no max_concurrency (files before mid-2024 do not): the concurrency it ran at "
+                     "is unknown")
+    spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
+    return dict(path=str(path), flag=flag, latency=latency, output_throughput=numbers("output_throughput"),
+                max_concurrency=concurrency, open_loop=concurrency is None,
+                completed=numbers("completed"), spec=spec, workload={key: data.get(key) for key in WORKLOAD_KEYS},
+                model_id=data.get("model_id"), notes=notes)
+
+
+def finite_number(value):
+    """True for an int or float that is finite (JSON's NaN and Infinity, null and strings are not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def same_workload(base, spec):
+    """Refuse a pair that did not run the same workload (model, backend, prompts, rate, concurrency)."""
+    for key in WORKLOAD_KEYS:
+        if base["workload"][key] != spec["workload"][key]:
+            raise UsageError(f"--bench-spec: {key} {spec['workload'][key]!r} differs from --bench-baseline's "
+                             f"{base['workload'][key]!r}: not the same workload")
+
+
+def bench_acceptance(bench, flag):
+    """Acceptance from a spec run's spec_decode_* keys, or None when it has none.
+
+    The counts give everything; a file with only the rate (a percentage) and the length
+    gives K = (length - 1) / rate. The per-position rates are fractions; a list that is not
+    K numbers in [0, 1] is dropped with a note.
+    """
+    spec, source = bench["spec"], f"{flag} {bench['path']}"
+    counts = ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
+    present = [key for key in counts if key in spec]
+    for key in present + [k for k in ("spec_decode_acceptance_rate", "spec_decode_acceptance_length") if k in spec]:
+        if not finite_number(spec[key]) or spec[key] < 0:
+            raise UsageError(f"{source}: {key} must be a number >= 0; got {spec[key]!r}")
+    if len(present) < len(counts):
+        rate, tau = spec.get("spec_decode_acceptance_rate"), spec.get("spec_decode_acceptance_length")
+        if present or not rate or tau is None:
+            return None
+        k = (tau - 1.0) / (rate / 100.0)
+        if abs(k - round(k)) > 0.01 * k or not 1 <= round(k) <= 32:
+            raise UsageError(f"{source}: acceptance length {tau:g} and rate {rate:g}% give K = {k:.2f}, not a whole "
+                             "number: not one chain's figures")
+        return measured_acceptance(Counters(1.0, float(round(k)), tau - 1.0), source,
+                                   notes=[f"from the file's acceptance rate and length only: K = {round(k)}"])
+    drafts, draft_tokens, accepted = (float(spec[key]) for key in counts)
+    notes = []
+    rate = spec.get("spec_decode_acceptance_rate")
+    if rate is not None and draft_tokens > 0 and abs(rate - 100.0 * accepted / draft_tokens) > 0.5:
+        raise UsageError(f"{source}: spec_decode_acceptance_rate {rate:g}% disagrees with its counts "
+                         f"({100.0 * accepted / draft_tokens:.1f}%)")
+    rates = spec.get("spec_decode_per_position_acceptance_rates") or []
+    k_mean = draft_tokens / drafts if drafts > 0 else 0.0
+    if rates and (not isinstance(rates, list) or not all(finite_number(r) and 0 <= r <= 1 for r in rates)
+                  or len(rates) < k_mean * (1 - 1e-4)):
+        notes.append("spec_decode_per_position_acceptance_rates dropped (not one fraction per draft position)")
+        rates = []
+    return measured_acceptance(Counters(drafts, draft_tokens, accepted, {i: r * drafts for i, r in enumerate(rates)}),
+                               source, notes=notes)
+
+
+def read_json(path, flag):
+    """A JSON object from a file, or UsageError naming the file."""
+    text = "".join(line for _, line in text_lines(path, flag))
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{flag}: {path} is not a config object")
+    return data
+
+
+def config_field(cfg, names, flag, path, required=True, default=None):
+    """The first of `names` the config sets (a positive number), else default; missing and required: UsageError."""
+    for name in names:
+        value = cfg.get(name)
+        if value is not None:
+            if not finite_number(value) or value < 0:
+                raise UsageError(f"{flag}: {path}: {name} must be a number >= 0; got {value!r}")
+            return value
+    if required:
+        raise UsageError(f"{flag}: {path} has no {' or '.join(names)}, which the model needs")
+    return default
+
+
+def shape_from_config(path, flag="--model-config"):
+    """A model's shape (MODELS' keys) from its Hugging Face config.json; a missing field exits 2 naming it.
+
+    Reads dense Llama-style configs and the MoE and attention variants of REFERENCE.md
+    section 7: Qwen3 MoE (decoder_sparse_step, mlp_only_layers), Llama 4 (text_config,
+    interleave_moe_layer_step, a shared expert, intermediate_size_mlp for dense layers),
+    DeepSeek and Kimi (MLA, first_k_dense_replace, shared experts, MTP), gpt-oss (experts
+    intermediate_size wide, biases, sinks, sliding-window layer_types). Missing
+    tie_word_embeddings means untied, the default of every model class named here.
+    """
+    cfg = read_json(path, flag)
+    t = cfg.get("text_config", cfg)
+    f = lambda *names, **kw: config_field(t, names, flag, path, **kw)
+    kind = str(t.get("model_type", cfg.get("model_type", "")))
+    layers, heads, hidden = int(f("num_hidden_layers")), int(f("num_attention_heads")), int(f("hidden_size"))
+    layer_types = t.get("layer_types") or []
+    if any(lt not in ("full_attention", "sliding_attention") for lt in layer_types):
+        raise UsageError(f"{flag}: {path}: layer_types {sorted(set(layer_types))} include a kind of layer this "
+                         "model does not know (only full and sliding-window attention)")
+    m = dict(hidden=hidden, layers=layers, heads=heads, vocab=int(f("vocab_size")),
+             tied=bool(t.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))),
+             hf=cfg.get("_name_or_path") or None)
+    if t.get("kv_lora_rank"):
+        m["mla"] = dict(kv_lora_rank=int(f("kv_lora_rank")), rope=int(f("qk_rope_head_dim")),
+                        q_lora_rank=int(f("q_lora_rank", required=False, default=0)),
+                        nope=int(f("qk_nope_head_dim")), v_head_dim=int(f("v_head_dim")))
+        m["kv_heads"] = heads
+        m["head_dim"] = m["mla"]["nope"] + m["mla"]["rope"]
+    else:
+        m["kv_heads"] = int(f("num_key_value_heads"))
+        m["head_dim"] = int(f("head_dim", required=False, default=0)) or hidden // heads
+    experts = int(f("num_experts", "num_local_experts", "n_routed_experts", required=False, default=0))
+    m["inter"] = int(f("intermediate_size_mlp", "intermediate_size"))
+    if experts:
+        m.update(experts=experts, experts_per_token=int(f("num_experts_per_tok", "experts_per_token")),
+                 moe_inter=int(f("moe_intermediate_size", "intermediate_size")))
+        shared = (int(t.get("n_shared_experts") or 0) * m["moe_inter"] or int(t.get("shared_expert_intermediate_size") or 0)
+                  or (m["moe_inter"] if kind.startswith("llama4") else 0))
+        if shared:
+            m["shared_inter"] = shared
+        dense_first = int(t.get("first_k_dense_replace") or 0)
+        step = int(t.get("interleave_moe_layer_step") or t.get("decoder_sparse_step") or t.get("moe_layer_freq") or 1)
+        only_dense = set(t.get("mlp_only_layers") or [])
+        m["moe_layers"] = sum(1 for i in range(layers)
+                              if i >= dense_first and (i + 1) % step == 0 and i not in only_dense)
+    if layer_types:
+        m["window_layers"] = sum(1 for lt in layer_types if lt == "sliding_attention")
+        if m["window_layers"]:
+            m["window"] = int(f("sliding_window"))
+    if kind == "gpt_oss":   # GptOssForCausalLM: biased attention, experts and router, and attention sinks
+        m.update(attn_bias=True, sinks=True, expert_bias=True, router_bias=True)
+    elif t.get("attention_bias"):
+        m["attn_bias"] = True
+    if t.get("num_nextn_predict_layers"):
+        m["nextn"] = int(t["num_nextn_predict_layers"])
+    return m
+
+
+def head_from_config(path, m, flag="--draft-config"):
+    """An EAGLE head's own config.json laid over target shape m: its MLP width, attention shape, draft
+    vocabulary and trained context (max_position_embeddings)."""
+    cfg = read_json(path, flag)
+    f = lambda *names, **kw: config_field(cfg, names, flag, path, **kw)
+    heads, hidden = int(f("num_attention_heads")), int(f("hidden_size"))
+    if hidden != m["hidden"]:
+        raise UsageError(f"{flag}: {path}: hidden_size {hidden} is not the target's {m['hidden']}: not a head for it")
+    return dict(m, head_inter=int(f("intermediate_size")), head_heads=heads, head_kv_heads=int(f("num_key_value_heads")),
+                head_head_dim=int(f("head_dim", required=False, default=0)) or hidden // heads,
+                draft_vocab=int(f("draft_vocab_size", "vocab_size")),
+                head_context=int(f("max_position_embeddings", required=False, default=0)) or None)
+
+
+def read_calibration_runs(paths, flag="--calibrate"):
+    """Your `vllm bench serve` results for --calibrate: one deployment, one workload, baselines at several
+    concurrencies and optionally speculative runs (their K and tau from their spec_decode_* keys)."""
+    runs = []
+    for path in paths:
+        bench = read_bench(path, flag)
+        if bench["max_concurrency"] is None:
+            raise UsageError(f"{flag}: {path} records no max_concurrency: calibration needs closed-loop runs "
+                             "(vllm bench serve --max-concurrency B)")
+        if "mean_tpot_ms" not in bench["latency"]:
+            raise UsageError(f"{flag}: {path} has no mean_tpot_ms")
+        data, _ = bench_object(path, flag)
+        completed = data.get("completed")
+        if not (finite_number(completed) and completed > 0 and finite_number(data.get("total_input_tokens"))
+                and finite_number(data.get("total_output_tokens"))):
+            raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
+                             "its prompt and output lengths")
+        run = dict(path=str(path), batch=int(bench["max_concurrency"]), tpot_ms=bench["latency"]["mean_tpot_ms"],
+                   input=max(1, round(data["total_input_tokens"] / completed)),
+                   output=max(2, round(data["total_output_tokens"] / completed)), k=None, tau=None,
+                   model_id=bench["model_id"])
+        if bench["spec"]:
+            measured = bench_acceptance(bench, flag)
+            if measured is None or measured["varying_k"]:
+                raise UsageError(f"{flag}: {path} is a speculative run without one K and its acceptance in its "
+                                 "spec_decode_* keys: run it on vLLM with a fixed num_speculative_tokens")
+            run.update(k=measured["k"], tau=measured["acceptance_length"])
+        runs.append(run)
+    models = {r["model_id"] for r in runs}
+    if len(models) > 1:
+        raise UsageError(f"{flag}: the files are of different models ({', '.join(sorted(map(str, models)))}): "
+                         "calibrate on one deployment")
+    lengths = [(r["input"], r["output"]) for r in runs]
+    for i, o in lengths:
+        if abs(i / lengths[0][0] - 1) > 0.25 or abs(o / lengths[0][1] - 1) > 0.25:
+            raise UsageError(f"{flag}: the runs differ in prompt or output length by more than 25% "
+                             f"({lengths[0][0]}/{lengths[0][1]} against {i}/{o} tokens): one workload shape, please")
+    baselines = sorted({r["batch"] for r in runs if r["k"] is None})
+    if len(runs) < 2 or len(baselines) < 2:
+        have = f"baselines at {', '.join(map(str, baselines))}" if baselines else "no baseline"
+        raise UsageError(f"{flag}: too little to fit ({len(runs)} file(s), {have}): run speculation off at three "
+                         "concurrencies (e.g. 1, 16 and your target) and on at one of them")
+    return runs
+
+
+def bench_comparison(base, spec):
+    """Measured speedups and P99 changes of the spec run against the baseline (fractions)."""
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+    lat_b, lat_s = base["latency"], spec["latency"]
+    change = lambda key: (lat_s[key] / lat_b[key] - 1.0) if key in lat_b and key in lat_s and lat_b[key] else None
+    keys = sorted(set(lat_b) & set(lat_s))
+    return dict(tpot_speedup=ratio(lat_b.get("mean_tpot_ms"), lat_s.get("mean_tpot_ms")),
+                throughput_speedup=ratio(spec["output_throughput"], base["output_throughput"]),
+                p99_tpot_change=change("p99_tpot_ms"), p99_itl_change=change("p99_itl_ms"),
+                changes={key: change(key) for key in keys},
+                baseline=lat_b, spec=lat_s, max_concurrency=base["max_concurrency"])
+
 # ---------------------------------------------------------------- CLI
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
@@ -4280,7 +4286,32 @@ def parse_evidence(args, grid):
     return Evidence(measured, comparison, target, mix, margin, budget)
 
 
-Traffic = namedtuple("Traffic", "seed alpha_spread output_spread")   # what the simulated requests are drawn from
+Traffic = namedtuple("Traffic", "seed alpha_spread output_spread", defaults=(SEED, ALPHA_SPREAD, OUTPUT_SPREAD))
+# what the simulated requests are drawn from
+
+
+def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None):
+    """Everything the tables, the plan and --json show, each part from its own function, on shared requests."""
+    decode = decoder(traffic.seed, traffic.alpha_spread, traffic.output_spread, dep.output_tokens)
+    result = analyse(grid, dep, decode, fit, progress)
+    result.update(deployment_facts(grid, dep, fit), alpha_spread=traffic.alpha_spread,
+                  output_spread=traffic.output_spread)
+    measured = evidence.measured
+    target = evidence.target or max(grid.concurrencies)
+    inputs = plan_input(measured, grid, traffic.alpha_spread)
+    batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
+    result["best_k"] = best_k_table(dep, inputs.sources, batches, fit)
+    plan = result["plan"] = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target,
+                                         evidence.margin, inputs.k_in_use, measured is not None, inputs.requests)
+    shown = min(target, max(result["max_concurrency"], 1))
+    result["mix"] = mix_result(evidence.mix, dep, plan["k"], shown, decode, fit) if evidence.mix else None
+    result["charts"] = chart_data(grid, dep, plan, decode, fit)
+    if measured:
+        result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target, decode, fit,
+                                                  inputs.requests)
+        result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget,
+                              plan["k"], fit)
+    return result
 
 
 def parse_args(argv):
@@ -4369,8 +4400,7 @@ def main(argv=None):
     except UsageError as err:
         print(f"main.py: error: {err}", file=sys.stderr)
         return 2
-    result = analyse(grid, dep, traffic.seed, fit, evidence, traffic.alpha_spread, traffic.output_spread,
-                     progress_meter(grid, sys.stderr))
+    result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr))
     if calibration:
         result["calibration"] = calibration
     if exercises:

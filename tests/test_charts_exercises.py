@@ -54,7 +54,7 @@ class Charts(unittest.TestCase):
 
     def test_break_even_markers_sit_where_the_curves_cross_one(self):
         grid = m.Grid(m.ALPHAS, m.KS, m.VERIFY_OVERHEADS, m.CONCURRENCIES)
-        charts = m.analyse(grid, m.make_deployment(), 0)["charts"]
+        charts = m.run_model(grid, m.make_deployment())["charts"]
         for curve in charts["speedup"]["curves"]:
             self.assertAlmostEqual(m.exact_speedup(curve["breakeven"], charts["speedup"]["k"], curve["eps"]), 1.0)
 

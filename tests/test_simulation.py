@@ -13,7 +13,7 @@ DEP = m.make_deployment()
 
 def default_result(seed=m.SEED):
     grid = m.Grid(m.ALPHAS, m.KS, m.VERIFY_OVERHEADS, m.CONCURRENCIES)
-    return grid, m.analyse(grid, DEP, seed)
+    return grid, m.run_model(grid, DEP, traffic=m.Traffic(seed))
 
 
 class CostModel(unittest.TestCase):
@@ -166,8 +166,8 @@ class DecodeSimulation(unittest.TestCase):
         cls.grid, cls.result = default_result()
         cls.cells = [c for c in cls.result["cells"] if c["feasible"]]
         cls.small = m.Grid((0.3, 0.6, 0.8), (1, 3, 5), ("auto",), (1, 32, 256))
-        cls.alike = m.analyse(cls.small, DEP, 0, spread=0.0)["cells"]
-        cls.spread = m.analyse(cls.small, DEP, 0, spread=0.15)["cells"]
+        cls.alike = m.run_model(cls.small, DEP, traffic=m.Traffic(0, 0.0))["cells"]
+        cls.spread = m.run_model(cls.small, DEP, traffic=m.Traffic(0, 0.15))["cells"]
 
     def test_without_spread_the_simulated_speedup_is_the_closed_form(self):
         for c in self.alike:
@@ -188,8 +188,8 @@ class DecodeSimulation(unittest.TestCase):
     def test_spread_raises_p99_tpot(self):
         # The case: alpha 0.6, K 3, B 32.
         grid = m.Grid((0.6,), (3,), ("auto",), (32,))
-        wide = m.analyse(grid, DEP, 0, spread=0.15)["cells"][0]
-        alike = m.analyse(grid, DEP, 0, spread=0.0)["cells"][0]
+        wide = m.run_model(grid, DEP, traffic=m.Traffic(0, 0.15))["cells"][0]
+        alike = m.run_model(grid, DEP, traffic=m.Traffic(0, 0.0))["cells"][0]
         self.assertGreater(wide["tpot_spec_p99_ms"], 1.1 * alike["tpot_spec_p99_ms"])
         self.assertLess(wide["speedup_mc"], alike["speedup_mc"])
 
@@ -342,7 +342,7 @@ class DecodeSimulation(unittest.TestCase):
 
     def test_alpha_edges(self):
         grid = m.Grid((0.0, 1.0), (4,), (0.2,), (1, 8))
-        cells = m.analyse(grid, DEP, 0, spread=0.0)["cells"]
+        cells = m.run_model(grid, DEP, traffic=m.Traffic(0, 0.0))["cells"]
         for c in cells:
             tau = 1.0 if c["alpha"] == 0.0 else 5.0
             self.assertEqual(c["acceptance_length"], tau)
@@ -353,7 +353,7 @@ class DecodeSimulation(unittest.TestCase):
     def test_infeasible_cells_carry_no_numbers(self):
         too_many = m.max_concurrency(DEP) + 1
         grid = m.Grid((0.6,), (3,), ("auto",), (1, too_many))
-        cells = m.analyse(grid, DEP, 0)["cells"]
+        cells = m.run_model(grid, DEP)["cells"]
         self.assertTrue(cells[0]["feasible"])
         self.assertFalse(cells[1]["feasible"])
         self.assertIsNone(cells[1]["speedup_exact"])
