@@ -184,7 +184,7 @@ GIB = 2 ** 30
 # feature, reading the target's lm_head every step); ngram, prompt lookup (no model: proposals
 # are n-gram matches in the context); mtp, the target's own next-token-prediction module
 # (DeepSeek-V3: one decoder layer, reused each step).
-DRAFTS = ("eagle3", "eagle", "ngram", "mtp")
+DRAFTS = ("eagle3", "eagle", "ngram", "mtp", "model")   # model: a draft model read from --draft-config
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
 DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
 
@@ -467,9 +467,9 @@ Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layer
 
 Deployment = namedtuple("Deployment", "model gpu tp weights_dtype kv_dtype context draft memory_gib bandwidth_tbs "
                                       "draft_tflops target drafter engine memory_fraction draft_hf link_gbs "
-                                      "input_tokens output_tokens shape topk verify_tokens tree_steps",
+                                      "input_tokens output_tokens shape topk verify_tokens tree_steps draft_shape",
                         defaults=(ENGINE, ENGINES[ENGINE]["memory_fraction"], None, 450.0, 1024, 1024, None, 1, None,
-                                  None))
+                                  None, None))
 # memory_gib, bandwidth_tbs: per GPU; draft_tflops: per GPU, bf16 (drafts run in bf16); target,
 # drafter: Nets (drafter None: the draft runs no model, n-gram); memory_fraction: the engine's
 # share (ENGINES); draft_hf: Hugging Face id of the draft (None: the catalog's choice); link_gbs:
@@ -477,7 +477,8 @@ Deployment = namedtuple("Deployment", "model gpu tp weights_dtype kv_dtype conte
 # prompt and output lengths; shape: the target's shape (a MODELS row, or one read from
 # --model-config); topk: tokens each draft step expands per sequence (1: a chain); verify_tokens:
 # tokens per sequence in the verify pass (None: K + 1, a chain); tree_steps: a tree's steps, the
-# one K its measured acceptance holds for.
+# one K its measured acceptance holds for; draft_shape: a draft model's shape read from its own
+# config.json (--draft model --draft-config), else None.
 
 
 def attention_params(m):
@@ -669,7 +670,7 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
 
 def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
                     draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
-                    output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None):
+                    output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None, draft_shape=None):
     """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers.
 
     shape: a model's shape read from its config.json, instead of the catalog's row for `model`.
@@ -683,7 +684,7 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv
     dep = Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
                      spec["memory_gib"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None,
                      engine, ENGINES[engine]["memory_fraction"], draft_hf, spec["link"], input_tokens, output_tokens,
-                     m, topk, verify_tokens)
+                     m, topk, verify_tokens, None, draft_shape)
     return with_draft(dep, draft)
 
 
@@ -709,7 +710,7 @@ def with_draft(dep, draft):
     elif draft == "ngram":
         drafter = None
     else:
-        d = MODELS[draft]
+        d = dep.draft_shape if draft == "model" else MODELS[draft]
         d_params = model_params(d)
         drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, dep.kv_dtype), attention_width(d),
                       d["layers"], d["hidden"], dep.draft_tflops, d_params, d_params * DRAFT_WEIGHT_BYTES, False)
@@ -2425,6 +2426,8 @@ def draft_head(dep):
         return head, trained or context
     if dep.draft in MODELS:
         return MODELS[dep.draft]["hf"], None
+    if dep.draft == "model":
+        return dep.draft_shape.get("hf"), None           # the config's _name_or_path, when it has one
     return None, None
 
 
@@ -4006,7 +4009,8 @@ def build_parser():
     dep.add_argument("--draft", help=f"draft: {', '.join(DRAFTS)}, or a catalog model")
     dep.add_argument("--draft-model", help="Hugging Face id or path of the draft head (default: the catalog's)")
     dep.add_argument("--model-config", help="a Hugging Face config.json to use as the target (instead of --model)")
-    dep.add_argument("--draft-config", help="the EAGLE head's own config.json (its width, vocabulary, trained context)")
+    dep.add_argument("--draft-config", help="the EAGLE head's own config.json (its width, vocabulary, trained context), "
+                                            "or with --draft model a draft model's")
     dep.add_argument("--draft-topk", help="tokens each draft step expands per sequence: 1 a chain, more a tree")
     dep.add_argument("--verify-tokens", help="tokens per sequence in a tree's verify pass (SGLang's "
                                              "--speculative-num-draft-tokens)")
@@ -4107,8 +4111,11 @@ def parse_deployment(args):
     m = shape
     if m["heads"] % tp:
         raise UsageError(f"--tp: {tp} does not divide the {m['heads']} attention heads of {model}")
-    if draft in MODELS:
-        d = MODELS[draft]
+    if draft == "model" and not args.draft_config:
+        raise UsageError("--draft: 'model' is a draft model read from its config.json: give --draft-config PATH")
+    draft_shape = shape_from_config(args.draft_config, "--draft-config") if draft == "model" else None
+    if draft in MODELS or draft == "model":
+        d = draft_shape or MODELS[draft]
         if model_params(d) >= model_params(m):
             raise UsageError(f"--draft: {draft} ({model_params(d) / 1e9:.2f} B parameters) is not smaller "
                              f"than the target {model} ({model_params(m) / 1e9:.2f} B)")
@@ -4124,9 +4131,10 @@ def parse_deployment(args):
         raise UsageError(f"--draft: the TensorRT-LLM plan covers eagle3 heads only; got {draft!r}")
     if draft == "mtp" and not m.get("nextn"):
         raise UsageError(f"--draft: {model} has no MTP module (num_nextn_predict_layers); got 'mtp'")
-    if args.draft_config:
+    if args.draft_config and draft != "model":
         if draft not in ("eagle3", "eagle"):
-            raise UsageError(f"--draft-config: reads an EAGLE head's config; --draft is {draft!r}")
+            raise UsageError(f"--draft-config: reads an EAGLE head's config, or a draft model's with --draft model; "
+                             f"--draft is {draft!r}")
         m = head_from_config(args.draft_config, m)
     topk = parse_one("--draft-topk", args.draft_topk, int, "an integer from 1 to 16", lambda n: 1 <= n <= 16) \
         if args.draft_topk is not None else 1
@@ -4144,7 +4152,7 @@ def parse_deployment(args):
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
     return make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf,
-                           lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify)
+                           lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape)
 
 
 def parse_mix(text):

@@ -167,5 +167,46 @@ class Drafts(unittest.TestCase):
         self.assertIn("--speculative-num-steps 5 --speculative-eagle-topk 4 --speculative-num-draft-tokens 8", plan)
 
 
+class DraftModelConfig(unittest.TestCase):
+    # Llama 3.2 1B's config.json fields (meta-llama/Llama-3.2-1B-Instruct), as a draft model.
+    CONFIG = dict(model_type="llama", hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                  num_attention_heads=32, num_key_value_heads=8, head_dim=64, vocab_size=128256,
+                  tie_word_embeddings=True, _name_or_path="meta-llama/Llama-3.2-1B-Instruct")
+
+    def run_with(self, config, *extra):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "config.json"
+            path.write_text(json.dumps(config))
+            return run(["--draft", "model", "--draft-config", str(path), "--ks", "3", "--alphas", "0.6",
+                        "--concurrency", "1,32", "--json", "--no-write", *extra])
+
+    def test_a_draft_model_from_its_config_is_the_catalogs(self):
+        status, out, err = self.run_with(self.CONFIG)
+        self.assertEqual(status, 0, err)
+        from_config = json.loads(out)
+        _, out, _ = run(["--draft", "llama-3.2-1b", "--ks", "3", "--alphas", "0.6", "--concurrency", "1,32", "--json",
+                         "--no-write"])
+        catalog = json.loads(out)
+        self.assertEqual(from_config["deployment"]["draft_params"], 1_235_814_400)
+        self.assertEqual(from_config["deployment"]["draft_model"], "meta-llama/Llama-3.2-1B-Instruct")
+        for a, b in zip(from_config["cells"], catalog["cells"]):
+            self.assertAlmostEqual(a["eps_eff"], b["eps_eff"], places=9)
+
+    def test_half_the_layers_half_the_layer_weights(self):
+        # 16 -> 8 layers: 8 x (attention 2048*64*(32 + 16) + 32*64*2048 + MLP 3*2048*8192 + norms 2*2048)
+        # = 8 x 60,821,504 = 486,572,032 parameters fewer.
+        status, out, err = self.run_with(dict(self.CONFIG, num_hidden_layers=8))
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["deployment"]["draft_params"], 1_235_814_400 - 486_572_032)
+
+    def test_model_without_a_config_and_a_config_for_another_draft_exit_2(self):
+        status, _, err = run(["--draft", "model", "--no-write"])
+        self.assertEqual(status, 2)
+        self.assertIn("--draft-config", err)
+        status, _, err = self.run_with(dict(self.CONFIG, num_attention_heads=30, num_key_value_heads=6), "--tp", "4")
+        self.assertEqual(status, 2)
+        self.assertIn("--tp", err)
+
+
 if __name__ == "__main__":
     unittest.main()

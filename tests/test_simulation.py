@@ -245,6 +245,17 @@ class DecodeSimulation(unittest.TestCase):
             zero = sum(a == 0 for _, _, acc in ref for a in acc) / sum(a + 1 for _, _, acc in ref for a in acc)
             self.assertAlmostEqual(dec.by_accepted[0] / zero, 1, delta=0.03, msg=(alpha, k))
 
+    def test_the_chart_draws_the_itl_the_tables_print(self):
+        # itl_parts (the chart's distributions) and cell_latency (the tables) agree at P99 and P50.
+        for alpha, k, batch in ((0.7, 3, 1), (0.5, 5, 64)):
+            dec = m.decoder(0, 0.11, 0.8, 1024)(alpha, k)
+            parts = m.itl_parts(dec, 10.0, 14.0, batch)
+            cell = m.cell_latency(dec, 10.0, 14.0, batch)
+            for q, name in ((0.99, "p99"), (0.5, "p50")):
+                self.assertAlmostEqual(m.mixture_quantile(q, parts["exact"]), cell[f"itl_spec_{name}"], places=6)
+                self.assertAlmostEqual(m.mixture_quantile(q, parts["two_pass"]), cell[f"itl_two_pass_{name}"], places=6)
+                self.assertAlmostEqual(m.mixture_quantile(q, parts["plain"]), cell[f"itl_plain_{name}"], places=6)
+
     def test_two_pass_shortcut_falls_back_when_the_slowest_do_not_hold_the_tail(self):
         dec = m.decoder(0, 0.11, 0.8, 1024)(0.7, 3)
         everyone = sorted(2.0 * s + 1.0 * n - 0.5 * f for s, n, f in zip(*dec.per_token))
