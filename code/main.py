@@ -1786,29 +1786,37 @@ def diagnose_tpot(mean_change, p99_change, k, batch, dep, decode, fit=FIT):
                 slow_tau=acceptance_length(cell["slow_alpha"], k))
 
 
-def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD):
-    """The lesson's five exercises, answered by the model (render_exercises prints them)."""
-    limit = max_concurrency(dep)
-    target = min(max(grid.concurrencies), max(limit, 1))
-    k = 5                                                   # the lesson's worked K
+def exercise_speedup_targets(dep, target, fit=FIT, k=5):
+    """Exercise 1: the per-token alpha K = 5 (the lesson's) needs for 2x and 3x, given eps and from the model."""
     eps_rows = [(e, "given") for e in (0.0, 0.05, 0.10, 0.15, 0.25, 0.50)]
     eps_rows += [(model_overhead(dep, 1, k, fit), "model, B=1"), (model_overhead(dep, target, k, fit), f"model, B={target}")]
-    targets = [dict(eps=e, source=src, **{f"alpha_{n}x": alpha_for_speedup(n, k, e) for n in (2, 3)},
-                    **{f"lesson_{n}x": (n * (1 + e) - 1) / k for n in (2, 3)}) for e, src in eps_rows]
-    methods = []
-    for draft in ("llama-3.2-1b", "eagle", "eagle3", "ngram"):
-        if draft in MODELS and model_params(MODELS[draft]) >= model_params(dep.shape):
-            continue                                      # a draft model must be smaller than the target
+    return dict(k=k, rows=[dict(eps=e, source=src, **{f"alpha_{n}x": alpha_for_speedup(n, k, e) for n in (2, 3)},
+                                **{f"lesson_{n}x": (n * (1 + e) - 1) / k for n in (2, 3)}) for e, src in eps_rows])
+
+
+def smaller_drafts(dep, drafts):
+    """The drafts of the list that can serve this target: a draft model must be smaller than it."""
+    return [d for d in drafts if d not in MODELS or model_params(MODELS[d]) < model_params(dep.shape)]
+
+
+def exercise_methods(dep, target, fit=FIT, k=3):
+    """Exercise 3: vLLM's speculative methods on this target, what each costs and holds."""
+    rows = []
+    for draft in smaller_drafts(dep, ("llama-3.2-1b", "eagle", "eagle3", "ngram")):
         d = with_draft(dep, draft)
         step = pass_ms(d.drafter, d, 1, 1, engine_cost(d, "draft", fit), fit) if d.drafter else 0.0
-        methods.append(dict(draft=draft, method=json.loads(speculative_config(d, 3))["method"],
-                            params=d.drafter.held_params if d.drafter else 0,
-                            weight_bytes=d.drafter.held_bytes if d.drafter else 0,
-                            kv_bytes_per_token=d.drafter.kv_bytes_per_token if d.drafter else 0,
-                            draft_step_ms=step, eps_b1=model_overhead(d, 1, 3, fit),
-                            eps_target=model_overhead(d, target, 3, fit), max_concurrency=max_concurrency(d),
-                            config=speculative_config(d, 3)))
-    decode = decoder(seed, spread, output_spread, dep.output_tokens)
+        rows.append(dict(draft=draft, method=json.loads(speculative_config(d, k))["method"],
+                         params=d.drafter.held_params if d.drafter else 0,
+                         weight_bytes=d.drafter.held_bytes if d.drafter else 0,
+                         kv_bytes_per_token=d.drafter.kv_bytes_per_token if d.drafter else 0,
+                         draft_step_ms=step, eps_b1=model_overhead(d, 1, k, fit),
+                         eps_target=model_overhead(d, target, k, fit), max_concurrency=max_concurrency(d),
+                         config=speculative_config(d, k)))
+    return dict(k=k, concurrency=target, rows=rows)
+
+
+def exercise_tail(dep, target, decode, fit=FIT):
+    """Exercise 4: mean ITL -25% with P99 +15%, read per token and as TPOT over requests, and the remedies."""
     tail = diagnose_tail(-0.25, 0.15, 3)
     tpot = diagnose_tpot(-0.25, 0.15, 3, 1, dep, decode, fit)
     remedies = []
@@ -1822,23 +1830,32 @@ def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, out
                                  tpot_p99_change=cell["tpot_p99_change"])
         remedies.append(row)
     schedule = k_schedule(dep, tail["alpha"], fit)
-    memory = []
-    for draft in ("eagle3", "llama-3.2-1b"):
-        if draft in MODELS and model_params(MODELS[draft]) >= model_params(dep.shape):
-            continue
+    return dict(tail, remedies=remedies, concurrency=target, schedule=schedule, tpot=tpot,
+                k_zero_at=next((row[0] for row in schedule if row[2] == 0), None))
+
+
+def exercise_draft_memory(dep, target):
+    """Exercise 5: an EAGLE-3 head's memory against a draft model's, at the target load."""
+    rows = []
+    for draft in smaller_drafts(dep, ("eagle3", "llama-3.2-1b")):
         d = with_draft(dep, draft)
-        memory.append(dict(draft=draft, params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
-                           kv_bytes_per_token=d.drafter.kv_bytes_per_token,
-                           kv_bytes_at_target=d.drafter.kv_bytes_per_token * dep.context * target,
-                           max_concurrency=max_concurrency(d)))
-    return dict(
-        speedup_targets=dict(k=k, rows=targets),
-        traffic_mix=[traffic_blend(mix, dep, k, b, fit) for b in sorted({1, target})],
-        methods=dict(k=3, concurrency=target, rows=methods),
-        tail_diagnosis=dict(tail, remedies=remedies, concurrency=target, schedule=schedule, tpot=tpot,
-                            k_zero_at=next((row[0] for row in schedule if row[2] == 0), None)),
-        draft_memory=dict(concurrency=target, context=dep.context, rows=memory,
-                          max_concurrency_without_draft=max_concurrency(with_draft(dep, "ngram"))))
+        rows.append(dict(draft=draft, params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
+                         kv_bytes_per_token=d.drafter.kv_bytes_per_token,
+                         kv_bytes_at_target=d.drafter.kv_bytes_per_token * dep.context * target,
+                         max_concurrency=max_concurrency(d)))
+    return dict(concurrency=target, context=dep.context, rows=rows,
+                max_concurrency_without_draft=max_concurrency(with_draft(dep, "ngram")))
+
+
+def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD):
+    """The lesson's five exercises, answered by the model at the grid's largest concurrency that fits."""
+    target = min(max(grid.concurrencies), max(max_concurrency(dep), 1))
+    decode = decoder(seed, spread, output_spread, dep.output_tokens)
+    return dict(speedup_targets=exercise_speedup_targets(dep, target, fit),
+                traffic_mix=[traffic_blend(mix, dep, 5, b, fit) for b in sorted({1, target})],   # exercise 2
+                methods=exercise_methods(dep, target, fit),
+                tail_diagnosis=exercise_tail(dep, target, decode, fit),
+                draft_memory=exercise_draft_memory(dep, target))
 
 # ---------------------------------------------------------------- analysis: calibrating on your runs
 # `vllm bench serve` results of your own deployment (--calibrate) fit the constants they can
@@ -2309,9 +2326,8 @@ def render_tables(result, dep, grid):
     return "\n".join(lines) + "\n"
 
 
-def render_exercises(ex, dep):
-    """The five exercises with the model's answers."""
-    t = ex["speedup_targets"]
+def render_exercise_1(t):
+    """The alpha for 2x and 3x, by eps."""
     lines = [f"== Exercise 1: the per-token alpha K = {t['k']} needs for 2x and 3x ==",
              "alpha solves tau(alpha, K) = S * (1 + eps); the lesson's (S(1+eps) - 1)/K is the same target",
              "read as vLLM's acceptance rate.",
@@ -2328,15 +2344,26 @@ def render_exercises(ex, dep):
                   f"{first['alpha_2x']:.3f} -> {fmt(last['alpha_2x'], '.3f', 'never')}, for 3x "
                   f"{fmt(first['alpha_3x'], '.3f', 'never')} -> {fmt(last['alpha_3x'], '.3f', 'never')}: near the "
                   "top of the curve every bit of overhead costs a lot of alpha.", 100, "")
-    lines += ["", "== Exercise 2: a 70/30 chat/code mix =="]
-    for mix in ex["traffic_mix"]:
+    return lines
+
+
+def render_exercise_2(mixes):
+    """The traffic mix (the lesson's is 70/30 chat/code) at B = 1 and at the target."""
+    domains = mixes[0]["domains"]
+    lines = ["", f"== Exercise 2: a {'/'.join(format(d['share'] * 100, '.0f') for d in domains)} "
+                 f"{'/'.join(d['name'] for d in domains)} mix =="]
+    for mix in mixes:
         verdict = "pays" if mix["blended_speedup"] > 1 else "does not pay"
         lines += wrap(f"B = {mix['concurrency']}, K = {mix['k']}: naive blended alpha {mix['naive_alpha']:.3f} promises "
                       f"{mix['naive_speedup']:.3f}x; the token-weighted blend is {mix['blended_speedup']:.3f}x, so "
                       f"speculation {verdict} ({' / '.join(d['name'] + ' ' + format(d['speedup'], '.2f') + 'x' for d in mix['domains'])} "
                       f"alone; best K for the mix {mix['best_k']}: {mix['best_k_speedup']:.3f}x).", 100, "  ")
-    m = ex["methods"]
-    lines += ["", f"== Exercise 3: vLLM's speculative methods on {dep.model}, K = {m['k']} (eps from the cost model) ==",
+    return lines
+
+
+def render_exercise_3(m, dep):
+    """vLLM's speculative methods on this target: cost, memory, config."""
+    lines = ["", f"== Exercise 3: vLLM's speculative methods on {dep.model}, K = {m['k']} (eps from the cost model) ==",
               ""]
     lines += column_header([("draft", 13), ("method", 11), ("params", 8), ("weights", 8), ("KV/token", 9),
                             ("step ms", 8), ("eps B=1", 8), (f"eps B={m['concurrency']}", 9), ("max B", 6)], [])
@@ -2348,8 +2375,12 @@ def render_exercises(ex, dep):
     for r in m["rows"]:
         lines += wrap(r["config"], 100, "    ")
     lines.append("Which features each combines with depends on the vLLM version: check its compatibility matrix.")
-    d = ex["tail_diagnosis"]
-    lines += ["", "== Exercise 4: mean ITL -25% but P99 ITL +15% =="]
+    return lines
+
+
+def render_exercise_4(d):
+    """Mean ITL -25% but P99 +15%: per token, as TPOT over requests, and the remedies."""
+    lines = ["", "== Exercise 4: mean ITL -25% but P99 ITL +15% =="]
     lines += wrap(f"Read per token, at B = 1: K = {d['k']}, eps = {d['eps']:.3f} and one per-token alpha "
                   f"{d['alpha']:.3f} for every request (tau {d['tau']:.2f}) give mean per-token ITL "
                   f"{pct1(d['mean_change'])} and P99 {pct1(d['p99_change'])}. Every round costs 1 + eps plain steps and "
@@ -2382,15 +2413,26 @@ def render_exercises(ex, dep):
                      else "speculation pays at every batch size that fits.")
                   + " A shorter K shortens every round; the slow requests gain only by skipping speculation "
                     "(routing) or by a head that drafts them better.", 100, "  ")
-    mem = ex["draft_memory"]
-    lines += ["", f"== Exercise 5: draft memory on {dep.model} at {mem['concurrency']} x {mem['context']} tokens =="]
+    return lines
+
+
+def render_exercise_5(mem, dep):
+    """Draft memory: an EAGLE-3 head against a draft model."""
+    lines = ["", f"== Exercise 5: draft memory on {dep.model} at {mem['concurrency']} x {mem['context']} tokens =="]
     for r in mem["rows"]:
         lines.append(f"  {r['draft']:>13s}: {r['params'] / 1e9:.3f} B parameters = {r['weight_bytes'] / GIB:.2f} GiB "
                      f"bf16; own KV {r['kv_bytes_per_token']:,} B/token")
         lines.append(f"  {'':>13s}  = {r['kv_bytes_at_target'] / GIB:.2f} GiB at this load; {r['max_concurrency']} "
                      "sequences fit")
     lines.append(f"  without a draft model's weights or KV: {mem['max_concurrency_without_draft']} sequences fit.")
-    return lines + [""]
+    return lines
+
+
+def render_exercises(ex, dep):
+    """The five exercises with the model's answers."""
+    return (render_exercise_1(ex["speedup_targets"]) + render_exercise_2(ex["traffic_mix"])
+            + render_exercise_3(ex["methods"], dep) + render_exercise_4(ex["tail_diagnosis"])
+            + render_exercise_5(ex["draft_memory"], dep) + [""])
 
 
 # ---------------------------------------------------------------- rendering: engine commands
