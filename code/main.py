@@ -2158,10 +2158,10 @@ def render_tail(result):
     return render_blocks(title, column_header(columns, groups), rows) + [""]
 
 
-def summary_facts(result, grid):
-    """Sentences the summary prints, each built from computed numbers."""
-    cells = [c for c in result["cells"] if c["feasible"]]
+def facts_lesson(result):
+    """The lesson's formula against the exact one, over the grid's cells."""
     facts = []
+    cells = [c for c in result["cells"] if c["feasible"]]
     if cells:
         gap = max(cells, key=lambda c: c["speedup_lesson"] - c["speedup_exact"])
         facts.append(
@@ -2176,6 +2176,12 @@ def summary_facts(result, grid):
                 f"{len(wrong)} of {len(cells)} cells look profitable by the lesson's formula but are slower than "
                 f"plain decoding: worst at alpha {w['alpha']:.2f}, K = {w['k']}, B = {w['concurrency']} "
                 f"({w['speedup_lesson']:.2f}x claimed, {w['speedup_exact']:.2f}x exact).")
+    return facts
+
+
+def facts_eps(result, grid):
+    """How eps and the break-even move with batch, and the term that moves them."""
+    facts = []
     moves, rising = [], []
     for k in grid.ks:
         for eps_b1 in grid.overheads:
@@ -2196,6 +2202,12 @@ def summary_facts(result, grid):
             f"{g['extra_b0']:.2f} ms more on it than a {g['plain_b0']:.2f} ms plain step at B = {g['b0']}, and "
             f"{g['extra_b1']:.2f} ms more than a {g['plain_b1']:.2f} ms step at B = {g['b1']} "
             f"({g['change'] * 100:+.0f} points of eps). By K and overhead: " + "; ".join(moves) + ".")
+    return facts
+
+
+def facts_moe(result):
+    """Why a mixture-of-experts target's verify pass costs more than a dense one's."""
+    facts = []
     if "moe" in result:
         e = result["moe"]
         facts.append(
@@ -2206,6 +2218,12 @@ def summary_facts(result, grid):
             f"weights of a plain step, so eps is {e['eps']:.2f} at K = {e['k']}, where a dense model of the same active "
             f"size would have {e['eps_dense']:.2f}" + (" and speculation cannot pay at any acceptance."
                                                       if e["eps"] >= e["k"] else "."))
+    return facts
+
+
+def facts_tail(result):
+    """P99 TPOT over requests, the per-token and per-chunk tails, and what spread costs."""
+    facts = []
     plan = result["plan"]
     tail = {t["concurrency"]: t for t in plan["tail"]}
     if plan["target"] in tail:
@@ -2243,6 +2261,12 @@ def summary_facts(result, grid):
                 f"the batch sees tau = 1/E[1/tau] = {t['acceptance_length_requests']:.3f} over requests, not "
                 f"tau(mean alpha) = {t['acceptance_length']:.3f}: {t['speedup_requests']:.3f}x"
                 + ("." if lower else " (clipping alphas at 0 raises it here)."))
+    return facts
+
+
+def facts_mix(result):
+    """The traffic mix: naive against correct blend, and its tail."""
+    facts = []
     mix = result["mix"]
     if mix:
         facts.append(
@@ -2251,11 +2275,23 @@ def summary_facts(result, grid):
             f"tokens gives {mix['blended_speedup']:.3f}x ({pct1(mix['naive_error'])} off). {mix['weak']} pulls it down; "
             f"P99 TPOT over the mix's requests moves {pct(mix['tpot_p99_change'])}, and its slowest 1% of requests "
             f"are {slow_domains(mix)}.")
+    return facts
+
+
+def facts_gate(result):
+    """The gate's verdict and its reasons."""
+    facts = []
     if "gate" in result:
         g = result["gate"]
         facts.append(f"Gate at B = {g['concurrency']}, K = {g['k']}: {g['verdict'].upper()} ("
                      + "; ".join(f"{r['check']} {'passed' if r['passed'] else 'FAILED'}" for r in g["reasons"]) + ").")
     return facts
+
+
+def summary_facts(result, grid):
+    """Sentences the summary prints, each built from computed numbers."""
+    return (facts_lesson(result) + facts_eps(result, grid) + facts_moe(result) + facts_tail(result)
+            + facts_mix(result) + facts_gate(result))
 
 
 def render_summary(result, grid):
