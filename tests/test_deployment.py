@@ -42,7 +42,10 @@ class Catalog(unittest.TestCase):
         for gpu in ("a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "rtx-4090", "mi300x"):
             for draft in ("eagle3", "eagle", "ngram", "llama-3.2-1b"):
                 dep = m.make_deployment("llama-3.1-8b", gpu, 1, "fp8", "bf16", 1024, draft)
-                self.assertGreater(m.plain_step_ms(dep, 1), 0)
+                # A step at least streams the weights at the datasheet bandwidth, and a round costs more.
+                floor = dep.target.weight_bytes / (dep.bandwidth_tbs * 1e12) * 1e3
+                self.assertGreater(m.plain_step_ms(dep, 1), floor, (gpu, draft))
+                self.assertGreater(m.round_ms(dep, 1, 3), m.decode_step_ms(dep, 1), (gpu, draft))
 
     def test_json_deployment_facts(self):
         dep = run_json(["--alphas", "0.7", "--ks", "3", "--concurrency", "1"])["deployment"]
@@ -52,8 +55,8 @@ class Catalog(unittest.TestCase):
         self.assertEqual(dep["gpu_memory_utilization"], 0.92)
         self.assertEqual(dep["engine"], "vllm")
         self.assertAlmostEqual(dep["draft_params"] / 1e9, 1.40, delta=0.01)
-        for key in ("target_params", "max_concurrency"):
-            self.assertIn(key, dep)
+        self.assertEqual(dep["target_params"], 70_553_706_496)
+        self.assertEqual(dep["max_concurrency"], 472)                  # by hand in Memory below
 
 
 class Memory(unittest.TestCase):
