@@ -1147,10 +1147,20 @@ def student_t975(df):
     return z + sum(g / df ** (i + 1) for i, g in enumerate(terms))
 
 
+def stdev(values):
+    """Sample standard deviation in floats (statistics.stdev computes it exactly, in fractions: slowly).
+
+    >>> stdev([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]) == statistics.stdev([2, 4, 4, 4, 5, 5, 7, 9])
+    True
+    """
+    mean = math.fsum(values) / len(values)
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
 def halfwidth(values):
     """Relative half-width at 95% confidence of the mean of independent replicates' values (Student's t)."""
     n = len(values)
-    return student_t975(n - 1) * statistics.stdev(values) / math.sqrt(n) / statistics.fmean(values)
+    return student_t975(n - 1) * stdev(values) / math.sqrt(n) / statistics.fmean(values)
 
 
 def simulate_requests(domains, k, spread, draws_for):
@@ -1181,7 +1191,7 @@ def simulate_requests(domains, k, spread, draws_for):
                   rest_max=(heavy[-1][0], max(n for s, n in zip(spec_n, rounds_n) if s <= heavy[-1][0])),
                   tpot_spec=tpot_spec, tpot_plain=sorted(plain_n),
                   means=[statistics.fmean(column) for column in (spec_n, rounds_n, full_n, plain_n)],
-                  speedup_ratio=sum(plain) / sum(spec), speedup_ratio_se=statistics.stdev(ratios) / math.sqrt(len(ratios)),
+                  speedup_ratio=sum(plain) / sum(spec), speedup_ratio_se=stdev(ratios) / math.sqrt(len(ratios)),
                   precision=precision, slow_alpha=statistics.fmean(alpha[i] for i in slow),
                   slow_tokens=statistics.fmean(tokens[i] for i in slow),
                   slow_domains=[sum(domain[i] == d for i in slow) / len(slow) for d in range(len(domains))])
@@ -4376,8 +4386,11 @@ Traffic = namedtuple("Traffic", "seed alpha_spread output_spread", defaults=(SEE
 # what the simulated requests are drawn from
 
 
-def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None):
-    """Everything the tables, the plan and --json show, each part from its own function, on shared requests."""
+def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True):
+    """Everything the tables, the plan and --json show, each part from its own function, on shared requests.
+
+    charts: whether to compute the charts' data too (only the plan's files show them).
+    """
     decode = decoder(traffic.seed, traffic.alpha_spread, traffic.output_spread, dep.output_tokens)
     result = analyse(grid, dep, decode, fit, progress)
     result.update(deployment_facts(grid, dep, fit), alpha_spread=traffic.alpha_spread,
@@ -4391,7 +4404,8 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
                                          evidence.margin, inputs.k_in_use, measured is not None, inputs.requests)
     shown = min(target, max(result["max_concurrency"], 1))
     result["mix"] = mix_result(evidence.mix, dep, plan["k"], shown, decode, fit) if evidence.mix else None
-    result["charts"] = chart_data(grid, dep, plan, decode, fit)
+    if charts:
+        result["charts"] = chart_data(grid, dep, plan, decode, fit)
     if measured:
         result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target, decode, fit,
                                                   inputs.requests)
@@ -4486,7 +4500,7 @@ def main(argv=None):
     except UsageError as err:
         print(f"main.py: error: {err}", file=sys.stderr)
         return 2
-    result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr))
+    result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr), charts=out is not None)
     if calibration:
         result["calibration"] = calibration
     if exercises:
