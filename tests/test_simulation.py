@@ -245,6 +245,17 @@ class DecodeSimulation(unittest.TestCase):
             zero = sum(a == 0 for _, _, acc in ref for a in acc) / sum(a + 1 for _, _, acc in ref for a in acc)
             self.assertAlmostEqual(dec.by_accepted[0] / zero, 1, delta=0.03, msg=(alpha, k))
 
+    def test_two_pass_chunk_p99_against_sampled_rounds(self):
+        # No spread: a round pays a second plain step unless all B sequences accept all K, 1 - a^(K*B).
+        rng = random.Random(11)
+        for alpha, k, batch in ((0.9, 3, 1), (0.95, 1, 4), (0.7, 3, 2)):
+            dec = m.decoder(0, 0.0, 0.8, 1024)(alpha, k)
+            second = 1 - alpha ** (k * batch)
+            chunks = [(13.0 + (10.0 if rng.random() < second else 0.0)) * rng.lognormvariate(-0.03 ** 2 / 2, 0.03)
+                      for _ in range(100_000)]
+            cell = m.cell_latency(dec, 10.0, 13.0, batch)
+            self.assertAlmostEqual(cell["chunk_two_pass_p99"] / numpy_p99(chunks), 1, delta=0.005, msg=(alpha, k, batch))
+
     def test_the_chart_draws_the_itl_the_tables_print(self):
         # itl_parts (the chart's distributions) and cell_latency (the tables) agree at P99 and P50.
         for alpha, k, batch in ((0.7, 3, 1), (0.5, 5, 64)):
