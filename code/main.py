@@ -319,6 +319,7 @@ def exact_speedup(alpha, k, eps):
 
 
 LESSON_RULE = 0.55   # the lesson's rule of thumb, "alpha >= 0.55", which names no unit
+LESSON_SYMPTOM = (-0.25, 0.15)   # exercise 4's report: mean ITL -25%, P99 ITL +15%
 
 
 def breakeven_rate(k, eps):
@@ -426,8 +427,8 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # is not half a bf16 one); fp8_kv_eff: likewise for an fp8 KV cache (the attention kernel
 # dequantises it); attn_ns: ns per layer per token of context that one sequence's attention
 # takes however few bytes it reads (a decode attention kernel spreads one sequence over
-# few SMs), the floor of the KV time at small batch: measured steps grow about 0.24 ms per
-# 1k tokens on 8B/H100 at batch 1, several times the KV read; layer_us: fixed cost per
+# few SMs), the floor of the KV time at small batch (the fit's 8 ns is 0.26 ms per 1k tokens
+# on the 32-layer 8B, several times its KV read); layer_us: fixed cost per
 # layer per pass (kernel launches, norms, rotary); ar_us, ar_tp_us: one all-reduce's
 # latency at TP 2 and its growth per further GPU; link_eff: achieved share of the link
 # bandwidth in an all-reduce;
@@ -442,7 +443,7 @@ FIT = Fit(bw_hopper=0.9188, bw_ampere=0.764, bw_ada=0.7124, flop_eff=0.75, fp8_e
           round_sglang=1.5303, token_us=11.3477)
 # What the fit says: an fp8 weight read keeps nearly all its bandwidth (0.97), but an fp8
 # KV cache reads no faster than bf16 (0.49 x 2 bytes); one sequence's attention costs
-# 8 ns per layer per token of context (0.26 ms per 1k tokens on 8B, as measured); an
+# 8 ns per layer per token of context (0.26 ms per 1k tokens on 8B); an
 # all-reduce costs 13 us at TP 2 and 3.6 us more per further GPU (20 us at TP 4, 35 at
 # TP 8); fixed costs are 21 us per layer plus a pass cost that differs by engine, as do
 # a draft step's (0.69 ms vLLM, 0.51 ms SGLang) and a round's bookkeeping.
@@ -668,6 +669,11 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
                window_layers, window_layers * kv_bytes_per_layer(m, kv_dtype))
 
 
+def mean_context(input_tokens, output_tokens):
+    """The mean decode context: a request decodes from input to input + output tokens of context."""
+    return int(input_tokens + output_tokens / 2)
+
+
 def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
                     draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
                     output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None, draft_shape=None):
@@ -680,7 +686,7 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv
     spec = spec or GPUS[gpu]
     m = shape or MODELS[model]
     target = target_net(m, weights_dtype, kv_dtype, peak_tflops(spec, weights_dtype))
-    context = context if context is not None else input_tokens + output_tokens // 2
+    context = context if context is not None else mean_context(input_tokens, output_tokens)
     dep = Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
                      spec["memory_gib"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None,
                      engine, ENGINES[engine]["memory_fraction"], draft_hf, spec["link"], input_tokens, output_tokens,
@@ -746,9 +752,19 @@ def max_concurrency(dep):
     return max(0, int(free // kv_bytes_per_sequence(dep)))
 
 
+def gpu_family(dep):
+    """The GPU's family; a --gpu custom one is taken as Hopper, an assumption the tables state."""
+    return GPU_FAMILY.get(dep.gpu, "hopper")
+
+
+def fitted_family(dep):
+    """Whether the GPU's family has calibration points of its own (else it borrows another's bandwidth share)."""
+    return dep.gpu in GPU_FAMILY and BW_FAMILY[gpu_family(dep)] == f"bw_{gpu_family(dep)}"
+
+
 def bandwidth_share(dep, fit=FIT):
     """The achieved share of datasheet bandwidth for this GPU's family."""
-    return getattr(fit, BW_FAMILY[GPU_FAMILY.get(dep.gpu, "hopper")])
+    return getattr(fit, BW_FAMILY[gpu_family(dep)])
 
 
 def allreduce_ms(dep, message_bytes, fit=FIT):
@@ -808,10 +824,20 @@ def engine_pass_ms(dep, fit=FIT):
     return getattr(fit, "pass_" + dep.engine)
 
 
+def verify_tokens(dep, k):
+    """Tokens a sequence carries into the verify pass: K + 1 for a chain, the tree's own count for a tree."""
+    return dep.verify_tokens or k + 1
+
+
+def engine_field(dep, what):
+    """The Fit field of the engine's fixed cost of a draft step or of a round's bookkeeping; TensorRT-LLM,
+    with no speculative point to fit, takes vLLM's."""
+    return f"{what}_{'vllm' if dep.engine == 'trtllm' else dep.engine}"
+
+
 def engine_cost(dep, what, fit=FIT):
-    """The engine's fixed cost of a draft step or of a round's bookkeeping; TensorRT-LLM, with no
-    speculative point to fit, takes vLLM's."""
-    return getattr(fit, f"{what}_{'vllm' if dep.engine == 'trtllm' else dep.engine}")
+    """The engine's fixed cost of a draft step or of a round's bookkeeping, in ms (engine_field)."""
+    return getattr(fit, engine_field(dep, what))
 
 
 def prefill_tokens(dep, batch):
@@ -855,7 +881,7 @@ def dense_equivalent(dep):
 def moe_verify(dep, k, batch, fit=FIT):
     """Experts a plain step and a verify pass touch per MoE layer, and eps beside a dense model's of the same active size."""
     t = dep.target
-    verify = dep.verify_tokens or k + 1
+    verify = verify_tokens(dep, k)
     return dict(k=k, batch=batch, experts=t.experts, experts_per_token=t.experts_per_token,
                 plain_experts=expected_experts(t.experts, t.experts_per_token, batch),
                 verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify),
@@ -906,7 +932,7 @@ def round_ms(dep, batch, k, fit=FIT):
         step_ms = engine_cost(dep, "draft", fit)
         first = pass_ms(dep.drafter, dep, batch, 1, step_ms, fit)
         draft = first + (k - 1) * (first if dep.topk == 1 else pass_ms(dep.drafter, dep, batch, dep.topk, step_ms, fit))
-    verify = dep.verify_tokens or k + 1
+    verify = verify_tokens(dep, k)
     return engine_cost(dep, "round", fit) + draft + pass_ms(dep.target, dep, batch, verify, engine_pass_ms(dep, fit), fit)
 
 
@@ -940,7 +966,7 @@ def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
     at_one = model_overhead(dep, 1, k, fit)
     base = at_one if eps_b1 == "auto" else eps_b1
     scaled = (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
-    verify_only = (pass_ms(dep.target, dep, batch, dep.verify_tokens or k + 1, engine_pass_ms(dep, fit), fit)
+    verify_only = (pass_ms(dep.target, dep, batch, verify_tokens(dep, k), engine_pass_ms(dep, fit), fit)
                    / decode_step_ms(dep, batch, fit) - 1.0)
     return max(scaled, verify_only, 0.0)
 
@@ -969,11 +995,13 @@ REPLICATE_REQUESTS = 128  # requests in one replicate
 MAX_REPLICATES = 64       # where the growth stops: 8,192 requests
 PRECISION = 0.02          # target half-width of P99 TPOT at 95% confidence, relative
 PRECISION_MARGIN = 1.15   # stop at PRECISION / this: the replicates' estimate runs low where the growth stops
-                          # (without it, 60 seeds at alpha 0.8, K 5 gave a real half-width of 2.4%; with it 1.9%)
+                          # (python bench/check_precision.py: at alpha 0.8, K 5 over 60 seeds the real half-width
+                          # is 2.4% without it, 1.9% with it)
 EXACT_TOKENS = 64         # requests of at most this many decode tokens run decode_request round by round
 NORMAL = statistics.NormalDist()
 Z_NODES = [NORMAL.inv_cdf((i + 0.5) / 64) for i in range(64)]   # midpoint quadrature over a request's z
 JITTER_SD = math.sqrt(math.exp(ROUND_JITTER ** 2) - 1.0)          # s.d. of one round's jitter (mean 1)
+JITTER_P50 = math.exp(-ROUND_JITTER ** 2 / 2)                                       # its median
 JITTER_P99 = math.exp(-ROUND_JITTER ** 2 / 2 + ROUND_JITTER * NORMAL.inv_cdf(0.99))   # its 99th percentile
 
 Draws = namedtuple("Draws", "z length domain g seeds")
@@ -986,7 +1014,7 @@ Requests = namedtuple("Requests", "alpha tokens rounds full spec plain domain sp
 # (in rounds and in plain steps, jitter included), domain index; the _n fields per decode token.
 Decode = namedtuple("Decode", "k spread tau by_accepted full_share itl_p50 itl_p99 requests tokens spec plain "
                               "rounds full per_token heavy rest_max tpot_spec tpot_plain means speedup_ratio "
-                              "speedup_ratio_se precision slow_alpha slow_tokens slow_domains")
+                              "speedup_ratio_se precision slow_alpha slow_domains")
 # tau: the tokens per round the batch sees, 1/E[1/tau] over requests (round_mix); by_accepted:
 # rounds per token that accepted A = 0..K; full_share: share of rounds that accepted all K;
 # itl_p50/p99: per-token ITL quantiles in units of round_ms; tokens, spec, plain, rounds, full:
@@ -995,7 +1023,7 @@ Decode = namedtuple("Decode", "k spread tau by_accepted full_share itl_p50 itl_p
 # full_n), rest_max: the largest spec_n and rounds_n among the others (cell_latency's two-pass
 # shortcut); tpot_spec, tpot_plain: spec_n and plain_n sorted; speedup_ratio: sum(plain) /
 # sum(spec), with its standard error over the replicates; precision: the achieved relative
-# half-width of P99 TPOT; slow_*: mean alpha, mean decode tokens and share by domain of the
+# half-width of P99 TPOT; slow_alpha, slow_domains: mean alpha and share by domain of the
 # requests at or above P99 TPOT.
 
 
@@ -1181,9 +1209,8 @@ def simulate_requests(domains, k, spread, draws_for):
     threshold = percentile(tpot_spec, 0.99)
     slow = [i for i, v in enumerate(spec_n) if v >= threshold]
     # The slowest requests hold the two-pass P99 of every cell too (cell_latency checks that they do).
-    heavy = heapq.nlargest(max(64, 4 * (len(spec_n) - int(0.99 * (len(spec_n) - 1)))),
-                           zip(spec_n, rounds_n, full_n))
-    unit = [(1.0 / (a + 1), w * (a + 1)) for a, w in enumerate(by_accepted)]   # per-token ITL at round_ms = 1
+    heavy = heapq.nlargest(max(64, 4 * top_needed(len(spec_n), 0.99)), zip(spec_n, rounds_n, full_n))
+    unit = token_itl_parts(by_accepted, 1.0)
     return Decode(k=k, spread=spread, tau=tau, by_accepted=by_accepted, full_share=by_accepted[k] / sum(by_accepted),
                   itl_p50=mixture_quantile(0.50, unit), itl_p99=mixture_quantile(0.99, unit),
                   requests=len(spec_n), tokens=sum(tokens), spec=sum(spec), plain=sum(plain), rounds=sum(rounds),
@@ -1193,16 +1220,29 @@ def simulate_requests(domains, k, spread, draws_for):
                   means=[statistics.fmean(column) for column in (spec_n, rounds_n, full_n, plain_n)],
                   speedup_ratio=sum(plain) / sum(spec), speedup_ratio_se=stdev(ratios) / math.sqrt(len(ratios)),
                   precision=precision, slow_alpha=statistics.fmean(alpha[i] for i in slow),
-                  slow_tokens=statistics.fmean(tokens[i] for i in slow),
                   slow_domains=[sum(domain[i] == d for i in slow) / len(slow) for d in range(len(domains))])
+
+
+def top_needed(n, q):
+    """How many of n values, from the largest down, percentile(q) reads."""
+    return n - int(q * (n - 1))
+
+
+def percentile_of_top(top, n, q):
+    """percentile(q) of n values from their top_needed(n, q) largest, in descending order."""
+    at = q * (n - 1)
+    return top[-1] + (at - int(at)) * (top[-2] - top[-1]) if len(top) > 1 else top[-1]
 
 
 def percentile_top(values, q):
     """percentile() of unsorted values for q near 1, sorting only the top ones (heapq.nlargest)."""
-    at = q * (len(values) - 1)
-    i = int(at)
-    top = heapq.nlargest(len(values) - i, values)      # top[-1] is the i-th smallest, top[-2] the next
-    return top[-1] + (at - i) * (top[-2] - top[-1]) if len(top) > 1 else top[-1]
+    return percentile_of_top(heapq.nlargest(top_needed(len(values), q), values), len(values), q)
+
+
+def token_itl_parts(by_accepted, round_ms):
+    """Per-token ITL as mixture_quantile parts: a round that accepted A drafts gives each of its A + 1
+    tokens round_ms x jitter / (A + 1), so it enters with weight A + 1."""
+    return [(round_ms / (a + 1), w * (a + 1)) for a, w in enumerate(by_accepted)]
 
 
 def other_rejects(dec, batch):
@@ -1213,16 +1253,12 @@ def other_rejects(dec, batch):
 def itl_parts(dec, plain_ms, spec_ms, batch):
     """Per-token ITL of plain decoding, exact rejection and two-pass, as mixture_quantile parts.
 
-    A round that accepted A drafts gives each of its A + 1 tokens round_ms x jitter / (A + 1), so
-    it enters with weight A + 1. Two-pass (the lesson's model) adds a plain step to a round that
-    rejected, or whose batch did.
+    Two-pass (the lesson's model) adds a plain step to a round that rejected, or whose batch did.
     """
     k, w, p_other = dec.k, dec.by_accepted, other_rejects(dec, batch)
-    both = spec_ms + plain_ms
-    return dict(plain=[(plain_ms, 1.0)],
-                exact=[(spec_ms / (a + 1), w[a] * (a + 1)) for a in range(k + 1)],
-                two_pass=[(both / (a + 1), w[a] * (a + 1)) for a in range(k)] + [
-                    (both / (k + 1), w[k] * (k + 1) * p_other), (spec_ms / (k + 1), w[k] * (k + 1) * (1 - p_other))])
+    return dict(plain=[(plain_ms, 1.0)], exact=token_itl_parts(w, spec_ms),
+                two_pass=token_itl_parts(w[:k] + [w[k] * p_other], spec_ms + plain_ms)
+                + [(spec_ms / (k + 1), w[k] * (k + 1) * (1 - p_other))])
 
 
 def cell_latency(dec, plain_ms, spec_ms, batch):
@@ -1231,11 +1267,10 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
     skip = plain_ms * (1.0 - p_other)                    # a full round with no rejection in the batch skips it
     # Two-pass TPOT of the slowest requests; the others are at most spec_ms s + plain_ms n. When the
     # top ones P99 reads all come from the slowest, the P99 over them is the P99 over all.
-    top = dec.requests - int(0.99 * (dec.requests - 1))
+    top = top_needed(dec.requests, 0.99)
     heavy = heapq.nlargest(top, [spec_ms * s + plain_ms * n - skip * f for s, n, f in dec.heavy])
     if len(heavy) == top and heavy[-1] >= spec_ms * dec.rest_max[0] + plain_ms * dec.rest_max[1]:
-        at = 0.99 * (dec.requests - 1)
-        two_pass_p99 = heavy[-1] + (at - int(at)) * (heavy[-2] - heavy[-1]) if top > 1 else heavy[-1]
+        two_pass_p99 = percentile_of_top(heavy, dec.requests, 0.99)
     else:
         two_pass_p99 = percentile_top([spec_ms * s + plain_ms * n - skip * f for s, n, f in zip(*dec.per_token)],
                                       0.99)
@@ -1249,7 +1284,7 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
         tpot_spec_p99=spec_ms * percentile(dec.tpot_spec, 0.99),
         tpot_two_pass_mean=spec_ms * mean_s + plain_ms * mean_n - skip * mean_f,
         tpot_two_pass_p99=two_pass_p99,
-        itl_plain_mean=plain_ms * dec.plain / dec.tokens, itl_plain_p50=plain_ms * math.exp(-ROUND_JITTER ** 2 / 2),
+        itl_plain_mean=plain_ms * dec.plain / dec.tokens, itl_plain_p50=plain_ms * JITTER_P50,
         itl_plain_p99=plain_ms * JITTER_P99,
         itl_spec_mean=spec_ms * dec.spec / dec.tokens, itl_spec_p50=spec_ms * dec.itl_p50,
         itl_spec_p99=spec_ms * dec.itl_p99,
@@ -1348,8 +1383,13 @@ def round_costs(dep, batch, fit=FIT):
                                                         {k: round_ms(dep, batch, k, fit) for k in ks}))
 
 
+def k_zero_at(schedule):
+    """The batch from which a K-by-batch schedule switches speculation off (K = 0), or None."""
+    return next((row[0] for row in schedule if row[2] == 0), None)
+
+
 def k_schedule(dep, acceptance, fit=FIT):
-    """[start, end, K] rows for B = 1..max_concurrency, vLLM's num_speculative_tokens_per_batch_size.
+    """[start, end, K] rows for B = 1..max_concurrency, vLLM's num_speculative_tokens_per_batch_size (PR #32374).
 
     Best K is found at batches 25% apart, and each change of K is then located exactly
     by bisection, so the table is exact while costing a few dozen best-K searches.
@@ -1412,7 +1452,7 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
             if alike:
                 tail[-1]["tpot_spec_p99_alike_ms"] = evaluate_cell(request_alpha, k, eps_b, b, dep, alike,
                                                                    fit)["tpot_spec_p99_ms"]
-    zero_at = next((row[0] for row in schedule if row[2] == 0), None)
+    zero_at = k_zero_at(schedule)
     schedule_speedups = [(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
                          for lo, hi, _ in schedule]
     gate_rate = breakeven_rate(k, eps)
@@ -1451,7 +1491,7 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
                                                                             batch, fit))) for a in alphas]))
     steps = [dict(alpha=a, schedule=k_schedule(dep, a, fit)) for a in CHART_ALPHAS]
     for step in steps:
-        step["zero_at"] = next((row[0] for row in step["schedule"] if row[2] == 0), None)
+        step["zero_at"] = k_zero_at(step["schedule"])
     itl = None
     feasible = [b for b in sorted(set(grid.concurrencies) | {plan["target"]}) if b <= limit]
     if feasible:
@@ -1601,8 +1641,9 @@ def decoder(seed, spread, output_spread, output_tokens):
 def center_requests(tau, k, spread):
     """(mean alpha, spread) of requests whose rounds deliver tau in aggregate, as a measured tau is.
 
-    Counters (vLLM's, SGLang's) add up all rounds, so a measured tau is round_mix's, not tau(mean
-    alpha). Near alpha 1 (or 0) clipping caps what spread requests can reach: the spread then
+    Counters add up all rounds (vLLM's spec_decode_num_* totals, vllm/v1/spec_decode/metrics.py; SGLang's
+    accept-length gauge over recent steps, python/sglang/srt/metrics/collector.py), so a measured tau is
+    round_mix's, not tau(mean alpha). Near alpha 1 (or 0) clipping caps what spread requests can reach: the spread then
     narrows until they reproduce tau, at mean alpha 1 (or 0).
     >>> alpha, s = center_requests(acceptance_length(0.7, 3), 3, 0.0); round(alpha, 6), s
     (0.7, 0.0)
@@ -1627,8 +1668,8 @@ def mix_domains(mix, output_tokens):
     >>> mix_domains((("chat", 0.5, 0.7, 300), ("code", 0.5, 0.4, 100)), 1024)
     ((0.25, 0.7, 300), (0.75, 0.4, 100))
     """
-    rows = [(share / (row[3] if len(row) > 3 else output_tokens), alpha, row[3] if len(row) > 3 else output_tokens)
-            for row in mix for share, alpha in [row[1:3]]]
+    lengths = [row[3] if len(row) > 3 else output_tokens for row in mix]
+    rows = [(row[1] / tokens, row[2], tokens) for row, tokens in zip(mix, lengths)]
     total = sum(r for r, _, _ in rows)
     return tuple((r / total, alpha, tokens) for r, alpha, tokens in rows)
 
@@ -1746,7 +1787,7 @@ def diagnose_tail(mean_change, p99_change, k):
         tau = (1 + eps) / (1 + mean_change)
         alpha = alpha_from_length(tau, k)
         _, per_token = round_mix(((1.0, alpha, 1),), k, 0.0)
-        unit = [(1.0 / (a + 1), w * (a + 1)) for a, w in enumerate(per_token)]
+        unit = token_itl_parts(per_token, 1.0)
         return (1 + eps) * mixture_quantile(0.99, unit) / JITTER_P99 - 1.0, alpha, tau, per_token
 
     lo, hi = 0.0, min(1.0, (k + 1) * (1 + mean_change) - 1)
@@ -1826,9 +1867,9 @@ def exercise_methods(dep, target, fit=FIT, k=3):
 
 
 def exercise_tail(dep, target, decode, fit=FIT):
-    """Exercise 4: mean ITL -25% with P99 +15%, read per token and as TPOT over requests, and the remedies."""
-    tail = diagnose_tail(-0.25, 0.15, 3)
-    tpot = diagnose_tpot(-0.25, 0.15, 3, 1, dep, decode, fit)
+    """Exercise 4: LESSON_SYMPTOM read per token and as TPOT over requests, and the remedies."""
+    tail = diagnose_tail(*LESSON_SYMPTOM, 3)
+    tpot = diagnose_tpot(*LESSON_SYMPTOM, 3, 1, dep, decode, fit)
     remedies = []
     for kk in (1, 2, 3):
         eps = model_overhead(dep, target, kk, fit)
@@ -1841,7 +1882,8 @@ def exercise_tail(dep, target, decode, fit=FIT):
         remedies.append(row)
     schedule = k_schedule(dep, tail["alpha"], fit)
     return dict(tail, remedies=remedies, concurrency=target, schedule=schedule, tpot=tpot,
-                k_zero_at=next((row[0] for row in schedule if row[2] == 0), None))
+                symptom=LESSON_SYMPTOM,
+                k_zero_at=k_zero_at(schedule))
 
 
 def exercise_draft_memory(dep, target):
@@ -1882,7 +1924,7 @@ OWN_WORST = 0.25   # a fit whose worst run is further off than this says the fil
 def run_deployment(dep, run):
     """The deployment at a run's own prompt and output lengths (its totals over completed requests)."""
     return dep._replace(input_tokens=run["input"], output_tokens=run["output"],
-                               context=round(run["input"] + run["output"] / 2))
+                               context=mean_context(run["input"], run["output"]))
 
 
 def run_tpot_ms(dep, run, fit):
@@ -1895,9 +1937,8 @@ def run_tpot_ms(dep, run, fit):
 
 def own_fields(dep):
     """The Fit fields your runs can move: this GPU family's bandwidth share, this engine's pass, draft costs."""
-    draft = "draft_" + ("vllm" if dep.engine == "trtllm" else dep.engine)
-    return dict(bw=BW_FAMILY[GPU_FAMILY.get(dep.gpu, "hopper")], pass_ms="pass_" + dep.engine,
-                token_us="token_us", draft=draft)
+    return dict(bw=BW_FAMILY[gpu_family(dep)], pass_ms="pass_" + dep.engine,
+                token_us="token_us", draft=engine_field(dep, "draft"))
 
 
 def calibrate_on_runs(dep, runs, fit=FIT):
@@ -2261,7 +2302,7 @@ def facts_tail(result):
             + f" Per chunk (vLLM's ITL, one round) every round costs {1 + t['eps_eff']:.2f} plain steps. The lesson's "
               f"two-pass model adds a plain step to every round with a rejection anywhere in the batch: P99 TPOT "
               f"{pct(t['tpot_p99_change_two_pass'])}. vLLM and SGLang run no second pass: rejection sampling "
-              "resamples from the verify pass.")
+              "resamples from the verify pass.")   # vllm/v1/sample/rejection_sampler.py; SGLang's EAGLE verify
         if t["alpha_spread"] > 0 and not plan["measured"]:
             lower = t["acceptance_length_requests"] < t["acceptance_length"]
             facts.append(
@@ -2323,8 +2364,7 @@ def deployment_lines(dep, result):
              + " + ".join(f"{name} {ms:.2f}" for name, ms in result["plain_b1"].items() if ms > 0.0005)
              + " (ms; a closed-loop benchmark's mean TPOT).", 100, "  ") + (
         [f"No calibration point on {GPU_FAMILY.get(dep.gpu, 'custom')} GPUs: their bandwidth share is Hopper's, "
-         "an assumption; calibrate on your own runs."] if GPU_FAMILY.get(dep.gpu, "hopper") not in ("hopper", "ampere",
-                                                                                                  "ada") else []) + [
+         "an assumption; calibrate on your own runs."] if not fitted_family(dep) else []) + [
         "alpha: per-token acceptance; rate: accepted/drafted; tau: tokens per round (bonus included).",
         "eps: a round's cost over a plain step, minus 1, with the prefill a round of tau tokens carries.",
         f"lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at alpha; sim: simulated requests, their alphas",
@@ -2385,7 +2425,8 @@ def render_exercise_1(t):
                      f"{fmt(r['lesson_2x'] if r['alpha_2x'] is not None else None, '8.3f', '-'):>8s} "
                      f"{fmt(r['alpha_3x'], '9.3f', 'never'):>9s} "
                      f"{fmt(r['lesson_3x'] if r['alpha_3x'] is not None else None, '8.3f', '-'):>8s}")
-    first, last = t["rows"][0], t["rows"][5]
+    given = [r for r in t["rows"] if r["source"] == "given"]
+    first, last = given[0], given[-1]
     lines += wrap(f"From eps {first['eps']:.2f} to {last['eps']:.2f} the alpha for 2x moves "
                   f"{first['alpha_2x']:.3f} -> {fmt(last['alpha_2x'], '.3f', 'never')}, for 3x "
                   f"{fmt(first['alpha_3x'], '.3f', 'never')} -> {fmt(last['alpha_3x'], '.3f', 'never')}: near the "
@@ -2425,14 +2466,15 @@ def render_exercise_3(m, dep):
 
 
 def render_exercise_4(d):
-    """Mean ITL -25% but P99 +15%: per token, as TPOT over requests, and the remedies."""
-    lines = ["", "== Exercise 4: mean ITL -25% but P99 ITL +15% =="]
+    """The lesson's symptom (mean ITL down, P99 up): per token, as TPOT over requests, and the remedies."""
+    mean, p99 = d["symptom"]
+    lines = ["", f"== Exercise 4: mean ITL {pct(mean)} but P99 ITL {pct(p99)} =="]
     lines += wrap(f"Read per token, at B = 1: K = {d['k']}, eps = {d['eps']:.3f} and one per-token alpha "
                   f"{d['alpha']:.3f} for every request (tau {d['tau']:.2f}) give mean per-token ITL "
                   f"{pct1(d['mean_change'])} and P99 {pct1(d['p99_change'])}. Every round costs 1 + eps plain steps and "
                   f"{d['zero_accept_token_share'] * 100:.0f}% of tokens come from rounds that accepted nothing, "
                   f"so P99 follows eps while the mean follows tau/(1+eps). The ITL `vllm bench serve` reports is per "
-                  f"chunk, one round: its mean rises by eps ({pct1(d['round_mean_change'])}) too, so the -25% must "
+                  f"chunk, one round: its mean rises by eps ({pct1(d['round_mean_change'])}) too, so the {pct(mean)} must "
                   "be a per-token figure (TPOT).", 100, "  ")
     t = d["tpot"]
     if t:
@@ -2567,6 +2609,7 @@ def vllm_serve(dep, config=None):
     return shell_lines(words)
 
 
+SGLANG_GAUGE_STEPS = 40   # decode steps SGLang's acceptance gauges average over (python/sglang/srt/metrics/collector.py)
 SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE"}   # a draft model runs as STANDALONE
 # --speculative-adaptive's built-in step candidates by batch size (DEFAULT_ADAPTIVE_CONFIG in
 # python/sglang/srt/speculative/adaptive_spec_params.py, PR #24055); 0 turns drafting off.
@@ -2592,7 +2635,7 @@ def sglang_serve(dep, target, k=None):
     if k:
         words += [f"--speculative-algorithm {SGLANG_ALGORITHM.get(dep.draft, 'STANDALONE')}",
                   f"--speculative-draft-model-path {head_or_placeholder(dep)}", f"--speculative-num-steps {k}",
-                  f"--speculative-eagle-topk {dep.topk}", f"--speculative-num-draft-tokens {dep.verify_tokens or k + 1}"]
+                  f"--speculative-eagle-topk {dep.topk}", f"--speculative-num-draft-tokens {verify_tokens(dep, k)}"]
     return shell_lines(words)
 
 
@@ -2657,7 +2700,7 @@ def tool_words(dep):
     words = ["python code/main.py", f"--engine {dep.engine}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
-    if dep.context != dep.input_tokens + dep.output_tokens // 2:
+    if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
         words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
     if dep.gpu not in GPUS:
@@ -2998,7 +3041,8 @@ def plan_stage2(result, dep, plan):
         out += [
             "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau,",
             "bonus token included) and `sglang:spec_accept_rate` (accepted / drafted), each recomputed over the",
-            "last 40 decode steps. Average them over time (never `rate()` of a gauge):", "", "```promql",
+            f"last {SGLANG_GAUGE_STEPS} decode steps. Average them over time (never `rate()` of a gauge):", "",
+            "```promql",
             "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", "",
             f"The server log's `accept len` is the same figure. Hand it to this program with `--acceptance-length "
             f"TAU --ks {k}`, which turns it into the per-token alpha.", ""]
@@ -3423,7 +3467,7 @@ PER_POSITION_COUNTERS = {   # label position="i"
 SPEC_GAUGES = {
     "vllm:spec_decode_draft_acceptance_rate": "v0_rate",        # V0: accepted / draft tokens, a fraction
     "vllm:spec_decode_efficiency": "v0_efficiency",             # V0: emitted / the most a round could emit
-    "sglang:spec_accept_length": "sglang_length",               # SGLang: tau over the last 40 decode steps
+    "sglang:spec_accept_length": "sglang_length",               # SGLang: tau over the last SGLANG_GAUGE_STEPS steps
     "sglang:spec_accept_rate": "sglang_rate",                   # (python/sglang/srt/metrics/collector.py)
 }
 # name{labels} value [timestamp] [# exemplar]: the Prometheus text format and OpenMetrics
@@ -3697,8 +3741,8 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
         if tau > k_given + 1.0 + 1e-9:
             raise UsageError(f"{source}: sglang:spec_accept_length {tau:.3f} is more than K + 1 = {k_given + 1}: "
                              "--ks is not the server's --speculative-num-steps, or the draft is a tree (topk > 1)")
-        notes.append("sglang:spec_accept_length is a gauge over the last 40 decode steps at the scrape; "
-                     "average it over time (avg_over_time) for a steadier figure")
+        notes.append(f"sglang:spec_accept_length is a gauge over the last {SGLANG_GAUGE_STEPS} decode steps at the "
+                     "scrape; average it over time (avg_over_time) for a steadier figure")
         c, from_gauge = Counters(1.0, float(k_given), tau - 1.0), True
     if c.draft_tokens is None and c.accepted is None and "v0_rate" in c.gauges:
         rate = c.gauges["v0_rate"]
@@ -4422,8 +4466,7 @@ def parse_args(argv):
     if dep.topk > 1 and (grid.kind != "length" or len(grid.ks) != 1):
         raise UsageError("--draft-topk: a tree's acceptance length is measured, not the chain formula: give "
                          "--acceptance-length TAU at its one --ks (the steps)")
-    if dep.topk == 1 and dep.verify_tokens is not None and dep.verify_tokens != grid.ks[0] + 1 or \
-            (dep.topk == 1 and dep.verify_tokens is not None and len(grid.ks) != 1):
+    if dep.topk == 1 and dep.verify_tokens is not None and (len(grid.ks) != 1 or dep.verify_tokens != grid.ks[0] + 1):
         raise UsageError(f"--verify-tokens: a chain verifies K + 1 tokens; got {dep.verify_tokens} for --ks "
                          f"{','.join(map(str, grid.ks))}")
     if dep.topk > 1:
