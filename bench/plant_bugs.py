@@ -83,6 +83,9 @@ MUTANTS = [
     ("the two-pass shortcut trusts its candidates without the check",
      'if len(heavy) == top and heavy[-1] >= spec_ms * dec.rest_max[0] + plain_ms * dec.rest_max[1]:',
      'if len(heavy) == top:'),
+    ("n-gram lookup pays a draft step's fixed cost though it runs no model",
+     'if not dep.drafter.layers:\n        return 0.0\n',
+     'if not dep.drafter.layers:\n        return engine_cost(dep, "draft", fit)\n'),
 ]
 
 

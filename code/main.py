@@ -464,6 +464,10 @@ Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layer
 # a copy), whether its weights are quantised; for a MoE, one routed expert's bytes, the
 # routing layers, experts and experts per token; sliding-window layers, their window and
 # their KV bytes per token.
+NO_MODEL = Net(params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, layers=0, hidden=0, tflops=0,
+               held_params=0, held_bytes=0, fp8=False)
+# The drafter of n-gram lookup: proposals come from matching the context, so it holds no
+# weights, no KV cache, and runs no draft steps (draft_step_ms).
 
 
 Deployment = namedtuple("Deployment", "model gpu tp weights_dtype kv_dtype context draft memory_gib bandwidth_tbs "
@@ -472,7 +476,7 @@ Deployment = namedtuple("Deployment", "model gpu tp weights_dtype kv_dtype conte
                         defaults=(ENGINE, ENGINES[ENGINE]["memory_fraction"], None, 450.0, 1024, 1024, None, 1, None,
                                   None, None))
 # memory_gib, bandwidth_tbs: per GPU; draft_tflops: per GPU, bf16 (drafts run in bf16); target,
-# drafter: Nets (drafter None: the draft runs no model, n-gram); memory_fraction: the engine's
+# drafter: Nets (NO_MODEL for n-gram lookup); memory_fraction: the engine's
 # share (ENGINES); draft_hf: Hugging Face id of the draft (None: the catalog's choice); link_gbs:
 # one-way GPU-to-GPU bandwidth the all-reduces cross, GB/s; input_tokens, output_tokens: mean
 # prompt and output lengths; shape: the target's shape (a MODELS row, or one read from
@@ -714,7 +718,7 @@ def with_draft(dep, draft):
                       m["hidden"], dep.target.tflops, held, held * width, dep.weights_dtype != "bf16", expert,
                       1 if moe else 0, m.get("experts", 0), m.get("experts_per_token", 0))
     elif draft == "ngram":
-        drafter = None
+        drafter = NO_MODEL
     else:
         d = dep.draft_shape if draft == "model" else MODELS[draft]
         d_params = model_params(d)
@@ -737,12 +741,12 @@ def memory_budget_bytes(dep):
 
 def static_bytes(dep):
     """Target plus draft weights."""
-    return dep.target.held_bytes + (dep.drafter.held_bytes if dep.drafter else 0)
+    return dep.target.held_bytes + dep.drafter.held_bytes
 
 
 def kv_bytes_per_sequence(dep):
     """KV cache of one sequence at the mean context, target and draft."""
-    per_token = dep.target.kv_bytes_per_token + (dep.drafter.kv_bytes_per_token if dep.drafter else 0)
+    per_token = dep.target.kv_bytes_per_token + dep.drafter.kv_bytes_per_token
     return dep.context * per_token
 
 
@@ -921,17 +925,21 @@ def prefill_share_ms(dep, batch, fit=FIT):
     return plain_step_ms(dep, batch, fit) - decode_step_ms(dep, batch, fit)
 
 
+def draft_step_ms(dep, batch, tokens_per_seq, fit=FIT):
+    """One draft step over tokens_per_seq tokens a sequence; a drafter with no layers (NO_MODEL) runs none."""
+    if not dep.drafter.layers:
+        return 0.0
+    return pass_ms(dep.drafter, dep, batch, tokens_per_seq, engine_cost(dep, "draft", fit), fit)
+
+
 def round_ms(dep, batch, k, fit=FIT):
     """One speculative round without prefill: K draft steps, then one verify pass over K+1 tokens a sequence.
 
     A tree draft expands topk tokens a sequence at each step after the first and verifies
     dep.verify_tokens a sequence (SGLang's --speculative-num-draft-tokens).
     """
-    draft = 0.0
-    if dep.drafter is not None:
-        step_ms = engine_cost(dep, "draft", fit)
-        first = pass_ms(dep.drafter, dep, batch, 1, step_ms, fit)
-        draft = first + (k - 1) * (first if dep.topk == 1 else pass_ms(dep.drafter, dep, batch, dep.topk, step_ms, fit))
+    first = draft_step_ms(dep, batch, 1, fit)
+    draft = first + (k - 1) * (first if dep.topk == 1 else draft_step_ms(dep, batch, dep.topk, fit))
     verify = verify_tokens(dep, k)
     return engine_cost(dep, "round", fit) + draft + pass_ms(dep.target, dep, batch, verify, engine_pass_ms(dep, fit), fit)
 
@@ -1855,12 +1863,10 @@ def exercise_methods(dep, target, fit=FIT, k=3):
     rows = []
     for draft in smaller_drafts(dep, ("llama-3.2-1b", "eagle", "eagle3", "ngram")):
         d = with_draft(dep, draft)
-        step = pass_ms(d.drafter, d, 1, 1, engine_cost(d, "draft", fit), fit) if d.drafter else 0.0
         rows.append(dict(draft=draft, method=json.loads(speculative_config(d, k))["method"],
-                         params=d.drafter.held_params if d.drafter else 0,
-                         weight_bytes=d.drafter.held_bytes if d.drafter else 0,
-                         kv_bytes_per_token=d.drafter.kv_bytes_per_token if d.drafter else 0,
-                         draft_step_ms=step, eps_b1=model_overhead(d, 1, k, fit),
+                         params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
+                         kv_bytes_per_token=d.drafter.kv_bytes_per_token,
+                         draft_step_ms=draft_step_ms(d, 1, 1, fit), eps_b1=model_overhead(d, 1, k, fit),
                          eps_target=model_overhead(d, target, k, fit), max_concurrency=max_concurrency(d),
                          config=speculative_config(d, k)))
     return dict(k=k, concurrency=target, rows=rows)
@@ -1952,7 +1958,7 @@ def calibrate_on_runs(dep, runs, fit=FIT):
     batches = {r["batch"] for r in runs if r["k"] is None}
     names = ["bw", "pass_ms"] + (["token_us"] if len(batches) >= 3 else []) + \
         (["draft"] if any(r["k"] is not None for r in runs) else [])
-    if dep.drafter is None and "draft" in names:
+    if not dep.drafter.layers and "draft" in names:
         names.remove("draft")
 
     def loss(values):
@@ -2353,7 +2359,7 @@ def render_summary(result, grid):
 
 
 def deployment_lines(dep, result):
-    draft_gib = dep.drafter.held_bytes / GIB if dep.drafter else 0.0
+    draft_gib = dep.drafter.held_bytes / GIB
     return [
         f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.held_bytes / GIB:.1f} GiB), "
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {ENGINES[dep.engine]['name']},",
@@ -2762,7 +2768,7 @@ def plan_front(result, dep, plan):
     """Front matter and the deployment table."""
     k, target, alpha = plan["k"], plan["target"], plan["alpha"]
     engine = ENGINES[dep.engine]["name"]
-    draft_params = dep.drafter.held_params if dep.drafter else 0
+    draft_params = dep.drafter.held_params
     if plan["k_target"] == k:
         k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
                   f"{plan['speedup_target']:.2f}x over plain decoding")
@@ -3275,9 +3281,9 @@ def render_json(result, dep, grid):
                       target_params=dep.target.held_params, active_params=dep.target.params,
                       experts=dep.target.experts or None, experts_per_token=dep.target.experts_per_token or None,
                       draft_topk=dep.topk, verify_tokens=dep.verify_tokens,
-                      draft_params=dep.drafter.held_params if dep.drafter else 0,
+                      draft_params=dep.drafter.held_params,
                       weight_bytes=dep.target.held_bytes,
-                      draft_weight_bytes=dep.drafter.held_bytes if dep.drafter else 0,
+                      draft_weight_bytes=dep.drafter.held_bytes,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
                       max_concurrency=result["max_concurrency"], input_tokens=dep.input_tokens,
                       output_tokens=dep.output_tokens, plain_step_b1=result["plain_b1"],

@@ -167,6 +167,18 @@ class CostShape(unittest.TestCase):
         dep = m.make_deployment(draft="ngram")
         self.assertLess(m.model_overhead(dep, 1, 3), m.model_overhead(m.make_deployment(), 1, 3) / 2)
 
+    def test_ngram_round_is_the_verify_pass_and_bookkeeping(self):
+        # n-gram lookup runs no model: a round is the target's pass over K+1 tokens plus the
+        # round's fixed bookkeeping, whatever K costs in draft steps elsewhere; it holds no bytes.
+        dep = m.make_deployment(draft="ngram")
+        for batch, k in ((1, 3), (64, 5)):
+            verify = m.pass_ms(dep.target, dep, batch, k + 1, m.FIT.pass_vllm)
+            self.assertAlmostEqual(m.round_ms(dep, batch, k), verify + m.FIT.round_vllm, places=12)
+        self.assertEqual(m.static_bytes(dep), dep.target.held_bytes)
+        self.assertEqual(m.kv_bytes_per_sequence(dep), dep.context * dep.target.kv_bytes_per_token)
+        eagle = m.make_deployment(draft="eagle3")
+        self.assertGreater(m.round_ms(eagle, 1, 3) - m.round_ms(dep, 1, 3), 3 * m.FIT.draft_vllm)
+
 
 class AcceptanceFlags(unittest.TestCase):
     def test_rates_are_converted_at_each_k(self):
