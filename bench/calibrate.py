@@ -10,10 +10,10 @@ Which points set which constant:
 - plain steps of TensorRT-LLM (NIM at fixed concurrency; TensorRT-LLM 0.9 static batches):
   the bandwidth share of each GPU family, fp8_eff, seq_kv_eff (batch 1 at growing
   context), ar_us and ar_tp_us (TP 1-8), flop_eff and token_us (large batches),
-  pass_trtllm; the closed-loop NIM runs also the prefill share;
-- vLLM's plain TPOT and K sweep (Llama 3.1 8B, batch 1): pass_vllm, draft_vllm, round_vllm;
-- SGLang's plain step, batch sweeps and batch-1 points (Llama 3.1 8B, H100): pass_sglang,
-  draft_sglang, round_sglang, and with all the others token_us.
+  pass_fixed_ms_trtllm; the closed-loop NIM runs also the prefill share;
+- vLLM's plain TPOT and K sweep (Llama 3.1 8B, batch 1): pass_fixed_ms_vllm, draft_fixed_ms_vllm, round_fixed_ms_vllm;
+- SGLang's plain step, batch sweeps and batch-1 points (Llama 3.1 8B, H100): pass_fixed_ms_sglang,
+  draft_fixed_ms_sglang, round_fixed_ms_sglang, and with all the others token_us.
 The SpecBundle runs (SGLang, H200, batch 8, dense and mixture-of-experts targets, chains
 and trees) are predicted, not fitted, and reported apart: their baselines are not the
 physics of the other sources (Llama 3.1 8B's plain step there is 44 ms, eight times what
@@ -51,12 +51,14 @@ MT_BENCH_CONTEXT = 512
 # efficiencies allow (at 0.27) to 90% of peak, which no Hopper GEMM reaches.
 BOUNDS = dict(bw_hopper=(0.4, 0.95), bw_ampere=(0.4, 0.95), bw_ada=(0.3, 0.95), flop_eff=(0.45, 0.75),
               fp8_eff=(0.4, 1.0), fp8_kv_eff=(0.3, 1.0), attn_ns=(0.0, 30.0), layer_us=(0.0, 40.0),
-              ar_us=(2.0, 80.0), ar_tp_us=(0.0, 30.0), link_eff=(0.05, 1.0), pass_vllm=(0.0, 3.0),
-              pass_sglang=(0.0, 3.0), pass_trtllm=(0.0, 3.0), draft_vllm=(0.0, 2.0), draft_sglang=(0.0, 2.0),
-              round_vllm=(0.0, 3.0), round_sglang=(0.0, 3.0), token_us=(0.0, 60.0))
+              ar_us=(2.0, 80.0), ar_tp_us=(0.0, 30.0), link_eff=(0.05, 1.0), pass_fixed_ms_vllm=(0.0, 3.0),
+              pass_fixed_ms_sglang=(0.0, 3.0), pass_fixed_ms_trtllm=(0.0, 3.0), draft_fixed_ms_vllm=(0.0, 2.0),
+              draft_fixed_ms_sglang=(0.0, 2.0), round_fixed_ms_vllm=(0.0, 3.0), round_fixed_ms_sglang=(0.0, 3.0),
+              token_us=(0.0, 60.0))
 START = main.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=0.6, fp8_eff=0.8, fp8_kv_eff=0.8, attn_ns=8.0,
-                 layer_us=5.0, ar_us=15.0, ar_tp_us=3.0, link_eff=0.7, pass_vllm=1.0, pass_sglang=1.0,
-                 pass_trtllm=1.0, draft_vllm=0.7, draft_sglang=0.7, round_vllm=1.0, round_sglang=1.0, token_us=10.0)
+                 layer_us=5.0, ar_us=15.0, ar_tp_us=3.0, link_eff=0.7, pass_fixed_ms_vllm=1.0,
+                 pass_fixed_ms_sglang=1.0, pass_fixed_ms_trtllm=1.0, draft_fixed_ms_vllm=0.7,
+                 draft_fixed_ms_sglang=0.7, round_fixed_ms_vllm=1.0, round_fixed_ms_sglang=1.0, token_us=10.0)
 
 
 def spec_point(source, what, engine, draft, k, batch, tau, published, model="llama-3.1-8b", gpu="h100-sxm", tp=1,

@@ -85,7 +85,7 @@ MUTANTS = [
      'if len(heavy) == top:'),
     ("n-gram lookup pays a draft step's fixed cost though it runs no model",
      'if not dep.drafter.layers:\n        return 0.0\n',
-     'if not dep.drafter.layers:\n        return engine_cost(dep, "draft", fit)\n'),
+     'if not dep.drafter.layers:\n        return fixed_ms(dep, "draft", fit)\n'),
 ]
 
 

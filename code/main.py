@@ -418,8 +418,8 @@ def decode_request(alpha, k, tokens, rng):
 # keep arriving (chunked prefill mixes it into decode batches): PREFILL below.
 
 Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
-                        "link_eff pass_vllm pass_sglang pass_trtllm draft_vllm draft_sglang round_vllm round_sglang "
-                        "token_us")
+                        "link_eff pass_fixed_ms_vllm pass_fixed_ms_sglang pass_fixed_ms_trtllm draft_fixed_ms_vllm "
+                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us")
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -432,15 +432,17 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # layer per pass (kernel launches, norms, rotary); ar_us, ar_tp_us: one all-reduce's
 # latency at TP 2 and its growth per further GPU; link_eff: achieved share of the link
 # bandwidth in an all-reduce;
-# pass_<engine>: fixed cost of one forward pass in that engine (graph launch, scheduler,
-# sampler); draft_<engine>: fixed cost of one draft step; round_<engine>: per-round speculation
-# bookkeeping (rejection sampler, input preparation); token_us: engine cost per token a
+# pass_fixed_ms_<engine>: fixed cost of one forward pass in that engine, ms (graph launch,
+# scheduler, sampler); draft_fixed_ms_<engine>: fixed cost of one draft step;
+# round_fixed_ms_<engine>: per-round speculation bookkeeping (rejection sampler, input
+# preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us: engine cost per token a
 # pass processes. Fitted together by bench/calibrate.py (its output says which points set
 # which constant), against bench/published.json and bench/plain_step.json.
 FIT = Fit(bw_hopper=0.9188, bw_ampere=0.764, bw_ada=0.7124, flop_eff=0.75, fp8_eff=0.9723, fp8_kv_eff=0.4876,
-          attn_ns=8.0, layer_us=20.8594, ar_us=13.248, ar_tp_us=3.6445, link_eff=0.6703, pass_vllm=1.0205,
-          pass_sglang=0.2588, pass_trtllm=1.8232, draft_vllm=0.6941, draft_sglang=0.5105, round_vllm=1.167,
-          round_sglang=1.5303, token_us=11.3477)
+          attn_ns=8.0, layer_us=20.8594, ar_us=13.248, ar_tp_us=3.6445, link_eff=0.6703,
+          pass_fixed_ms_vllm=1.0205, pass_fixed_ms_sglang=0.2588, pass_fixed_ms_trtllm=1.8232,
+          draft_fixed_ms_vllm=0.6941, draft_fixed_ms_sglang=0.5105, round_fixed_ms_vllm=1.167,
+          round_fixed_ms_sglang=1.5303, token_us=11.3477)
 # What the fit says: an fp8 weight read keeps nearly all its bandwidth (0.97), but an fp8
 # KV cache reads no faster than bf16 (0.49 x 2 bytes); one sequence's attention costs
 # 8 ns per layer per token of context (0.26 ms per 1k tokens on 8B); an
@@ -791,7 +793,7 @@ def attended(net, context):
     return (net.layers - net.window_layers) * context + net.window_layers * window
 
 
-def pass_parts(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT, prefill=0.0):
+def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
     """The terms of one forward pass, in ms: weights, attention, compute, communication, fixed, engine.
 
     tokens_per_seq new tokens for each of `batch` sequences at the mean context, plus
@@ -815,17 +817,22 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT, prefill=0.0):
     compute = flops / (dep.tp * net.tflops * 1e9 * fit.flop_eff)
     communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
-                fixed=fixed_ms + net.layers * fit.layer_us / 1e3, engine=tokens * fit.token_us / 1e3)
+                fixed=fixed_cost + net.layers * fit.layer_us / 1e3, engine=tokens * fit.token_us / 1e3)
 
 
-def pass_ms(net, dep, batch, tokens_per_seq, fixed_ms, fit=FIT, prefill=0.0):
-    """Time of one forward pass (pass_parts, summed)."""
-    return sum(pass_parts(net, dep, batch, tokens_per_seq, fixed_ms, fit, prefill).values())
+def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
+    """Time of one forward pass (pass_parts, summed); fixed_cost: the engine's fixed cost of it (fixed_ms)."""
+    return sum(pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit, prefill).values())
 
 
-def engine_pass_ms(dep, fit=FIT):
-    """The engine's fixed cost of one target forward pass."""
-    return getattr(fit, "pass_" + dep.engine)
+def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
+    """The terms of one target pass (pass_parts) with the engine's fixed cost of a pass."""
+    return pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
+
+
+def target_pass_ms(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
+    """Time of one target pass: a plain step over 1 token a sequence, a verify pass over K + 1."""
+    return sum(target_parts(dep, batch, tokens_per_seq, fit, prefill).values())
 
 
 def verify_tokens(dep, k):
@@ -833,15 +840,16 @@ def verify_tokens(dep, k):
     return dep.verify_tokens or k + 1
 
 
-def engine_field(dep, what):
-    """The Fit field of the engine's fixed cost of a draft step or of a round's bookkeeping; TensorRT-LLM,
-    with no speculative point to fit, takes vLLM's."""
-    return f"{what}_{'vllm' if dep.engine == 'trtllm' else dep.engine}"
+def fixed_field(dep, what):
+    """The Fit field of the engine's fixed cost of a target pass ("pass"), a draft step ("draft") or a round's
+    bookkeeping ("round"); TensorRT-LLM, with no speculative point to fit, takes vLLM's draft and round costs."""
+    engine = "vllm" if dep.engine == "trtllm" and what != "pass" else dep.engine
+    return f"{what}_fixed_ms_{engine}"
 
 
-def engine_cost(dep, what, fit=FIT):
-    """The engine's fixed cost of a draft step or of a round's bookkeeping, in ms (engine_field)."""
-    return getattr(fit, engine_field(dep, what))
+def fixed_ms(dep, what, fit=FIT):
+    """The engine's fixed cost of a target pass, a draft step or a round's bookkeeping, in ms (fixed_field)."""
+    return getattr(fit, fixed_field(dep, what))
 
 
 def prefill_tokens(dep, batch):
@@ -871,7 +879,7 @@ def memoised(what, dep, batch, fit, compute):
 
 def decode_step_ms(dep, batch, fit=FIT):
     """One decode step without speculation and without any prefill: a target pass over one token per sequence."""
-    return memoised("decode", dep, batch, fit, lambda: pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit))
+    return memoised("decode", dep, batch, fit, lambda: target_pass_ms(dep, batch, 1, fit))
 
 
 def dense_equivalent(dep):
@@ -894,7 +902,7 @@ def moe_verify(dep, k, batch, fit=FIT):
 
 def plain_step_parts(dep, batch, fit=FIT):
     """A plain step's terms in ms (pass_parts), with its prefill share as a term of its own."""
-    parts = pass_parts(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit)
+    parts = target_parts(dep, batch, 1, fit)
     parts["prefill share"] = prefill_share_ms(dep, batch, fit)
     return parts
 
@@ -902,8 +910,8 @@ def plain_step_parts(dep, batch, fit=FIT):
 def eps_growth(dep, k, b0, b1, fit=FIT):
     """The term of a round (against a plain step, decode only) that moves eps most from batch b0 to b1."""
     def extra(batch):
-        plain = pass_parts(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit)
-        verify = pass_parts(dep.target, dep, batch, k + 1, engine_pass_ms(dep, fit), fit)
+        plain = target_parts(dep, batch, 1, fit)
+        verify = target_parts(dep, batch, k + 1, fit)
         terms = {f"the verify pass's {t}": verify[t] - plain[t] for t in plain}
         terms["the draft steps and bookkeeping"] = round_ms(dep, batch, k, fit) - sum(verify.values())
         return terms, sum(plain.values())
@@ -916,8 +924,7 @@ def eps_growth(dep, k, b0, b1, fit=FIT):
 
 def plain_step_ms(dep, batch, fit=FIT):
     """A plain step as a closed-loop benchmark's mean TPOT sees it: decode plus its share of prefill."""
-    return memoised("plain", dep, batch, fit, lambda: pass_ms(dep.target, dep, batch, 1, engine_pass_ms(dep, fit), fit,
-                                                              prefill_tokens(dep, batch)))
+    return memoised("plain", dep, batch, fit, lambda: target_pass_ms(dep, batch, 1, fit, prefill_tokens(dep, batch)))
 
 
 def prefill_share_ms(dep, batch, fit=FIT):
@@ -929,7 +936,7 @@ def draft_step_ms(dep, batch, tokens_per_seq, fit=FIT):
     """One draft step over tokens_per_seq tokens a sequence; a drafter with no layers (NO_MODEL) runs none."""
     if not dep.drafter.layers:
         return 0.0
-    return pass_ms(dep.drafter, dep, batch, tokens_per_seq, engine_cost(dep, "draft", fit), fit)
+    return pass_ms(dep.drafter, dep, batch, tokens_per_seq, fixed_ms(dep, "draft", fit), fit)
 
 
 def round_ms(dep, batch, k, fit=FIT):
@@ -941,7 +948,7 @@ def round_ms(dep, batch, k, fit=FIT):
     first = draft_step_ms(dep, batch, 1, fit)
     draft = first + (k - 1) * (first if dep.topk == 1 else draft_step_ms(dep, batch, dep.topk, fit))
     verify = verify_tokens(dep, k)
-    return engine_cost(dep, "round", fit) + draft + pass_ms(dep.target, dep, batch, verify, engine_pass_ms(dep, fit), fit)
+    return fixed_ms(dep, "round", fit) + draft + target_pass_ms(dep, batch, verify, fit)
 
 
 def model_overhead(dep, batch, k, fit=FIT):
@@ -974,7 +981,7 @@ def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
     at_one = model_overhead(dep, 1, k, fit)
     base = at_one if eps_b1 == "auto" else eps_b1
     scaled = (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
-    verify_only = (pass_ms(dep.target, dep, batch, verify_tokens(dep, k), engine_pass_ms(dep, fit), fit)
+    verify_only = (target_pass_ms(dep, batch, verify_tokens(dep, k), fit)
                    / decode_step_ms(dep, batch, fit) - 1.0)
     return max(scaled, verify_only, 0.0)
 
@@ -1923,7 +1930,7 @@ def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, out
 # commands run). A speculative run's mean TPOT is a round of tau tokens, its tau steps of
 # prefill included, over tau: round_ms / tau + the prefill share.
 
-OWN_BOUNDS = dict(bw=(0.2, 1.0), pass_ms=(0.0, 10.0), token_us=(0.0, 200.0), draft=(0.0, 10.0))
+OWN_BOUNDS = dict(bw=(0.2, 1.0), pass_fixed=(0.0, 10.0), token_us=(0.0, 200.0), draft=(0.0, 10.0))
 OWN_WORST = 0.25   # a fit whose worst run is further off than this says the files disagree
 
 
@@ -1943,8 +1950,8 @@ def run_tpot_ms(dep, run, fit):
 
 def own_fields(dep):
     """The Fit fields your runs can move: this GPU family's bandwidth share, this engine's pass, draft costs."""
-    return dict(bw=BW_FAMILY[gpu_family(dep)], pass_ms="pass_" + dep.engine,
-                token_us="token_us", draft=engine_field(dep, "draft"))
+    return dict(bw=BW_FAMILY[gpu_family(dep)], pass_fixed="pass_fixed_ms_" + dep.engine,
+                token_us="token_us", draft=fixed_field(dep, "draft"))
 
 
 def calibrate_on_runs(dep, runs, fit=FIT):
@@ -1956,7 +1963,7 @@ def calibrate_on_runs(dep, runs, fit=FIT):
     """
     fields = own_fields(dep)
     batches = {r["batch"] for r in runs if r["k"] is None}
-    names = ["bw", "pass_ms"] + (["token_us"] if len(batches) >= 3 else []) + \
+    names = ["bw", "pass_fixed"] + (["token_us"] if len(batches) >= 3 else []) + \
         (["draft"] if any(r["k"] is not None for r in runs) else [])
     if not dep.drafter.layers and "draft" in names:
         names.remove("draft")

@@ -12,7 +12,7 @@ F = m.FIT
 
 class Terms(unittest.TestCase):
     def parts(self, dep, batch=1, tokens=1, prefill=0.0):
-        return m.pass_parts(dep.target, dep, batch, tokens, m.engine_pass_ms(dep), F, prefill)
+        return m.target_parts(dep, batch, tokens, F, prefill)
 
     def test_weights_stream_at_the_family_share_and_fp8_keeps_its_own(self):
         bf16 = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
@@ -52,8 +52,8 @@ class Terms(unittest.TestCase):
     def test_fixed_costs_are_the_engines_plus_each_layers(self):
         for engine in ("vllm", "sglang", "trtllm"):
             dep = m.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", 1000, "ngram", engine=engine)
-            self.assertAlmostEqual(self.parts(dep)["fixed"], getattr(F, "pass_" + engine) + 80 * F.layer_us / 1e3,
-                                   places=12)
+            fixed = getattr(F, "pass_fixed_ms_" + engine)
+            self.assertAlmostEqual(self.parts(dep)["fixed"], fixed + 80 * F.layer_us / 1e3, places=12)
 
     def test_compute_counts_two_flops_a_parameter_and_attention(self):
         dep = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
@@ -146,7 +146,7 @@ class DraftsAndK(unittest.TestCase):
         floors = 0
         for k in (3, 5):
             for batch in (32, 256):
-                floor = m.pass_ms(dep.target, dep, batch, k + 1, m.engine_pass_ms(dep)) / m.decode_step_ms(dep, batch) - 1
+                floor = m.target_pass_ms(dep, batch, k + 1) / m.decode_step_ms(dep, batch) - 1
                 for given in (0.1, 0.3):
                     scaled = (1 + given) * growth_at(dep, batch, k) - 1
                     floors += floor > scaled

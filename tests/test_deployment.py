@@ -126,7 +126,7 @@ class Calibration(unittest.TestCase):
         attention = max(300 * 131_072 / bw, 32 * 300 * f.attn_ns / 1e6) + 2 * 131_072 / bw
         compute = ((2 * 8_030_261_248 + 4 * 32 * 4096 * 300) + (2 * 8_030_261_248 + 4 * 32 * 4096 * 100)) \
             / (989e9 * f.flop_eff)
-        by_hand = weights + attention + compute + f.pass_trtllm + 32 * f.layer_us / 1e3 + 2 * f.token_us / 1e3
+        by_hand = weights + attention + compute + f.pass_fixed_ms_trtllm + 32 * f.layer_us / 1e3 + 2 * f.token_us / 1e3
         self.assertAlmostEqual(row["predicted"], by_hand, places=9)
         self.assertLess(abs(row["error"]), 0.10)
 
@@ -136,7 +136,7 @@ class CostShape(unittest.TestCase):
         # MagicDec: at 32k tokens the KV read dominates plain and verify alike.
         long = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
         short = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 512, "eagle3")
-        verify_extra = lambda dep, b: (m.pass_ms(dep.target, dep, b, 4, m.engine_pass_ms(dep))
+        verify_extra = lambda dep, b: (m.target_pass_ms(dep, b, 4)
                                        / m.decode_step_ms(dep, b) - 1)
         self.assertLess(verify_extra(long, 16), 0.2)
         # At 512 tokens the 48 extra query tokens weigh against a short KV read: over twice the share.
@@ -172,12 +172,12 @@ class CostShape(unittest.TestCase):
         # round's fixed bookkeeping, whatever K costs in draft steps elsewhere; it holds no bytes.
         dep = m.make_deployment(draft="ngram")
         for batch, k in ((1, 3), (64, 5)):
-            verify = m.pass_ms(dep.target, dep, batch, k + 1, m.FIT.pass_vllm)
-            self.assertAlmostEqual(m.round_ms(dep, batch, k), verify + m.FIT.round_vllm, places=12)
+            verify = m.pass_ms(dep.target, dep, batch, k + 1, m.FIT.pass_fixed_ms_vllm)
+            self.assertAlmostEqual(m.round_ms(dep, batch, k), verify + m.FIT.round_fixed_ms_vllm, places=12)
         self.assertEqual(m.static_bytes(dep), dep.target.held_bytes)
         self.assertEqual(m.kv_bytes_per_sequence(dep), dep.context * dep.target.kv_bytes_per_token)
         eagle = m.make_deployment(draft="eagle3")
-        self.assertGreater(m.round_ms(eagle, 1, 3) - m.round_ms(dep, 1, 3), 3 * m.FIT.draft_vllm)
+        self.assertGreater(m.round_ms(eagle, 1, 3) - m.round_ms(dep, 1, 3), 3 * m.FIT.draft_fixed_ms_vllm)
 
 
 class AcceptanceFlags(unittest.TestCase):

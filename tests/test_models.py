@@ -138,11 +138,11 @@ class Drafts(unittest.TestCase):
         chain = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang")
         tree = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
                                  topk=4, verify_tokens=8)
-        verify = lambda dep, n: m.pass_ms(dep.target, dep, 8, n, m.engine_pass_ms(dep))
-        drafts = lambda dep, width: m.pass_ms(dep.drafter, dep, 8, width, m.engine_cost(dep, "draft"))
-        self.assertAlmostEqual(m.round_ms(tree, 8, 5), m.engine_cost(tree, "round") + drafts(tree, 1)
+        verify = lambda dep, n: m.target_pass_ms(dep, 8, n)
+        drafts = lambda dep, width: m.pass_ms(dep.drafter, dep, 8, width, m.fixed_ms(dep, "draft"))
+        self.assertAlmostEqual(m.round_ms(tree, 8, 5), m.fixed_ms(tree, "round") + drafts(tree, 1)
                                + 4 * drafts(tree, 4) + verify(tree, 8), places=9)
-        self.assertAlmostEqual(m.round_ms(chain, 8, 5), m.engine_cost(chain, "round") + 5 * drafts(chain, 1)
+        self.assertAlmostEqual(m.round_ms(chain, 8, 5), m.fixed_ms(chain, "round") + 5 * drafts(chain, 1)
                                + verify(chain, 6), places=9)
         status, out, err = run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8", "--ks", "5",
                                 "--acceptance-length", "3.0", "--concurrency", "8", "--no-write", "--json"])

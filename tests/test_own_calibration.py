@@ -9,7 +9,7 @@ from load_main import load_main, run
 
 m = load_main()
 # The "true" deployment: slower memory, dearer passes, engine cost per token and draft steps.
-TRUE = m.FIT._replace(bw_hopper=0.70, pass_vllm=2.5, token_us=25.0, draft_vllm=1.2)
+TRUE = m.FIT._replace(bw_hopper=0.70, pass_fixed_ms_vllm=2.5, token_us=25.0, draft_fixed_ms_vllm=1.2)
 DEP = m.make_deployment()                      # Llama 3.3 70B fp8, 4 x H100, vLLM
 PROMPT, OUTPUT = 600, 300
 TAU = {2: 2.0, 3: 2.35, 5: 2.8}                # acceptance length the runs measured at each K
@@ -58,7 +58,8 @@ class OwnRuns(unittest.TestCase):
 
     def test_the_fit_reproduces_its_own_runs(self):
         self.assertLess(self.report["worst_error"], 0.02)
-        self.assertEqual(set(self.report["fitted_fields"]), {"bw_hopper", "pass_vllm", "token_us", "draft_vllm"})
+        self.assertEqual(set(self.report["fitted_fields"]),
+                         {"bw_hopper", "pass_fixed_ms_vllm", "token_us", "draft_fixed_ms_vllm"})
 
     def test_predictions_at_unseen_batches_and_ks_within_three_percent(self):
         errors = []

@@ -72,7 +72,7 @@ class CostModel(unittest.TestCase):
         # what the verify pass over K+1 tokens costs beyond a plain step, nor below zero.
         long = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
         for b in (1, 4, 16):
-            verify_only = m.pass_ms(long.target, long, b, 4, m.engine_pass_ms(long)) / m.decode_step_ms(long, b) - 1
+            verify_only = m.pass_ms(long.target, long, b, 4, m.fixed_ms(long, "pass")) / m.decode_step_ms(long, b) - 1
             eps = m.effective_overhead(0.1, long, b, 3)
             self.assertGreaterEqual(eps, verify_only - 1e-12)
             self.assertGreaterEqual(eps, 0.0)
