@@ -991,7 +991,7 @@ def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
 # after the first, and P99 TPOT is np.percentile over requests (vllm/benchmarks/serve.py,
 # calculate_metrics). Each simulated request has its own per-token alpha (the cell's, or its
 # traffic-mix domain's, plus ALPHA_SPREAD x z) and output length (the mean times a lognormal
-# of s.d. OUTPUT_SPREAD in log space). One of at most EXACT_TOKENS decode tokens runs
+# of s.d. OUTPUT_SPREAD in log space). One of at most LOOP_TOKENS decode tokens runs
 # decode_request; a longer one draws its rounds n, full rounds F and jitter sum from their
 # joint normal limit (renewal theory: n ~ N/tau + overshoot, variance N var(T) / tau^3;
 # F from the renewal-reward theorem), a handful of numbers instead of hundreds of rounds.
@@ -1012,7 +1012,7 @@ PRECISION = 0.02          # target half-width of P99 TPOT at 95% confidence, rel
 PRECISION_MARGIN = 1.15   # stop at PRECISION / this: the replicates' estimate runs low where the growth stops
                           # (python bench/check_precision.py: at alpha 0.8, K 5 over 60 seeds the real half-width
                           # is 2.4% without it, 1.9% with it)
-EXACT_TOKENS = 64         # requests of at most this many decode tokens run decode_request round by round
+LOOP_TOKENS = 64         # requests of at most this many decode tokens run decode_request round by round
 NORMAL = statistics.NormalDist()
 Z_NODES = [NORMAL.inv_cdf((i + 0.5) / 64) for i in range(64)]   # midpoint quadrature over a request's z
 JITTER_SD = math.sqrt(math.exp(ROUND_JITTER ** 2) - 1.0)          # s.d. of one round's jitter (mean 1)
@@ -1143,7 +1143,7 @@ def run_requests(domains, k, spread, draws):
         alpha = clip01(mean_alpha + spread * z)
         tokens = round(mean_tokens * scale) - 1                # TPOT counts the tokens after the first
         tokens = tokens if tokens > 1 else 1
-        if tokens <= EXACT_TOKENS:
+        if tokens <= LOOP_TOKENS:
             accepted, spec = decode_request(alpha, k, tokens, random.Random(seed))
             rounds, full = len(accepted), accepted.count(k)
         else:
@@ -1266,12 +1266,13 @@ def other_rejects(dec, batch):
 
 
 def itl_parts(dec, plain_ms, spec_ms, batch):
-    """Per-token ITL of plain decoding, exact rejection and two-pass, as mixture_quantile parts.
+    """Per-token ITL of plain decoding, speculative decoding (rejection sampling) and two-pass, as mixture_quantile
+    parts.
 
     Two-pass (the lesson's model) adds a plain step to a round that rejected, or whose batch did.
     """
     k, w, p_other = dec.k, dec.by_accepted, other_rejects(dec, batch)
-    return dict(plain=[(plain_ms, 1.0)], exact=token_itl_parts(w, spec_ms),
+    return dict(plain=[(plain_ms, 1.0)], spec=token_itl_parts(w, spec_ms),
                 two_pass=token_itl_parts(w[:k] + [w[k] * p_other], spec_ms + plain_ms)
                 + [(spec_ms / (k + 1), w[k] * (k + 1) * (1 - p_other))])
 
@@ -3433,13 +3434,13 @@ def render_itl_chart(charts, dep):
     if data is None:
         return svg_chart("Per-token ITL distribution", "ms", "share of tokens", (0, 1, [0, 1], False),
                          (0, 1, [0, 1], False), [], notes=["No concurrency in the grid fits in memory."])
-    names = {"plain": "plain", "exact": "exact", "two_pass": "two-pass"}
+    names = {"plain": "plain", "spec": "spec", "two_pass": "two-pass"}
     series = [(f"{names[n]}: P99 {data['p99'][n]:.1f} ms", data["cdf"][n], i) for i, n in enumerate(names)]
     series.append(("share 0.99", [(0.0, 0.99), (data["x_max"], 0.99)], 5))
     markers = [(data["p99"][n], 0.99, f"{data['p99'][n]:.1f}") for n in names]
     step = nice_step(data["x_max"])
     notes = [f"B = {data['concurrency']}, alpha {data['alpha']:.2f}, K = {data['k']}. Per-token ITL: a round's time "
-             "split over its tokens. exact: rejection", "sampling as vLLM runs it; two-pass: the lesson's model. "
+             "split over its tokens. spec: rejection", "sampling as vLLM runs it; two-pass: the lesson's model. "
              "Thin vertical lines: each model's P99."]
     return svg_chart("Per-token inter-token latency, cumulative", "per-token ITL (ms)", "share of tokens at or below",
                      (0.0, data["x_max"], ticks(0, data["x_max"], step), False),

@@ -263,7 +263,7 @@ class DecodeSimulation(unittest.TestCase):
             parts = m.itl_parts(dec, 10.0, 14.0, batch)
             cell = m.cell_latency(dec, 10.0, 14.0, batch)
             for q, name in ((0.99, "p99"), (0.5, "p50")):
-                self.assertAlmostEqual(m.mixture_quantile(q, parts["exact"]), cell[f"itl_spec_{name}"], places=6)
+                self.assertAlmostEqual(m.mixture_quantile(q, parts["spec"]), cell[f"itl_spec_{name}"], places=6)
                 self.assertAlmostEqual(m.mixture_quantile(q, parts["two_pass"]), cell[f"itl_two_pass_{name}"], places=6)
                 self.assertAlmostEqual(m.mixture_quantile(q, parts["plain"]), cell[f"itl_plain_{name}"], places=6)
 
@@ -297,9 +297,9 @@ class DecodeSimulation(unittest.TestCase):
         self.assertAlmostEqual(statistics.median(lengths), math.exp(-0.32), delta=0.03)
 
     def test_renewal_draws_match_the_decode_loop(self):
-        # Just past EXACT_TOKENS, where the normal limit is least accurate (6% on the s.d., a lattice
+        # Just past LOOP_TOKENS, where the normal limit is least accurate (6% on the s.d., a lattice
         # effect), and at 1,000 tokens, where it must be close (3%): rounds and full rounds.
-        for tokens, tolerance in ((m.EXACT_TOKENS + 1, 0.06), (1000, 0.03)):
+        for tokens, tolerance in ((m.LOOP_TOKENS + 1, 0.06), (1000, 0.03)):
             draws = [m.draw_requests(512, 7, r, 0.0) for r in range(8)]
             for alpha, k in ((0.7, 3), (0.4, 1), (0.9, 5)):
                 rng = random.Random(3)
