@@ -960,6 +960,23 @@ def model_overhead(dep, batch, k, fit=FIT):
     return round_ms(dep, batch, k, fit) / decode_step_ms(dep, batch, fit) - 1.0
 
 
+def spec_tpot_ms(dep, batch, rounds_per_token, round_ms, fit=FIT, plain_tokens=0.0):
+    """Mean TPOT in a closed loop, prefill included: what one generated token costs.
+
+    A token costs its share of rounds (1/tau of a round at one alpha; a traffic mix sums
+    share/tau over its domains), any plain steps, and one plain step's prefill share q: the
+    prompts arriving per generated token are the same with speculation or without
+    (prefill_tokens). Every speedup with the prefill share is plain_step_ms over this.
+    """
+    return (rounds_per_token * round_ms + plain_tokens * decode_step_ms(dep, batch, fit)
+            + prefill_share_ms(dep, batch, fit))
+
+
+def seen_round_ms(eps, tau, dep, batch, fit=FIT):
+    """A round of decode eps as a closed-loop benchmark sees it: (1 + eps) D + tau q, its tau tokens' prefill in."""
+    return tau * spec_tpot_ms(dep, batch, 1.0 / tau, (1.0 + eps) * decode_step_ms(dep, batch, fit), fit)
+
+
 def prefill_overhead(eps, tau, dep, batch, fit=FIT):
     """eps with the prefill share: ((1 + eps) D + tau q) / (D + q) - 1 for decode step D and prefill share q.
 
@@ -967,8 +984,7 @@ def prefill_overhead(eps, tau, dep, batch, fit=FIT):
     of arriving prompts; the speedup tau / (1 + this) is diluted towards 1, the break-even
     (tau = 1 + eps) is unchanged.
     """
-    decode, share = decode_step_ms(dep, batch, fit), prefill_share_ms(dep, batch, fit)
-    return ((1.0 + eps) * decode + tau * share) / (decode + share) - 1.0
+    return seen_round_ms(eps, tau, dep, batch, fit) / plain_step_ms(dep, batch, fit) - 1.0
 
 
 def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
@@ -1340,9 +1356,8 @@ def evaluate_cell(alpha, k, eps, batch, dep, dec, fit):
     round (prefill_overhead); the speedups divide by it; the break-even uses the decode eps.
     """
     tau = acceptance_length(alpha, k)
-    cell_eps = prefill_overhead(eps, dec.tau, dep, batch, fit)
-    plain_ms = plain_step_ms(dep, batch, fit)
-    spec_ms = (1.0 + cell_eps) * plain_ms
+    plain_ms, spec_ms = plain_step_ms(dep, batch, fit), seen_round_ms(eps, dec.tau, dep, batch, fit)
+    cell_eps = spec_ms / plain_ms - 1.0
     sim = cell_latency(dec, plain_ms, spec_ms, batch)
     return dict(
         eps_eff=cell_eps, eps_decode=eps, acceptance_length=tau, acceptance_rate=acceptance_rate(alpha, k),
@@ -1379,24 +1394,22 @@ def best_k(dep, acceptance, batch, fit=FIT):
     Leviathan section 3.5: maximise tau(a, K) / T_round(B, K); the draft's cost is in T_round,
     and a round of tau tokens carries tau steps' prefill share q: tau (D + q) / (R + tau q).
     """
-    decode, share, rounds = round_costs(dep, batch, fit)
+    plain, rounds = plain_step_ms(dep, batch, fit), round_costs(dep, batch, fit)
     best = (0, 1.0)
-    for k in ([dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)):   # a tree: its measured K only
-        tau = tau_for(acceptance, k)
-        speedup = tau * (decode + share) / (rounds[k] + tau * share)
+    for k in rounds:
+        speedup = plain / spec_tpot_ms(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit)
         if speedup > best[1]:
             best = (k, speedup)
     return best
 
 
 def round_costs(dep, batch, fit=FIT):
-    """(decode step, prefill share, {K: round_ms}) at one batch: what best_k weighs, computed once.
+    """{K: round_ms} at one batch for the K best_k tries (a tree: its measured K only), computed once.
 
     The best-K tables and schedules ask for the same batches at several alphas.
     """
     ks = [dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)
-    return memoised("rounds", dep, batch, fit, lambda: (decode_step_ms(dep, batch, fit), prefill_share_ms(dep, batch, fit),
-                                                        {k: round_ms(dep, batch, k, fit) for k in ks}))
+    return memoised("rounds", dep, batch, fit, lambda: {k: round_ms(dep, batch, k, fit) for k in ks})
 
 
 def k_zero_at(schedule):
@@ -1515,7 +1528,7 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
         alpha, kk = plan["request_alpha"], plan["k"]
         dec = decode(alpha, kk, plan["request_spread"])
         plain_ms = plain_step_ms(dep, batch, fit)
-        spec_ms = plain_ms * (1 + prefill_overhead(model_overhead(dep, batch, kk, fit), dec.tau, dep, batch, fit))
+        spec_ms = seen_round_ms(model_overhead(dep, batch, kk, fit), dec.tau, dep, batch, fit)
         mixtures = itl_parts(dec, plain_ms, spec_ms, batch)
         x_max = 1.05 * max(mixture_quantile(0.999, parts) for parts in mixtures.values())
         xs = [x_max * i / 240 for i in range(241)]
@@ -1531,14 +1544,15 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
 
     A domain with share s of generated tokens and acceptance length tau needs s/tau rounds
     per token, so the mix runs sum(s/tau) rounds per token: a harmonic blend of tau, not an
-    average of alphas or of speedups. In units of a decode step, a token costs (1 + eps) s/tau
-    in rounds plus the prefill share q, the same with speculation or without.
+    average of alphas or of speedups. A token costs its rounds plus the prefill share, the same
+    with speculation or without (spec_tpot_ms).
     """
     eps = model_overhead(dep, batch, k, fit)
     q = prefill_share_ms(dep, batch, fit) / decode_step_ms(dep, batch, fit)
+    plain = plain_step_ms(dep, batch, fit)
 
-    def speedup(rounds_per_token, plain_tokens=0.0, eps=eps):
-        return (1.0 + q) / (rounds_per_token * (1.0 + eps) + plain_tokens + q)
+    def speedup(rounds_per_token, plain_tokens=0.0, kk=k):
+        return plain / spec_tpot_ms(dep, batch, rounds_per_token, round_ms(dep, batch, kk, fit), fit, plain_tokens)
 
     domains = [dict(name=name, share=share, alpha=alpha, tau=acceptance_length(alpha, k),
                     speedup=speedup(1.0 / acceptance_length(alpha, k))) for name, share, alpha, *_ in mix]
@@ -1549,8 +1563,8 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
     weak = min(domains, key=lambda d: d["tau"])
     others = rounds_per_token - weak["share"] / weak["tau"]
     best_alpha = max(d["alpha"] for d in domains)
-    blend_at = {kk: speedup(sum(d["share"] / acceptance_length(d["alpha"], kk) for d in domains),
-                            eps=model_overhead(dep, batch, kk, fit)) for kk in range(1, K_MAX + 1)}
+    blend_at = {kk: speedup(sum(d["share"] / acceptance_length(d["alpha"], kk) for d in domains), kk=kk)
+                for kk in range(1, K_MAX + 1)}
     mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
     blended, naive = speedup(rounds_per_token), speedup(1.0 / acceptance_length(naive_alpha, k))
     return dict(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
@@ -1695,7 +1709,7 @@ def mix_tail(mix, dep, k, batch, decode, fit=FIT):
     domains = mix_domains(mix, dep.output_tokens)
     dec = decode(domains, k)
     plain_ms = plain_step_ms(dep, batch, fit)
-    spec_ms = plain_ms * (1 + prefill_overhead(model_overhead(dep, batch, k, fit), dec.tau, dep, batch, fit))
+    spec_ms = seen_round_ms(model_overhead(dep, batch, k, fit), dec.tau, dep, batch, fit)
     sim = cell_latency(dec, plain_ms, spec_ms, batch)
     return dict(request_shares={row[0]: d[0] for row, d in zip(mix, domains)}, tau=dec.tau,
                 speedup_mc=sim["speedup"], tpot_plain_p99_ms=sim["tpot_plain_p99"],
@@ -1946,7 +1960,7 @@ def run_tpot_ms(dep, run, fit):
     d, b = run_deployment(dep, run), run["batch"]
     if run["k"] is None:
         return plain_step_ms(d, b, fit)
-    return round_ms(d, b, run["k"], fit) / run["tau"] + prefill_share_ms(d, b, fit)
+    return spec_tpot_ms(d, b, 1.0 / run["tau"], round_ms(d, b, run["k"], fit), fit)
 
 
 def own_fields(dep):
