@@ -110,6 +110,17 @@ class PrefillShare(unittest.TestCase):
         self.assertAlmostEqual(diluted, tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
         self.assertGreater(q, 0.3 * d)     # 32 x 5000 / 500 = 320 prompt tokens a step on 70B: not small
 
+    def test_a_tokens_cost_is_its_rounds_plain_steps_and_prefill_share(self):
+        dep = m.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
+        d, q = m.decode_step_ms(dep, 32), m.prefill_share_ms(dep, 32)
+        self.assertAlmostEqual(m.spec_tpot_ms(dep, 32, 0.0, 0.0, plain_tokens=1.0), m.plain_step_ms(dep, 32),
+                               places=12)                                     # plain decoding: D + q
+        self.assertAlmostEqual(m.spec_tpot_ms(dep, 32, 0.25, 80.0, plain_tokens=0.5), 20.0 + 0.5 * d + q, places=12)
+        # A one-domain mix is the one-alpha speedup tau / (1 + eps with prefill).
+        blend = m.traffic_blend((("only", 1.0, 0.7),), dep, 3, 32)
+        tau, eps = m.acceptance_length(0.7, 3), m.model_overhead(dep, 32, 3)
+        self.assertAlmostEqual(blend["blended_speedup"], tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
+
 
 class DraftsAndK(unittest.TestCase):
     def test_eagle1_reads_its_head_and_the_targets_bf16_lm_head_every_step(self):
