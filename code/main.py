@@ -987,6 +987,19 @@ def prefill_overhead(eps, tau, dep, batch, fit=FIT):
     return seen_round_ms(eps, tau, dep, batch, fit) / plain_step_ms(dep, batch, fit) - 1.0
 
 
+def drafted_overhead(dep, batch, k_mean, fit=FIT):
+    """Decode eps of rounds that drafted k_mean tokens on average (K varied with the batch, or a
+    K-by-batch table): a round's cost is close to linear in K (K draft steps, a verify pass over
+    K + 1 tokens), so mixed rounds cost about what K = k_mean would, interpolated between the two
+    whole Ks around it; at a whole K, model_overhead itself.
+    """
+    lo = max(1, math.floor(k_mean))
+    share = k_mean - lo
+    if share <= 0.0:
+        return model_overhead(dep, batch, lo, fit)
+    return (1.0 - share) * model_overhead(dep, batch, lo, fit) + share * model_overhead(dep, batch, lo + 1, fit)
+
+
 def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
     """Decode eps at batch B: the B=1 overhead ("auto" = the model's) grown as the model's round/step ratio grows.
 
@@ -1594,8 +1607,10 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, fit
         eps = model_overhead(dep, batch, k, fit)
         alpha, spread = requests or (measured["alpha"], 0.0)
         cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
-        predicted = dict(concurrency=batch, speedup=measured["acceptance_length"] / (1 + prefill_overhead(
-                             eps, measured["acceptance_length"], dep, batch, fit)),
+        # The benchmark's rounds drafted k_mean tokens on average: its tau goes with their cost, not K's.
+        seen = prefill_overhead(drafted_overhead(dep, batch, measured["k_mean"], fit), measured["acceptance_length"],
+                                dep, batch, fit)
+        predicted = dict(concurrency=batch, speedup=measured["acceptance_length"] / (1 + seen),
                          p99_tpot_change=cell["tpot_p99_change"],
                          requests_alpha=alpha, requests_spread=spread,
                          p99_itl_change=cell["round_itl_spec_p99_ms"] / cell["itl_plain_p99_ms"] - 1.0,

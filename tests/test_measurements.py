@@ -115,6 +115,22 @@ class Gate(unittest.TestCase):
         self.assertAlmostEqual(ms["prediction"]["p99_itl_change"], eps, places=3)
         self.assertGreater(abs(ms["prediction"]["p99_token_itl_change"] - eps), 0.02)
 
+    def test_predicted_speedup_pays_for_the_rounds_the_benchmark_ran(self):
+        # metrics_k_by_batch.prom: 15,000 drafts of 50,000 tokens, K up to 4, so the rounds were
+        # 2/3 at K = 3 and 1/3 at K = 4 (mean 3.333). The measured tau goes with their mean cost.
+        _, data, _ = run_json(["--metrics", str(FIXTURES / "metrics_k_by_batch.prom"),
+                               "--bench-baseline", BASE, "--bench-spec", SPEC])
+        dep, ms = m.make_deployment(), data["measured"]
+        self.assertTrue(ms["varying_k"])
+        self.assertAlmostEqual(ms["k_mean"], 10 / 3, places=5)
+        d = m.decode_step_ms(dep, 64)
+        mean_round = (2 * m.round_ms(dep, 64, 3) + m.round_ms(dep, 64, 4)) / 3
+        tau = ms["acceptance_length"]
+        want = tau * m.plain_step_ms(dep, 64) / (mean_round + tau * m.prefill_share_ms(dep, 64))
+        self.assertAlmostEqual(ms["prediction"]["speedup"], want, delta=5e-6 * want)
+        self.assertAlmostEqual(m.drafted_overhead(dep, 64, 3.0), m.model_overhead(dep, 64, 3), places=12)
+        self.assertAlmostEqual(m.drafted_overhead(dep, 64, 10 / 3), mean_round / d - 1, places=9)
+
     def test_target_concurrency_moves_the_break_even(self):
         low = run_json(["--metrics", AFTER, "--target-concurrency", "1"])[1]["gate"]
         high = run_json(["--metrics", AFTER, "--target-concurrency", "256"])[1]["gate"]
