@@ -1623,16 +1623,16 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, fit
     return out
 
 
-def gate(measured, comparison, dep, target, margin, budget, k, fit=FIT):
+def gate(measured, comparison, dep, plan, budget):
     """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds.
 
-    k: the K the plan runs at the target. When the measured rounds drafted varying lengths,
-    their overall rate mixes Ks; the rate compared is then the one position 0's alpha gives at k.
+    The break-even, margin and required rate are the plan's, at its target and its K. When the
+    measured rounds drafted varying lengths, their overall rate mixes Ks; the rate compared is
+    then the one position 0's alpha gives at the plan's K.
     """
+    k, target, margin = plan["k"], plan["target"], plan["margin"]
     rate = acceptance_rate(measured["alpha"], k) if measured["varying_k"] else measured["acceptance_rate"]
-    eps = model_overhead(dep, target, k, fit)
-    even, need = breakeven_rate(k, eps), required_rate(k, eps, margin)
-    need_alpha = alpha_from_rate(need, k) if need is not None else None
+    eps, even, need, need_alpha = plan["eps"], plan["gate_rate"], plan["required_rate"], plan["required_alpha"]
     reasons = []
     if target > max_concurrency(dep):
         reasons.append(dict(check="memory", passed=False,
@@ -4496,8 +4496,7 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     if measured:
         result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target, decode, fit,
                                                   inputs.requests)
-        result["gate"] = gate(measured, evidence.comparison, dep, target, evidence.margin, evidence.budget,
-                              plan["k"], fit)
+        result["gate"] = gate(measured, evidence.comparison, dep, plan, evidence.budget)
     return result
 
 
