@@ -1345,6 +1345,7 @@ Grid = namedtuple("Grid", "acceptance ks overheads concurrencies kind", defaults
 # acceptance: values of one kind: "alpha" (per-token), "rate" (vLLM's accepted/drafted,
 # read as measured at each K) or "length" (tau, measured at the single K of ks).
 K_MAX = 8   # the best-K search tries K = 0 (speculation off) .. K_MAX
+K_LIMIT = 32   # the largest K the flags and the readers accept: a sanity bound, not an engine's
 
 
 def per_token_alpha(kind, value, k):
@@ -3492,6 +3493,9 @@ def render_charts(result, dep):
 # from PR #16665 (~v0.8.5) also num_drafts and accepted tokens per position; from PR
 # #24049 an `engine` label per data-parallel engine; newer builds also drafted tokens per
 # position. prometheus_client writes X_total beside X_created, in exponent notation.
+COUNT_SLACK = 1e-4   # relative slack between counts that must agree: exponent notation keeps six digits
+                     # (1.7644e+09), and counters scraped a moment apart can drift a little further
+
 
 class UsageError(ValueError):
     """Bad input, a flag or a file: the message names it, what it allows and what it got."""
@@ -3694,7 +3698,7 @@ def profile_problem(c, k):
     missing = [i for i in range(k) if i not in positions]
     if missing:
         return f"positions {', '.join(map(str, missing))} of 0..{k - 1} are missing"
-    slack = max(1.0, 1e-4 * c.accepted)   # exponent notation keeps six digits
+    slack = max(1.0, COUNT_SLACK * c.accepted)
     total = sum(positions[i] for i in range(k))
     if abs(total - c.accepted) > slack:
         return f"they sum to {total:g}, not to the {c.accepted:g} accepted tokens"
@@ -3705,9 +3709,9 @@ def profile_problem(c, k):
             return f"position {i} accepted more ({positions[i]:g}) than position {i - 1} ({positions[i - 1]:g})"
     drafted = c.drafted_per_position
     if drafted:
-        if abs(drafted.get(0, 0.0) - c.drafts) > max(1.0, 1e-4 * c.drafts):
+        if abs(drafted.get(0, 0.0) - c.drafts) > max(1.0, COUNT_SLACK * c.drafts):
             return f"position 0 was drafted {drafted.get(0, 0.0):g} times in {c.drafts:g} drafts"
-        if abs(sum(drafted.values()) - c.draft_tokens) > max(1.0, 1e-4 * c.draft_tokens):
+        if abs(sum(drafted.values()) - c.draft_tokens) > max(1.0, COUNT_SLACK * c.draft_tokens):
             return f"drafted tokens by position sum to {sum(drafted.values()):g}, not {c.draft_tokens:g}"
         for i in sorted(drafted)[1:]:
             if drafted[i] > drafted.get(i - 1, 0.0) + slack:
@@ -3731,7 +3735,7 @@ def v0_drafts(c, source, k_given, notes, ask):
         k = c.draft_tokens / drafts
         efficiency = c.gauges.get("v0_efficiency")
         agrees = efficiency is None or abs(c.emitted / ((round(k) + 1) * drafts) - efficiency) <= 0.02 * efficiency
-        if abs(k - round(k)) <= 1e-4 * k and agrees:
+        if abs(k - round(k)) <= COUNT_SLACK * k and agrees:
             if k_given is not None and k_given != round(k):
                 raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape: vLLM V0's counters give "
                                  f"{drafts:g} drafts (emitted - accepted) of {round(k)} tokens")
@@ -3808,7 +3812,7 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     if c.drafts <= 0:
         raise UsageError(f"{source}: no drafts were made (drafts = {c.drafts:g}): nothing to measure")
     k_mean = c.draft_tokens / c.drafts
-    whole = abs(k_mean - round(k_mean)) <= 1e-4 * k_mean      # six significant digits, as in profile_problem
+    whole = abs(k_mean - round(k_mean)) <= COUNT_SLACK * k_mean
     if c.per_position:
         k = max(c.per_position) + 1
     elif k_known is not None:
@@ -3818,11 +3822,11 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     else:
         raise UsageError(f"{source}: rounds drafted {k_mean:.3f} tokens on average and the scrape has no "
                          "per-position counters: the K in use cannot be told")
-    if not 1 <= k <= 32 or c.accepted > c.draft_tokens or k_mean > k * (1 + 1e-4):
+    if not 1 <= k <= K_LIMIT or c.accepted > c.draft_tokens or k_mean > k * (1 + COUNT_SLACK):
         raise UsageError(f"{source}: counters are inconsistent: {c.draft_tokens:g} draft tokens over {c.drafts:g} "
                          f"drafts and {c.accepted:g} accepted")
     tau = 1.0 + c.accepted / c.drafts
-    varying = k_mean < k * (1 - 1e-4)
+    varying = k_mean < k * (1 - COUNT_SLACK)
     problem = profile_problem(c, k) if c.per_position else None
     rates, conditional = [], []
     if c.per_position and problem is None:
@@ -3940,7 +3944,7 @@ def bench_acceptance(bench, flag):
         if present or not rate or tau is None:
             return None
         k = (tau - 1.0) / (rate / 100.0)
-        if abs(k - round(k)) > 0.01 * k or not 1 <= round(k) <= 32:
+        if abs(k - round(k)) > 0.01 * k or not 1 <= round(k) <= K_LIMIT:
             raise UsageError(f"{source}: acceptance length {tau:g} and rate {rate:g}% give K = {k:.2f}, not a whole "
                              "number: not one chain's figures")
         return measured_acceptance(Counters(1.0, float(round(k)), tau - 1.0), source,
@@ -3954,7 +3958,7 @@ def bench_acceptance(bench, flag):
     rates = spec.get("spec_decode_per_position_acceptance_rates") or []
     k_mean = draft_tokens / drafts if drafts > 0 else 0.0
     if rates and (not isinstance(rates, list) or not all(finite_number(r) and 0 <= r <= 1 for r in rates)
-                  or len(rates) < k_mean * (1 - 1e-4)):
+                  or len(rates) < k_mean * (1 - COUNT_SLACK)):
         notes.append("spec_decode_per_position_acceptance_rates dropped (not one fraction per draft position)")
         rates = []
     return measured_acceptance(Counters(drafts, draft_tokens, accepted, {i: r * drafts for i, r in enumerate(rates)}),
@@ -4139,11 +4143,15 @@ def parse_list(flag, text, convert, allowed, check):
     return tuple(values)
 
 
-def parse_one(flag, text, convert, allowed, check):
-    """One value, checked like a list item."""
-    if "," in text:
+def parse_one(flag, text, convert, allowed, check=lambda value: True):
+    """One value, converted and checked; else UsageError naming the flag, what it allows and what it got."""
+    try:
+        value = convert(text.strip())
+    except ValueError:
+        value = None
+    if value is None or not check(value):
         raise UsageError(f"{flag}: expected one value, {allowed}; got {text!r}")
-    return parse_list(flag, text, convert, allowed, check)[0]
+    return value
 
 
 def _finite(text):
@@ -4169,7 +4177,7 @@ def build_parser():
     grid.add_argument("--alphas", help="per-token acceptance alphas, comma list in [0, 1]")
     grid.add_argument("--acceptance-rates", help="vLLM acceptance rates (accepted/drafted), comma list in [0, 1]")
     grid.add_argument("--acceptance-length", help="measured tau at the single K given by --ks, in [1, K+1]")
-    grid.add_argument("--ks", help="draft lengths K, comma list of integers 1-32")
+    grid.add_argument("--ks", help=f"draft lengths K, comma list of integers 1-{K_LIMIT}")
     grid.add_argument("--verify-overheads", help='eps at B=1, comma list of numbers >= 0 or "auto"')
     grid.add_argument("--concurrency", help="batch sizes B, comma list of integers >= 1")
     dep = p.add_argument_group("deployment")
@@ -4221,7 +4229,7 @@ def build_parser():
 
 def parse_grid(args):
     """The grid flags -> Grid. One acceptance flag at most; a length needs a single K."""
-    ks = parse_list("--ks", args.ks, int, "an integer from 1 to 32", lambda k: 1 <= k <= 32) \
+    ks = parse_list("--ks", args.ks, int, f"an integer from 1 to {K_LIMIT}", lambda k: 1 <= k <= K_LIMIT) \
         if args.ks is not None else KS
     given = [f for f, v in (("--alphas", args.alphas), ("--acceptance-rates", args.acceptance_rates),
                             ("--acceptance-length", args.acceptance_length)) if v is not None]
@@ -4423,6 +4431,7 @@ def parse_evidence(args, grid):
     if args.served_model is not None and not args.metrics:
         raise UsageError("--served-model: picks a model in a --metrics scrape; give --metrics")
     k_given = grid.ks[0] if args.ks is not None and len(grid.ks) == 1 else None
+    typed = given_acceptance(grid)   # one length or rate at one K is a measurement
     measured = comparison = model = None
     if args.metrics:
         model, measured = read_scrapes(args, k_given)
@@ -4440,14 +4449,14 @@ def parse_evidence(args, grid):
         if measured and own:
             measured["notes"].append(f"acceptance from {measured['source']}; the benchmark's own counts "
                                      f"(rate {own['acceptance_rate']:.3f}) were not used")
-        measured = measured or own or given_acceptance(grid)
+        measured = measured or own or typed
         if measured is None:
             raise UsageError(f"--bench-spec: {args.bench_spec} has no spec_decode_* keys; give --metrics, or the "
                              "acceptance your engine reports as --acceptance-length or --acceptance-rates with one --ks")
         measured["notes"] += spec["notes"] + (base["notes"] if base else [])
     if base:
         comparison = bench_comparison(base, spec)
-    measured = measured or given_acceptance(grid)   # one length or rate at one K is a measurement
+    measured = measured or typed
     if args.gate and measured is None:
         raise UsageError("--gate: needs a measurement: --metrics, --bench-spec, or one --acceptance-length or "
                          "--acceptance-rates value at one --ks")
@@ -4514,12 +4523,7 @@ def parse_args(argv):
     if dep.topk > 1:
         dep = dep._replace(tree_steps=grid.ks[0])
     evidence = parse_evidence(args, grid)
-    seed = SEED
-    if args.seed is not None:
-        try:
-            seed = int(args.seed)
-        except ValueError:
-            raise UsageError(f"--seed: must be an integer; got {args.seed!r}") from None
+    seed = parse_one("--seed", args.seed, int, "an integer") if args.seed is not None else SEED
     spread = parse_one("--alpha-spread", args.alpha_spread, _finite, "a number in [0, 0.5]",
                        lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else ALPHA_SPREAD
     output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
