@@ -3584,6 +3584,13 @@ def read_metrics(path, flag):
     apart, since a router's or a federated scrape mixes servers.
     """
     models, samples, lines, sglang_seen, eof, seen = {}, 0, 0, False, False, set()
+
+    def unreadable(number, line):   # before any sample: not a scrape at all; after: a broken one
+        if samples == 0:
+            return UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
+                              f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE")
+        return UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}")
+
     for number, line in text_lines(path, flag):
         lines += 1
         line = line.strip()
@@ -3596,20 +3603,13 @@ def read_metrics(path, flag):
             continue
         match = SAMPLE_LINE.match(line)
         if not match:
-            if samples == 0:
-                raise UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
-                                 f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE")
-            raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}")
+            raise unreadable(number, line)
         name, labels, text = match.groups()
         if name not in SPEC_COUNTERS and name not in PER_POSITION_COUNTERS and name not in SPEC_GAUGES:
             try:
                 float(text)
             except ValueError:   # a header such as the web UI table's "Element Value"
-                if samples == 0:
-                    raise UsageError(f"{flag}: {path} is not the Prometheus exposition format (line {number}: "
-                                     f"{line[:40]!r}); save the page itself: curl -s http://HOST:PORT/metrics > FILE"
-                                     ) from None
-                raise UsageError(f"{flag}: {path}, line {number}, is truncated or malformed: {line[:60]!r}") from None
+                raise unreadable(number, line) from None
         samples += 1
         sglang_seen = sglang_seen or name.startswith("sglang:")
         kind = SPEC_COUNTERS.get(name) or PER_POSITION_COUNTERS.get(name) or SPEC_GAUGES.get(name)
@@ -3909,7 +3909,9 @@ def read_bench(path, flag):
     spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
     return dict(path=str(path), flag=flag, latency=latency, output_throughput=numbers("output_throughput"),
                 max_concurrency=concurrency, open_loop=concurrency is None,
-                completed=numbers("completed"), spec=spec, workload={key: data.get(key) for key in WORKLOAD_KEYS},
+                completed=numbers("completed"), total_input_tokens=numbers("total_input_tokens"),
+                total_output_tokens=numbers("total_output_tokens"), spec=spec,
+                workload={key: data.get(key) for key in WORKLOAD_KEYS},
                 model_id=data.get("model_id"), notes=notes)
 
 
@@ -4073,15 +4075,12 @@ def read_calibration_runs(paths, flag="--calibrate"):
                              "(vllm bench serve --max-concurrency B)")
         if "mean_tpot_ms" not in bench["latency"]:
             raise UsageError(f"{flag}: {path} has no mean_tpot_ms")
-        data, _ = bench_object(path, flag)
-        completed = data.get("completed")
-        if not (finite_number(completed) and completed > 0 and finite_number(data.get("total_input_tokens"))
-                and finite_number(data.get("total_output_tokens"))):
+        completed, prompts, outputs = bench["completed"], bench["total_input_tokens"], bench["total_output_tokens"]
+        if not (completed and completed > 0) or prompts is None or outputs is None:
             raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
                              "its prompt and output lengths")
         run = dict(path=str(path), batch=int(bench["max_concurrency"]), tpot_ms=bench["latency"]["mean_tpot_ms"],
-                   input=max(1, round(data["total_input_tokens"] / completed)),
-                   output=max(2, round(data["total_output_tokens"] / completed)), k=None, tau=None,
+                   input=max(1, round(prompts / completed)), output=max(2, round(outputs / completed)), k=None, tau=None,
                    model_id=bench["model_id"])
         if bench["spec"]:
             measured = bench_acceptance(bench, flag)
