@@ -615,11 +615,6 @@ def weight_split(m, dtype):
     return total - m.get("moe_layers", 0) * m.get("experts", 0) * expert, expert, total
 
 
-def weight_bytes(m, dtype):
-    """All the bytes of a target's weights (weight_split)."""
-    return weight_split(m, dtype)[2]
-
-
 def expected_experts(experts, k, tokens):
     """Distinct experts that `tokens` routings of k of E experts touch, with uniform routing: E (1 - (1 - k/E)^n).
 

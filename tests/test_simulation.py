@@ -51,11 +51,11 @@ class CostModel(unittest.TestCase):
 
     def test_fp8_keeps_embeddings_and_lm_head_in_bf16(self):
         m70 = m.MODELS["llama-3.3-70b"]
-        self.assertEqual(m.weight_bytes(m70, "fp8"), 72_655_052_800)
-        self.assertEqual(m.weight_bytes(m70, "bf16"), 2 * 70_553_706_496)
+        self.assertEqual(m.weight_split(m70, "fp8")[2], 72_655_052_800)
+        self.assertEqual(m.weight_split(m70, "bf16")[2], 2 * 70_553_706_496)
         # Tied embeddings (Llama 3.2 1B) count once: 1,235,814,400 parameters, 128,256 x 2,048 embedded.
         m1 = m.MODELS["llama-3.2-1b"]
-        self.assertEqual(m.weight_bytes(m1, "fp8"), 1_235_814_400 + 128_256 * 2_048)
+        self.assertEqual(m.weight_split(m1, "fp8")[2], 1_235_814_400 + 128_256 * 2_048)
 
     def test_eps_rises_with_batch(self):
         for k in (1, 3, 5):
