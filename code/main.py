@@ -446,7 +446,7 @@ FIT = Fit(bw_hopper=0.9188, bw_ampere=0.764, bw_ada=0.7124, flop_eff=0.75, fp8_e
 # What the fit says: an fp8 weight read keeps nearly all its bandwidth (0.97), but an fp8
 # KV cache reads no faster than bf16 (0.49 x 2 bytes); one sequence's attention costs
 # 8 ns per layer per token of context (0.26 ms per 1k tokens on 8B); an
-# all-reduce costs 13 us at TP 2 and 3.6 us more per further GPU (20 us at TP 4, 35 at
+# all-reduce costs 13 us at TP 2 and 3.6 us more per further GPU (21 us at TP 4, 35 at
 # TP 8); fixed costs are 21 us per layer plus a pass cost that differs by engine, as do
 # a draft step's (0.69 ms vLLM, 0.51 ms SGLang) and a round's bookkeeping.
 # flop_eff sits on its upper bound (bench/calibrate.py says why).

@@ -176,3 +176,20 @@ def growth_at(dep, batch, k):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FitComment(unittest.TestCase):
+    def test_what_the_fit_says_is_what_fit_holds(self):
+        # The comment under FIT is typed by hand; a refit that moves a constant must move it too.
+        from load_main import ROOT
+        source = (ROOT / "code" / "main.py").read_text()
+        block = source[source.index("# What the fit says"):source.index("BW_FAMILY = ")]
+        text = " ".join(line.lstrip("# ").strip() for line in block.splitlines())
+        layers_8b = m.MODELS["llama-3.1-8b"]["layers"]
+        for figure in (f"({F.fp8_eff:.2f})", f"({F.fp8_kv_eff:.2f} x 2 bytes)", f"{F.attn_ns:.0f} ns per layer",
+                       f"({F.attn_ns * layers_8b * 1000 / 1e6:.2f} ms per 1k tokens on 8B)",
+                       f"{F.ar_us:.0f} us at TP 2 and {F.ar_tp_us:.1f} us more",
+                       f"({F.ar_us + 2 * F.ar_tp_us:.0f} us at TP 4, {F.ar_us + 6 * F.ar_tp_us:.0f} at TP 8)",
+                       f"{F.layer_us:.0f} us per layer",
+                       f"({F.draft_fixed_ms_vllm:.2f} ms vLLM, {F.draft_fixed_ms_sglang:.2f} ms SGLang)"):
+            self.assertIn(figure, text)
