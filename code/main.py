@@ -2203,17 +2203,28 @@ def render_mix(mix):
         lines.append(f"{d['name']:>10s} {d['share']:6.2f} {d['alpha']:6.2f} {d['tau']:6.2f} {d['speedup']:7.2f}x"
                      f" {d['time_share'] * 100:5.1f}%")
     lines.append("")
-    lines += wrap(f"Naive blend: alpha {mix['naive_alpha']:.3f} gives {mix['naive_speedup']:.3f}x. Correct blend "
-                  f"(each domain's rounds per token, summed): {mix['blended_speedup']:.3f}x; the naive blend is "
-                  f"{pct1(mix['naive_error'])} off. {mix['weak']} pulls it down: decoded without speculation "
+    lines += wrap(mix_blend_sentence(mix) + f" {mix['weak']} pulls it down: decoded without speculation "
                   f"the mix runs {mix['routed_speedup']:.3f}x; with a head as good as alpha "
                   f"{mix['trained_alpha']:.2f}, {mix['trained_speedup']:.3f}x; the best single K for the mix is "
                   f"{mix['best_k']} ({mix['best_k_speedup']:.3f}x).", 100, "")
-    lines += wrap(f"Over the mix's requests ({mix_requests(mix)}), simulated: {mix['speedup_mc']:.3f}x, P99 TPOT "
-                  f"{mix['tpot_plain_p99_ms']:.2f} -> {mix['tpot_spec_p99_ms']:.2f} ms ({pct(mix['tpot_p99_change'])}); "
-                  f"the slowest 1% accept at alpha {mix['slow_alpha']:.2f} on average and are "
-                  f"{slow_domains(mix)}.", 100, "")
+    lines += wrap(mix_tail_sentence(mix), 100, "")
     return lines + [""]
+
+
+def mix_blend_sentence(mix):
+    """The mix's naive blend (alpha averaged first) against the correct one (rounds per token summed)."""
+    return (f"Averaging alpha first ({mix['naive_alpha']:.3f}) promises {mix['naive_speedup']:.3f}x; weighting "
+            f"each domain's rounds by its tokens gives {mix['blended_speedup']:.3f}x "
+            f"({pct1(mix['naive_error'])} off).")
+
+
+def mix_tail_sentence(mix):
+    """The mix's simulated requests: their speedup, P99 against mean TPOT, and who the slowest 1% are."""
+    return (f"Over the mix's simulated requests ({mix_requests(mix)}, alpha spread within each domain): "
+            f"{mix['speedup_mc']:.3f}x; P99 TPOT {mix['tpot_plain_p99_ms']:.2f} -> {mix['tpot_spec_p99_ms']:.2f} ms "
+            f"({pct(mix['tpot_p99_change'])}) while mean TPOT moves "
+            f"{pct(mix['tpot_spec_mean_ms'] / mix['tpot_plain_mean_ms'] - 1)}; the slowest 1% of requests accept "
+            f"at alpha {mix['slow_alpha']:.2f} on average and are {slow_domains(mix)}.")
 
 
 def mix_requests(mix):
@@ -2359,12 +2370,8 @@ def facts_mix(result):
     facts = []
     mix = result["mix"]
     if mix:
-        facts.append(
-            f"Traffic mix at B = {mix['concurrency']}, K = {mix['k']}: averaging alpha first "
-            f"({mix['naive_alpha']:.3f}) promises {mix['naive_speedup']:.3f}x; weighting each domain's rounds by its "
-            f"tokens gives {mix['blended_speedup']:.3f}x ({pct1(mix['naive_error'])} off). {mix['weak']} pulls it down; "
-            f"P99 TPOT over the mix's requests moves {pct(mix['tpot_p99_change'])}, and its slowest 1% of requests "
-            f"are {slow_domains(mix)}.")
+        facts.append(f"Traffic mix at B = {mix['concurrency']}, K = {mix['k']}. " + mix_blend_sentence(mix)
+                     + f" {mix['weak']} pulls it down. " + mix_tail_sentence(mix))
     return facts
 
 
@@ -2756,19 +2763,14 @@ def plan_mix(mix):
     out += [f"| {d['name']} | {d['share']:.2f} | {d['alpha']:.2f} | {d['tau']:.2f} | {d['speedup']:.2f}x | "
             f"{d['time_share'] * 100:.1f}% |" for d in mix["domains"]]
     weak = next(d for d in mix["domains"] if d["name"] == mix["weak"])
-    out += ["", f"Averaging alpha first gives {mix['naive_alpha']:.3f} and {mix['naive_speedup']:.3f}x; the mix "
-            f"really runs {mix['blended_speedup']:.3f}x, because each domain spends its own rounds per token "
-            f"(the naive figure is {pct1(mix['naive_error'])} off).", "",
+    out += ["", mix_blend_sentence(mix), "",
             f"{mix['weak']} pulls the blend down: its tokens take {weak['time_share'] * 100:.1f}% of decode time "
             f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", "",
             f"- a head trained on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
             f"{mix['trained_speedup']:.3f}x;",
             f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
             f"- one K for all traffic: K={mix['best_k']} is best for this mix, {mix['best_k_speedup']:.3f}x.", "",
-            f"Over simulated requests ({mix_requests(mix)}, alpha spread within each domain), P99 TPOT moves "
-            f"{mix['tpot_plain_p99_ms']:.2f} -> {mix['tpot_spec_p99_ms']:.2f} ms ({pct(mix['tpot_p99_change'])}) "
-            f"while mean TPOT moves {pct(mix['tpot_spec_mean_ms'] / mix['tpot_plain_mean_ms'] - 1)}: the slowest 1% "
-            f"of requests are {slow_domains(mix)}, at alpha {mix['slow_alpha']:.2f} on average."]
+            mix_tail_sentence(mix)]
     return out
 
 
