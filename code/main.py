@@ -2172,10 +2172,14 @@ def render_measured(result):
     return lines + [""]
 
 
+def calibration_headline(cal):
+    return (f"Calibrated on {len(cal['runs'])} of your runs: median error {cal['median_error'] * 100:.1f}%, "
+            f"worst {cal['worst_error'] * 100:.1f}%")
+
+
 def render_calibration(cal):
     """Your runs against the model before and after fitting it on them."""
-    lines = wrap(f"== Calibrated on {len(cal['runs'])} of your runs: median error {cal['median_error'] * 100:.1f}%, "
-                 f"worst {cal['worst_error'] * 100:.1f}% ==", 100, "   ")
+    lines = wrap(f"== {calibration_headline(cal)} ==", 100, "   ")
     lines += wrap("fitted: " + ", ".join(f"{k} {cal['before'][k]:g} -> {cal['after'][k]:g}" for k in cal["after"])
                   + "; the other constants keep the published fit.", 100, "  ")
     columns = [("run", 34), ("B", 5), ("K", 3), ("tau", 5), ("measured", 9), ("published", 9), ("fitted", 8),
@@ -3158,9 +3162,7 @@ def plan_stage3(result, dep, plan):
 
 def plan_calibration(cal):
     """The plan's account of the fit on your runs."""
-    out = [f"Calibrated on {len(cal['runs'])} of your runs: median error {cal['median_error'] * 100:.1f}%, worst "
-           f"{cal['worst_error'] * 100:.1f}% (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published "
-           "fit).", "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
+    out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published fit).", "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
     for r in cal["runs"]:
         out.append(f"| `{Path(r['path']).name}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
                    f"{r['measured_tpot_ms']:.2f} ms | {r['fitted_tpot_ms']:.2f} ms | {pct1(r['error'])} |")
