@@ -927,9 +927,14 @@ def prefill_share_ms(dep, batch, fit=FIT):
     return plain_step_ms(dep, batch, fit) - decode_step_ms(dep, batch, fit)
 
 
+def runs_a_draft_model(dep):
+    """Whether drafting runs a network: not for n-gram lookup (NO_MODEL, no layers)."""
+    return dep.drafter.layers > 0
+
+
 def draft_step_ms(dep, batch, tokens_per_seq, fit=FIT):
     """One draft step over tokens_per_seq tokens a sequence; a drafter with no layers (NO_MODEL) runs none."""
-    if not dep.drafter.layers:
+    if not runs_a_draft_model(dep):
         return 0.0
     return pass_ms(dep.drafter, dep, batch, tokens_per_seq, fixed_ms(dep, "draft", fit), fit)
 
@@ -955,7 +960,7 @@ def model_overhead(dep, batch, k, fit=FIT):
     return round_ms(dep, batch, k, fit) / decode_step_ms(dep, batch, fit) - 1.0
 
 
-def spec_tpot_ms(dep, batch, rounds_per_token, round_ms, fit=FIT, plain_tokens=0.0):
+def spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit=FIT, plain_tokens=0.0):
     """Mean TPOT in a closed loop, prefill included: what one generated token costs.
 
     A token costs its share of rounds (1/tau of a round at one alpha; a traffic mix sums
@@ -963,7 +968,7 @@ def spec_tpot_ms(dep, batch, rounds_per_token, round_ms, fit=FIT, plain_tokens=0
     prompts arriving per generated token are the same with speculation or without
     (prefill_tokens). Every speedup with the prefill share is plain_step_ms over this.
     """
-    return (rounds_per_token * round_ms + plain_tokens * decode_step_ms(dep, batch, fit)
+    return (rounds_per_token * round_cost + plain_tokens * decode_step_ms(dep, batch, fit)
             + prefill_share_ms(dep, batch, fit))
 
 
@@ -986,7 +991,9 @@ def drafted_overhead(dep, batch, k_mean, fit=FIT):
     """Decode eps of rounds that drafted k_mean tokens on average (K varied with the batch, or a
     K-by-batch table): a round's cost is close to linear in K (K draft steps, a verify pass over
     K + 1 tokens), so mixed rounds cost about what K = k_mean would, interpolated between the two
-    whole Ks around it; at a whole K, model_overhead itself.
+    whole Ks around it; at a whole K, model_overhead itself. Below 1, K = 1's: newer vLLM leaves
+    draft tokens a grammar rejected out of the count (scheduler.py, make_spec_decoding_stats,
+    num_invalid_spec_tokens), so a round can count fewer tokens than it drafted and paid for.
     """
     lo = max(1, math.floor(k_mean))
     share = k_mean - lo
@@ -1429,8 +1436,8 @@ def k_zero_at(schedule):
 def k_schedule(dep, acceptance, fit=FIT):
     """[start, end, K] rows for B = 1..max_concurrency, vLLM's num_speculative_tokens_per_batch_size (PR #32374).
 
-    Best K is found at batches 25% apart, and each change of K is then located exactly
-    by bisection, so the table is exact while costing a few dozen best-K searches.
+    Best K is found at batches 25% apart, and each change of K is then located to the batch
+    by bisection, so every row holds its batches' best K while costing a few dozen best-K searches.
     """
     limit = max_concurrency(dep)
     if limit < 1:
@@ -1976,7 +1983,7 @@ def run_tpot_ms(dep, run, fit):
 
 def own_fields(dep):
     """The Fit fields your runs can move: this GPU family's bandwidth share, this engine's pass, draft costs."""
-    return dict(bw=BW_FAMILY[gpu_family(dep)], pass_fixed="pass_fixed_ms_" + dep.engine,
+    return dict(bw=BW_FAMILY[gpu_family(dep)], pass_fixed=fixed_field(dep, "pass"),
                 token_us="token_us", draft=fixed_field(dep, "draft"))
 
 
@@ -1991,7 +1998,7 @@ def calibrate_on_runs(dep, runs, fit=FIT):
     batches = {r["batch"] for r in runs if r["k"] is None}
     names = ["bw", "pass_fixed"] + (["token_us"] if len(batches) >= 3 else []) + \
         (["draft"] if any(r["k"] is not None for r in runs) else [])
-    if not dep.drafter.layers and "draft" in names:
+    if not runs_a_draft_model(dep) and "draft" in names:
         names.remove("draft")
 
     def loss(values):
@@ -2154,8 +2161,10 @@ def render_measured(result):
         show = lambda v, unit: "-" if v is None else (f"{v:.2f}x" if unit == "x" else pct1(v))
         diff = lambda a, b, unit: "-" if a is None or b is None else (
             f"{a - b:+.2f}x" if unit == "x" else f"{(a - b) * 100:+.1f} pts")
-        lines += ["", f"Benchmarks at max_concurrency {pred['concurrency']}, against the model at K={k}:",
-                  f"{'':38s}{'measured':>10s}{'model':>10s}{'difference':>12s}"]
+        lines += [""] + wrap(f"Benchmarks at max_concurrency {pred['concurrency']}, against the model at K={k}"
+                             + (f" (the speedups from rounds of the mean {ms['k_mean']:.2f} drafted tokens, the "
+                                f"P99 rows from rounds of K={k})" if ms["varying_k"] else "") + ":", 100, "")
+        lines += [f"{'':38s}{'measured':>10s}{'model':>10s}{'difference':>12s}"]
         lines += [f"{name:38s}{show(v, u):>10s}{show(p, u):>10s}{diff(v, p, u):>12s}" for name, v, p, u in rows]
         lines += wrap(f"(the model's P99 TPOT is over requests whose alpha spreads by s.d. {pred['requests_spread']:.3g} "
                       f"around {pred['requests_alpha']:.3f}, so that together they deliver the measured tau "
@@ -3162,7 +3171,8 @@ def plan_stage3(result, dep, plan):
 
 def plan_calibration(cal):
     """The plan's account of the fit on your runs."""
-    out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published fit).", "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
+    out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published fit).",
+           "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
     for r in cal["runs"]:
         out.append(f"| `{Path(r['path']).name}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
                    f"{r['measured_tpot_ms']:.2f} ms | {r['fitted_tpot_ms']:.2f} ms | {pct1(r['error'])} |")
@@ -4144,7 +4154,7 @@ def parse_list(flag, text, convert, allowed, check):
 def parse_one(flag, text, convert, allowed, check=lambda value: True):
     """One value, converted and checked; else UsageError naming the flag, what it allows and what it got."""
     try:
-        value = convert(text.strip())
+        value = convert(text)
     except ValueError:
         value = None
     if value is None or not check(value):
