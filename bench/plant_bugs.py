@@ -97,22 +97,36 @@ MUTANTS = [
 ]
 
 
-def run(index, name, old, new):
+def mutated(change):
+    """Run the suite on a copy of the repository whose main.py is change(text) (None: not applicable).
+
+    Returns "NOT APPLIED", or the verdict (KILLED / SNAPSHOT / SURVIVED) and the non-snapshot tests that failed.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "repo"
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__"))
         main = copy / "code" / "main.py"
-        text = main.read_text()
-        if text.count(old) != 1:
-            return f"{index:2d} NOT APPLIED ({text.count(old)} matches): {name}"
-        main.write_text(text.replace(old, new))
+        text = change(main.read_text())
+        if text is None:
+            return "NOT APPLIED"
+        main.write_text(text)
         proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=copy,
                               capture_output=True, text=True)
-        failed = [line.split(" (")[0][6:].strip() for line in proc.stderr.splitlines()
-                  if line.startswith(("FAIL: ", "ERROR:"))]
-        physics = [t for t in failed if t not in SNAPSHOTS]
-        verdict = ("KILLED  " if physics else "SNAPSHOT") if proc.returncode else "SURVIVED"
-        return f"{index:2d} {verdict} {name}" + (f"  [{', '.join(physics[:3])}]" if physics else "")
+    failed = [line.split(" (")[0][6:].strip() for line in proc.stderr.splitlines()
+              if line.startswith(("FAIL: ", "ERROR:"))]
+    physics = [t for t in failed if t not in SNAPSHOTS]
+    verdict = ("KILLED  " if physics else "SNAPSHOT") if proc.returncode else "SURVIVED"
+    return f"{verdict} {name_tests(physics)}"
+
+
+def name_tests(tests):
+    return f" [{', '.join(tests[:3])}{', ...' if len(tests) > 3 else ''}]" if tests else ""
+
+
+def run(index, name, old, new):
+    result = mutated(lambda text: text.replace(old, new) if text.count(old) == 1 else None)
+    head, _, tests = result.partition(" [")
+    return f"{index:2d} {head.strip()} {name}" + (f"  [{tests}" if tests else "")
 
 
 def main(argv):

@@ -12,16 +12,12 @@ than the two snapshots failed), SNAPSHOT (only they did) or SURVIVED, with the t
 failed. The working tree is never touched.
 """
 import concurrent.futures
-import shutil
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from plant_bugs import mutated   # the copy, the suite and the verdict are plant_bugs.py's
+
 SCALE = 1.02
-SNAPSHOTS = {"test_table_excerpt_is_what_the_default_run_prints",
-             "test_committed_outputs_are_what_the_default_run_writes"}
+GUARD = '\nif __name__ == "__main__":'
 
 # The functions of the two sections that return numbers (the rest build deployments, find
 # roots or look things up). Each is checked on its own.
@@ -56,25 +52,14 @@ def _scaled_by_the_check(f, scale={scale}):
 
 
 def check(name):
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / "repo"
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__"))
-        main = copy / "code" / "main.py"
-        text = main.read_text()
+    def change(text):
         if f"\ndef {name}(" not in text:
-            return f"NOT FOUND {name}"
+            return None
         # Before the entry point, so that the wrapped function is the one every caller finds.
-        guard = '\nif __name__ == "__main__":'
-        head, tail = text.rsplit(guard, 1)
-        main.write_text(head + WRAPPER.format(scale=SCALE, name=name) + guard + tail)
-        proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=copy,
-                              capture_output=True, text=True)
-    failed = [line.split(" (")[0][6:].strip() for line in proc.stderr.splitlines()
-              if line.startswith(("FAIL: ", "ERROR:"))]
-    physics = [t for t in failed if t not in SNAPSHOTS]
-    verdict = ("KILLED  " if physics else "SNAPSHOT") if proc.returncode else "SURVIVED"
-    return f"{verdict} {name}" + (f"  [{', '.join(physics[:3])}{', ...' if len(physics) > 3 else ''}]"
-                                  if physics else "")
+        head, tail = text.rsplit(GUARD, 1)
+        return head + WRAPPER.format(scale=SCALE, name=name) + GUARD + tail
+    head, _, tests = mutated(change).partition(" [")
+    return f"{head.strip()} {name}" + (f"  [{tests}" if tests else "")
 
 
 def main(argv):
