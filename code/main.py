@@ -3504,6 +3504,10 @@ def render_charts(result, dep):
 # position. prometheus_client writes X_total beside X_created, in exponent notation.
 COUNT_SLACK = 1e-4   # relative slack between counts that must agree: exponent notation keeps six digits
                      # (1.7644e+09), and counters scraped a moment apart can drift a little further
+K_SHORTFALL = 0.02   # draft tokens a round may fall short of K on average and K still count as fixed: a
+                     # request's last rounds near its length limit, or draft tokens a grammar rejected
+                     # (vLLM's num_invalid_spec_tokens), draft fewer; a position's rate is then at most
+                     # K_SHORTFALL / (1 - K_SHORTFALL) low, since at most that share of drafts missed it
 
 
 class UsageError(ValueError):
@@ -3765,8 +3769,9 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
 
     K is the highest position exported plus one (vLLM creates a per-position counter for
     each of num_speculative_tokens positions), not the rounded mean draft length. When the
-    mean is below K the rounds drafted different lengths: a K-by-batch-size table, or an
-    n-gram drafter that found fewer matches. Position i's count over all drafts then mixes
+    mean is more than K_SHORTFALL below K the rounds drafted different lengths: a
+    K-by-batch-size table, or an n-gram drafter that found fewer matches. Position i's count
+    over all drafts then mixes
     rounds that drafted i with rounds that could not, so without drafted-per-position
     counts only position 0 measures a clean per-token alpha (every round drafts a token).
     k_given: the one --ks value, which completes a scrape that cannot tell K; k_known: the K
@@ -3821,7 +3826,7 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     if c.drafts <= 0:
         raise UsageError(f"{source}: no drafts were made (drafts = {c.drafts:g}): nothing to measure")
     k_mean = c.draft_tokens / c.drafts
-    whole = abs(k_mean - round(k_mean)) <= COUNT_SLACK * k_mean
+    whole = -COUNT_SLACK * k_mean <= round(k_mean) - k_mean <= K_SHORTFALL
     if c.per_position:
         k = max(c.per_position) + 1
     elif k_known is not None:
@@ -3835,7 +3840,12 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
         raise UsageError(f"{source}: counters are inconsistent: {c.draft_tokens:g} draft tokens over {c.drafts:g} "
                          f"drafts and {c.accepted:g} accepted")
     tau = 1.0 + c.accepted / c.drafts
-    varying = k_mean < k * (1 - COUNT_SLACK)
+    shortfall = k - k_mean   # draft tokens a round drafted fewer than K, on average
+    varying = shortfall > K_SHORTFALL
+    if COUNT_SLACK * k < shortfall <= K_SHORTFALL:
+        notes.append(f"rounds drafted {k_mean:.3f} tokens on average against K = {k}, {shortfall:.3f} short (a "
+                     "request's last rounds near its length limit, or draft tokens a grammar rejected): K is taken "
+                     f"as fixed, and a position's rate is at most {shortfall / (1 - shortfall) * 100:.1f}% low")
     problem = profile_problem(c, k) if c.per_position else None
     rates, conditional = [], []
     if c.per_position and problem is None:

@@ -293,6 +293,32 @@ class EdgesOfRealFiles(Files):
         self.assertEqual(data["measured"]["k"], 3)
         self.assertFalse(data["measured"]["varying_k"])
 
+    def test_rounds_a_little_short_of_k_are_a_fixed_k(self):
+        # 10,000 drafts at K = 3 of which 100 lost their last token (requests ending near their
+        # length limit): 29,900 draft tokens, 0.01 short a round. Per position 8,000, 6,000, 4,000
+        # accepted; position 2 was drafted at most 9,900 times, so its rate is at most 1.0% low.
+        def text(draft_tokens, third):
+            return ("vllm:spec_decode_num_drafts_total 10000\n"
+                    f"vllm:spec_decode_num_draft_tokens_total {draft_tokens}\n"
+                    f"vllm:spec_decode_num_accepted_tokens_total {14000 + third}\n" + "".join(
+                        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {n}\n'
+                        for i, n in enumerate((8000, 6000, third))))
+        status, data, err = measure(["--metrics", self.write("short.prom", text(29_900, 4000))])
+        self.assertEqual(status, 0, err)
+        ms = data["measured"]
+        self.assertFalse(ms["varying_k"])
+        self.assertEqual(ms["k"], 3)
+        self.assertAlmostEqual(ms["acceptance_length"], 2.8, places=6)
+        self.assertAlmostEqual(m.acceptance_length(ms["alpha"], 3), 2.8, places=5)      # tau, not position 0
+        for got, want in zip(ms["per_position_alpha"], (0.8, 0.75, 4000 / 6000)):
+            self.assertAlmostEqual(got, want, places=6)
+        self.assertTrue(any("0.010 short" in n and "at most 1.0% low" in n for n in ms["notes"]), ms["notes"])
+        # 500 drafts of two tokens instead of three: 0.05 short a round, past K_SHORTFALL: K varied.
+        status, data, err = measure(["--metrics", self.write("varied.prom", text(29_500, 3600))])
+        self.assertEqual(status, 0, err)
+        self.assertTrue(data["measured"]["varying_k"])
+        self.assertAlmostEqual(data["measured"]["alpha"], 0.8, places=6)                # position 0's rate
+
     def test_escaped_label_values(self):
         name = 'my "fast" llama'
         text = "".join(f'{metric}{{model_name="my \\"fast\\" llama"}} {v}\n' for metric, v in (
