@@ -94,6 +94,9 @@ MUTANTS = [
     ("a varying-K benchmark's tau is divided by full-K rounds",
      'seen = prefill_overhead(drafted_overhead(dep, batch, measured["k_mean"], fit),',
      'seen = prefill_overhead(drafted_overhead(dep, batch, measured["k"], fit),'),
+    ("a fixed K a round or two short is read as varying K (position 0's rate for alpha)",
+     'varying = shortfall > K_SHORTFALL',
+     'varying = shortfall > COUNT_SLACK * k'),
 ]
 
 
