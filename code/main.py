@@ -3771,9 +3771,9 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     each of num_speculative_tokens positions), not the rounded mean draft length. When the
     mean is more than K_SHORTFALL below K the rounds drafted different lengths: a
     K-by-batch-size table, or an n-gram drafter that found fewer matches. Position i's count
-    over all drafts then mixes
-    rounds that drafted i with rounds that could not, so without drafted-per-position
-    counts only position 0 measures a clean per-token alpha (every round drafts a token).
+    over all drafts then mixes rounds that drafted i with rounds that could not, so without
+    drafted-per-position counts only position 0 measures a clean per-token alpha (every
+    round drafts a token).
     k_given: the one --ks value, which completes a scrape that cannot tell K; k_known: the K
     of per-position counters that were dropped before this (read_scrapes).
     """
