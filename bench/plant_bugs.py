@@ -23,8 +23,8 @@ SNAPSHOTS = {"test_table_excerpt_is_what_the_default_run_prints",
 
 MUTANTS = [
     ("the gate compares the per-token alpha, not the rate",
-     'rate = acceptance_rate(measured["alpha"], k) if measured["varying_k"] else measured["acceptance_rate"]',
-     'rate = measured["alpha"]'),
+     'rate = acceptance_rate(measured["alpha"], k)   # at a fixed K exactly accepted / drafted tokens',
+     'rate = measured["alpha"]   # at a fixed K exactly accepted / drafted tokens'),
     ("the measured prediction takes per-token ITL for vLLM's per-chunk ITL",
      'p99_itl_change=cell["round_itl_spec_p99_ms"] / cell["itl_plain_p99_ms"] - 1.0,',
      'p99_itl_change=cell["p99_change"],'),

@@ -1629,12 +1629,13 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, fit
 def gate(measured, comparison, dep, plan, budget):
     """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds.
 
-    The break-even, margin and required rate are the plan's, at its target and its K. When the
-    measured rounds drafted varying lengths, their overall rate mixes Ks; the rate compared is
-    then the one position 0's alpha gives at the plan's K.
+    The break-even, margin and required rate are the plan's, at its target and its K. The rate
+    compared is the one the measured per-token alpha gives at that K: at a fixed K, accepted over
+    drafted tokens; when the rounds drafted varying lengths, whose overall rate mixes Ks, the
+    rate of K-token rounds.
     """
     k, target, margin = plan["k"], plan["target"], plan["margin"]
-    rate = acceptance_rate(measured["alpha"], k) if measured["varying_k"] else measured["acceptance_rate"]
+    rate = acceptance_rate(measured["alpha"], k)   # at a fixed K exactly accepted / drafted tokens
     eps, even, need, need_alpha = plan["eps"], plan["gate_rate"], plan["required_rate"], plan["required_alpha"]
     reasons = []
     if target > max_concurrency(dep):
@@ -1643,7 +1644,7 @@ def gate(measured, comparison, dep, plan, budget):
                                    f"(at most {max_concurrency(dep)})"))
     reasons.append(dict(
         check="acceptance", passed=need is not None and rate >= need,
-        detail=("position 0's per-token alpha, taken for every position, gives an " if measured["varying_k"]
+        detail=("the per-token alpha, taken for every position, gives an " if measured["varying_k"]
                 else "") +
                f"acceptance rate {rate:.3f} at K={k} against break-even "
                + (f"{even:.3f} + margin {margin:.2f} = {need:.3f} at B={target}; as per-token alpha "
@@ -3506,8 +3507,8 @@ COUNT_SLACK = 1e-4   # relative slack between counts that must agree: exponent n
                      # (1.7644e+09), and counters scraped a moment apart can drift a little further
 K_SHORTFALL = 0.02   # draft tokens a round may fall short of K on average and K still count as fixed: a
                      # request's last rounds near its length limit, or draft tokens a grammar rejected
-                     # (vLLM's num_invalid_spec_tokens), draft fewer; a position's rate is then at most
-                     # K_SHORTFALL / (1 - K_SHORTFALL) low, since at most that share of drafts missed it
+                     # (vLLM's num_invalid_spec_tokens), draft fewer; at most that share of drafts missed a
+                     # position, so its true rate is at most K_SHORTFALL / (1 - K_SHORTFALL) above the shown
 
 
 class UsageError(ValueError):
@@ -3826,7 +3827,7 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     if c.drafts <= 0:
         raise UsageError(f"{source}: no drafts were made (drafts = {c.drafts:g}): nothing to measure")
     k_mean = c.draft_tokens / c.drafts
-    whole = -COUNT_SLACK * k_mean <= round(k_mean) - k_mean <= K_SHORTFALL
+    whole = -COUNT_SLACK * k_mean <= round(round(k_mean) - k_mean, 9) <= K_SHORTFALL   # 9 places: 3 - 2.98 > 0.02
     if c.per_position:
         k = max(c.per_position) + 1
     elif k_known is not None:
@@ -3840,12 +3841,14 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
         raise UsageError(f"{source}: counters are inconsistent: {c.draft_tokens:g} draft tokens over {c.drafts:g} "
                          f"drafts and {c.accepted:g} accepted")
     tau = 1.0 + c.accepted / c.drafts
-    shortfall = k - k_mean   # draft tokens a round drafted fewer than K, on average
+    shortfall = round(k - k_mean, 9)   # draft tokens a round drafted fewer than K, on average
     varying = shortfall > K_SHORTFALL
     if COUNT_SLACK * k < shortfall <= K_SHORTFALL:
+        bound = f"; a position's true rate is at most {shortfall / (1 - shortfall) * 100:.1f}% above the one shown" \
+            if c.per_position and not c.drafted_per_position else ""
         notes.append(f"rounds drafted {k_mean:.3f} tokens on average against K = {k}, {shortfall:.3f} short (a "
                      "request's last rounds near its length limit, or draft tokens a grammar rejected): K is taken "
-                     f"as fixed, and a position's rate is at most {shortfall / (1 - shortfall) * 100:.1f}% low")
+                     "as fixed" + bound)
     problem = profile_problem(c, k) if c.per_position else None
     rates, conditional = [], []
     if c.per_position and problem is None:
@@ -3860,8 +3863,9 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     clean_profile = bool(conditional) and (not varying or bool(c.drafted_per_position))
     if clean_profile:
         profile = conditional
-        alpha = alpha_from_length(min(tau, k + 1.0), k) if not varying else \
-            alpha_from_length(profile_length(conditional, k), k)
+        # Rates over the drafts that reached each position give the full-K tau; else the measured one.
+        full_k = varying or bool(c.drafted_per_position)
+        alpha = alpha_from_length(profile_length(conditional, k) if full_k else min(tau, k + 1.0), k)
     elif varying and rates:
         alpha, profile = rates[0], [rates[0]]
         notes.append(f"rounds drafted {k_mean:.2f} tokens on average against K = {k}, so K varied: alpha is "

@@ -312,7 +312,11 @@ class EdgesOfRealFiles(Files):
         self.assertAlmostEqual(m.acceptance_length(ms["alpha"], 3), 2.8, places=5)      # tau, not position 0
         for got, want in zip(ms["per_position_alpha"], (0.8, 0.75, 4000 / 6000)):
             self.assertAlmostEqual(got, want, places=6)
-        self.assertTrue(any("0.010 short" in n and "at most 1.0% low" in n for n in ms["notes"]), ms["notes"])
+        self.assertTrue(any("0.010 short" in n and "at most 1.0% above" in n for n in ms["notes"]), ms["notes"])
+        # Exactly K_SHORTFALL short (3 - 2.98 is 0.020000000000000018 in floats) is still a fixed K.
+        status, data, err = measure(["--metrics", self.write("edge.prom", text(29_800, 3800))])
+        self.assertEqual(status, 0, err)
+        self.assertFalse(data["measured"]["varying_k"])
         # 500 drafts of two tokens instead of three: 0.05 short a round, past K_SHORTFALL: K varied.
         status, data, err = measure(["--metrics", self.write("varied.prom", text(29_500, 3600))])
         self.assertEqual(status, 0, err)
