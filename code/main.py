@@ -435,8 +435,8 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # pass_fixed_ms_<engine>: fixed cost of one forward pass in that engine, ms (graph launch,
 # scheduler, sampler); draft_fixed_ms_<engine>: fixed cost of one draft step;
 # round_fixed_ms_<engine>: per-round speculation bookkeeping (rejection sampler, input
-# preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us: engine cost per token a
-# pass processes. Fitted together by bench/calibrate.py (its output says which points set
+# preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us: engine
+# cost per token a pass processes. Fitted together by bench/calibrate.py (its output says which points set
 # which constant), against bench/published.json and bench/plain_step.json.
 FIT = Fit(bw_hopper=0.9188, bw_ampere=0.764, bw_ada=0.7124, flop_eff=0.75, fp8_eff=0.9723, fp8_kv_eff=0.4876,
           attn_ns=8.0, layer_us=20.8594, ar_us=13.248, ar_tp_us=3.6445, link_eff=0.6703,
@@ -889,7 +889,7 @@ def moe_verify(dep, k, batch, fit=FIT):
     """Experts a plain step and a verify pass touch per MoE layer, and eps beside a dense model's of the same active size."""
     t = dep.target
     verify = verify_tokens(dep, k)
-    return dict(k=k, batch=batch, experts=t.experts, experts_per_token=t.experts_per_token,
+    return dict(k=k, batch=batch, verify_tokens=verify, experts=t.experts, experts_per_token=t.experts_per_token,
                 plain_experts=expected_experts(t.experts, t.experts_per_token, batch),
                 verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify),
                 eps=model_overhead(dep, batch, k, fit), eps_dense=model_overhead(dense_equivalent(dep), batch, k, fit))
@@ -906,7 +906,7 @@ def eps_growth(dep, k, b0, b1, fit=FIT):
     """The term of a round (against a plain step, decode only) that moves eps most from batch b0 to b1."""
     def extra(batch):
         plain = target_parts(dep, batch, 1, fit)
-        verify = target_parts(dep, batch, k + 1, fit)
+        verify = target_parts(dep, batch, verify_tokens(dep, k), fit)
         terms = {f"the verify pass's {t}": verify[t] - plain[t] for t in plain}
         terms["the draft steps and bookkeeping"] = round_ms(dep, batch, k, fit) - sum(verify.values())
         return terms, sum(plain.values())
@@ -1043,7 +1043,7 @@ PRECISION = 0.02          # target half-width of P99 TPOT at 95% confidence, rel
 PRECISION_MARGIN = 1.15   # stop at PRECISION / this: the replicates' estimate runs low where the growth stops
                           # (python bench/check_precision.py: at alpha 0.8, K 5 over 60 seeds the real half-width
                           # is 2.4% without it, 1.9% with it)
-LOOP_TOKENS = 64         # requests of at most this many decode tokens run decode_request round by round
+LOOP_TOKENS = 64          # requests of at most this many decode tokens run decode_request round by round
 NORMAL = statistics.NormalDist()
 Z_NODES = [NORMAL.inv_cdf((i + 0.5) / 64) for i in range(64)]   # midpoint quadrature over a request's z
 JITTER_SD = math.sqrt(math.exp(ROUND_JITTER ** 2) - 1.0)          # s.d. of one round's jitter (mean 1)
@@ -1297,8 +1297,7 @@ def other_rejects(dec, batch):
 
 
 def itl_parts(dec, plain_ms, spec_ms, batch):
-    """Per-token ITL of plain decoding, speculative decoding (rejection sampling) and two-pass, as mixture_quantile
-    parts.
+    """Per-token ITL of plain decoding, speculative decoding (rejection sampling) and two-pass: mixture_quantile parts.
 
     Two-pass (the lesson's model) adds a plain step to a round that rejected, or whose batch did.
     """
@@ -2328,7 +2327,7 @@ def facts_moe(result):
         facts.append(
             f"{result['model']} routes each token to {e['experts_per_token']} of {e['experts']} experts per MoE layer. "
             f"At B = {e['batch']} a plain step's {e['batch']} tokens touch {e['plain_experts']:.1f} experts a layer, "
-            f"the verify pass's {e['batch'] * (result['verify_tokens'] or e['k'] + 1)} tokens "
+            f"the verify pass's {e['batch'] * e['verify_tokens']} tokens "
             f"{e['verify_experts']:.1f}: the round reads {e['verify_experts'] / e['plain_experts']:.1f}x the expert "
             f"weights of a plain step, so eps is {e['eps']:.2f} at K = {e['k']}, where a dense model of the same active "
             f"size would have {e['eps_dense']:.2f}" + (" and speculation cannot pay at any acceptance."
@@ -3864,7 +3863,7 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     if clean_profile:
         profile = conditional
         # Rates over the drafts that reached each position give the full-K tau; else the measured one.
-        full_k = varying or bool(c.drafted_per_position)
+        full_k = bool(c.drafted_per_position)   # a varying K has them, or its profile is not clean
         alpha = alpha_from_length(profile_length(conditional, k) if full_k else min(tau, k + 1.0), k)
     elif varying and rates:
         alpha, profile = rates[0], [rates[0]]
