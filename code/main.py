@@ -221,6 +221,10 @@ FP8_CHECKPOINTS = {
     "llama-3.3-70b": "nvidia/Llama-3.3-70B-Instruct-FP8",
 }
 
+# Checkpoints that ship their weights in fp4 (gpt-oss: MXFP4 experts, its model cards). For
+# any other model the plan does not assume an engine quantizes to fp4 at start-up.
+FP4_CHECKPOINTS = {"gpt-oss-20b", "gpt-oss-120b"}
+
 BYTES_PER = {"bf16": 2, "fp8": 1, "fp4": 0.53125}   # fp4: MXFP4, 4 bits + an 8-bit scale per 32 weights
 
 # ---------------------------------------------------------------- acceptance mathematics
@@ -2626,10 +2630,14 @@ def head_or_placeholder(dep):
 
 
 def served_model(dep):
-    """The checkpoint the server loads: TensorRT-LLM needs an fp8 checkpoint, the others quantize at start-up."""
+    """The checkpoint the server loads: fp4 weights need an fp4 checkpoint; fp8 ones an fp8 checkpoint on
+    TensorRT-LLM, while vLLM and SGLang quantize to fp8 at start-up (--quantization fp8)."""
+    if dep.weights_dtype == "fp4" and dep.model not in FP4_CHECKPOINTS:
+        return f"YOUR-FP4-CHECKPOINT-OF-{dep.model.upper()}"
     if dep.engine == "trtllm" and dep.weights_dtype == "fp8":
         return FP8_CHECKPOINTS.get(dep.model, f"YOUR-FP8-CHECKPOINT-OF-{dep.model.upper()}")
-    return dep.shape.get("hf", dep.model)
+    # A --model-config without _name_or_path names no checkpoint (hf None): say so rather than guess.
+    return dep.shape.get("hf") or f"YOUR-CHECKPOINT-OF-{dep.model.upper()}"
 
 
 def speculative_config(dep, k, schedule=None):

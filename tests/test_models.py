@@ -79,6 +79,22 @@ class ConfigJson(unittest.TestCase):
         self.assertEqual(dep["draft_params"], head)
         self.assertEqual(dep["draft_trained_context"], 2048)
 
+    def test_a_plan_for_a_config_without_a_name_or_in_fp4_serves_a_placeholder(self):
+        # llama-3.3-70b.config.json has no _name_or_path: no checkpoint is known, so none is guessed. fp4
+        # weights need an fp4 checkpoint, which only gpt-oss ships.
+        with tempfile.TemporaryDirectory() as tmp:
+            for argv, served in ((["--model-config", str(CONFIGS / "llama-3.3-70b.config.json")],
+                                  "vllm serve YOUR-CHECKPOINT-OF-LLAMA-3.3-70B.CONFIG "),
+                                 (["--weights-dtype", "fp4"], "vllm serve YOUR-FP4-CHECKPOINT-OF-LLAMA-3.3-70B "),
+                                 (["--model", "gpt-oss-120b", "--tp", "1", "--weights-dtype", "fp4"],
+                                  "vllm serve openai/gpt-oss-120b ")):
+                with self.subTest(argv=argv):
+                    plan = Path(tmp) / "plan.md"
+                    status, out, err = run(argv + ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,32",
+                                                   "--out", str(plan)])
+                    self.assertEqual(status, 0, err)
+                    self.assertIn(served, plan.read_text())
+
     def test_a_missing_field_is_named(self):
         data = json.loads((CONFIGS / "llama-3.3-70b.config.json").read_text())
         del data["num_hidden_layers"]
