@@ -3550,6 +3550,14 @@ Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position dra
 # scrape has no such counter (a missing counter is not zero); per_position,
 # drafted_per_position: {i: count}; gauges: {key of SPEC_GAUGES: mean over the label sets
 # that report a value, an SGLang rank with no speculative step (0) left out}.
+
+
+def one_average_draft(tau, k):
+    """Counters of one average draft of K tokens: a measurement that gives tau at K but no counts
+    (a gauge, a bench file's rate and length, a value typed on the command line)."""
+    return Counters(1.0, float(k), tau - 1.0)
+
+
 ESCAPE = re.compile(r"\\(.)")
 
 
@@ -3772,7 +3780,7 @@ def v0_drafts(c, source, k_given, notes, ask):
     return c._replace(drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={}), k_given
 
 
-def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
+def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted=True):
     """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1).
 
     K is the highest position exported plus one (vLLM creates a per-position counter for
@@ -3783,9 +3791,10 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     drafted-per-position counts only position 0 measures a clean per-token alpha (every
     round drafts a token).
     k_given: the one --ks value, which completes a scrape that cannot tell K; k_known: the K
-    of per-position counters that were dropped before this (read_scrapes).
+    of per-position counters that were dropped before this (read_scrapes); counted: whether c
+    holds real counts (else one_average_draft, and the drafts are not known).
     """
-    notes, from_gauge = list(notes), False
+    notes = list(notes)
     ask = "give one --ks value" if k_given is None else None
     if c.drafts is None and "v0_efficiency" in c.gauges:
         notes.append(f"vLLM V0's gauges, lifetime values at the scrape: draft acceptance rate "
@@ -3812,14 +3821,14 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
                              "--ks is not the server's --speculative-num-steps, or the draft is a tree (topk > 1)")
         notes.append(f"sglang:spec_accept_length is a gauge over the last {SGLANG_GAUGE_STEPS} decode steps at the "
                      "scrape; average it over time (avg_over_time) for a steadier figure")
-        c, from_gauge = Counters(1.0, float(k_given), tau - 1.0), True
+        c, counted = one_average_draft(tau, k_given), False
     if c.draft_tokens is None and c.accepted is None and "v0_rate" in c.gauges:
         rate = c.gauges["v0_rate"]
         if k_given is None:
             raise UsageError(f"{source}: only vLLM V0's gauges: acceptance rate {rate:.3f}; {ask} "
                              "(num_speculative_tokens) to complete the measurement")
         notes.append("read from vLLM V0's gauge vllm:spec_decode_draft_acceptance_rate, its value at the scrape")
-        c, from_gauge = Counters(1.0, float(k_given), rate * k_given), True
+        c, counted = one_average_draft(1.0 + rate * k_given, k_given), False
     for name, counter in (("draft_tokens", "vllm:spec_decode_num_draft_tokens_total"),
                           ("accepted", "vllm:spec_decode_num_accepted_tokens_total")):
         if getattr(c, name) is None:
@@ -3883,7 +3892,7 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None):
     else:
         alpha = alpha_from_length(min(tau, k + 1.0), k)
         profile = [alpha]
-    return dict(k=k, k_mean=k_mean, varying_k=varying, drafts=None if from_gauge else c.drafts,
+    return dict(k=k, k_mean=k_mean, varying_k=varying, drafts=c.drafts if counted else None,
                 acceptance_rate=c.accepted / c.draft_tokens,
                 acceptance_length=tau, per_position_rates=rates,
                 per_position_alpha=conditional if clean_profile else [], alpha=alpha, profile=profile, source=source,
@@ -3979,7 +3988,7 @@ def bench_acceptance(bench, flag):
         if abs(k - round(k)) > 0.01 * k or not 1 <= round(k) <= K_LIMIT:
             raise UsageError(f"{source}: acceptance length {tau:g} and rate {rate:g}% give K = {k:.2f}, not a whole "
                              "number: not one chain's figures")
-        return measured_acceptance(Counters(1.0, float(round(k)), tau - 1.0), source,
+        return measured_acceptance(one_average_draft(tau, round(k)), source, counted=False,
                                    notes=[f"from the file's acceptance rate and length only: K = {round(k)}"])
     drafts, draft_tokens, accepted = (float(spec[key]) for key in counts)
     notes = []
@@ -4400,11 +4409,8 @@ def given_acceptance(grid):
         return None
     k, value = grid.ks[0], grid.acceptance[0]
     tau = value if grid.kind == "length" else 1.0 + k * value
-    alpha = alpha_from_length(tau, k)
     flag = "--acceptance-length" if grid.kind == "length" else "--acceptance-rates"
-    return dict(k=k, k_mean=float(k), varying_k=False, drafts=None, acceptance_rate=(tau - 1.0) / k,
-                acceptance_length=tau, per_position_rates=[], per_position_alpha=[], alpha=alpha, profile=[alpha],
-                source=f"{flag} {value:g} at K={k}", notes=[])
+    return measured_acceptance(one_average_draft(tau, k), f"{flag} {value:g} at K={k}", counted=False)
 
 
 def read_scrapes(args, k_given):

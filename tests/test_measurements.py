@@ -53,6 +53,23 @@ class Counters(unittest.TestCase):
             self.assertAlmostEqual(from_bench["measured"][key], from_metrics["measured"][key], places=6)
         self.assertLess(from_bench["measured"]["acceptance_rate"], 1.0)
 
+    def test_a_bench_file_with_only_rate_and_length_knows_no_draft_count(self):
+        # 61.25% at tau 2.8375 is K = 1.8375 / 0.6125 = 3; no drafts counter, so none is printed or written.
+        spec = json.loads(Path(SPEC).read_text())
+        for key in [k for k in spec if k.startswith("spec_decode_")]:
+            del spec[key]
+        spec.update(spec_decode_acceptance_rate=61.25, spec_decode_acceptance_length=2.8375)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "spec.json"
+            path.write_text(json.dumps(spec))
+            status, data, err = run_json(["--bench-baseline", BASE, "--bench-spec", str(path)])
+            _, text, _ = run(SMALL + ["--bench-baseline", BASE, "--bench-spec", str(path), "--no-write"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(data["measured"]["k"], 3)
+        self.assertIsNone(data["measured"]["drafts"])
+        self.assertAlmostEqual(data["measured"]["acceptance_rate"], 0.6125, places=6)
+        self.assertIn("K in use 3 (3.00 draft tokens per draft);", text)          # not "over 1 drafts"
+
     def test_bench_comparison_figures(self):
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
         ms = data["measured"]
