@@ -1568,10 +1568,11 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
     """
     eps = model_overhead(dep, batch, k, fit)
     q = prefill_share_ms(dep, batch, fit) / decode_step_ms(dep, batch, fit)
-    plain = plain_step_ms(dep, batch, fit)
+    plain, rounds = plain_step_ms(dep, batch, fit), round_costs(dep, batch, fit)
 
     def speedup(rounds_per_token, plain_tokens=0.0, kk=k):
-        return plain / spec_tpot_ms(dep, batch, rounds_per_token, round_ms(dep, batch, kk, fit), fit, plain_tokens)
+        round_cost = rounds[kk] if kk in rounds else round_ms(dep, batch, kk, fit)   # a measured K past K_MAX
+        return plain / spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
 
     domains = [dict(name=name, share=share, alpha=alpha, tau=acceptance_length(alpha, k),
                     speedup=speedup(1.0 / acceptance_length(alpha, k))) for name, share, alpha, *_ in mix]
@@ -1582,8 +1583,9 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
     weak = min(domains, key=lambda d: d["tau"])
     others = rounds_per_token - weak["share"] / weak["tau"]
     best_alpha = max(d["alpha"] for d in domains)
-    blend_at = {kk: speedup(sum(d["share"] / acceptance_length(d["alpha"], kk) for d in domains), kk=kk)
-                for kk in range(1, K_MAX + 1)}
+    # The mix's best single K over the Ks best_k tries, K = 0 (plain decoding) included, ties to the smaller.
+    blend_at = {0: 1.0, **{kk: speedup(sum(d["share"] / acceptance_length(d["alpha"], kk) for d in domains), kk=kk)
+                           for kk in rounds}}
     mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
     blended, naive = speedup(rounds_per_token), speedup(1.0 / acceptance_length(naive_alpha, k))
     return dict(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
@@ -2054,6 +2056,11 @@ def pct(x):
     return f"{x * 100:+.0f}%"
 
 
+def k_words(k):
+    """A K for a sentence: 0 is speculation off."""
+    return "0 (speculation off)" if k == 0 else str(k)
+
+
 def pct1(x):
     return f"{x * 100:+.1f}%"
 
@@ -2223,7 +2230,7 @@ def render_mix(mix):
     lines += wrap(mix_blend_sentence(mix) + f" {mix['weak']} pulls it down: decoded without speculation "
                   f"the mix runs {mix['routed_speedup']:.3f}x; with a head as good as alpha "
                   f"{mix['trained_alpha']:.2f}, {mix['trained_speedup']:.3f}x; the best single K for the mix is "
-                  f"{mix['best_k']} ({mix['best_k_speedup']:.3f}x).", 100, "")
+                  f"{k_words(mix['best_k'])} ({mix['best_k_speedup']:.3f}x).", 100, "")
     lines += wrap(mix_tail_sentence(mix), 100, "")
     return lines + [""]
 
@@ -2507,7 +2514,7 @@ def render_exercise_2(mixes):
         lines += wrap(f"B = {mix['concurrency']}, K = {mix['k']}: naive blended alpha {mix['naive_alpha']:.3f} promises "
                       f"{mix['naive_speedup']:.3f}x; the token-weighted blend is {mix['blended_speedup']:.3f}x, so "
                       f"speculation {verdict} ({' / '.join(d['name'] + ' ' + format(d['speedup'], '.2f') + 'x' for d in mix['domains'])} "
-                      f"alone; best K for the mix {mix['best_k']}: {mix['best_k_speedup']:.3f}x).", 100, "  ")
+                      f"alone; best K for the mix {k_words(mix['best_k'])}: {mix['best_k_speedup']:.3f}x).", 100, "  ")
     return lines
 
 
@@ -2790,7 +2797,7 @@ def plan_mix(mix):
             f"- a head trained on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
             f"{mix['trained_speedup']:.3f}x;",
             f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
-            f"- one K for all traffic: K={mix['best_k']} is best for this mix, {mix['best_k_speedup']:.3f}x.", "",
+            f"- one K for all traffic: K={k_words(mix['best_k'])} is best for this mix, {mix['best_k_speedup']:.3f}x.", "",
             mix_tail_sentence(mix)]
     return out
 

@@ -109,6 +109,21 @@ class Exercises(unittest.TestCase):
             self.assertAlmostEqual(mix["naive_speedup"],
                                    (1 + q) / ((1 + mix["eps"]) / m.acceptance_length(0.61, mix["k"]) + q), places=5)
 
+    def test_mix_best_k_is_the_argmax_with_speculation_off_allowed(self):
+        # Llama 3.1 8B at TP 4 and B = 2048: no K pays for this mix, so the best single K is 0 at 1.0x.
+        for batch, want_off in ((2048, True), (1, False)):
+            dep = m.make_deployment("llama-3.1-8b", tp=4)
+            mix = m.traffic_blend(m.TRAFFIC_MIX, dep, 3, batch)
+            d, q = m.decode_step_ms(dep, batch), m.prefill_share_ms(dep, batch)
+            by_k = {0: 1.0}
+            for k in range(1, m.K_MAX + 1):
+                rounds = sum(share / m.acceptance_length(alpha, k) for _, share, alpha in m.TRAFFIC_MIX)
+                by_k[k] = (d + q) / (rounds * m.round_ms(dep, batch, k) + q)
+            best = max(by_k, key=lambda k: (by_k[k], -k))
+            self.assertEqual(mix["best_k"], best)
+            self.assertEqual(best == 0, want_off)
+            self.assertAlmostEqual(mix["best_k_speedup"], by_k[best], places=9)
+
     def test_methods_and_their_costs(self):
         rows = {r["draft"]: r for r in self.ex["methods"]["rows"]}
         self.assertEqual({r["method"] for r in rows.values()}, {"draft_model", "eagle", "eagle3", "ngram"})
