@@ -417,9 +417,10 @@ def decode_request(alpha, k, tokens, rng):
 # all-reduces per layer under tensor parallelism, a fixed cost per pass that belongs to
 # the engine, and an engine cost per token. Memory and compute time are added, not
 # overlapped: with a hard max eps would stay flat below the ridge, but SGLang's batch
-# sweep shows it rising from B = 2 (the previous fit preferred a sum, exponent 1).
-# In a closed-loop benchmark every step also carries the prefill of the requests that
-# keep arriving (chunked prefill mixes it into decode batches): PREFILL below.
+# sweep shows it rising from B = 2 (EAGLE-3 paper Table 4 / SGLang PR #4247, in
+# bench/published.json). In a closed-loop benchmark every step also carries the prefill
+# of the requests that keep arriving (chunked prefill mixes it into decode batches):
+# prefill_tokens below.
 
 Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
                         "link_eff pass_fixed_ms_vllm pass_fixed_ms_sglang pass_fixed_ms_trtllm draft_fixed_ms_vllm "
@@ -1643,7 +1644,7 @@ def gate(measured, comparison, dep, plan, budget):
     rate = acceptance_rate(measured["alpha"], k)   # at a fixed K exactly accepted / drafted tokens
     eps, even, need, need_alpha = plan["eps"], plan["gate_rate"], plan["required_rate"], plan["required_alpha"]
     reasons = []
-    if target > max_concurrency(dep):
+    if not plan["feasible"]:
         reasons.append(dict(check="memory", passed=False,
                             detail=f"{target} sequences of {dep.context} tokens do not fit "
                                    f"(at most {max_concurrency(dep)})"))
@@ -1787,8 +1788,7 @@ def plan_input(measured, grid, spread):
     if not measured:
         return PlanInput([(a, a) for a in grid_alphas(grid)], EXPECTED_ALPHA, EXPECTED_ALPHA, None,
                          (EXPECTED_ALPHA, spread))
-    tau = measured["acceptance_length"] if not measured["varying_k"] else acceptance_length(measured["alpha"],
-                                                                                            measured["k"])
+    tau = profile_length(measured["profile"], measured["k"])   # the K-token rounds the plan runs, as measured_predictions
     return PlanInput([(measured["alpha"], measured["profile"])], measured["profile"], measured["alpha"],
                      None if measured["varying_k"] else measured["k"],   # varying: the plan's own best K
                      center_requests(tau, measured["k"], spread))
@@ -2307,13 +2307,12 @@ def facts_lesson(result):
 def facts_eps(result, grid):
     """How eps and the break-even move with batch, and the term that moves them."""
     facts = []
-    moves, rising = [], []
+    moves = []
     for k in grid.ks:
         for eps_b1 in grid.overheads:
             rows = [b for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == eps_b1 and b["feasible"]]
             if rows:
                 first, last = rows[0], rows[-1]
-                rising.append((first["eps_eff"], last["eps_eff"]))
                 moves.append(
                     f"K = {k}, eps {eps_label(eps_b1)}: eps {first['eps_eff']:.2f} -> {last['eps_eff']:.2f}, "
                     f"alpha {fmt(first['exact'], '.2f', 'never')} -> {fmt(last['exact'], '.2f', 'never')} "
@@ -2486,7 +2485,8 @@ def render_exercise_1(t):
     """The alpha for 2x and 3x, by eps."""
     lines = [f"== Exercise 1: the per-token alpha K = {t['k']} needs for 2x and 3x ==",
              "alpha solves tau(alpha, K) = S * (1 + eps); the lesson's (S(1+eps) - 1)/K is the same target",
-             "read as vLLM's acceptance rate.",
+             "read as vLLM's acceptance rate. eps is the decode eps: these are decode speedups, without the",
+             "prefill share that dilutes a closed-loop benchmark's (the grid's speedups include it).",
              ""]
     lines += column_header([("eps", 6), ("from", 12), ("2x alpha", 9), ("as rate", 8), ("3x alpha", 9),
                             ("as rate", 8)], [])
