@@ -479,9 +479,8 @@ NO_MODEL = Net(params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, lay
 
 Deployment = namedtuple("Deployment", "model gpu tp weights_dtype kv_dtype context draft memory_gib bandwidth_tbs "
                                       "draft_tflops target drafter engine memory_fraction draft_hf link_gbs "
-                                      "input_tokens output_tokens shape topk verify_tokens tree_steps draft_shape",
-                        defaults=(ENGINE, ENGINES[ENGINE]["memory_fraction"], None, 450.0, 1024, 1024, None, 1, None,
-                                  None, None))
+                                      "input_tokens output_tokens shape topk verify_tokens tree_steps draft_shape "
+                                      "model_config draft_config", defaults=(None, None))
 # memory_gib, bandwidth_tbs: per GPU; draft_tflops: per GPU, bf16 (drafts run in bf16); target,
 # drafter: Nets (NO_MODEL for n-gram lookup); memory_fraction: the engine's
 # share (ENGINES); draft_hf: Hugging Face id of the draft (None: the catalog's choice); link_gbs:
@@ -490,7 +489,8 @@ Deployment = namedtuple("Deployment", "model gpu tp weights_dtype kv_dtype conte
 # --model-config); topk: tokens each draft step expands per sequence (1: a chain); verify_tokens:
 # tokens per sequence in the verify pass (None: K + 1, a chain); tree_steps: a tree's steps, the
 # one K its measured acceptance holds for; draft_shape: a draft model's shape read from its own
-# config.json (--draft model --draft-config), else None.
+# config.json (--draft model --draft-config), else None; model_config, draft_config: the paths
+# of --model-config and --draft-config, so the plan's commands can name them again.
 
 
 def attention_params(m):
@@ -2769,15 +2769,22 @@ def bench_lines(dep, target, filename):
 
 
 def tool_words(dep):
-    """This program's own flags for the deployment, so a later run gates the same one."""
-    model = f"--model {dep.model}" if dep.model in MODELS else "--model-config config.json"   # your config's path
+    """This program's own flags for the deployment, so a later run gates the same one: every flag that
+    changed it from the catalog's (configs, GPU numbers, a tree, the draft's id)."""
+    quote = lambda path: path if re.fullmatch(r"[\w./-]+", path) else "'" + path.replace("'", "'\\''") + "'"
+    model = f"--model-config {quote(dep.model_config)}" if dep.model_config else f"--model {dep.model}"
     words = ["python code/main.py", f"--engine {dep.engine}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
     if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
         words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
-    if dep.gpu not in GPUS:
+    words += [f"--draft-config {quote(dep.draft_config)}"] if dep.draft_config else []
+    words += [f"--draft-model {quote(dep.draft_hf)}"] if dep.draft_hf else []
+    words += [f"--draft-topk {dep.topk}", f"--verify-tokens {dep.verify_tokens}"] if dep.topk > 1 else []
+    catalog = GPUS.get(dep.gpu)
+    if catalog is None or (dep.memory_gib, dep.bandwidth_tbs, dep.target.tflops) != (
+            catalog["memory_gib"], catalog["bandwidth_tbs"], peak_tflops(catalog, dep.weights_dtype)):
         words += [f"--gpu-memory {dep.memory_gib:g}", f"--gpu-bandwidth {dep.bandwidth_tbs:g}",
                   f"--gpu-tflops {dep.target.tflops:g}"]
     return words
@@ -4379,8 +4386,9 @@ def parse_deployment(args):
     if draft_hf is not None and draft == "ngram":
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
-    return make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf,
-                           lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape)
+    dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf,
+                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape)
+    return dep._replace(model_config=args.model_config, draft_config=args.draft_config)
 
 
 def parse_mix(text):

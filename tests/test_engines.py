@@ -91,6 +91,25 @@ class EveryCommand(unittest.TestCase):
             self.assertEqual(status, 0, f"{engine}: {err}")
 
 
+    def test_the_gate_command_rebuilds_the_same_deployment(self):
+        # Every flag that moved the deployment from the catalog's comes back in the gate line.
+        configs = Path(__file__).parent / "fixtures" / "configs"
+        fields = ("model", "gpu", "tp", "weights_dtype", "kv_dtype", "context", "draft", "memory_gib",
+                  "bandwidth_tbs", "engine", "draft_hf", "input_tokens", "output_tokens", "topk", "verify_tokens",
+                  "target", "drafter", "shape", "draft_shape")
+        small = ["--acceptance-length", "3.0", "--ks", "5", "--concurrency", "1"]
+        for argv in (["--gpu", "h100-sxm", "--gpu-memory", "94"],
+                     ["--gpu", "custom", "--gpu-memory", "100", "--gpu-bandwidth", "4", "--gpu-tflops", "900"],
+                     ["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8"],
+                     ["--model-config", str(configs / "qwen3-30b-a3b-fp8.config.json"), "--tp", "1",
+                      "--draft-config", str(configs / "qwen3-30b-a3b-eagle3-head.config.json")],
+                     ["--draft", "eagle3", "--draft-model", "my-org/my-head", "--context", "3000"]):
+            with self.subTest(argv=argv):
+                grid, dep = m.parse_args(small + argv)[:2]
+                again = m.parse_args(small + " ".join(m.tool_words(dep)).split()[2:])[1]
+                self.assertEqual([getattr(again, f) for f in fields], [getattr(dep, f) for f in fields])
+
+
 class Vllm(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
