@@ -592,7 +592,7 @@ def kv_bytes_per_layer(m, kv_dtype):
     return 2 * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]
 
 
-def kv_bytes_per_token(m, kv_dtype, layers=None):
+def kv_bytes_per_token(m, kv_dtype):
     """KV bytes per token of context over the full-attention layers (sliding-window layers: window_kv_bytes).
 
     >>> kv_bytes_per_token(MODELS["llama-3.1-8b"], "bf16"), kv_bytes_per_token(MODELS["llama-3.3-70b"], "bf16")
@@ -600,8 +600,7 @@ def kv_bytes_per_token(m, kv_dtype, layers=None):
     >>> kv_bytes_per_token(MODELS["deepseek-v3"], "bf16")   # 61 x (512 + 64) x 2
     70272
     """
-    layers = m["layers"] - m.get("window_layers", 0) if layers is None else layers
-    return layers * kv_bytes_per_layer(m, kv_dtype)
+    return (m["layers"] - m.get("window_layers", 0)) * kv_bytes_per_layer(m, kv_dtype)
 
 
 def weight_split(m, dtype):
@@ -646,8 +645,8 @@ def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, weights_dtyp
     tflops is the dense rate for the weights dtype. For custom hardware the draft's bf16
     rate is taken as half an fp8 figure, as on every fp8-capable GPU in the catalog.
     """
-    spec = dict(GPUS.get(gpu, dict(memory_gib=None, bandwidth_tbs=None, bf16=None, fp8=None, family="hopper",
-                                   link=450)))   # custom hardware: Hopper's bandwidth share and NVLink (assumed)
+    spec = dict(GPUS.get(gpu, dict(memory_gib=None, bandwidth_tbs=None, bf16=None, fp8=None,
+                                   link=450)))   # custom hardware: NVLink 4 assumed (its family: gpu_family)
     if memory_gib is not None:
         spec["memory_gib"] = memory_gib
     if bandwidth_tbs is not None:
@@ -2941,9 +2940,10 @@ def spec_batches(target):
 
 def plan_stage0(dep, plan):
     target = plan["target"]
+    others = [b for b in calibration_batches(target) if b != target]
     out = ["## Stage 0: baseline, speculation off", "",
-           f"Benchmark at the concurrency you serve ({target}) and at {calibration_batches(target)[0]} and "
-           f"{calibration_batches(target)[1]}, at your traffic's temperature ({TEMPERATURE:g} here: acceptance "
+           f"Benchmark at the concurrency you serve ({target}) and at {' and '.join(map(str, others))}, "
+           f"at your traffic's temperature ({TEMPERATURE:g} here: acceptance "
            "depends on it), through the chat endpoint. ShareGPT stands in for your prompts; a sample of your own "
            "traffic is better.", "", "```", f"wget {SHAREGPT_URL}"] + serve_lines(dep, target)
     for b in calibration_batches(target):
