@@ -379,6 +379,8 @@ def round_moments(alpha, k):
 # requests; a longer one, most requests of a run, draws what the loop would return from its
 # normal limit (renewal theory, round_moments), and tests/test_simulation.py checks those
 # draws, and the P99s built on them, against this loop.
+JITTER_MU = -ROUND_JITTER ** 2 / 2   # log-mean of a round's lognormal jitter: its mean is 1
+
 
 def decode_request(alpha, k, tokens, rng):
     """Decode `tokens` tokens of one request with a chain of K drafts: (drafts accepted each round, time in rounds).
@@ -394,7 +396,7 @@ def decode_request(alpha, k, tokens, rng):
         #    whatever the target makes of them.
         # 2. verify: one target pass scores the K drafts and the position after them. Draft and
         #    verify are one round, round_ms, varied a little by launches and kernels (jitter).
-        time_in_rounds += rng.lognormvariate(-ROUND_JITTER ** 2 / 2, ROUND_JITTER)
+        time_in_rounds += rng.lognormvariate(JITTER_MU, ROUND_JITTER)
         #    Along the chain the target keeps each draft with probability alpha; the first
         #    rejection ends it, and the drafts after it are wasted.
         accepted = 0
@@ -1051,8 +1053,8 @@ LOOP_TOKENS = 64          # requests of at most this many decode tokens run deco
 NORMAL = statistics.NormalDist()
 Z_NODES = [NORMAL.inv_cdf((i + 0.5) / 64) for i in range(64)]   # midpoint quadrature over a request's z
 JITTER_SD = math.sqrt(math.exp(ROUND_JITTER ** 2) - 1.0)          # s.d. of one round's jitter (mean 1)
-JITTER_P50 = math.exp(-ROUND_JITTER ** 2 / 2)                                       # its median
-JITTER_P99 = math.exp(-ROUND_JITTER ** 2 / 2 + ROUND_JITTER * NORMAL.inv_cdf(0.99))   # its 99th percentile
+JITTER_P50 = math.exp(JITTER_MU)                                       # its median
+JITTER_P99 = math.exp(JITTER_MU + ROUND_JITTER * NORMAL.inv_cdf(0.99))   # its 99th percentile
 
 Draws = namedtuple("Draws", "z length domain g seeds")
 # One replicate's randomness: z and a length multiplier (mean 1) per request, a uniform that
@@ -1125,7 +1127,7 @@ def mixture_quantile(q, parts):
     1.0
     """
     s = ROUND_JITTER
-    parts = [(math.log(scale) - s * s / 2, w) for scale, w in parts if w > 0]
+    parts = [(math.log(scale) + JITTER_MU, w) for scale, w in parts if w > 0]
     total = sum(w for _, w in parts)
     lo, hi = min(mu for mu, _ in parts) - 9 * s, max(mu for mu, _ in parts) + 9 * s
     y = (lo + hi) / 2
@@ -1148,7 +1150,7 @@ def mixture_share(x, parts):
     """The share of the mixture at or below x (its CDF), parts as in mixture_quantile."""
     s = ROUND_JITTER
     total = sum(w for _, w in parts)
-    return sum(w * 0.5 * math.erfc(-(math.log(x / scale) + s * s / 2) / (s * math.sqrt(2.0)))
+    return sum(w * 0.5 * math.erfc(-(math.log(x / scale) - JITTER_MU) / (s * math.sqrt(2.0)))
                for scale, w in parts if w > 0) / total if x > 0 else 0.0
 
 
@@ -1315,16 +1317,19 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
     """What `vllm bench serve` would report for one cell: TPOT over requests, ITL per token and per chunk."""
     p_other = other_rejects(dec, batch)
     skip = plain_ms * (1.0 - p_other)                    # a full round with no rejection in the batch skips it
+
+    def two_pass(spec, rounds, full):                    # two-pass time of spec jitter, rounds and full rounds
+        return spec_ms * spec + plain_ms * rounds - skip * full
+
     # Two-pass TPOT of the slowest requests; the others are at most spec_ms s + plain_ms n. When the
     # top ones P99 reads all come from the slowest, the P99 over them is the P99 over all.
     top = top_needed(dec.requests, 0.99)
-    heavy = heapq.nlargest(top, [spec_ms * s + plain_ms * n - skip * f for s, n, f in dec.heavy])
-    if len(heavy) == top and heavy[-1] >= spec_ms * dec.rest_max[0] + plain_ms * dec.rest_max[1]:
+    heavy = heapq.nlargest(top, [two_pass(*row) for row in dec.heavy])
+    if len(heavy) == top and heavy[-1] >= two_pass(*dec.rest_max, 0.0):
         two_pass_p99 = percentile_of_top(heavy, dec.requests, 0.99)
     else:
-        two_pass_p99 = percentile_top([spec_ms * s + plain_ms * n - skip * f for s, n, f in zip(*dec.per_token)],
-                                      0.99)
-    two_pass_time = spec_ms * dec.spec + plain_ms * dec.rounds - skip * dec.full
+        two_pass_p99 = percentile_top([two_pass(*row) for row in zip(*dec.per_token)], 0.99)
+    two_pass_time = two_pass(dec.spec, dec.rounds, dec.full)
     mean_s, mean_n, mean_f, mean_plain = dec.means
     token_two_pass = itl_parts(dec, plain_ms, spec_ms, batch)["two_pass"]
     second = 1.0 - (1.0 - p_other) * dec.full_share            # share of rounds with a second pass
@@ -1332,7 +1337,7 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
         tpot_plain_mean=plain_ms * mean_plain, tpot_plain_p99=plain_ms * percentile(dec.tpot_plain, 0.99),
         tpot_spec_mean=spec_ms * mean_s, tpot_spec_p50=spec_ms * percentile(dec.tpot_spec, 0.50),
         tpot_spec_p99=spec_ms * percentile(dec.tpot_spec, 0.99),
-        tpot_two_pass_mean=spec_ms * mean_s + plain_ms * mean_n - skip * mean_f,
+        tpot_two_pass_mean=two_pass(mean_s, mean_n, mean_f),
         tpot_two_pass_p99=two_pass_p99,
         itl_plain_mean=plain_ms * dec.plain / dec.tokens, itl_plain_p50=plain_ms * JITTER_P50,
         itl_plain_p99=plain_ms * JITTER_P99,
