@@ -180,22 +180,9 @@ def loss(fit, points):
 
 
 def pattern_search(points, start, rounds=80):
-    """Hooke-Jeeves-style coordinate search inside BOUNDS, step halving; deterministic."""
-    names = list(BOUNDS)
-    best = dict(start._asdict())
-    best_loss = loss(main.Fit(**best), points)
-    steps = {n: (BOUNDS[n][1] - BOUNDS[n][0]) / 4 for n in names}
-    for _ in range(rounds):
-        improved = False
-        for n in names:
-            for direction in (+1, -1):
-                trial = dict(best)
-                trial[n] = min(BOUNDS[n][1], max(BOUNDS[n][0], best[n] + direction * steps[n]))
-                trial_loss = loss(main.Fit(**trial), points)
-                if trial_loss < best_loss - 1e-12:
-                    best, best_loss, improved = trial, trial_loss, True
-        if not improved:
-            steps = {n: s / 2 for n, s in steps.items()}
+    """main.coordinate_search over every constant inside BOUNDS; deterministic."""
+    best = main.coordinate_search(lambda values: loss(main.Fit(**values), points),
+                                  {n: getattr(start, n) for n in BOUNDS}, BOUNDS, rounds)
     return main.Fit(**{n: round(v, 4) for n, v in best.items()})
 
 

@@ -1997,6 +1997,25 @@ def own_fields(dep):
                 token_us="token_us", draft=fixed_field(dep, "draft"))
 
 
+def coordinate_search(loss, start, bounds, rounds):
+    """The values (a dict, in start's order) that minimise loss inside bounds: each in turn stepped up and down,
+    every step halved after a round with no gain (Hooke-Jeeves style; deterministic). bench/calibrate.py uses it too.
+    """
+    best, best_loss = dict(start), loss(start)
+    steps = {n: (bounds[n][1] - bounds[n][0]) / 4 for n in best}
+    for _ in range(rounds):
+        improved = False
+        for n in steps:
+            for direction in (1, -1):
+                trial = dict(best, **{n: min(bounds[n][1], max(bounds[n][0], best[n] + direction * steps[n]))})
+                trial_loss = loss(trial)
+                if trial_loss < best_loss - 1e-12:
+                    best, best_loss, improved = trial, trial_loss, True
+        if not improved:
+            steps = {n: s / 2 for n, s in steps.items()}
+    return best
+
+
 def calibrate_on_runs(dep, runs, fit=FIT):
     """Fit what the runs identify by least squares on log error (coordinate search, deterministic).
 
@@ -2007,26 +2026,13 @@ def calibrate_on_runs(dep, runs, fit=FIT):
     fields = own_fields(dep)
     batches = {r["batch"] for r in runs if r["k"] is None}
     names = ["bw", "pass_fixed"] + (["token_us"] if len(batches) >= 3 else []) + \
-        (["draft"] if any(r["k"] is not None for r in runs) else [])
-    if not runs_a_draft_model(dep) and "draft" in names:
-        names.remove("draft")
+        (["draft"] if runs_a_draft_model(dep) and any(r["k"] is not None for r in runs) else [])
 
     def loss(values):
         trial = fit._replace(**{fields[n]: v for n, v in values.items()})
         return sum(math.log(run_tpot_ms(dep, r, trial) / r["tpot_ms"]) ** 2 for r in runs)
 
-    best = {n: getattr(fit, fields[n]) for n in names}
-    best_loss, steps = loss(best), {n: (OWN_BOUNDS[n][1] - OWN_BOUNDS[n][0]) / 4 for n in names}
-    for _ in range(60):
-        improved = False
-        for n in names:
-            for direction in (1, -1):
-                trial = dict(best, **{n: min(OWN_BOUNDS[n][1], max(OWN_BOUNDS[n][0], best[n] + direction * steps[n]))})
-                trial_loss = loss(trial)
-                if trial_loss < best_loss - 1e-12:
-                    best, best_loss, improved = trial, trial_loss, True
-        if not improved:
-            steps = {n: s / 2 for n, s in steps.items()}
+    best = coordinate_search(loss, {n: getattr(fit, fields[n]) for n in names}, OWN_BOUNDS, rounds=60)
     fitted = fit._replace(**{fields[n]: round(v, 4) for n, v in best.items()})
     rows = [dict(path=r["path"], kind="speculative" if r["k"] else "baseline", batch=r["batch"], k=r["k"],
                  tau=r["tau"], measured_tpot_ms=r["tpot_ms"], published_fit_tpot_ms=run_tpot_ms(dep, r, fit),
