@@ -2726,7 +2726,9 @@ def sglang_serve(dep, target, k=None):
 def trtllm_yaml(dep, name, k=None):
     """The YAML trtllm-serve reads with --extra_llm_api_options (tensorrt_llm/llmapi/llm_args.py).
 
-    enable_iter_perf_stats makes GET /metrics return per-iteration JSON with specDecodingStats.
+    enable_iter_perf_stats makes GET /metrics return per-iteration JSON with specDecodingStats
+    (numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens, acceptanceLength: the fields
+    TensorRT-LLM's integration test check_spec_decoding_metrics checks, tests/integration/defs).
     """
     lines = [f"cat > {name} <<'YAML'", "enable_iter_perf_stats: true"]
     if dep.kv_dtype == "fp8":
@@ -3995,8 +3997,9 @@ def same_workload(base, spec):
 def bench_acceptance(bench, flag):
     """Acceptance from a spec run's spec_decode_* keys, or None when it has none.
 
-    The counts give everything; a file with only the rate (a percentage) and the length
-    gives K = (length - 1) / rate. The per-position rates are fractions; a list that is not
+    The six spec_decode_* keys came with vLLM PR #31739 (vllm/benchmarks/serve.py). The counts
+    give everything; a file with only the rate (a percentage) and the length gives
+    K = (length - 1) / rate. The per-position rates are fractions; a list that is not
     K numbers in [0, 1] is dropped with a note.
     """
     spec, source = bench["spec"], f"{flag} {bench['path']}"
@@ -4044,7 +4047,7 @@ def read_json(path, flag):
 
 
 def config_field(cfg, names, flag, path, required=True, default=None):
-    """The first of `names` the config sets (a positive number), else default; missing and required: UsageError."""
+    """The first of `names` the config sets (a number >= 0), else default; missing and required: UsageError."""
     for name in names:
         value = cfg.get(name)
         if value is not None:
@@ -4265,7 +4268,7 @@ def build_parser():
     dep.add_argument("--gpu-tflops", help="dense TFLOP/s per GPU for the weights dtype")
     dep.add_argument("--gpu-memory", help="memory per GPU, GiB")
     meas = p.add_argument_group("measurements and the gate")
-    meas.add_argument("--metrics", help="a scrape of vLLM's /metrics (Prometheus text)")
+    meas.add_argument("--metrics", help="a scrape of vLLM's or SGLang's /metrics (Prometheus text)")
     meas.add_argument("--metrics-before", help="an earlier scrape: measure the window between the two")
     meas.add_argument("--served-model", help="the model_name to measure when a scrape holds several")
     meas.add_argument("--bench-baseline", help="`vllm bench serve --save-result` JSON, speculation off")
@@ -4606,7 +4609,8 @@ PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progre
 def progress_meter(grid, stream):
     """A progress callback for analyse when stream is a terminal and the run should take over PROGRESS_AFTER, else None.
 
-    The estimate, 12 ms an (alpha, K) pair and 0.2 ms a cell, is what the 3,520-cell grid took on a 2-core machine.
+    The estimate, 12 ms an (alpha, K) pair and 0.2 ms a cell, is what grids of a few thousand cells took on a
+    2-core machine (22 alphas x 5 Ks x 4 overheads x 8 concurrencies: 3,520 cells in about 1 s).
     """
     pairs = len(grid.ks) * len(grid.acceptance)
     cells = pairs * len(grid.overheads) * len(grid.concurrencies)
