@@ -184,7 +184,8 @@ GIB = 2 ** 30
 # feature, reading the target's lm_head every step); ngram, prompt lookup (no model: proposals
 # are n-gram matches in the context); mtp, the target's own next-token-prediction module
 # (DeepSeek-V3: one decoder layer, reused each step).
-DRAFTS = ("eagle3", "eagle", "ngram", "mtp", "model")   # model: a draft model read from --draft-config
+EAGLE_DRAFTS = ("eagle3", "eagle")   # heads that read the target's hidden states
+DRAFTS = EAGLE_DRAFTS + ("ngram", "mtp", "model")   # model: a draft model read from --draft-config
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
 DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
 
@@ -706,7 +707,7 @@ def with_draft(dep, draft):
     draft model. Heads and draft models are bf16; an MTP module has the target's dtype."""
     m = dep.shape
     lm_head = m["vocab"] * m["hidden"]      # the target's own lm_head, read every draft step by EAGLE-1/2 and
-    if draft in ("eagle3", "eagle"):        # MTP (bf16 even under fp8: weight_split)
+    if draft in EAGLE_DRAFTS:               # MTP (bf16 even under fp8: weight_split)
         head, s = eagle_head_params(m, 3 if draft == "eagle3" else 1), head_shape(m)
         read = head + (lm_head if draft == "eagle" else 0)
         drafter = Net(read, read * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(s, dep.kv_dtype), s["heads"] * s["head_dim"],
@@ -2673,7 +2674,7 @@ def speculative_config(dep, k, schedule=None):
         # method "mtp": the target's own MTP weights, no model to name (vllm/config/speculative.py).
         config = {"method": "mtp", "num_speculative_tokens": k}
     else:
-        method = dep.draft if dep.draft in ("eagle3", "eagle") else "draft_model"
+        method = dep.draft if dep.draft in EAGLE_DRAFTS else "draft_model"
         config = {"method": method, "model": head_or_placeholder(dep), "num_speculative_tokens": k}
         if TEMPERATURE > 0:
             config["draft_sample_method"] = "probabilistic"
@@ -2694,7 +2695,7 @@ def vllm_serve(dep, config=None):
 
 
 SGLANG_GAUGE_STEPS = 40   # decode steps SGLang's acceptance gauges average over (python/sglang/srt/metrics/collector.py)
-SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE"}   # a draft model runs as STANDALONE
+SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE"}   # EAGLE_DRAFTS' names; a draft model runs as STANDALONE
 # --speculative-adaptive's built-in step candidates by batch size (DEFAULT_ADAPTIVE_CONFIG in
 # python/sglang/srt/speculative/adaptive_spec_params.py, PR #24055); 0 turns drafting off.
 SGLANG_ADAPTIVE_DEFAULT = {1: (1, 3, 5, 7), 8: (0, 1, 3), 32: (0, 1), 64: (0,)}
@@ -2710,7 +2711,7 @@ def sglang_serve(dep, target, k=None):
     """
     # A draft whose max_position_embeddings is below the target's context length stops the
     # server unless this is set; the SpecForge 70B head's own card launches with it.
-    env = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"] if k and dep.draft in SGLANG_ALGORITHM else []
+    env = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"] if k and dep.draft in EAGLE_DRAFTS else []
     words = env + ["python -m sglang.launch_server", f"--model-path {served_model(dep)}", f"--tp-size {dep.tp}"]
     words += ["--quantization fp8"] if dep.weights_dtype == "fp8" else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
@@ -2918,7 +2919,7 @@ def memory_setting(dep):
 
 def head_notes(dep):
     """Where the head comes from, and a warning when the deployment's context is past its training."""
-    if dep.draft not in ("eagle3", "eagle"):
+    if dep.draft not in EAGLE_DRAFTS:
         return []
     head, trained = draft_head(dep)
     engine = ENGINES[dep.engine]["name"]
@@ -2974,7 +2975,7 @@ def plan_stage1(dep, plan):
               "trtllm": "nothing changes without a `speculative_config` in the YAML"}[dep.engine]
     out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {ENGINES[dep.engine]['name']}: "
            f"{opt_in}. The draft is a chain of K = {k} tokens.", ""]
-    if dep.engine == "sglang" and dep.draft in SGLANG_ALGORITHM and dep.topk == 1:
+    if dep.engine == "sglang" and dep.draft in EAGLE_DRAFTS and dep.topk == 1:
         out += ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
                 "verify pass carries 8 tokens per sequence where a chain carries K+1. This plan runs a chain "
                 "(topk 1): the cost model, the break-even and the gate are for chains, and a tree's acceptance "
@@ -3050,7 +3051,7 @@ def sglang_k_by_batch(plan, dep):
     tuning file, moving with the acceptance it measures; SGLANG_ADAPTIVE_DEFAULT holds
     its built-in candidates.
     """
-    if dep.draft not in SGLANG_ALGORITHM:
+    if dep.draft not in EAGLE_DRAFTS:
         return ["SGLang's adaptive step count works for EAGLE heads only: with a draft model, run the fixed K of "
                 "stage 1, or route the batch sizes where K is 0 to a replica without speculation.", ""]
     ks = sorted({row[2] for row in plan["schedule"]})
@@ -3124,8 +3125,8 @@ def plan_stage2(result, dep, plan):
             f"their standard deviation across requests, less the sampling noise of each estimate (about "
             f"sqrt(a(1-a)/drafts)), is what `--alpha-spread` takes ({spread:g} assumed here), and it sets P99 TPOT.",
             "",
-            "```", "curl -s localhost:8000/metrics > before.prom     # ... a window of production traffic ...",
-            "curl -s localhost:8000/metrics > after.prom", "```", ""]
+            "```", f"curl -s localhost:{ENGINES['vllm']['port']}/metrics > before.prom     # ... a window of production "
+            "traffic ...", f"curl -s localhost:{ENGINES['vllm']['port']}/metrics > after.prom", "```", ""]
     elif dep.engine == "sglang":
         out += [
             "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau,",
@@ -3194,7 +3195,7 @@ def plan_stage3(result, dep, plan):
     return out + [
         f"At B={target}, K={k}: eps = {plan['eps']:.3f}, so speculation pays only when the per-token alpha "
         f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
-        f"(tau >= {1 + k * gate_r:.2f}).",
+        f"(tau >= {1 + plan['eps']:.2f}).",
         f"Go on only if the measured rate is at least {plan['required_rate']:.3f} "
         f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}."
         if plan["required_rate"] is not None else
@@ -3936,17 +3937,14 @@ def bench_object(path, flag):
     try:
         return json.loads(text), None
     except ValueError as err:
-        first = err
+        not_json = UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})")
     # `--append-result` writes one JSON object a line: the last is the newest run.
-    objects = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                objects.append(json.loads(line))
-            except ValueError:
-                raise UsageError(f"{flag}: {path} is not JSON ({first.msg}, line {first.lineno})") from None
+    try:
+        objects = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except ValueError:
+        raise not_json from None
     if len(objects) < 2:
-        raise UsageError(f"{flag}: {path} is not JSON ({first.msg}, line {first.lineno})")
+        raise not_json
     return objects[-1], f"{path} holds {len(objects)} results (--append-result); the last is used"
 
 
@@ -4381,7 +4379,7 @@ def parse_deployment(args):
     if draft == "mtp" and not m.get("nextn"):
         raise UsageError(f"--draft: {model} has no MTP module (num_nextn_predict_layers); got 'mtp'")
     if args.draft_config and draft != "model":
-        if draft not in ("eagle3", "eagle"):
+        if draft not in EAGLE_DRAFTS:
             raise UsageError(f"--draft-config: reads an EAGLE head's config, or a draft model's with --draft model; "
                              f"--draft is {draft!r}")
         m = head_from_config(args.draft_config, m)
