@@ -1489,7 +1489,8 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     limit = max_concurrency(dep)
     feasible = target <= limit
     schedule = k_schedule(dep, acceptance, fit)
-    k_target, speedup_target = best_k(dep, acceptance, min(target, max(limit, 1)), fit)
+    shown_batch = min(target, max(limit, 1))   # the target, or the largest batch that fits when it does not
+    k_target, speedup_target = best_k(dep, acceptance, shown_batch, fit)
     # The K to run where speculation is on: the one measured, else the target's best, else
     # the largest K in the schedule.
     k = k_in_use or k_target or max([row[2] for row in schedule] + [1])
@@ -1515,7 +1516,6 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
                    for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {target})
                    if b <= limit]
     required = required_rate(k, eps, margin)
-    shown_batch = min(target, max(limit, 1))
     return dict(target=target, feasible=feasible, alpha=alpha, request_alpha=request_alpha,
                 request_spread=request_spread, measured=measured, k=k,
                 rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required,
@@ -4560,8 +4560,7 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     result["best_k"] = best_k_table(dep, inputs.sources, batches, fit)
     plan = result["plan"] = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target,
                                          evidence.margin, inputs.k_in_use, measured is not None, inputs.requests)
-    shown = min(target, max(result["max_concurrency"], 1))
-    result["mix"] = mix_result(evidence.mix, dep, plan["k"], shown, decode, fit) if evidence.mix else None
+    result["mix"] = mix_result(evidence.mix, dep, plan["k"], plan["shown_batch"], decode, fit) if evidence.mix else None
     if charts:
         result["charts"] = chart_data(grid, dep, plan, decode, fit)
     if measured:
