@@ -5,8 +5,8 @@ draft length K, verify overhead eps and concurrency B it prints the lesson's spe
 (1 + K*alpha)/(1 + eps) beside the exact tau/(1 + eps), the break-even alpha both
 ways, the best K per batch size, and what `vllm bench serve` would measure (throughput,
 P99 TPOT across requests, ITL per token and per chunk) from simulated requests whose
-alphas spread around the mean, with eps from a roofline cost model of the deployment
-calibrated on published measurements. It reads vLLM's /metrics and `vllm bench serve`
+alphas spread around the mean, with eps from a cost model of the deployment (each pass a
+sum of weight, KV, compute, communication and fixed terms) calibrated on published measurements. It reads vLLM's /metrics and `vllm bench serve`
 results to measure acceptance and gate the rollout, and writes a staged plan with charts
 to outputs/.
 
@@ -18,8 +18,8 @@ to outputs/.
 
 Sections, in order: the grid and the deployment (constants to edit); catalog (GPUs,
 models, engines, heads); acceptance mathematics (tau, rate, break-even); the decode loop
-(decode_request: one request, round by round: draft, verify, accept); cost model (roofline
-passes, eps); simulation over requests (TPOT and ITL as vllm bench measures them); analysis
+(decode_request: one request, round by round: draft, verify, accept); cost model (a pass's
+terms, eps); simulation over requests (TPOT and ITL as vllm bench measures them); analysis
 (grid, best K, plan, mix, gate, calibration on your runs); rendering (tables, exercises, the
 engines' commands, the plan, SVG charts); reading measurements (/metrics, bench JSON,
 config.json), next to the CLI that calls them; CLI (run_model puts the parts together).
@@ -1957,7 +1957,8 @@ def exercise_draft_memory(dep, target):
 
 
 def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD):
-    """The lesson's five exercises, answered by the model at the grid's largest concurrency that fits."""
+    """The lesson's five exercises, answered by the model at the grid's largest concurrency, or at the largest batch
+    that fits when it does not."""
     target = min(max(grid.concurrencies), max(max_concurrency(dep), 1))
     decode = decoder(seed, spread, output_spread, dep.output_tokens)
     return dict(speedup_targets=exercise_speedup_targets(dep, target, fit),
