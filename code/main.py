@@ -6,9 +6,9 @@ draft length K, verify overhead eps and concurrency B it prints the lesson's spe
 ways, the best K per batch size, and what `vllm bench serve` would measure (throughput,
 P99 TPOT across requests, ITL per token and per chunk) from simulated requests whose
 alphas spread around the mean, with eps from a cost model of the deployment (each pass a
-sum of weight, KV, compute, communication and fixed terms) calibrated on published measurements. It reads vLLM's /metrics and `vllm bench serve`
-results to measure acceptance and gate the rollout, and writes a staged plan with charts
-to outputs/.
+sum of weight, KV, compute, communication and fixed terms) calibrated on published
+measurements. It reads vLLM's /metrics and `vllm bench serve` results to measure
+acceptance and gate the rollout, and writes a staged plan with charts to outputs/.
 
     $ python code/main.py                                  # default grid and deployment
     $ python code/main.py --model llama-3.1-8b --tp 1 --weights-dtype bf16 --ks 3 --no-write
