@@ -53,7 +53,8 @@ KS = (3, 5)                                     # draft length K: tokens drafted
 VERIFY_OVERHEADS = (0.10, "auto")               # eps at B=1, fraction of a plain step; "auto": from the cost model
 CONCURRENCIES = (1, 32, 128, 256)               # decode batch size B: sequences decoding together
 EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured: mid of the lesson's 0.6-0.8 for chat
-                        # (vLLM's CI tau of 2.81 at K=3 on MT-bench is a per-token 0.77)
+                        # (vLLM's CI tau of 2.81 at K=3 on MT-bench at temperature 0 is a per-token 0.77:
+                        # examples/offline_inference/spec_decode.py and its CI expectation)
 GATE_MARGIN = 0.10      # acceptance-rate margin the gate demands above break-even
 P99_BUDGET = 0.10       # largest rise of P99 TPOT over baseline the gate accepts (with benchmark files)
 TRAFFIC_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # (domain, share of generated tokens, per-token
@@ -62,7 +63,8 @@ CHART_ALPHAS = (0.5, 0.7, 0.8)   # per-token alphas of the best-K chart
 ALPHA_SPREAD = 0.11     # s.d. of a request's per-token alpha around the mean: per head, alpha's s.d. across
                         # SpecBundle's 7 datasets is 0.07-0.17, median 0.11 (bench/specbundle_h200_bs8.json, K=3)
 OUTPUT_SPREAD = 0.8     # s.d. of ln(output tokens) over requests: an assumption, set it from your traffic
-                        # (0: every request OUTPUT_TOKENS long, as `vllm bench serve --dataset-name random` makes them)
+                        # (0: every request OUTPUT_TOKENS long, as `vllm bench serve --dataset-name random` makes them:
+                        # its --random-range-ratio defaults to 0.0, benchmarks/benchmark_serving.py, now vllm/benchmarks)
 SEED = 0                # seeds every simulated request: same seed, same bytes
 ROUND_JITTER = 0.03     # relative s.d. of one round's duration (launch and kernel noise), lognormal; > 0
 OUT_PATH = Path(__file__).resolve().parent.parent / "outputs" / "skill-eagle3-rollout.md"
@@ -710,7 +712,7 @@ def with_draft(dep, draft):
     if draft in EAGLE_DRAFTS:               # MTP (bf16 even under fp8: weight_split)
         head, s = eagle_head_params(m, 3 if draft == "eagle3" else 1), head_shape(m)
         read = head + (lm_head if draft == "eagle" else 0)
-        drafter = Net(read, read * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(s, dep.kv_dtype), s["heads"] * s["head_dim"],
+        drafter = Net(read, read * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(s, dep.kv_dtype), attention_width(s),
                       1, m["hidden"], dep.draft_tflops, head, head * DRAFT_WEIGHT_BYTES, False)
     elif draft == "mtp":
         width, moe = BYTES_PER[dep.weights_dtype], m.get("moe_layers", 0) > 0
