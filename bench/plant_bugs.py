@@ -86,7 +86,7 @@ MUTANTS = [
      'second = 1.0 - (1.0 - p_other) * dec.full_share            # share of rounds with a second pass',
      'second = p_other'),
     ("the two-pass shortcut trusts its candidates without the check",
-     'if len(heavy) == top and heavy[-1] >= spec_ms * dec.rest_max[0] + plain_ms * dec.rest_max[1]:',
+     'if len(heavy) == top and heavy[-1] >= two_pass(*dec.rest_max, 0.0):',
      'if len(heavy) == top:'),
     ("n-gram lookup pays a draft step's fixed cost though it runs no model",
      'if not runs_a_draft_model(dep):\n        return 0.0\n',
@@ -97,6 +97,12 @@ MUTANTS = [
     ("a fixed K a round or two short is read as varying K (position 0's rate for alpha)",
      'varying = shortfall > K_SHORTFALL',
      'varying = shortfall > COUNT_SLACK * k'),
+    ("eps_growth splits a tree's round at K + 1 verify tokens",
+     'verify = target_parts(dep, batch, verify_tokens(dep, k), fit)',
+     'verify = target_parts(dep, batch, k + 1, fit)'),
+    ("the traffic mix's best K never considers speculation off",
+     'blend_at = {0: 1.0, **{kk:',
+     'blend_at = {**{kk:'),
 ]
 
 
