@@ -41,9 +41,10 @@ import math
 import os
 import random
 import re
+import shlex
+import stat
 import statistics
 import sys
-import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -2689,11 +2690,11 @@ def speculative_config(dep, k, schedule=None):
 
 def vllm_serve(dep, config=None):
     """`vllm serve` flags: vllm/engine/arg_utils.py."""
-    words = ["vllm serve", served_model(dep), f"--tensor-parallel-size {dep.tp}"]
+    words = ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {dep.tp}"]
     words += ["--quantization fp8"] if dep.weights_dtype == "fp8" else []
     words += ["--kv-cache-dtype fp8"] if dep.kv_dtype == "fp8" else []
     words.append(f"--gpu-memory-utilization {dep.memory_fraction:g}")
-    words += [f"--speculative-config '{config}'"] if config else []
+    words += [f"--speculative-config {shlex.quote(config)}"] if config else []
     return shell_lines(words)
 
 
@@ -2715,14 +2716,16 @@ def sglang_serve(dep, target, k=None):
     # A draft whose max_position_embeddings is below the target's context length stops the
     # server unless this is set; the SpecForge 70B head's own card launches with it.
     env = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"] if k and dep.draft in EAGLE_DRAFTS else []
-    words = env + ["python -m sglang.launch_server", f"--model-path {served_model(dep)}", f"--tp-size {dep.tp}"]
+    words = env + ["python -m sglang.launch_server", f"--model-path {shlex.quote(served_model(dep))}",
+                   f"--tp-size {dep.tp}"]
     words += ["--quantization fp8"] if dep.weights_dtype == "fp8" else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
     words += [f"--mem-fraction-static {dep.memory_fraction:g}", f"--max-running-requests {target}",
               "--enable-metrics"]
     if k:
         words += [f"--speculative-algorithm {SGLANG_ALGORITHM.get(dep.draft, 'STANDALONE')}",
-                  f"--speculative-draft-model-path {head_or_placeholder(dep)}", f"--speculative-num-steps {k}",
+                  f"--speculative-draft-model-path {shlex.quote(head_or_placeholder(dep))}",
+                  f"--speculative-num-steps {k}",
                   f"--speculative-eagle-topk {dep.topk}", f"--speculative-num-draft-tokens {verify_tokens(dep, k)}"]
     return shell_lines(words)
 
@@ -2745,7 +2748,7 @@ def trtllm_yaml(dep, name, k=None):
 
 def trtllm_serve(dep, target, config_name):
     """`trtllm-serve` flags: tensorrt_llm/commands/serve.py (underscores, PyTorch backend by default)."""
-    return shell_lines(["trtllm-serve", served_model(dep), "--backend pytorch", f"--tp_size {dep.tp}",
+    return shell_lines(["trtllm-serve", shlex.quote(served_model(dep)), "--backend pytorch", f"--tp_size {dep.tp}",
                         f"--max_batch_size {target}",
                         f"--kv_cache_free_gpu_memory_fraction {dep.memory_fraction:g}",
                         f"--extra_llm_api_options {config_name}"])
@@ -2777,7 +2780,7 @@ def bench_lines(dep, target, filename):
     tool = "python -m tensorrt_llm.serve.scripts.benchmark_serving" if dep.engine == "trtllm" else \
         "vllm bench serve"
     return shell_lines([tool, "--backend openai-chat", "--endpoint /v1/chat/completions",
-                        f"--port {ENGINES[dep.engine]['port']}", f"--model {served_model(dep)}",
+                        f"--port {ENGINES[dep.engine]['port']}", f"--model {shlex.quote(served_model(dep))}",
                         "--dataset-name sharegpt", f"--dataset-path {SHAREGPT_FILE}",
                         f"--num-prompts {bench_prompts(target)}", f"--max-concurrency {target}",
                         f"--temperature {TEMPERATURE:g}", "--percentile-metrics ttft,tpot,itl,e2el",
@@ -2787,16 +2790,15 @@ def bench_lines(dep, target, filename):
 def tool_words(dep):
     """This program's own flags for the deployment, so a later run gates the same one: every flag that
     changed it from the catalog's (configs, GPU numbers, a tree, the draft's id)."""
-    quote = lambda path: path if re.fullmatch(r"[\w./-]+", path) else "'" + path.replace("'", "'\\''") + "'"
-    model = f"--model-config {quote(dep.model_config)}" if dep.model_config else f"--model {dep.model}"
+    model = f"--model-config {shlex.quote(dep.model_config)}" if dep.model_config else f"--model {dep.model}"
     words = ["python code/main.py", f"--engine {dep.engine}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
     if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
         words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
-    words += [f"--draft-config {quote(dep.draft_config)}"] if dep.draft_config else []
-    words += [f"--draft-model {quote(dep.draft_hf)}"] if dep.draft_hf else []
+    words += [f"--draft-config {shlex.quote(dep.draft_config)}"] if dep.draft_config else []
+    words += [f"--draft-model {shlex.quote(dep.draft_hf)}"] if dep.draft_hf else []
     words += [f"--draft-topk {dep.topk}", f"--verify-tokens {dep.verify_tokens}"] if dep.topk > 1 else []
     catalog = GPUS.get(dep.gpu)
     if catalog is None or (dep.memory_gib, dep.bandwidth_tbs, dep.target.tflops) != (
@@ -3036,7 +3038,7 @@ def vllm_k_by_batch(plan, dep):
     schedule = plan["schedule"]
     out = ["vLLM's dynamic speculative decoding takes this table as it stands"
            + (" (its last row, K = 0, switches speculation off past that batch size):" if plan["k_zero_at"] else ":"),
-           "", "```", f"--speculative-config '{speculative_config(dep, plan['k'], schedule)}'", "```", "",
+           "", "```", f"--speculative-config {shlex.quote(speculative_config(dep, plan['k'], schedule))}", "```", "",
            "Before relying on the table, benchmark it against the fixed K of stage 1 at the batch sizes where K "
            "changes:", "",
            "- open issue #49548 reports throughput collapsing at the table's thresholds;",
@@ -3549,6 +3551,21 @@ K_SHORTFALL = 0.02   # draft tokens a round may fall short of K on average and K
                      # position, so its true rate is at most K_SHORTFALL / (1 - K_SHORTFALL) above the shown
 
 
+# Bounds on what is read and asked: far past any real deployment, and small enough that nothing sized by
+# them can hang or exhaust memory. A value past one is refused with the bound named.
+INPUT_LIMIT_BYTES = 256 << 20   # one input file: a `vllm bench serve --save-detailed` result runs to tens of MB
+LINE_LIMIT_BYTES = 64 << 10     # one line of a /metrics scrape: a sample with its labels is well under 1 KiB
+COUNT_LIMIT = 1e18              # a counter's value: a million years of a server making 30,000 tokens a second
+LAYER_LIMIT = 1024              # layers in a config.json (the largest released models have 126)
+SIZE_LIMIT = 1 << 22            # any other size in a config.json: widths, heads, vocabulary, experts
+CONCURRENCY_LIMIT = 100_000     # a batch size or a benchmark's concurrency
+TOKENS_LIMIT = 10_000_000       # a prompt, output or context length (Llama 4 Scout's context is 10M tokens)
+TP_LIMIT = 1024                 # GPUs in one tensor-parallel group
+EPS_LIMIT = 100.0               # a given verify overhead: a round as long as 101 plain steps
+GRID_CELL_LIMIT = 5_000         # cells in one run's grid, about 2 s on 2 cores: split a larger grid
+GPU_RANGES = dict(memory_gib=(1, 100_000), bandwidth_tbs=(0.01, 1_000), tflops=(1, 1_000_000))   # GiB, TB/s, TFLOP/s
+
+
 class UsageError(ValueError):
     """Bad input, a flag or a file: the message names it, what it allows and what it got."""
 
@@ -3597,43 +3614,120 @@ def label_values(labels):
     return {k: ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), v) for k, v in LABEL.findall(labels or "")}
 
 
-def text_lines(path, flag):
-    """Yield (line number, text) without loading the file whole: UTF-8 (a byte-order mark is
-    dropped) or UTF-16 with its byte-order mark, as PowerShell's `>` writes; binary is refused."""
+def open_input(path, flag):
+    """An input file opened for reading bytes: a regular file, or a pipe (/dev/stdin, a process substitution).
+
+    A folder, a device (/dev/zero would never end) or a file over INPUT_LIMIT_BYTES is refused before anything
+    is read. A named pipe is opened without waiting for a writer (none: it reads as empty).
+    """
     try:
-        file = open(path, "rb")
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise UsageError(f"{flag}: {path} is a folder, not a file")
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode)):
+            raise UsageError(f"{flag}: {path} is a device, not a file")
+        if info.st_size > INPUT_LIMIT_BYTES:
+            raise UsageError(f"{flag}: {path} is larger than {INPUT_LIMIT_BYTES >> 20} MiB: not a file this tool reads")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.set_blocking(fd, True)
     except OSError as err:
         raise UsageError(f"{flag}: cannot read {path}: {err.strerror}") from None
-    with file:
-        head = file.read(3)
-        file.seek(0)
-        if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+    return os.fdopen(fd, "rb")
+
+
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")   # PowerShell's `>` writes UTF-16 with its byte-order mark
+
+
+def not_text(flag, path, where):
+    return UsageError(f"{flag}: {path} is not a text file ({where})")
+
+
+def bad_utf16(flag, path):
+    return UsageError(f"{flag}: {path} starts as UTF-16 but does not decode: re-save it as UTF-8 "
+                      "(PowerShell: Out-File -Encoding utf8)")
+
+
+def text_lines(path, flag):
+    """Yield (line number, text) one line at a time, never more than LINE_LIMIT_BYTES of one line: UTF-8 (a
+    byte-order mark is dropped) or UTF-16 with its byte-order mark; binary is refused."""
+    with open_input(path, flag) as file:
+        utf16 = file.peek(2)[:2] in UTF16_BOMS
+        text = io.TextIOWrapper(file, encoding="utf-16", newline=None) if utf16 else None
+        number = size = 0
+        while True:
             try:
-                with io.TextIOWrapper(file, encoding="utf-16", newline=None) as text:
-                    yield from enumerate(text, 1)
+                raw = text.readline(LINE_LIMIT_BYTES + 1) if utf16 else file.readline(LINE_LIMIT_BYTES + 1)
             except UnicodeError:
-                raise UsageError(f"{flag}: {path} starts as UTF-16 but does not decode: re-save it as UTF-8 "
-                                 "(PowerShell: Out-File -Encoding utf8)") from None
-            return
-        for number, raw in enumerate(file, 1):
+                raise bad_utf16(flag, path) from None
+            if not raw:
+                return
+            number, size = number + 1, size + len(raw)
+            if len(raw) > LINE_LIMIT_BYTES:
+                raise UsageError(f"{flag}: {path}, line {number}, is longer than {LINE_LIMIT_BYTES >> 10} KiB: not a "
+                                 "line of a /metrics scrape")
+            if size > INPUT_LIMIT_BYTES:
+                raise UsageError(f"{flag}: {path} is larger than {INPUT_LIMIT_BYTES >> 20} MiB: not a file this "
+                                 "tool reads")
+            if utf16:
+                yield number, raw
+                continue
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             if b"\0" in raw:
-                raise UsageError(f"{flag}: {path} is not a text file (a NUL byte on line {number})")
+                raise not_text(flag, path, f"a NUL byte on line {number}")
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError:
-                raise UsageError(f"{flag}: {path} is not a text file (not UTF-8 or UTF-16, line {number})") from None
+                raise not_text(flag, path, f"not UTF-8 or UTF-16, line {number}") from None
+
+
+def read_text(path, flag):
+    """A whole input file as text, at most INPUT_LIMIT_BYTES, read in chunks (a pipe cannot seek): UTF-8 (a
+    byte-order mark is dropped) or UTF-16 with its byte-order mark; a NUL byte outside UTF-16 stops it at once."""
+    chunks, size = [], 0
+    with open_input(path, flag) as file:
+        while chunk := file.read(1 << 20):
+            size += len(chunk)
+            if size > INPUT_LIMIT_BYTES:
+                raise UsageError(f"{flag}: {path} is larger than {INPUT_LIMIT_BYTES >> 20} MiB: not a file this "
+                                 "tool reads")
+            if b"\0" in chunk and (chunks[0] if chunks else chunk)[:2] not in UTF16_BOMS:
+                raise not_text(flag, path, "a NUL byte")
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    if raw[:2] in UTF16_BOMS:
+        try:
+            return raw.decode("utf-16")
+        except UnicodeDecodeError:
+            raise bad_utf16(flag, path) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise not_text(flag, path, f"not UTF-8 or UTF-16, line {line}") from None
+
+
+def parse_json(text, flag, path):
+    """JSON from text; UsageError naming the file when it is not JSON, nests too deep or holds a huge number."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})") from None
+    except RecursionError:
+        raise UsageError(f"{flag}: {path} is JSON nested too deeply to be a result or a config") from None
+    except ValueError as err:   # an integer of more digits than Python converts
+        raise UsageError(f"{flag}: {path} is not JSON this tool reads ({err})") from None
 
 
 def sample_value(text, flag, path, number, counter=True):
-    """A sample's value: a finite number, and >= 0 for a counter."""
+    """A sample's value: a number, and for a counter a finite one from 0 to COUNT_LIMIT."""
     try:
         value = float(text)
     except ValueError:
         raise UsageError(f"{flag}: {path}, line {number}: counter value {text!r} is not a number") from None
-    if counter and (not math.isfinite(value) or value < 0):
-        raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite and >= 0; got {text!r}")
+    if counter and not 0 <= value <= COUNT_LIMIT:
+        raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite, >= 0 and at most {COUNT_LIMIT:g} "
+                         f"(the limit of a real count); got {text!r}")
     return value
 
 
@@ -3676,8 +3770,8 @@ def read_metrics(path, flag):
         if kind is None:
             continue
         if (name, labels) in seen:
-            raise UsageError(f"{flag}: {path}, line {number}: {name}{labels or ''} appears twice: two scrapes in one "
-                             "file (curl >>)? Save each scrape to its own file")
+            raise UsageError(f"{flag}: {path}, line {number}: {name}{(labels or '')[:80]} appears twice: two scrapes "
+                             "in one file (curl >>)? Save each scrape to its own file")
         seen.add((name, labels))
         label = label_values(labels)
         entry = models.setdefault(label.get("model_name", ""), dict(totals={}, accepted={}, drafted={}, gauges={}))
@@ -3691,8 +3785,9 @@ def read_metrics(path, flag):
         value = sample_value(text, flag, path, number)
         if name in PER_POSITION_COUNTERS:
             position = label.get("position", "")
-            if not position.isdigit():
-                raise UsageError(f"{flag}: {path}, line {number}: {name} needs a position label; got {labels!r}")
+            if not re.fullmatch(r"[0-9]{1,4}", position) or int(position) >= K_LIMIT:
+                raise UsageError(f"{flag}: {path}, line {number}: {name} needs a position label from 0 to "
+                                 f"{K_LIMIT - 1} (a draft position; K is at most {K_LIMIT}); got {labels[:80]!r}")
             entry[kind][int(position)] = entry[kind].get(int(position), 0.0) + value
         else:
             entry["totals"][kind] = entry["totals"].get(kind, 0.0) + value
@@ -3837,7 +3932,7 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
                              "the gauge's window (an idle server?); scrape under traffic")
         # Both gauges are set together over the same steps: (tau - 1) / rate is the draft length.
         implied = (tau - 1.0) / rate if rate > 0 else None
-        if implied is not None and abs(implied - round(implied)) < 0.05 and round(implied) >= 1:
+        if implied is not None and 0.5 <= implied < K_LIMIT + 0.5 and abs(implied - round(implied)) < 0.05:
             if k_given is not None and k_given != round(implied):
                 raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape, whose gauges give K = "
                                  f"(accept length - 1) / accept rate = {implied:.2f}")
@@ -3871,8 +3966,9 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
                          "vllm:spec_decode_num_drafts_total sample; a missing counter is not zero (a partial scrape?)")
     if c.drafts is None:
         c, k_given = v0_drafts(c, source, k_given, notes, ask)
-    if c.drafts <= 0:
-        raise UsageError(f"{source}: no drafts were made (drafts = {c.drafts:g}): nothing to measure")
+    if c.drafts < 1 or c.draft_tokens < 1:
+        raise UsageError(f"{source}: fewer than one draft was made (drafts = {c.drafts:g}, draft tokens = "
+                         f"{c.draft_tokens:g}): nothing to measure")
     k_mean = c.draft_tokens / c.drafts
     whole = -COUNT_SLACK * k_mean <= round(round(k_mean) - k_mean, 9) <= K_SHORTFALL   # 9 places: 3 - 2.98 > 0.02
     if c.per_position:
@@ -3884,7 +3980,10 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
     else:
         raise UsageError(f"{source}: rounds drafted {k_mean:.3f} tokens on average and the scrape has no "
                          "per-position counters: the K in use cannot be told")
-    if not 1 <= k <= K_LIMIT or c.accepted > c.draft_tokens or k_mean > k * (1 + COUNT_SLACK):
+    if not 1 <= k <= K_LIMIT:
+        raise UsageError(f"{source}: the counters give K = {k} ({c.draft_tokens:g} draft tokens over {c.drafts:g} "
+                         f"drafts); this tool reads K from 1 to {K_LIMIT}")
+    if c.accepted > c.draft_tokens or k_mean > k * (1 + COUNT_SLACK):
         raise UsageError(f"{source}: counters are inconsistent: {c.draft_tokens:g} draft tokens over {c.drafts:g} "
                          f"drafts and {c.accepted:g} accepted")
     tau = 1.0 + c.accepted / c.drafts
@@ -3936,48 +4035,79 @@ WORKLOAD_KEYS = ("model_id", "backend", "num_prompts", "request_rate", "max_conc
 
 def bench_object(path, flag):
     """The result object of a benchmark file, and a note when it is one of several."""
-    text = "".join(line for _, line in text_lines(path, flag))
+    text = read_text(path, flag)
     try:
-        return json.loads(text), None
-    except ValueError as err:
-        not_json = UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})")
-    # `--append-result` writes one JSON object a line: the last is the newest run.
-    try:
-        objects = [json.loads(line) for line in text.splitlines() if line.strip()]
-    except ValueError:
-        raise not_json from None
-    if len(objects) < 2:
-        raise not_json
+        return parse_json(text, flag, path), None
+    except UsageError as not_json:
+        # `--append-result` writes one JSON object a line: the last is the newest run.
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) < 2:
+            raise
+        try:
+            objects = [parse_json(line, flag, path) for line in lines]
+        except UsageError:
+            raise not_json from None
     return objects[-1], f"{path} holds {len(objects)} results (--append-result); the last is used"
 
 
+def shown(value, width=60):
+    """A value from a file, as an error message echoes it: its repr, cut to a width."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def json_whole(data, key, where, least=0, most=COUNT_LIMIT):
+    """data[key] as a whole number from least to most, or None when it is missing or null."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or not least <= value <= most:   # type(): a JSON true is no count
+        raise UsageError(f"{where}: {key} must be a whole number from {least:,} to {most:,.0f}; got {shown(value)}")
+    return value
+
+
+def json_amount(data, key, where):
+    """data[key] as a finite number >= 0, or None when it is missing, null or NaN (vllm bench writes NaN for a
+    statistic with no sample)."""
+    value = data.get(key)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if not finite_number(value) or value < 0:
+        raise UsageError(f"{where}: {key} must be a finite number >= 0; got {shown(value)}")
+    return value
+
+
 def read_bench(path, flag):
-    """The numbers of a `vllm bench serve --save-result` JSON that the comparison uses."""
+    """The numbers of a `vllm bench serve --save-result` JSON that the comparison uses, each checked."""
     data, note = bench_object(path, flag)
+    where = f"{flag}: {path}"
     if isinstance(data, list):
-        raise UsageError(f"{flag}: {path} is a list of {len(data)} runs, as `vllm bench sweep` writes its "
+        raise UsageError(f"{where} is a list of {len(data)} runs, as `vllm bench sweep` writes its "
                          "summary.json: pass one run's own result file")
     if not isinstance(data, dict):
-        raise UsageError(f"{flag}: {path} is not a benchmark result object")
-    if data.get("completed") == 0:
-        raise UsageError(f"{flag}: {path} has completed 0: every request failed, nothing was measured")
-    latency = {key: value for key, value in data.items() if LATENCY_KEY.match(key) and finite_number(value)}
+        raise UsageError(f"{where} is not a benchmark result object")
+    if json_whole(data, "completed", where) == 0:
+        raise UsageError(f"{where} has completed 0: every request failed, nothing was measured")
+    latency = {key: json_amount(data, key, where) for key in data if LATENCY_KEY.match(key)}
+    latency = {key: value for key, value in latency.items() if value is not None}
     if not latency:
-        raise UsageError(f"{flag}: {path} has none of the latency keys (mean_tpot_ms, p99_itl_ms, ...)")
-    numbers = lambda key: data.get(key) if finite_number(data.get(key)) else None
-    for key in ("max_concurrency", "multi_turn_concurrency"):
-        if data.get(key) is not None and not (finite_number(data[key]) and data[key] >= 1):
-            raise UsageError(f"{flag}: {path}: {key} must be a number of requests or null; got {data[key]!r}")
-    concurrency = numbers("max_concurrency") or numbers("multi_turn_concurrency")
+        raise UsageError(f"{where} has none of the latency keys (mean_tpot_ms, p99_itl_ms, ...)")
+    for key in WORKLOAD_KEYS:
+        if not isinstance(data.get(key), (str, int, float, type(None))):
+            raise UsageError(f"{where}: {key} must be a single value; got {shown(data[key])}")
+    concurrency = [json_whole(data, key, where, 1, CONCURRENCY_LIMIT)
+                   for key in ("max_concurrency", "multi_turn_concurrency")]
+    concurrency = concurrency[0] or concurrency[1]
     notes = [note] if note else []
     if concurrency is None and "max_concurrency" not in data:
         notes.append(f"{path} records no max_concurrency (files before mid-2024 do not): the concurrency it ran at "
                      "is unknown")
     spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
-    return dict(path=str(path), flag=flag, latency=latency, output_throughput=numbers("output_throughput"),
-                max_concurrency=concurrency, open_loop=concurrency is None,
-                completed=numbers("completed"), total_input_tokens=numbers("total_input_tokens"),
-                total_output_tokens=numbers("total_output_tokens"), spec=spec,
+    return dict(path=str(path), flag=flag, latency=latency,
+                output_throughput=json_amount(data, "output_throughput", where), max_concurrency=concurrency,
+                open_loop=concurrency is None, completed=json_whole(data, "completed", where),
+                total_input_tokens=json_whole(data, "total_input_tokens", where),
+                total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
                 workload={key: data.get(key) for key in WORKLOAD_KEYS},
                 model_id=data.get("model_id"), notes=notes)
 
@@ -4007,16 +4137,17 @@ def bench_acceptance(bench, flag):
     counts = ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
     present = [key for key in counts if key in spec]
     for key in present + [k for k in ("spec_decode_acceptance_rate", "spec_decode_acceptance_length") if k in spec]:
-        if not finite_number(spec[key]) or spec[key] < 0:
-            raise UsageError(f"{source}: {key} must be a number >= 0; got {spec[key]!r}")
+        if not finite_number(spec[key]) or not 0 <= spec[key] <= COUNT_LIMIT:
+            raise UsageError(f"{source}: {key} must be a number from 0 to {COUNT_LIMIT:g}; got {shown(spec[key])}")
     if len(present) < len(counts):
         rate, tau = spec.get("spec_decode_acceptance_rate"), spec.get("spec_decode_acceptance_length")
         if present or not rate or tau is None:
             return None
-        k = (tau - 1.0) / (rate / 100.0)
-        if abs(k - round(k)) > 0.01 * k or not 1 <= round(k) <= K_LIMIT:
-            raise UsageError(f"{source}: acceptance length {tau:g} and rate {rate:g}% give K = {k:.2f}, not a whole "
-                             "number: not one chain's figures")
+        k = (tau - 1.0) * 100.0 / rate   # not / (rate / 100): a tiny rate would underflow to 0
+        if not 0.5 <= k < K_LIMIT + 0.5 or abs(k - round(k)) > 0.01 * k:
+            raise UsageError(f"{source}: spec_decode_acceptance_length {tau:g} and spec_decode_acceptance_rate "
+                             f"{rate:g}% give K = {k:.3g}, not a whole number from 1 to {K_LIMIT}: not one chain's "
+                             "figures")
         return measured_acceptance(one_average_draft(tau, round(k)), source, counted=False,
                                    notes=[f"from the file's acceptance rate and length only: K = {round(k)}"])
     drafts, draft_tokens, accepted = (float(spec[key]) for key in counts)
@@ -4027,8 +4158,8 @@ def bench_acceptance(bench, flag):
                          f"({100.0 * accepted / draft_tokens:.1f}%)")
     rates = spec.get("spec_decode_per_position_acceptance_rates") or []
     k_mean = draft_tokens / drafts if drafts > 0 else 0.0
-    if rates and (not isinstance(rates, list) or not all(finite_number(r) and 0 <= r <= 1 for r in rates)
-                  or len(rates) < k_mean * (1 - COUNT_SLACK)):
+    if rates and (not isinstance(rates, list) or len(rates) > K_LIMIT or len(rates) < k_mean * (1 - COUNT_SLACK)
+                  or not all(finite_number(r) and 0 <= r <= 1 for r in rates)):
         notes.append("spec_decode_per_position_acceptance_rates dropped (not one fraction per draft position)")
         rates = []
     return measured_acceptance(Counters(drafts, draft_tokens, accepted, {i: r * drafts for i, r in enumerate(rates)}),
@@ -4037,31 +4168,84 @@ def bench_acceptance(bench, flag):
 
 def read_json(path, flag):
     """A JSON object from a file, or UsageError naming the file."""
-    text = "".join(line for _, line in text_lines(path, flag))
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise UsageError(f"{flag}: {path} is not JSON ({err.msg}, line {err.lineno})") from None
+    data = parse_json(read_text(path, flag), flag, path)
     if not isinstance(data, dict):
         raise UsageError(f"{flag}: {path} is not a config object")
     return data
 
 
-def config_field(cfg, names, flag, path, required=True, default=None):
-    """The first of `names` the config sets (a number >= 0), else default; missing and required: UsageError."""
+REQUIRED = object()   # config_size's default for a field the model cannot do without
+
+
+def config_size(cfg, names, where, least=1, most=SIZE_LIMIT, default=REQUIRED):
+    """The first of `names` the config sets, as a whole number from least to most; else default (REQUIRED:
+    UsageError naming the fields). A JSON float or true is refused, not truncated."""
     for name in names:
         value = cfg.get(name)
         if value is not None:
-            if not finite_number(value) or value < 0:
-                raise UsageError(f"{flag}: {path}: {name} must be a number >= 0; got {value!r}")
+            if type(value) is not int:
+                raise UsageError(f"{where}: {name} must be a whole number; got {shown(value)}")
+            if not least <= value <= most:
+                raise UsageError(f"{where}: {name} must be from {least:,} to {most:,}; got {value:,}")
             return value
-    if required:
-        raise UsageError(f"{flag}: {path} has no {' or '.join(names)}, which the model needs")
+    if default is REQUIRED:
+        raise UsageError(f"{where} has no {' or '.join(names)}, which the model needs")
     return default
 
 
+def config_typed(cfg, name, where, kind, default=None):
+    """cfg[name] when it is of the JSON type `kind` (bool, str, list, dict), default when missing or null."""
+    value = cfg.get(name)
+    if value is None:
+        return default
+    if type(value) is not kind:
+        words = {bool: "true or false", str: "text", list: "a list", dict: "an object"}[kind]
+        raise UsageError(f"{where}: {name} must be {words}; got {shown(value)}")
+    return value
+
+
+# A name the plan prints in shell commands, YAML and Markdown: a Hugging Face id (org/name) or a plain path.
+# Letters, digits, spaces and . _ - + @ ~ /, not starting with - (a flag) or a space, at most 256 characters.
+NAME = re.compile(r"[A-Za-z0-9_.+@~/](?:[A-Za-z0-9_.+@~/ -]{0,254}[A-Za-z0-9_.+@~/-])?", re.ASCII)
+
+
+def checked_name(value, where):
+    """A model's name as the plan will print it, or UsageError: commands quote it as well (shlex.quote)."""
+    if not isinstance(value, str):
+        raise UsageError(f"{where} must be text, a Hugging Face id or a path; got {shown(value)}")
+    if not NAME.fullmatch(value):
+        raise UsageError(f"{where}: {shown(value)} is neither a Hugging Face id nor a plain path (letters, digits, "
+                         "spaces and . _ - + @ ~ /, not starting with - or a space, at most 256 characters); the "
+                         "plan prints it in shell commands")
+    return value
+
+
+def config_name(cfg, where):
+    """The config's _name_or_path, checked (checked_name); None when it has none."""
+    name = cfg.get("_name_or_path")
+    return None if name == "" or name is None else checked_name(name, f"{where}: _name_or_path")
+
+
+def config_head_dim(cfg, where, hidden, heads):
+    """head_dim as the config gives it, else hidden / heads (Llama-style configs leave it out)."""
+    head_dim = config_size(cfg, ("head_dim",), where, default=None)
+    if head_dim is None and hidden < heads:
+        raise UsageError(f"{where}: hidden_size {hidden} over {heads} attention heads leaves no head_dim; give "
+                         "head_dim")
+    return head_dim or hidden // heads
+
+
+def config_kv_heads(cfg, where, heads):
+    """num_key_value_heads, which must divide the attention heads (grouped-query attention)."""
+    kv_heads = config_size(cfg, ("num_key_value_heads",), where)
+    if heads % kv_heads:
+        raise UsageError(f"{where}: num_key_value_heads {kv_heads} does not divide num_attention_heads {heads}")
+    return kv_heads
+
+
 def shape_from_config(path, flag="--model-config"):
-    """A model's shape (MODELS' keys) from its Hugging Face config.json; a missing field exits 2 naming it.
+    """A model's shape (MODELS' keys) from its Hugging Face config.json; a missing, mistyped or out-of-range field
+    exits 2 naming it.
 
     Reads dense Llama-style configs and the MoE and attention variants of REFERENCE.md
     section 7: Qwen3 MoE (decoder_sparse_step, mlp_only_layers), Llama 4 (text_config,
@@ -4071,65 +4255,81 @@ def shape_from_config(path, flag="--model-config"):
     tie_word_embeddings means untied, the default of every model class named here.
     """
     cfg = read_json(path, flag)
-    t = cfg.get("text_config", cfg)
-    f = lambda *names, **kw: config_field(t, names, flag, path, **kw)
-    kind = str(t.get("model_type", cfg.get("model_type", "")))
-    layers, heads, hidden = int(f("num_hidden_layers")), int(f("num_attention_heads")), int(f("hidden_size"))
-    layer_types = t.get("layer_types") or []
+    where = f"{flag}: {path}"
+    t = config_typed(cfg, "text_config", where, dict, cfg)
+    size = lambda *names, **kw: config_size(t, names, where, **kw)
+    kind = config_typed(t, "model_type", where, str) or config_typed(cfg, "model_type", where, str, "")
+    layers = size("num_hidden_layers", most=LAYER_LIMIT)
+    heads, hidden = size("num_attention_heads"), size("hidden_size")
+    layer_types = config_typed(t, "layer_types", where, list, [])
     if any(lt not in ("full_attention", "sliding_attention") for lt in layer_types):
-        raise UsageError(f"{flag}: {path}: layer_types {sorted(set(layer_types))} include a kind of layer this "
-                         "model does not know (only full and sliding-window attention)")
-    m = dict(hidden=hidden, layers=layers, heads=heads, vocab=int(f("vocab_size")),
-             tied=bool(t.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))),
-             hf=cfg.get("_name_or_path") or None)
-    if t.get("kv_lora_rank"):
-        m["mla"] = dict(kv_lora_rank=int(f("kv_lora_rank")), rope=int(f("qk_rope_head_dim")),
-                        q_lora_rank=int(f("q_lora_rank", required=False, default=0)),
-                        nope=int(f("qk_nope_head_dim")), v_head_dim=int(f("v_head_dim")))
+        raise UsageError(f"{where}: layer_types {shown(sorted(set(map(str, layer_types))))} include a kind of layer "
+                         "this model does not know (only full_attention and sliding_attention)")
+    if layer_types and len(layer_types) != layers:
+        raise UsageError(f"{where}: layer_types names {len(layer_types)} layers, not num_hidden_layers {layers}")
+    tied = config_typed(t, "tie_word_embeddings", where, bool, config_typed(cfg, "tie_word_embeddings", where, bool,
+                                                                            False))
+    m = dict(hidden=hidden, layers=layers, heads=heads, vocab=size("vocab_size"), tied=tied,
+             hf=config_name(cfg, where))
+    if t.get("kv_lora_rank") not in (None, 0):
+        m["mla"] = dict(kv_lora_rank=size("kv_lora_rank"), rope=size("qk_rope_head_dim"),
+                        q_lora_rank=size("q_lora_rank", least=0, default=0),
+                        nope=size("qk_nope_head_dim"), v_head_dim=size("v_head_dim"))
         m["kv_heads"] = heads
         m["head_dim"] = m["mla"]["nope"] + m["mla"]["rope"]
     else:
-        m["kv_heads"] = int(f("num_key_value_heads"))
-        m["head_dim"] = int(f("head_dim", required=False, default=0)) or hidden // heads
-    experts = int(f("num_experts", "num_local_experts", "n_routed_experts", required=False, default=0))
-    m["inter"] = int(f("intermediate_size_mlp", "intermediate_size"))
+        m["kv_heads"] = config_kv_heads(t, where, heads)
+        m["head_dim"] = config_head_dim(t, where, hidden, heads)
+    experts = size("num_experts", "num_local_experts", "n_routed_experts", least=0, default=0)
+    m["inter"] = size("intermediate_size_mlp", "intermediate_size")
     if experts:
-        m.update(experts=experts, experts_per_token=int(f("num_experts_per_tok", "experts_per_token")),
-                 moe_inter=int(f("moe_intermediate_size", "intermediate_size")))
-        shared = (int(t.get("n_shared_experts") or 0) * m["moe_inter"] or int(t.get("shared_expert_intermediate_size") or 0)
+        per_token = size("num_experts_per_tok", "experts_per_token")
+        if per_token > experts:
+            raise UsageError(f"{where}: num_experts_per_tok {per_token} is more than the {experts} experts")
+        m.update(experts=experts, experts_per_token=per_token, moe_inter=size("moe_intermediate_size",
+                                                                               "intermediate_size"))
+        shared = (size("n_shared_experts", least=0, default=0) * m["moe_inter"]
+                  or size("shared_expert_intermediate_size", least=0, default=0)
                   or (m["moe_inter"] if kind.startswith("llama4") else 0))
         if shared:
             m["shared_inter"] = shared
-        dense_first = int(t.get("first_k_dense_replace") or 0)
-        step = int(t.get("interleave_moe_layer_step") or t.get("decoder_sparse_step") or t.get("moe_layer_freq") or 1)
-        only_dense = set(t.get("mlp_only_layers") or [])
+        dense_first = size("first_k_dense_replace", least=0, most=layers, default=0)
+        step = size("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", most=LAYER_LIMIT, default=1)
+        only_dense = config_typed(t, "mlp_only_layers", where, list, [])
+        if any(type(i) is not int or not 0 <= i < layers for i in only_dense):
+            raise UsageError(f"{where}: mlp_only_layers must list layer numbers from 0 to {layers - 1}; got "
+                             f"{shown(only_dense)}")
+        only_dense = set(only_dense)
         m["moe_layers"] = sum(1 for i in range(layers)
                               if i >= dense_first and (i + 1) % step == 0 and i not in only_dense)
     if layer_types:
         m["window_layers"] = sum(1 for lt in layer_types if lt == "sliding_attention")
         if m["window_layers"]:
-            m["window"] = int(f("sliding_window"))
+            m["window"] = size("sliding_window", most=TOKENS_LIMIT)
     if kind == "gpt_oss":   # GptOssForCausalLM: biased attention, experts and router, and attention sinks
         m.update(attn_bias=True, sinks=True, expert_bias=True, router_bias=True)
-    elif t.get("attention_bias"):
+    elif config_typed(t, "attention_bias", where, bool, False):
         m["attn_bias"] = True
-    if t.get("num_nextn_predict_layers"):
-        m["nextn"] = int(t["num_nextn_predict_layers"])
+    nextn = size("num_nextn_predict_layers", least=0, most=LAYER_LIMIT, default=0)
+    if nextn:
+        m["nextn"] = nextn
     return m
 
 
 def head_from_config(path, m, flag="--draft-config"):
     """An EAGLE head's own config.json laid over target shape m: its MLP width, attention shape, draft
-    vocabulary and trained context (max_position_embeddings)."""
+    vocabulary and trained context (max_position_embeddings), each checked as shape_from_config checks."""
     cfg = read_json(path, flag)
-    f = lambda *names, **kw: config_field(cfg, names, flag, path, **kw)
-    heads, hidden = int(f("num_attention_heads")), int(f("hidden_size"))
+    where = f"{flag}: {path}"
+    size = lambda *names, **kw: config_size(cfg, names, where, **kw)
+    heads, hidden = size("num_attention_heads"), size("hidden_size")
     if hidden != m["hidden"]:
-        raise UsageError(f"{flag}: {path}: hidden_size {hidden} is not the target's {m['hidden']}: not a head for it")
-    return dict(m, head_inter=int(f("intermediate_size")), head_heads=heads, head_kv_heads=int(f("num_key_value_heads")),
-                head_head_dim=int(f("head_dim", required=False, default=0)) or hidden // heads,
-                draft_vocab=int(f("draft_vocab_size", "vocab_size")),
-                head_context=int(f("max_position_embeddings", required=False, default=0)) or None)
+        raise UsageError(f"{where}: hidden_size {hidden} is not the target's {m['hidden']}: not a head for it")
+    return dict(m, head_inter=size("intermediate_size"), head_heads=heads,
+                head_kv_heads=config_kv_heads(cfg, where, heads),
+                head_head_dim=config_head_dim(cfg, where, hidden, heads),
+                draft_vocab=size("draft_vocab_size", "vocab_size"),
+                head_context=size("max_position_embeddings", least=0, most=TOKENS_LIMIT * 100, default=0) or None)
 
 
 def read_calibration_runs(paths, flag="--calibrate"):
@@ -4141,14 +4341,19 @@ def read_calibration_runs(paths, flag="--calibrate"):
         if bench["max_concurrency"] is None:
             raise UsageError(f"{flag}: {path} records no max_concurrency: calibration needs closed-loop runs "
                              "(vllm bench serve --max-concurrency B)")
-        if "mean_tpot_ms" not in bench["latency"]:
-            raise UsageError(f"{flag}: {path} has no mean_tpot_ms")
+        if not bench["latency"].get("mean_tpot_ms"):
+            raise UsageError(f"{flag}: {path} has no mean_tpot_ms above 0 (a TPOT needs requests of two or more "
+                             "output tokens)")
         completed, prompts, outputs = bench["completed"], bench["total_input_tokens"], bench["total_output_tokens"]
-        if not (completed and completed > 0) or prompts is None or outputs is None:
+        if not completed or prompts is None or outputs is None:
             raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
                              "its prompt and output lengths")
-        run = dict(path=str(path), batch=int(bench["max_concurrency"]), tpot_ms=bench["latency"]["mean_tpot_ms"],
-                   input=max(1, round(prompts / completed)), output=max(2, round(outputs / completed)), k=None, tau=None,
+        for what, total, least in (("prompt tokens", prompts, 1), ("output tokens", outputs, 2)):
+            if not least <= total / completed <= TOKENS_LIMIT:
+                raise UsageError(f"{flag}: {path}: its requests average {total / completed:.3g} {what} "
+                                 f"(total over completed); a run this tool fits has {least} to {TOKENS_LIMIT:,}")
+        run = dict(path=str(path), batch=bench["max_concurrency"], tpot_ms=bench["latency"]["mean_tpot_ms"],
+                   input=round(prompts / completed), output=round(outputs / completed), k=None, tau=None,
                    model_id=bench["model_id"])
         if bench["spec"]:
             measured = bench_acceptance(bench, flag)
@@ -4159,7 +4364,7 @@ def read_calibration_runs(paths, flag="--calibrate"):
         runs.append(run)
     models = {r["model_id"] for r in runs}
     if len(models) > 1:
-        raise UsageError(f"{flag}: the files are of different models ({', '.join(sorted(map(str, models)))}): "
+        raise UsageError(f"{flag}: the files are of different models ({', '.join(sorted(map(repr, models)))}): "
                          "calibrate on one deployment")
     lengths = [(r["input"], r["output"]) for r in runs]
     for i, o in lengths:
@@ -4189,6 +4394,12 @@ def bench_comparison(base, spec):
 
 # ---------------------------------------------------------------- CLI
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        # A value that looks like a negative number (-1e5, -0.5, -inf) is the flag's value, refused or not by
+        # the flag's own check, never read as an unknown flag (argparse's own pattern misses exponents).
+        self._negative_number_matcher = re.compile(r"^-(?:\d|\.\d|inf|nan)", re.IGNORECASE)
+
     def error(self, message):
         raise UsageError(message)
 
@@ -4315,22 +4526,29 @@ def parse_grid(args):
     else:
         kind, values = "alpha", parse_list("--alphas", args.alphas, _finite, "a number in [0, 1]",
                                            lambda a: 0.0 <= a <= 1.0) if args.alphas is not None else ALPHAS
-    overheads = parse_list("--verify-overheads", args.verify_overheads, _overhead, 'a number >= 0 or "auto"',
-                           lambda e: e == "auto" or e >= 0.0) \
+    overheads = parse_list("--verify-overheads", args.verify_overheads, _overhead,
+                           f'a number >= 0 and at most {EPS_LIMIT:g}, or "auto"',
+                           lambda e: e == "auto" or 0.0 <= e <= EPS_LIMIT) \
         if args.verify_overheads is not None else VERIFY_OVERHEADS
-    concurrencies = parse_list("--concurrency", args.concurrency, int, "an integer >= 1", lambda b: b >= 1) \
+    concurrencies = parse_list("--concurrency", args.concurrency, int, f"an integer from 1 to {CONCURRENCY_LIMIT:,}",
+                               lambda b: 1 <= b <= CONCURRENCY_LIMIT) \
         if args.concurrency is not None else CONCURRENCIES
+    cells = len(values) * len(ks) * len(overheads) * len(concurrencies)
+    if cells > GRID_CELL_LIMIT:
+        raise UsageError(f"the grid has {cells:,} cells ({len(values)} acceptance values x {len(ks)} Ks x "
+                         f"{len(overheads)} overheads x {len(concurrencies)} concurrencies), more than "
+                         f"{GRID_CELL_LIMIT:,}: split it into several runs")
     return Grid(values, ks, overheads, concurrencies, kind)
 
 
 def parse_deployment(args):
     """The deployment flags -> Deployment, refusing what cannot run."""
-    positive = "a number > 0"
     if args.model and args.model_config:
         raise UsageError("--model and --model-config: name the target one way only")
     if args.model_config:
         shape = shape_from_config(args.model_config)
-        model = shape["hf"] or Path(args.model_config).stem
+        model = shape["hf"] or checked_name(Path(args.model_config).stem, "--model-config: the file's name (the config "
+                                                                          "has no _name_or_path)")
     else:
         model = _choice("--model", args.model or MODEL, list(MODELS))
         shape = MODELS[model]
@@ -4342,21 +4560,24 @@ def parse_deployment(args):
                     ("--gpu-tflops", "tflops", args.gpu_tflops), ("--gpu-memory", "memory_gib", args.gpu_memory))
     for flag, key, text in custom_flags:
         if text is not None:
-            numbers[key] = parse_one(flag, text, _finite, positive, lambda x: x > 0)
+            least, most = GPU_RANGES[key]
+            numbers[key] = parse_one(flag, text, _finite, f"a number from {least:g} to {most:g}",
+                                     lambda x: least <= x <= most)
     missing = [flag for flag, key, _ in custom_flags if key not in numbers]
     if gpu == "custom" and missing:
         raise UsageError(f"--gpu custom: needs --gpu-bandwidth, --gpu-tflops and --gpu-memory; "
                          f"missing {', '.join(missing)}")
     weights = _choice("--weights-dtype", args.weights_dtype or WEIGHTS_DTYPE, list(BYTES_PER))
     kv = _choice("--kv-dtype", args.kv_dtype or KV_DTYPE, ["bf16", "fp8"])
-    tp = parse_one("--tp", args.tp, int, "an integer >= 1", lambda t: t >= 1) if args.tp is not None else TP
-    context = parse_one("--context", args.context, int, "an integer >= 1 (tokens)", lambda c: c >= 1) \
-        if args.context is not None else CONTEXT
+    tp = parse_one("--tp", args.tp, int, f"an integer from 1 to {TP_LIMIT}", lambda t: 1 <= t <= TP_LIMIT) \
+        if args.tp is not None else TP
+    tokens = lambda least: (f"an integer from {least} to {TOKENS_LIMIT:,} (tokens)",
+                            lambda n: least <= n <= TOKENS_LIMIT)
+    context = parse_one("--context", args.context, int, *tokens(1)) if args.context is not None else CONTEXT
     lengths = {}
-    for flag, text, default in (("--input-tokens", args.input_tokens, INPUT_TOKENS),
-                                ("--output-tokens", args.output_tokens, OUTPUT_TOKENS)):
-        lengths[flag] = parse_one(flag, text, int, "an integer >= 1 (tokens)", lambda n: n >= 1) \
-            if text is not None else default
+    for flag, text, default, least in (("--input-tokens", args.input_tokens, INPUT_TOKENS, 1),
+                                       ("--output-tokens", args.output_tokens, OUTPUT_TOKENS, 2)):   # TPOT needs 2
+        lengths[flag] = parse_one(flag, text, int, *tokens(least)) if text is not None else default
     draft = _choice("--draft", args.draft or DRAFT, list(DRAFTS) + list(MODELS))
     m = shape
     if m["heads"] % tp:
@@ -4395,15 +4616,17 @@ def parse_deployment(args):
     if topk > 1 and engine != "sglang":
         raise UsageError(f"--draft-topk: tree drafts are written for SGLang only (--engine sglang); got {engine}")
     draft_hf = args.draft_model if args.draft_model is not None else DRAFT_MODEL
-    if draft_hf is not None and (not draft_hf or any(c.isspace() or c in "'\"" for c in draft_hf)):
-        raise UsageError(f"--draft-model: expected a Hugging Face id or a path without spaces or quotes; "
-                         f"got {draft_hf!r}")
+    if draft_hf is not None:
+        checked_name(draft_hf, "--draft-model")
     if draft_hf is not None and draft == "ngram":
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
     dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf,
                           lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape)
     return dep._replace(model_config=args.model_config, draft_config=args.draft_config)
+
+
+MIX_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,16}", re.ASCII)   # a traffic domain's name, as tables and the plan show it
 
 
 def parse_mix(text):
@@ -4417,10 +4640,11 @@ def parse_mix(text):
         except (IndexError, ValueError):
             raise UsageError(f"--mix: each item must be name:share:alpha or name:share:alpha:tokens; "
                              f"got {item!r}") from None
-        if len(parts) not in (3, 4) or not name or not 0.0 < share <= 1.0 or not 0.0 <= alpha <= 1.0 \
-                or (tokens is not None and tokens < 2):
-            raise UsageError(f"--mix: each item needs a name, a share in (0, 1], an alpha in [0, 1] and "
-                             f"optionally a mean output length of at least 2 tokens; got {item!r}")
+        if len(parts) not in (3, 4) or not MIX_NAME.fullmatch(name) or not 0.0 < share <= 1.0 \
+                or not 0.0 <= alpha <= 1.0 or (tokens is not None and not 2 <= tokens <= TOKENS_LIMIT):
+            raise UsageError(f"--mix: each item needs a name (up to 16 letters, digits and . _ + -), a share in "
+                             f"(0, 1], an alpha in [0, 1] and optionally a mean output length of 2 to {TOKENS_LIMIT:,} "
+                             f"tokens; got {item!r}")
         mix.append((name, share, alpha) if tokens is None else (name, share, alpha, tokens))
     if len({row[0] for row in mix}) != len(mix):
         raise UsageError(f"--mix: domain names must differ; got {text!r}")
@@ -4479,9 +4703,9 @@ def read_benches(args):
         same_workload(base, spec)
     if args.gate and base:
         for run in (base, spec):
-            if "p99_tpot_ms" not in run["latency"]:
-                raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable p99_tpot_ms (missing, null or "
-                                 "NaN): run the benchmark with --percentile-metrics ttft,tpot,itl,e2el "
+            if not run["latency"].get("p99_tpot_ms"):
+                raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable p99_tpot_ms (missing, null, NaN "
+                                 "or 0): run the benchmark with --percentile-metrics ttft,tpot,itl,e2el "
                                  "--metric-percentiles 50,99")
             if run["output_throughput"] is None:
                 raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable output_throughput (missing, null "
@@ -4527,7 +4751,8 @@ def parse_evidence(args, grid):
                          "--acceptance-rates value at one --ks")
     target = None
     if args.target_concurrency is not None:
-        target = parse_one("--target-concurrency", args.target_concurrency, int, "an integer >= 1", lambda b: b >= 1)
+        target = parse_one("--target-concurrency", args.target_concurrency, int,
+                           f"an integer from 1 to {CONCURRENCY_LIMIT:,}", lambda b: 1 <= b <= CONCURRENCY_LIMIT)
     elif spec and spec["max_concurrency"]:
         target = int(spec["max_concurrency"])
     if spec and spec["open_loop"]:
@@ -4537,7 +4762,8 @@ def parse_evidence(args, grid):
                                   f"{max(grid.concurrencies)}, the grid's largest concurrency"))
     margin = parse_one("--gate-margin", args.gate_margin, _finite, "a number in [0, 1)", lambda x: 0 <= x < 1) \
         if args.gate_margin is not None else GATE_MARGIN
-    budget = parse_one("--p99-budget", args.p99_budget, _finite, "a number >= 0", lambda x: x >= 0) \
+    budget = parse_one("--p99-budget", args.p99_budget, _finite, "a number from 0 to 100 (a fraction)",
+                       lambda x: 0 <= x <= 100) \
         if args.p99_budget is not None else P99_BUDGET
     mix = parse_mix(args.mix) if args.mix is not None else TRAFFIC_MIX
     return Evidence(measured, comparison, target, mix, margin, budget)
@@ -4576,6 +4802,8 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
 def parse_args(argv):
     """Flags -> (grid, deployment, evidence, traffic, out path, json?, gate?, exercises?, runs). Raises UsageError."""
     args = build_parser().parse_args(argv)
+    check_values(args)
+    out = None if args.no_write else (out_path(args.out) if args.out is not None else OUT_PATH)
     grid = parse_grid(args)
     dep = parse_deployment(args)
     if dep.topk > 1 and (grid.kind != "length" or len(grid.ks) != 1):
@@ -4593,14 +4821,53 @@ def parse_args(argv):
     output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
                               lambda s: 0.0 <= s <= 2.0) if args.output_spread is not None else OUTPUT_SPREAD
     traffic = Traffic(seed, spread, output_spread)
-    out = None if args.no_write else (Path(args.out) if args.out else OUT_PATH)
-    if out is not None and not out.parent.is_dir():
-        raise UsageError(f"--out: the folder {str(out.parent)!r} does not exist")
     paths = [p.strip() for p in args.calibrate.split(",")] if args.calibrate is not None else list(CALIBRATION_FILES)
     if any(not p for p in paths):
         raise UsageError(f"--calibrate: expected a comma list of files; got {args.calibrate!r}")
     runs = read_calibration_runs(paths) if paths else None
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs
+
+
+def check_values(args):
+    """Refuse a flag given an empty value (it would silently mean the default) or a control character."""
+    for dest, value in vars(args).items():
+        if isinstance(value, str):
+            flag = "--" + dest.replace("_", "-")
+            if not value.strip():
+                raise UsageError(f"{flag}: empty value; give one, or leave the flag out for its default")
+            if any(ord(c) < 32 or ord(c) == 127 for c in value):
+                raise UsageError(f"{flag}: {value!r} holds a control character")
+
+
+def out_path(text):
+    """--out, checked before anything runs: a file's name (not a folder's, not a chart's) in an existing folder
+    this program may write in, where the plan and its charts will replace nothing but regular files."""
+    path = Path(text)
+    if text.endswith(("/", os.sep)) or path.is_dir():
+        raise UsageError(f"--out: {text!r} is a folder: name the plan's file in it, e.g. {str(path / 'plan.md')!r}")
+    if path.name in CHART_FILES.values():
+        raise UsageError(f"--out: {path.name} is the name of a chart the plan links to: name the plan otherwise")
+    folder = path.parent
+    if not folder.is_dir():
+        raise UsageError(f"--out: the folder {str(folder)!r} does not exist")
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    if len(os.fsencode(path.name)) > longest:
+        raise UsageError(f"--out: the file's name is too long ({len(os.fsencode(path.name))} bytes; this file system "
+                         f"takes {longest})")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--out: cannot write in the folder {str(folder)!r}")
+    for target in [path] + [folder / name for name in CHART_FILES.values()]:
+        try:
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise UsageError(f"--out: {str(target)!r} exists and is not a regular file (a folder, a pipe or a "
+                             "device): the plan would replace it")
+    return path
 
 
 PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progress on stderr, if a terminal
@@ -4625,35 +4892,34 @@ def progress_meter(grid, stream):
     return show
 
 
-def write_atomically(path, text):
-    """Write text to path through a temporary file in the same folder, then rename."""
-    tmp = path.parent / f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp"   # a new name: O_EXCL below
+def write_all(files):
+    """Write every file of {path: text} or none: each to a new temporary in its folder, then all renamed into
+    place. A failure before the renames (a full disk, a refused name) leaves no file changed and no temporary."""
+    temporaries = {}
     try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), "w", encoding="utf-8",
-                       newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        for number, (path, text) in enumerate(files.items()):
+            temporary = path.parent / f".eagle3-rollout-{os.getpid()}-{number}.tmp"   # short: any name that fits
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)      # never someone else's file
+            temporaries[path] = temporary
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+        for path, temporary in temporaries.items():
+            os.replace(temporary, path)
+    finally:
+        for temporary in temporaries.values():
+            if os.path.lexists(temporary):
+                os.unlink(temporary)
 
 
-def main(argv=None):
-    """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status:
-    2 for bad input; with --gate, 0 if the gate passes and 1 if it fails."""
-    try:
-        grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs = parse_args(
-            sys.argv[1:] if argv is None else argv)
-        fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
-        if calibration and calibration["worst_error"] > OWN_WORST:
-            worst = max(calibration["runs"], key=lambda r: abs(r["error"]))
-            raise UsageError(f"--calibrate: the files disagree beyond what the model can fit: {worst['path']} is "
-                             f"{worst['error'] * 100:+.0f}% off after fitting; check they are one deployment and one "
-                             "workload, and rerun that one")
-    except UsageError as err:
-        print(f"main.py: error: {err}", file=sys.stderr)
-        return 2
+def compute(argv):
+    """Everything a run prints and writes, computed before anything is written: (exit status, report, files)."""
+    grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs = parse_args(argv)
+    fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
+    if calibration and calibration["worst_error"] > OWN_WORST:
+        worst = max(calibration["runs"], key=lambda r: abs(r["error"]))
+        raise UsageError(f"--calibrate: the files disagree beyond what the model can fit: {worst['path']} is "
+                         f"{worst['error'] * 100:+.0f}% off after fitting; check they are one deployment and one "
+                         "workload, and rerun that one")
     result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr), charts=out is not None)
     if calibration:
         result["calibration"] = calibration
@@ -4666,18 +4932,40 @@ def main(argv=None):
         report = "\n".join(deployment_lines(dep, result)[:3] + [""] + render_exercises(result["exercises"], dep)) + "\n"
     else:
         report = render_tables(result, dep, grid)
+    files = {}
     if out is not None:
-        try:
-            for name, svg in render_charts(result, dep).items():   # charts first: the plan links to them
-                write_atomically(out.parent / name, svg)
-            write_atomically(out, render_plan(result, dep))
-        except OSError as err:
-            print(f"main.py: error: --out: cannot write {str(out)!r}: {err.strerror}", file=sys.stderr)
-            return 2
-    sys.stdout.write(report)
-    if as_gate:
-        return 0 if result["gate"]["verdict"] == "pass" else 1
-    return 0
+        files = {out.parent / name: svg for name, svg in render_charts(result, dep).items()}
+        files[out] = render_plan(result, dep)
+    status = (0 if result["gate"]["verdict"] == "pass" else 1) if as_gate else 0
+    return status, report, files
+
+
+def main(argv=None):
+    """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status:
+    2 for bad input, with one line on stderr and nothing written; with --gate, 0 if the gate passes and 1 if it
+    fails (1 means nothing else)."""
+    def refuse(message):
+        print("main.py: error: " + " ".join(message.split()), file=sys.stderr)
+        return 2
+
+    try:
+        status, report, files = compute(sys.argv[1:] if argv is None else argv)
+        write_all(files)
+    except UsageError as err:
+        return refuse(str(err))
+    except OSError as err:   # the checks on --out passed, yet the writing failed: a full disk, a race
+        return refuse(f"--out: cannot write the plan and its charts: {err.strerror or err}")
+    except KeyboardInterrupt:
+        return refuse("interrupted; nothing was written")
+    except Exception as err:   # a case no check foresaw: still one line and exit 2, never a traceback or exit 1
+        return refuse(f"internal error on this input ({type(err).__name__}: {err}); nothing was written. Please "
+                      "report the command line")
+    try:
+        sys.stdout.write(report)
+        sys.stdout.flush()
+    except BrokenPipeError:    # `main.py | head`: the reader left; the exit status still says what the run found
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return status
 
 
 if __name__ == "__main__":

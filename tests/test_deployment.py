@@ -216,7 +216,7 @@ class DeploymentBadInput(unittest.TestCase):
         (["--gpu", "tpu"], ["--gpu", "h100-sxm", "mi300x", "custom"]),
         (["--draft", "medusa"], ["--draft", "eagle3", "ngram"]),
         (["--gpu", "custom", "--gpu-bandwidth", "3"], ["--gpu-tflops", "--gpu-memory"]),
-        (["--gpu-bandwidth", "0"], ["--gpu-bandwidth", "> 0"]),
+        (["--gpu-bandwidth", "0"], ["--gpu-bandwidth", "from 0.01 to 1000"]),
         (["--gpu-tflops", "-5"], ["--gpu-tflops"]),
         (["--gpu-memory", "lots"], ["--gpu-memory"]),
         (["--model", "llama-3.2-1b", "--draft", "llama-3.1-8b"], ["--draft", "not smaller"]),

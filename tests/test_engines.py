@@ -280,7 +280,7 @@ class BadEngineInput(unittest.TestCase):
         (["--engine", "tgi"], "--engine", "vllm, sglang, trtllm"),
         (["--engine", "trtllm", "--draft", "ngram"], "--draft", "eagle3"),
         (["--engine", "sglang", "--draft", "ngram"], "--draft", "ngram"),
-        (["--draft-model", "has space"], "--draft-model", "'has space'"),
+        (["--draft-model", "has;semicolon"], "--draft-model", "'has;semicolon'"),
         (["--draft", "ngram", "--draft-model", "x/y"], "--draft-model", "n-gram"),
     ]
 

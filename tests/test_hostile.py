@@ -1,0 +1,453 @@
+"""Hostile input: every refusal is exit 2 with one line naming the input, nothing is written on failure,
+nothing hangs, and no value from a file can become a second shell command in the plan.
+
+Each class of issue 18 has its cases here: names from config.json, the --out path, config fields of the
+wrong type or size, /metrics scrapes, bench files, flags, special files. Most run main() in-process; the
+few that could hang run in a child process with a timeout.
+"""
+import json
+import os
+import re
+import shlex
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from load_main import MAIN_PATH, run, load_main
+
+m = load_main()
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CONFIGS = FIXTURES / "configs"
+SMALL = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,8"]
+COMMAND = re.compile(r"\s*(?:[A-Z_]+=\S+\s+)*(?:vllm|python3?|trtllm-serve|curl|wget)\s")
+
+
+def config(name="llama-3.3-70b.config.json", **changes):
+    """A fixture config.json with some fields changed (None deletes a field)."""
+    cfg = json.loads((CONFIGS / name).read_text())
+    for key, value in changes.items():
+        if value is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = value
+    return cfg
+
+
+def shell_commands(plan):
+    """The plan's command lines, continuations joined."""
+    joined = re.sub(r"\\\n\s*", " ", plan)
+    return [line for line in joined.splitlines() if COMMAND.match(line)]
+
+
+class Hostile(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.inputs = Path(self.tmp.name) / "in"
+        self.outdir = Path(self.tmp.name) / "out"
+        self.inputs.mkdir()
+        self.outdir.mkdir()
+        self.plan = self.outdir / "plan.md"
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, content):
+        path = self.inputs / name
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content if isinstance(content, str) else json.dumps(content))
+        return str(path)
+
+    def refused(self, argv, *needles, out=True):
+        """main(argv) exits 2 with one line on stderr that holds every needle, prints nothing, writes nothing."""
+        before = sorted(os.listdir(self.outdir))
+        status, text, err = run(argv + (["--out", str(self.plan)] if out else []))
+        self.assertEqual(status, 2, f"{argv}: {err}")
+        self.assertEqual(text, "")
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith("main.py: error: "), err)
+        self.assertNotIn("internal error", err)       # caught by a check, not by the last-resort handler
+        for needle in needles:
+            self.assertIn(needle, err)
+        self.assertEqual(sorted(os.listdir(self.outdir)), before)
+        return err
+
+
+class ShellInjection(Hostile):
+    """Issue 18, first class: a name from a file pasted into the plan's commands."""
+
+    def test_a_name_that_is_not_an_id_or_a_path_is_refused(self):
+        for name in ("org/x; touch PWNED; #", "x && rm -rf ~", "$(touch PWNED)", "`id`", "a'b", 'a"b',
+                     "a\nb", "-trust-remote-code", "a|b", "a: b", "x # y", "a\tb", "a" * 300):
+            with self.subTest(name=name):
+                path = self.write("config.json", config(_name_or_path=name))
+                self.refused(["--model-config", path] + SMALL, "--model-config", "_name_or_path")
+
+    def test_a_name_of_the_wrong_type_is_refused(self):
+        for name in (42, ["meta-llama/x"], {"a": 1}, True):
+            with self.subTest(name=name):
+                path = self.write("config.json", config(_name_or_path=name))
+                self.refused(["--model-config", path] + SMALL, "_name_or_path", "text")
+
+    def test_a_draft_models_name_is_checked_too(self):
+        target = self.write("target.json", config(_name_or_path="meta-llama/Llama-3.3-70B-Instruct"))
+        draft = self.write("draft.json", config(_name_or_path="x; touch PWNED", hidden_size=2048,
+                                                intermediate_size=8192, num_hidden_layers=16,
+                                                num_attention_heads=32))
+        self.refused(["--model-config", target, "--draft", "model", "--draft-config", draft] + SMALL,
+                     "--draft-config", "_name_or_path")
+
+    def test_draft_model_flag_is_an_id_or_a_path(self):
+        for name in ("x;y", "a'b", "-rf", "a b|c"):
+            with self.subTest(name=name):
+                self.refused(["--draft-model", name] + SMALL, "--draft-model")
+
+    def test_a_path_with_spaces_stays_one_word_in_every_command(self):
+        # A plain local path with spaces is a legitimate name: it is quoted, never split.
+        name = "/data/my models/Llama 3.3 70B"
+        path = self.write("config.json", config(_name_or_path=name))
+        cfg_path = self.write("odd 'name'.json", config(_name_or_path=name))
+        for engine in ("vllm", "sglang", "trtllm"):
+            with self.subTest(engine=engine):
+                argv = ["--model-config", cfg_path if engine == "vllm" else path, "--engine", engine,
+                        "--weights-dtype", "bf16", "--gpu", "h200", "--tp", "4"] + SMALL
+                status, _, err = run(argv + ["--out", str(self.plan)])
+                self.assertEqual(status, 0, err)
+                commands = shell_commands(self.plan.read_text())
+                self.assertTrue(commands)
+                serving = [c for c in commands if "code/main.py" not in c and ("serve" in c or "launch_server" in c)]
+                self.assertTrue(serving)
+                for line in serving:
+                    self.assertIn(name, shlex.split(line, comments=True), line)
+                if engine == "vllm":   # the gate command names the config file again, one word
+                    gate = next(c for c in commands if "code/main.py" in c)
+                    self.assertIn(cfg_path, shlex.split(gate))
+                for line in commands:
+                    tokens = shlex.split(line, comments=True)
+                    self.assertFalse({";", "&&", "||", "|", "&"} & set(tokens), line)
+                for name_ in os.listdir(self.outdir):
+                    os.unlink(self.outdir / name_)
+
+
+class OutPath(Hostile):
+    """Issue 18, second class: --out checked before anything is computed or written."""
+
+    def test_out_paths_that_cannot_be_a_plan_are_refused_and_nothing_is_written(self):
+        folder = self.outdir / "plan.md"
+        cases = [(str(self.outdir), "folder"), (str(self.outdir) + "/", "folder"), ("", "empty"),
+                 (str(self.outdir / "chart-speedup.svg"), "chart"), (str(self.outdir / "x" / "p.md"), "exist"),
+                 (str(self.outdir / ("p" * 256 + ".md")), "long")]
+        for path, needle in cases:
+            with self.subTest(path=path[-40:]):
+                self.refused(SMALL + ["--out", path], "--out", needle, out=False)
+        folder.mkdir()
+        err = self.refused(SMALL + ["--out", str(folder)], "--out", "folder", out=False)
+        self.assertIn("plan.md", err)
+
+    def test_special_files_are_never_replaced(self):
+        fifo = self.outdir / "plan.md"
+        os.mkfifo(fifo)
+        status, _, err = run(SMALL + ["--out", str(fifo)])
+        self.assertEqual(status, 2)
+        self.assertIn("not a regular file", err)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertEqual(os.listdir(self.outdir), ["plan.md"])
+        fifo.unlink()
+        for device in ("/dev/null", "/dev/zero"):
+            with self.subTest(device=device):
+                self.refused(SMALL + ["--out", device], "--out", "not a regular file", out=False)
+                self.assertTrue(stat.S_ISCHR(os.stat(device).st_mode))
+
+    def test_a_chart_name_taken_by_a_folder_stops_the_whole_write(self):
+        (self.outdir / "chart-itl-cdf.svg").mkdir()
+        status, _, err = run(SMALL + ["--out", str(self.plan)])
+        self.assertEqual(status, 2, err)
+        self.assertIn("chart-itl-cdf.svg", err)
+        self.assertEqual(os.listdir(self.outdir), ["chart-itl-cdf.svg"])
+
+    def test_a_failed_write_leaves_no_file_and_no_temporary(self):
+        # The third temporary cannot be written: nothing reaches its place, no temporary is left.
+        real_open, calls = os.open, []
+
+        def failing_open(path, flags, mode=0o777, **kw):
+            calls.append(path)
+            if len(calls) == 3:
+                raise OSError(28, "No space left on device")
+            return real_open(path, flags, mode, **kw)
+
+        os.open = failing_open
+        try:
+            status, text, err = run(SMALL + ["--out", str(self.plan)])
+        finally:
+            os.open = real_open
+        self.assertEqual(status, 2)
+        self.assertIn("No space left on device", err)
+        self.assertEqual(text, "")
+        self.assertEqual(os.listdir(self.outdir), [])
+
+    def test_a_long_file_name_that_fits_is_written(self):
+        long_name = self.outdir / ("p" * 250 + ".md")      # 253 bytes: the temporary's name must not grow it
+        status, _, err = run(SMALL + ["--out", str(long_name)])
+        self.assertEqual(status, 0, err)
+        self.assertTrue(long_name.is_file())
+        self.assertEqual(sorted(n for n in os.listdir(self.outdir) if n.startswith(".")), [])
+
+
+class ConfigFields(Hostile):
+    """Issue 18, third class: config.json fields of the wrong type, zero, huge or inconsistent."""
+
+    DENSE = [
+        (dict(hidden_size=0), "hidden_size"), (dict(hidden_size=10 ** 12), "hidden_size"),
+        (dict(hidden_size=8192.7), "hidden_size"), (dict(hidden_size="8192"), "hidden_size"),
+        (dict(hidden_size=True), "hidden_size"), (dict(num_hidden_layers=0), "num_hidden_layers"),
+        (dict(num_hidden_layers=10 ** 12), "num_hidden_layers"), (dict(num_hidden_layers=1e12), "num_hidden_layers"),
+        (dict(num_attention_heads=0), "num_attention_heads"), (dict(num_key_value_heads=0), "num_key_value_heads"),
+        (dict(num_key_value_heads=7), "num_key_value_heads"), (dict(vocab_size=-5), "vocab_size"),
+        (dict(vocab_size=10 ** 15), "vocab_size"), (dict(intermediate_size=0), "intermediate_size"),
+        (dict(head_dim=0), "head_dim"), (dict(hidden_size=32), "head_dim"),
+        (dict(tie_word_embeddings="false"), "tie_word_embeddings"), (dict(attention_bias="yes"), "attention_bias"),
+        (dict(text_config="abc"), "text_config"), (dict(text_config=[1, 2]), "text_config"),
+        (dict(layer_types="full_attention"), "layer_types"), (dict(layer_types=[1, 2]), "layer_types"),
+        (dict(layer_types=["full_attention"] * 3), "layer_types"),
+        (dict(layer_types=["sliding_attention"] * 80, sliding_window=0), "sliding_window"),
+        (dict(num_nextn_predict_layers="1"), "num_nextn_predict_layers"),
+        (dict(num_nextn_predict_layers=-1), "num_nextn_predict_layers"),
+        (dict(model_type=["llama"]), "model_type"),
+    ]
+    MOE = [
+        (dict(num_experts_per_tok=0), "num_experts_per_tok"), (dict(num_experts=4), "num_experts_per_tok"),
+        (dict(num_experts="128"), "num_experts"), (dict(mlp_only_layers="3"), "mlp_only_layers"),
+        (dict(mlp_only_layers=[1.5]), "mlp_only_layers"), (dict(mlp_only_layers=[-1]), "mlp_only_layers"),
+        (dict(mlp_only_layers=[4800]), "mlp_only_layers"), (dict(decoder_sparse_step=0), "decoder_sparse_step"),
+        (dict(decoder_sparse_step="1"), "decoder_sparse_step"), (dict(n_shared_experts="1"), "n_shared_experts"),
+        (dict(n_shared_experts=-1), "n_shared_experts"), (dict(first_k_dense_replace="3"), "first_k_dense_replace"),
+        (dict(first_k_dense_replace=-1), "first_k_dense_replace"),
+        (dict(moe_intermediate_size=0), "moe_intermediate_size"),
+    ]
+
+    def test_dense_fields(self):
+        for changes, field in self.DENSE:
+            with self.subTest(changes=str(changes)[:60]):
+                path = self.write("config.json", config(**changes))
+                self.refused(["--model-config", path] + SMALL, "--model-config", field)
+
+    def test_moe_fields(self):
+        for changes, field in self.MOE:
+            with self.subTest(changes=changes):
+                path = self.write("config.json", config("qwen3-30b-a3b-fp8.config.json", **changes))
+                self.refused(["--model-config", path, "--tp", "1"] + SMALL, "--model-config", field)
+
+    def test_head_and_draft_configs(self):
+        head = self.write("head.json", config("qwen3-30b-a3b-eagle3-head.config.json", num_key_value_heads=0))
+        target = self.write("target.json", config("qwen3-30b-a3b-fp8.config.json"))
+        self.refused(["--model-config", target, "--tp", "1", "--draft-config", head] + SMALL,
+                     "--draft-config", "num_key_value_heads")
+        draft = self.write("draft.json", config(num_key_value_heads=0, _name_or_path="org/draft"))
+        self.refused(["--draft", "model", "--draft-config", draft] + SMALL, "--draft-config", "num_key_value_heads")
+
+    def test_json_nested_too_deep(self):
+        deep = "[" * 100_000 + "]" * 100_000
+        path = self.write("config.json", '{"a": ' + deep + "}")
+        self.refused(["--model-config", path] + SMALL, "--model-config", "nested")
+        bench = self.write("bench.json", '{"completed": ' + deep + "}")
+        self.refused(["--bench-baseline", bench, "--bench-spec", bench] + SMALL, "--bench-baseline", "nested")
+
+    def test_a_huge_layer_count_neither_hangs_nor_eats_memory(self):
+        path = self.write("config.json", config(num_hidden_layers=10 ** 12, first_k_dense_replace=1))
+        proc = subprocess.run([sys.executable, str(MAIN_PATH), "--model-config", path, "--no-write"],
+                              capture_output=True, text=True, timeout=20)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("num_hidden_layers", proc.stderr)
+
+
+SCRAPE = (FIXTURES / "metrics_after.prom").read_text()
+COUNTER = 'vllm:spec_decode_num_drafts_total{engine="0",model_name="meta-llama/Llama-3.3-70B-Instruct"}'
+
+
+class Scrapes(Hostile):
+    """Issue 18: /metrics scrapes with odd labels, absurd values, huge lines and special files."""
+
+    def test_odd_positions_and_values(self):
+        position = 'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="m",position="%s"} 5\n'
+        cases = [(position % "\u00b2", "position"), (position % "99999999999999999999", "position"),
+                 (position % "-1", "position"), (position % "40", "position"),
+                 (SCRAPE.replace(COUNTER + " ", COUNTER + " 1e308 #"), "1e308"),
+                 (SCRAPE + COUNTER.replace('"0"', '"9"') + " 1e308\n", "limit"),
+                 ]
+        for text, needle in cases:
+            with self.subTest(text=text[:70]):
+                path = self.write("m.prom", text if text.startswith("#") else SCRAPE + text)
+                self.refused(["--metrics", path] + SMALL, "--metrics", needle)
+
+    def test_tiny_counts_are_not_a_measurement(self):
+        tiny = ('vllm:spec_decode_num_drafts_total{model_name="m"} 5e-324\n'
+                'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 1e-323\n'
+                'vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 5e-324\n')
+        path = self.write("m.prom", tiny)
+        self.refused(["--metrics", path] + SMALL, "--metrics", "draft")
+
+    def test_sglang_gauges_out_of_range(self):
+        base = (FIXTURES / "metrics_sglang.prom").read_text()
+        for rate, length in (("5e-324", "2.6"), ("1e308", "2.6"), ("0.5333", "1e308"), ("nan", "2.6")):
+            with self.subTest(rate=rate, length=length):
+                text = base.replace("} 0.5333", "} " + rate).replace("} 2.6", "} " + length)
+                path = self.write("m.prom", text)
+                status, _, err = run(["--metrics", path, "--no-write"] + SMALL)
+                self.assertIn(status, (0, 2), err)
+                self.assertNotIn("internal error", err)
+                self.assertLessEqual(len(err.splitlines()), 1)
+
+    def test_a_huge_line_is_refused_quickly(self):
+        path = self.write("m.prom", 'x{a="' + "a" * 3_000_000 + '"} 1\n' + SCRAPE)
+        self.refused(["--metrics", path] + SMALL, "--metrics", "line 1", "longer")
+
+    def test_folders_devices_and_huge_files(self):
+        self.refused(["--metrics", str(self.inputs)] + SMALL, "--metrics", "folder")
+        self.refused(["--metrics", "/dev/zero"] + SMALL, "--metrics", "device")
+        huge = self.inputs / "huge.prom"
+        with open(huge, "wb") as f:
+            f.truncate(3 * 2 ** 30)              # sparse: 3 GiB on paper, no disk used
+        self.refused(["--metrics", str(huge)] + SMALL, "--metrics", "larger than")
+        self.refused(["--bench-baseline", str(huge), "--bench-spec", str(huge)] + SMALL, "larger than")
+        self.refused(["--model-config", str(huge)] + SMALL, "larger than")
+
+    def test_a_pipe_is_read_without_seeking(self):
+        # `--metrics /dev/stdin` and process substitution hand over a pipe, which cannot seek.
+        proc = subprocess.run([sys.executable, str(MAIN_PATH), "--metrics", "/dev/stdin", "--json", "--no-write"]
+                              + SMALL, input=SCRAPE, capture_output=True, text=True, timeout=30)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(json.loads(proc.stdout)["measured"]["k"], 3)
+        proc = subprocess.run([sys.executable, str(MAIN_PATH), "--bench-spec", "/dev/stdin", "--json", "--no-write"]
+                              + SMALL, input=(FIXTURES / "bench_spec.json").read_text(), capture_output=True,
+                              text=True, timeout=30)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_an_endless_pipe_is_refused(self):
+        # /dev/zero behind a pipe: no newline, ever. The line limit stops it.
+        proc = subprocess.run(f"exec {sys.executable} {shlex.quote(str(MAIN_PATH))} --metrics /dev/stdin --no-write "
+                              "< /dev/zero", shell=True, capture_output=True, text=True, timeout=20)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        with subprocess.Popen(["head", "-c", "400000000", "/dev/zero"], stdout=subprocess.PIPE) as zeros:
+            proc = subprocess.run([sys.executable, str(MAIN_PATH), "--bench-spec", "/dev/stdin", "--no-write"],
+                                  stdin=zeros.stdout, capture_output=True, text=True, timeout=30)
+            zeros.kill()
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+
+
+BENCH = json.loads((FIXTURES / "bench_spec.json").read_text())
+BASE = json.loads((FIXTURES / "bench_baseline.json").read_text())
+
+
+class BenchFiles(Hostile):
+    """Issue 18: benchmark result files with values of the wrong type or out of range."""
+
+    def bench(self, name, **changes):
+        data = dict(BENCH if name == "spec" else BASE)
+        data.update(changes)
+        return self.write(f"{name}.json", data)
+
+    def test_fields(self):
+        cases = [(dict(completed="0"), "completed"), (dict(completed=-5), "completed"),
+                 (dict(completed=2.5), "completed"), (dict(max_concurrency=1e308), "max_concurrency"),
+                 (dict(max_concurrency=2.5), "max_concurrency"), (dict(mean_tpot_ms=-1.0), "mean_tpot_ms"),
+                 (dict(p99_tpot_ms=-3.0), "p99_tpot_ms"), (dict(output_throughput=-1.0), "output_throughput"),
+                 (dict(total_output_tokens="many"), "total_output_tokens"),
+                 (dict(spec_decode_acceptance_rate=5e-324, spec_decode_num_drafts=None), "spec_decode"),
+                 ]
+        for changes, field in cases:
+            with self.subTest(changes=changes):
+                changes = {k: v for k, v in changes.items()}
+                spec = self.bench("spec", **changes)
+                if changes.get("spec_decode_num_drafts", 1) is None:
+                    data = json.loads(Path(spec).read_text())
+                    for key in ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens"):
+                        data.pop(key)
+                    data["spec_decode_acceptance_length"] = 2.0
+                    spec = self.write("spec.json", data)
+                self.refused(["--bench-baseline", self.bench("base"), "--bench-spec", spec] + SMALL, field)
+
+    def test_a_gate_cannot_pass_on_a_zero_tail(self):
+        spec = self.bench("spec", p99_tpot_ms=0.0)
+        self.refused(["--bench-baseline", self.bench("base"), "--bench-spec", spec, "--gate"] + SMALL, "p99_tpot_ms")
+
+    def test_calibration_runs_need_tokens_and_a_positive_tpot(self):
+        good = [self.write(f"b{c}.json", dict(BASE, max_concurrency=c, mean_tpot_ms=10.0 + c / 10))
+                for c in (1, 8, 64)]
+        cases = [(dict(mean_tpot_ms=0.0), "mean_tpot_ms"), (dict(mean_tpot_ms=-4.0), "mean_tpot_ms"),
+                 (dict(total_output_tokens=0), "output tokens"), (dict(total_input_tokens=0), "prompt tokens"),
+                 (dict(total_output_tokens=1000), "output tokens")]
+        for changes, needle in cases:
+            with self.subTest(changes=changes):
+                bad = self.write("bad.json", dict(BASE, max_concurrency=16, **changes))
+                self.refused(["--calibrate", ",".join(good + [bad])] + SMALL, "--calibrate", needle)
+
+
+class Flags(Hostile):
+    """Issue 18: flags that were accepted silently, overflowed, or got a misleading message."""
+
+    def test_empty_values_are_refused_not_defaulted(self):
+        for flag in ("--model", "--gpu", "--engine", "--draft", "--metrics", "--weights-dtype", "--kv-dtype",
+                     "--bench-spec", "--calibrate", "--served-model", "--mix", "--draft-model", "--model-config",
+                     "--seed", "--tp"):
+            with self.subTest(flag=flag):
+                self.refused([f"{flag}="] + SMALL, flag, "empty")
+
+    def test_out_of_range_numbers(self):
+        cases = [(["--gpu-memory", "1e308"], "--gpu-memory"), (["--gpu-bandwidth", "1e-308"], "--gpu-bandwidth"),
+                 (["--gpu-tflops", "1e-300"], "--gpu-tflops"), (["--output-tokens", "1"], "--output-tokens"),
+                 (["--concurrency", "1000000000"], "--concurrency"), (["--input-tokens", "10" * 10], "--input-tokens"),
+                 (["--verify-overheads", "1e300"], "--verify-overheads"), (["--tp", "100000"], "--tp"),
+                 (["--context", "10" * 10], "--context"), (["--p99-budget", "1e308"], "--p99-budget"),
+                 (["--target-concurrency", "1e3"], "--target-concurrency"),
+                 (["--mix", "chat:0.7:0.7:99999999999999,code:0.3:0.4"], "--mix"),
+                 (["--mix", "a|b:0.7:0.7,code:0.3:0.4"], "--mix"), (["--mix", "x" * 40 + ":1:0.5"], "--mix")]
+        for argv, flag in cases:
+            with self.subTest(argv=argv):
+                self.refused(argv + (SMALL if argv[0] != "--concurrency" else ["--alphas", "0.7"]), flag)
+
+    def test_a_negative_number_is_read_as_the_flags_value(self):
+        self.refused(["--seed", "-1e5"] + SMALL, "--seed", "integer", "-1e5")
+        self.refused(["--verify-overheads", "-0.5"] + SMALL, "--verify-overheads", ">= 0")
+
+    def test_a_huge_grid_is_refused_before_it_runs(self):
+        alphas = ",".join(f"{i / 1000:.3f}" for i in range(1000))
+        self.refused(["--alphas", alphas, "--ks", ",".join(map(str, range(1, 33))), "--concurrency",
+                      ",".join(map(str, range(1, 200)))], "grid", "cells")
+
+    def test_control_characters_in_values(self):
+        self.refused(["--served-model", "a\nb", "--metrics", str(FIXTURES / "metrics_after.prom")] + SMALL,
+                     "--served-model")
+        self.refused(["--model-config", str(CONFIGS / "llama-3.3-70b.config.json") + "\x1b[2J"] + SMALL,
+                     "--model-config")
+
+    def test_k_past_the_limit_is_named_as_such(self):
+        text = ('vllm:spec_decode_num_drafts_total{model_name="m"} 100\n'
+                'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 4000\n'
+                'vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 1000\n')
+        path = self.write("m.prom", text)
+        err = self.refused(["--metrics", path] + SMALL, "--metrics", "40", str(m.K_LIMIT))
+        self.assertNotIn("inconsistent", err)
+
+
+class LastResort(Hostile):
+    def test_an_unforeseen_error_is_one_line_and_exit_2(self):
+        real = m.render_plan
+        m.render_plan = lambda *a, **k: 1 / 0
+        try:
+            status, text, err = run(SMALL + ["--out", str(self.plan)])
+        finally:
+            m.render_plan = real
+        self.assertEqual(status, 2)
+        self.assertEqual(len(err.splitlines()), 1)
+        self.assertIn("internal error", err)
+        self.assertIn("ZeroDivisionError", err)
+        self.assertEqual(os.listdir(self.outdir), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
