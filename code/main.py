@@ -42,9 +42,11 @@ import os
 import random
 import re
 import shlex
+import shutil
 import stat
 import statistics
 import sys
+import unicodedata
 from collections import namedtuple
 from pathlib import Path
 
@@ -1908,8 +1910,22 @@ def exercise_speedup_targets(dep, target, fit=FIT, k=5):
 
 
 def smaller_drafts(dep, drafts):
-    """The drafts of the list that can serve this target: a draft model must be smaller than it."""
-    return [d for d in drafts if d not in MODELS or model_params(MODELS[d]) < model_params(dep.shape)]
+    """The drafts of the list that can serve this target: a draft model must be smaller than it and share its
+    tokenizer (draft_problem)."""
+    return [d for d in drafts if d not in MODELS or draft_problem(MODELS[d], dep.shape) is None]
+
+
+def draft_problem(draft, target):
+    """Why a draft model (a shape) cannot draft for a target, or None. Its tokens must be the target's: the same
+    tokenizer, whose vocabulary size may differ by padding only (Qwen2.5 pads one tokenizer to 151,936 in its small
+    models and to 152,064 from 7B up), here up to 1%; and it must be smaller, or drafting saves nothing."""
+    if abs(draft["vocab"] / target["vocab"] - 1.0) > 0.01:
+        return (f"its vocabulary ({draft['vocab']:,} tokens) is not the target's ({target['vocab']:,}): a draft model "
+                "must share the target's tokenizer")
+    if model_params(draft) >= model_params(target):
+        return (f"it ({model_params(draft) / 1e9:.2f} B parameters) is not smaller than the target "
+                f"({model_params(target) / 1e9:.2f} B)")
+    return None
 
 
 def exercise_methods(dep, target, fit=FIT, k=3):
@@ -2050,11 +2066,16 @@ def calibrate_on_runs(dep, runs, fit=FIT):
         if r["k"] is not None and base is not None:
             row["measured_speedup"] = base["tpot_ms"] / r["tpot_ms"]
             row["fitted_speedup"] = run_tpot_ms(dep, base, fitted) / row["fitted_tpot_ms"]
+    ours = [name for name in (dep.shape.get("hf"), served_model(dep)) if dep.shape.get("hf")]
+    others = sorted({r["model_id"] for r in runs if r["model_id"] is not None
+                     and ours and not any(same_model(r["model_id"], name) for name in ours)}, key=str)
+    notes = [f"the runs' model_id {shown(name)} is not this deployment's {ours[0]!r}: a --served-model-name alias, "
+             "or runs of another model?" for name in others]
     return fitted, dict(files=[r["path"] for r in runs], fitted_fields=[fields[n] for n in names],
                         kept=sorted(set(Fit._fields) - {fields[n] for n in names}),
                         before={fields[n]: getattr(fit, fields[n]) for n in names},
                         after={fields[n]: getattr(fitted, fields[n]) for n in names},
-                        runs=rows, median_error=statistics.median(errors), worst_error=max(errors))
+                        runs=rows, median_error=statistics.median(errors), worst_error=max(errors), notes=notes)
 
 
 # ---------------------------------------------------------------- rendering
@@ -2224,7 +2245,10 @@ def render_calibration(cal):
         lines.append(f"{Path(r['path']).name[-34:]:>34s} {r['batch']:5d} {fmt(r['k'], '3d'):>3s} "
                      f"{fmt(r['tau'], '5.2f'):>5s} {r['measured_tpot_ms']:9.2f} {r['published_fit_tpot_ms']:9.2f} "
                      f"{r['fitted_tpot_ms']:8.2f} {pct1(r['error']):>7s}")
-    return lines + ["(mean TPOT in ms: measured, the published fit's, the fit on your runs')", ""]
+    lines.append("(mean TPOT in ms: measured, the published fit's, the fit on your runs')")
+    for note in cal["notes"]:
+        lines += wrap(f"- {note}", 100, "  ")
+    return lines + [""]
 
 
 def render_gate(g):
@@ -2451,7 +2475,7 @@ def deployment_lines(dep, result):
          "an assumption; calibrate on your own runs."] if not fitted_family(dep) else []) + [
         "alpha: per-token acceptance; rate: accepted/drafted; tau: tokens per round (bonus included).",
         "eps: a round's cost over a plain step, minus 1, with the prefill a round of tau tokens carries.",
-        f"lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at alpha; sim: simulated requests, their alphas",
+        "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at alpha; sim: simulated requests, their alphas",
         f"alpha + {result['alpha_spread']:g} z clipped to [0, 1] (z standard normal); ±se its standard error.",
         "P99 TPOT: across requests (decode time over tokens, as `vllm bench serve`); change: spec vs plain.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
@@ -2742,7 +2766,7 @@ def trtllm_yaml(dep, name, k=None):
         lines += ["kv_cache_config:", "  dtype: fp8"]
     if k:
         lines += ["speculative_config:", "  decoding_type: Eagle3", f"  max_draft_len: {k}",
-                  f"  speculative_model: {head_or_placeholder(dep)}"]
+                  f"  speculative_model: {json.dumps(head_or_placeholder(dep))}"]   # quoted: ~, null, @x are names
     return lines + ["YAML"]
 
 
@@ -3217,7 +3241,7 @@ def plan_calibration(cal):
     for r in cal["runs"]:
         out.append(f"| `{Path(r['path']).name}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
                    f"{r['measured_tpot_ms']:.2f} ms | {r['fitted_tpot_ms']:.2f} ms | {pct1(r['error'])} |")
-    return out + [""]
+    return out + [""] + [f"- {note}" for note in cal["notes"]] + ([""] if cal["notes"] else [])
 
 
 def plan_stage4(dep, plan):
@@ -3285,7 +3309,7 @@ def plan_dashboard(dep, plan):
                     "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
                     f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan['eps']:.3f}", "  for: 10m", "```", ""]
         return out
-    out += ["trtllm-serve's `/metrics` is JSON, not Prometheus: poll it and sum `numAcceptedTokens` and "
+    out += ["The `/metrics` of trtllm-serve is JSON, not Prometheus: poll it and sum `numAcceptedTokens` and "
             "`numDraftTokens` of `specDecodingStats` over each window.", ""]
     # The gate's fields: DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py (current:
     # acceptance_rate_window_size / acceptance_rate_threshold, read by the executor's
@@ -3553,8 +3577,11 @@ K_SHORTFALL = 0.02   # draft tokens a round may fall short of K on average and K
 
 # Bounds on what is read and asked: far past any real deployment, and small enough that nothing sized by
 # them can hang or exhaust memory. A value past one is refused with the bound named.
-INPUT_LIMIT_BYTES = 256 << 20   # one input file: a `vllm bench serve --save-detailed` result runs to tens of MB
-LINE_LIMIT_BYTES = 64 << 10     # one line of a /metrics scrape: a sample with its labels is well under 1 KiB
+SCRAPE_LIMIT_BYTES = 64 << 20   # a /metrics scrape, read a line at a time
+SCRAPE_LINE_LIMIT = 500_000     # lines of one scrape (a server's page has a few thousand): a few seconds to read
+LINE_LIMIT_BYTES = 64 << 10     # one line of a scrape: a sample with its labels is well under 1 KiB
+BENCH_LIMIT_BYTES = 16 << 20    # a `vllm bench serve` result (a few kB; --save-detailed adds per-request lists)
+CONFIG_LIMIT_BYTES = 4 << 20    # a config.json (tens of kB); parsed JSON takes up to ~20 times its file
 COUNT_LIMIT = 1e18              # a counter's value: a million years of a server making 30,000 tokens a second
 LAYER_LIMIT = 1024              # layers in a config.json (the largest released models have 126)
 SIZE_LIMIT = 1 << 22            # any other size in a config.json: widths, heads, vocabulary, experts
@@ -3562,7 +3589,8 @@ CONCURRENCY_LIMIT = 100_000     # a batch size or a benchmark's concurrency
 TOKENS_LIMIT = 10_000_000       # a prompt, output or context length (Llama 4 Scout's context is 10M tokens)
 TP_LIMIT = 1024                 # GPUs in one tensor-parallel group
 EPS_LIMIT = 100.0               # a given verify overhead: a round as long as 101 plain steps
-GRID_CELL_LIMIT = 5_000         # cells in one run's grid, about 2 s on 2 cores: split a larger grid
+GRID_PAIR_LIMIT = 200           # (acceptance, K) pairs in one run's grid, each simulated: 1 to 15 s on 2 cores
+GRID_CELL_LIMIT = 5_000         # cells in one run's grid (pairs x overheads x concurrencies): about 2 s too
 GPU_RANGES = dict(memory_gib=(1, 100_000), bandwidth_tbs=(0.01, 1_000), tflops=(1, 1_000_000))   # GiB, TB/s, TFLOP/s
 
 
@@ -3614,10 +3642,14 @@ def label_values(labels):
     return {k: ESCAPE.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), v) for k, v in LABEL.findall(labels or "")}
 
 
-def open_input(path, flag):
+def too_large(flag, path, limit, hint=""):
+    return UsageError(f"{flag}: {path} is larger than {limit >> 20} MiB{hint}: not a file this tool reads")
+
+
+def open_input(path, flag, limit, hint=""):
     """An input file opened for reading bytes: a regular file, or a pipe (/dev/stdin, a process substitution).
 
-    A folder, a device (/dev/zero would never end) or a file over INPUT_LIMIT_BYTES is refused before anything
+    A folder, a device (/dev/zero would never end) or a file over `limit` bytes is refused before anything
     is read. A named pipe is opened without waiting for a writer (none: it reads as empty).
     """
     try:
@@ -3626,8 +3658,8 @@ def open_input(path, flag):
             raise UsageError(f"{flag}: {path} is a folder, not a file")
         if not (stat.S_ISREG(info.st_mode) or stat.S_ISFIFO(info.st_mode) or stat.S_ISSOCK(info.st_mode)):
             raise UsageError(f"{flag}: {path} is a device, not a file")
-        if info.st_size > INPUT_LIMIT_BYTES:
-            raise UsageError(f"{flag}: {path} is larger than {INPUT_LIMIT_BYTES >> 20} MiB: not a file this tool reads")
+        if info.st_size > limit:
+            raise too_large(flag, path, limit, hint)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         os.set_blocking(fd, True)
     except OSError as err:
@@ -3648,9 +3680,10 @@ def bad_utf16(flag, path):
 
 
 def text_lines(path, flag):
-    """Yield (line number, text) one line at a time, never more than LINE_LIMIT_BYTES of one line: UTF-8 (a
-    byte-order mark is dropped) or UTF-16 with its byte-order mark; binary is refused."""
-    with open_input(path, flag) as file:
+    """Yield (line number, text) one line at a time, never more than LINE_LIMIT_BYTES of one line nor
+    SCRAPE_LINE_LIMIT lines: UTF-8 (a byte-order mark is dropped) or UTF-16 with its byte-order mark; binary is
+    refused."""
+    with open_input(path, flag, SCRAPE_LIMIT_BYTES) as file:
         utf16 = file.peek(2)[:2] in UTF16_BOMS
         text = io.TextIOWrapper(file, encoding="utf-16", newline=None) if utf16 else None
         number = size = 0
@@ -3665,9 +3698,11 @@ def text_lines(path, flag):
             if len(raw) > LINE_LIMIT_BYTES:
                 raise UsageError(f"{flag}: {path}, line {number}, is longer than {LINE_LIMIT_BYTES >> 10} KiB: not a "
                                  "line of a /metrics scrape")
-            if size > INPUT_LIMIT_BYTES:
-                raise UsageError(f"{flag}: {path} is larger than {INPUT_LIMIT_BYTES >> 20} MiB: not a file this "
-                                 "tool reads")
+            if size > SCRAPE_LIMIT_BYTES:
+                raise too_large(flag, path, SCRAPE_LIMIT_BYTES)
+            if number > SCRAPE_LINE_LIMIT:
+                raise UsageError(f"{flag}: {path} has more than {SCRAPE_LINE_LIMIT:,} lines: not one server's "
+                                 "/metrics page")
             if utf16:
                 yield number, raw
                 continue
@@ -3681,16 +3716,15 @@ def text_lines(path, flag):
                 raise not_text(flag, path, f"not UTF-8 or UTF-16, line {number}") from None
 
 
-def read_text(path, flag):
-    """A whole input file as text, at most INPUT_LIMIT_BYTES, read in chunks (a pipe cannot seek): UTF-8 (a
+def read_text(path, flag, limit, hint=""):
+    """A whole input file as text, at most `limit` bytes, read in chunks (a pipe cannot seek): UTF-8 (a
     byte-order mark is dropped) or UTF-16 with its byte-order mark; a NUL byte outside UTF-16 stops it at once."""
     chunks, size = [], 0
-    with open_input(path, flag) as file:
+    with open_input(path, flag, limit, hint) as file:
         while chunk := file.read(1 << 20):
             size += len(chunk)
-            if size > INPUT_LIMIT_BYTES:
-                raise UsageError(f"{flag}: {path} is larger than {INPUT_LIMIT_BYTES >> 20} MiB: not a file this "
-                                 "tool reads")
+            if size > limit:
+                raise too_large(flag, path, limit, hint)
             if b"\0" in chunk and (chunks[0] if chunks else chunk)[:2] not in UTF16_BOMS:
                 raise not_text(flag, path, "a NUL byte")
             chunks.append(chunk)
@@ -3950,6 +3984,8 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
         c, counted = one_average_draft(tau, k_given), False
     if c.draft_tokens is None and c.accepted is None and "v0_rate" in c.gauges:
         rate = c.gauges["v0_rate"]
+        if not 0.0 <= rate <= 1.0:
+            raise UsageError(f"{source}: vllm:spec_decode_draft_acceptance_rate is {rate:g}, not a fraction in [0, 1]")
         if k_given is None:
             raise UsageError(f"{source}: only vLLM V0's gauges: acceptance rate {rate:.3f}; {ask} "
                              "(num_speculative_tokens) to complete the measurement")
@@ -4035,7 +4071,8 @@ WORKLOAD_KEYS = ("model_id", "backend", "num_prompts", "request_rate", "max_conc
 
 def bench_object(path, flag):
     """The result object of a benchmark file, and a note when it is one of several."""
-    text = read_text(path, flag)
+    text = read_text(path, flag, BENCH_LIMIT_BYTES, " (saved with --save-detailed? this tool reads the summary "
+                                                    "keys only: save it without)")
     try:
         return parse_json(text, flag, path), None
     except UsageError as not_json:
@@ -4066,14 +4103,18 @@ def json_whole(data, key, where, least=0, most=COUNT_LIMIT):
     return value
 
 
-def json_amount(data, key, where):
-    """data[key] as a finite number >= 0, or None when it is missing, null or NaN (vllm bench writes NaN for a
-    statistic with no sample)."""
+AMOUNT_RANGE = (1e-3, 1e9)   # a latency in ms or a throughput in tokens/s, when not 0: ratios of two stay finite
+
+
+def json_amount(data, key, where, least=AMOUNT_RANGE[0]):
+    """data[key] as 0 or a number in [least, 1e9], or None when it is missing, null or NaN (vllm bench writes NaN
+    for a statistic with no sample)."""
     value = data.get(key)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
-    if not finite_number(value) or value < 0:
-        raise UsageError(f"{where}: {key} must be a finite number >= 0; got {shown(value)}")
+    if not finite_number(value) or not (value == 0 or least <= value <= AMOUNT_RANGE[1]):
+        raise UsageError(f"{where}: {key} must be 0 or a number from {least:g} to {AMOUNT_RANGE[1]:g}; got "
+                         f"{shown(value)}")
     return value
 
 
@@ -4088,7 +4129,8 @@ def read_bench(path, flag):
         raise UsageError(f"{where} is not a benchmark result object")
     if json_whole(data, "completed", where) == 0:
         raise UsageError(f"{where} has completed 0: every request failed, nothing was measured")
-    latency = {key: json_amount(data, key, where) for key in data if LATENCY_KEY.match(key)}
+    latency = {key: json_amount(data, key, where, 0.0 if key.startswith("std_") else AMOUNT_RANGE[0])
+               for key in data if LATENCY_KEY.match(key)}
     latency = {key: value for key, value in latency.items() if value is not None}
     if not latency:
         raise UsageError(f"{where} has none of the latency keys (mean_tpot_ms, p99_itl_ms, ...)")
@@ -4110,6 +4152,11 @@ def read_bench(path, flag):
                 total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
                 workload={key: data.get(key) for key in WORKLOAD_KEYS},
                 model_id=data.get("model_id"), notes=notes)
+
+
+def same_model(a, b):
+    """Whether two model names from different files name the same model (case, spaces and a trailing / aside)."""
+    return str(a).strip().rstrip("/").lower() == str(b).strip().rstrip("/").lower()
 
 
 def finite_number(value):
@@ -4168,7 +4215,7 @@ def bench_acceptance(bench, flag):
 
 def read_json(path, flag):
     """A JSON object from a file, or UsageError naming the file."""
-    data = parse_json(read_text(path, flag), flag, path)
+    data = parse_json(read_text(path, flag, CONFIG_LIMIT_BYTES), flag, path)
     if not isinstance(data, dict):
         raise UsageError(f"{flag}: {path} is not a config object")
     return data
@@ -4381,10 +4428,10 @@ def read_calibration_runs(paths, flag="--calibrate"):
 
 def bench_comparison(base, spec):
     """Measured speedups and P99 changes of the spec run against the baseline (fractions)."""
-    def ratio(a, b):
-        return a / b if a is not None and b else None
+    def ratio(a, b):   # None unless both were measured above 0 (a 0 mean TPOT measured nothing)
+        return a / b if a and b and math.isfinite(a / b) else None
     lat_b, lat_s = base["latency"], spec["latency"]
-    change = lambda key: (lat_s[key] / lat_b[key] - 1.0) if key in lat_b and key in lat_s and lat_b[key] else None
+    change = lambda key: None if ratio(lat_s.get(key), lat_b.get(key)) is None else ratio(lat_s[key], lat_b[key]) - 1.0
     keys = sorted(set(lat_b) & set(lat_s))
     return dict(tpot_speedup=ratio(lat_b.get("mean_tpot_ms"), lat_s.get("mean_tpot_ms")),
                 throughput_speedup=ratio(spec["output_throughput"], base["output_throughput"]),
@@ -4533,6 +4580,10 @@ def parse_grid(args):
     concurrencies = parse_list("--concurrency", args.concurrency, int, f"an integer from 1 to {CONCURRENCY_LIMIT:,}",
                                lambda b: 1 <= b <= CONCURRENCY_LIMIT) \
         if args.concurrency is not None else CONCURRENCIES
+    pairs = len(set(values)) * len(set(ks))
+    if pairs > GRID_PAIR_LIMIT:
+        raise UsageError(f"the grid has {pairs:,} (acceptance, K) pairs to simulate ({len(set(values))} acceptance values "
+                         f"x {len(set(ks))} Ks), more than {GRID_PAIR_LIMIT}: split it into several runs")
     cells = len(values) * len(ks) * len(overheads) * len(concurrencies)
     if cells > GRID_CELL_LIMIT:
         raise UsageError(f"the grid has {cells:,} cells ({len(values)} acceptance values x {len(ks)} Ks x "
@@ -4578,6 +4629,9 @@ def parse_deployment(args):
     for flag, text, default, least in (("--input-tokens", args.input_tokens, INPUT_TOKENS, 1),
                                        ("--output-tokens", args.output_tokens, OUTPUT_TOKENS, 2)):   # TPOT needs 2
         lengths[flag] = parse_one(flag, text, int, *tokens(least)) if text is not None else default
+    if sum(lengths.values()) > TOKENS_LIMIT:
+        raise UsageError(f"--input-tokens and --output-tokens: a request of {sum(lengths.values()):,} tokens is past "
+                         f"the {TOKENS_LIMIT:,} this tool models")
     draft = _choice("--draft", args.draft or DRAFT, list(DRAFTS) + list(MODELS))
     m = shape
     if m["heads"] % tp:
@@ -4587,9 +4641,9 @@ def parse_deployment(args):
     draft_shape = shape_from_config(args.draft_config, "--draft-config") if draft == "model" else None
     if draft in MODELS or draft == "model":
         d = draft_shape or MODELS[draft]
-        if model_params(d) >= model_params(m):
-            raise UsageError(f"--draft: {draft} ({model_params(d) / 1e9:.2f} B parameters) is not smaller "
-                             f"than the target {model} ({model_params(m) / 1e9:.2f} B)")
+        problem = draft_problem(d, m)
+        if problem:
+            raise UsageError(f"--draft: {draft} cannot draft for {model}: {problem}")
         if d["heads"] % tp:
             raise UsageError(f"--tp: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
     engine = _choice("--engine", args.engine or ENGINE, list(ENGINES))
@@ -4618,6 +4672,9 @@ def parse_deployment(args):
     draft_hf = args.draft_model if args.draft_model is not None else DRAFT_MODEL
     if draft_hf is not None:
         checked_name(draft_hf, "--draft-model")
+    if draft_hf is not None and draft == "mtp":
+        raise UsageError("--draft-model: MTP runs the target's own MTP module; drop --draft-model or pick another "
+                         "--draft")
     if draft_hf is not None and draft == "ngram":
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
@@ -4682,7 +4739,7 @@ def read_scrapes(args, k_given):
             notes.append("a gauge holds a value, not a count: the later scrape's is used")
     # The later scrape's own per-position counts are checked as well as the window's.
     k_known = None
-    if later.per_position and later.drafts is not None and later.accepted is not None:
+    if later.per_position and None not in (later.drafts, later.draft_tokens, later.accepted):
         problem = profile_problem(later, max(later.per_position) + 1)
         if problem and counts.per_position:
             notes.append(f"per-position counters dropped (in --metrics, {problem}); the acceptance rate and length "
@@ -4697,9 +4754,15 @@ def read_benches(args):
     if args.bench_baseline and not args.bench_spec:
         raise UsageError("--bench-baseline: needs --bench-spec: give both, the same workload with speculation off "
                          "and on")
+    if args.bench_baseline and os.path.realpath(args.bench_baseline) == os.path.realpath(args.bench_spec):
+        raise UsageError("--bench-baseline: is the --bench-spec file itself: give the run with speculation off")
     base = read_bench(args.bench_baseline, "--bench-baseline") if args.bench_baseline else None
     spec = read_bench(args.bench_spec, "--bench-spec") if args.bench_spec else None
     if base:
+        drafted = [key for key in ("spec_decode_num_drafts", "spec_decode_draft_tokens") if base["spec"].get(key)]
+        if drafted:
+            raise UsageError(f"--bench-baseline: {base['path']} has {drafted[0]} {shown(base['spec'][drafted[0]])}: "
+                             "a run with speculation on, not a baseline")
         same_workload(base, spec)
     if args.gate and base:
         for run in (base, spec):
@@ -4726,8 +4789,7 @@ def parse_evidence(args, grid):
         model, measured = read_scrapes(args, k_given)
     base, spec = read_benches(args)
     if spec:
-        same = lambda a, b: str(a).strip().rstrip("/").lower() == str(b).strip().rstrip("/").lower()
-        if model and spec["model_id"] and not same(model, spec["model_id"]):
+        if model and spec["model_id"] and not same_model(model, spec["model_id"]):
             if args.served_model is None:
                 raise UsageError(f"--bench-spec: model_id {spec['model_id']!r} is not the scrape's model_name "
                                  f"{model!r}: the files come from different servers (if the server runs with "
@@ -4813,7 +4875,18 @@ def parse_args(argv):
         raise UsageError(f"--verify-tokens: a chain verifies K + 1 tokens; got {dep.verify_tokens} for --ks "
                          f"{','.join(map(str, grid.ks))}")
     if dep.topk > 1:
-        dep = dep._replace(tree_steps=grid.ks[0])
+        steps = grid.ks[0]
+        # SGLang's tree keeps the num_draft_tokens - 1 best of topk first-step and topk^2 later-step candidates
+        # (python/sglang/srt/speculative/eagle_utils.py, organize_draft_results); a round accepts at most one
+        # path, steps deep, and no more tokens than it verified.
+        most = 1 + dep.topk + (steps - 1) * dep.topk ** 2
+        if dep.verify_tokens > most:
+            raise UsageError(f"--verify-tokens: a tree of top-{dep.topk} over {steps} steps has at most {most} tokens "
+                             f"to verify (the root and {most - 1} candidates); got {dep.verify_tokens}")
+        if grid.acceptance[0] > dep.verify_tokens:
+            raise UsageError(f"--acceptance-length: a round accepts at most the {dep.verify_tokens} tokens it "
+                             f"verifies; got {grid.acceptance[0]:g}")
+        dep = dep._replace(tree_steps=steps)
     evidence = parse_evidence(args, grid)
     seed = parse_one("--seed", args.seed, int, "an integer") if args.seed is not None else SEED
     spread = parse_one("--alpha-spread", args.alpha_spread, _finite, "a number in [0, 0.5]",
@@ -4828,15 +4901,21 @@ def parse_args(argv):
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs
 
 
+UNPRINTABLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}   # Unicode categories: controls (C0, C1, NEL), format characters
+                                              # (bidi overrides), surrogates (bytes that are not UTF-8), line breaks
+
+
 def check_values(args):
-    """Refuse a flag given an empty value (it would silently mean the default) or a control character."""
+    """Refuse a flag given an empty value (it would silently mean the default), or one that holds a character that
+    could break a line of the plan or a terminal: a control, a line separator, or bytes that are not UTF-8."""
     for dest, value in vars(args).items():
         if isinstance(value, str):
             flag = "--" + dest.replace("_", "-")
             if not value.strip():
                 raise UsageError(f"{flag}: empty value; give one, or leave the flag out for its default")
-            if any(ord(c) < 32 or ord(c) == 127 for c in value):
-                raise UsageError(f"{flag}: {value!r} holds a control character")
+            if any(unicodedata.category(c) in UNPRINTABLE for c in value):
+                raise UsageError(f"{flag}: {ascii(value)} holds a control character, a line separator or bytes "
+                                 "that are not UTF-8")
 
 
 def out_path(text):
@@ -4864,8 +4943,8 @@ def out_path(text):
             mode = os.lstat(target).st_mode
         except FileNotFoundError:
             continue
-        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-            raise UsageError(f"--out: {str(target)!r} exists and is not a regular file (a folder, a pipe or a "
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"--out: {str(target)!r} exists and is not a regular file (a link, a folder, a pipe or a "
                              "device): the plan would replace it")
     return path
 
@@ -4876,12 +4955,14 @@ PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progre
 def progress_meter(grid, stream):
     """A progress callback for analyse when stream is a terminal and the run should take over PROGRESS_AFTER, else None.
 
-    The estimate, 12 ms an (alpha, K) pair and 0.2 ms a cell, is what grids of a few thousand cells took on a
+    The estimate, 10 ms an (alpha, K) pair plus 2 ms per draft token of its K (a long K at a high alpha needs
+    more simulated requests: up to 0.12 s at alpha 0.99, K = 32), and 0.2 ms a cell, is what grids took on a
     2-core machine (22 alphas x 5 Ks x 4 overheads x 8 concurrencies: 3,520 cells in about 1 s).
     """
     pairs = len(grid.ks) * len(grid.acceptance)
     cells = pairs * len(grid.overheads) * len(grid.concurrencies)
-    if not stream.isatty() or 0.012 * pairs + 0.0002 * cells < PROGRESS_AFTER:
+    seconds = (0.010 * pairs + 0.002 * sum(grid.ks) * len(grid.acceptance)) + 0.0002 * cells
+    if not stream.isatty() or seconds < PROGRESS_AFTER:
         return None
 
     def show(done, total):
@@ -4893,9 +4974,10 @@ def progress_meter(grid, stream):
 
 
 def write_all(files):
-    """Write every file of {path: text} or none: each to a new temporary in its folder, then all renamed into
-    place. A failure before the renames (a full disk, a refused name) leaves no file changed and no temporary."""
-    temporaries = {}
+    """Write every file of {path: text} or none. Each is written to a new temporary in its folder, and each file it
+    will replace is kept as a backup (a hard link, else a copy); then all are renamed into place, and if a rename
+    fails the files placed before it are put back. Only the files, old or new, are left."""
+    temporaries, backups, placed = {}, {}, []
     try:
         for number, (path, text) in enumerate(files.items()):
             temporary = path.parent / f".eagle3-rollout-{os.getpid()}-{number}.tmp"   # short: any name that fits
@@ -4903,12 +4985,26 @@ def write_all(files):
             temporaries[path] = temporary
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
                 f.write(text)
+            if os.path.lexists(path):
+                backups[path] = temporary.with_suffix(".bak")
+                try:
+                    os.link(path, backups[path])
+                except OSError:           # a file system without hard links
+                    shutil.copy2(path, backups[path])
         for path, temporary in temporaries.items():
             os.replace(temporary, path)
+            placed.append(path)
+    except BaseException:
+        for path in placed:
+            if path in backups:
+                os.replace(backups[path], path)
+            else:
+                os.unlink(path)
+        raise
     finally:
-        for temporary in temporaries.values():
-            if os.path.lexists(temporary):
-                os.unlink(temporary)
+        for leftover in [*temporaries.values(), *backups.values()]:
+            if os.path.lexists(leftover):
+                os.unlink(leftover)
 
 
 def compute(argv):

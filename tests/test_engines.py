@@ -193,7 +193,7 @@ class TensorRtLlm(unittest.TestCase):
         yaml = re.search(r"cat > spec.yaml <<'YAML'\n(.*?)\nYAML", self.plan, re.S).group(1)
         self.assertIn("  decoding_type: Eagle3", yaml)
         self.assertIn(f"  max_draft_len: {k}\n", yaml + "\n")
-        self.assertIn("  speculative_model: yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", yaml)
+        self.assertIn('  speculative_model: "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"', yaml)
         self.assertIn("trtllm-serve nvidia/Llama-3.3-70B-Instruct-FP8 --backend pytorch --tp_size 4", self.plan)
         self.assertIn("--kv_cache_free_gpu_memory_fraction 0.9 ", self.plan)
 

@@ -254,7 +254,8 @@ class ConfigFields(Hostile):
         path = self.write("config.json", '{"a": ' + deep + "}")
         self.refused(["--model-config", path] + SMALL, "--model-config", "nested")
         bench = self.write("bench.json", '{"completed": ' + deep + "}")
-        self.refused(["--bench-baseline", bench, "--bench-spec", bench] + SMALL, "--bench-baseline", "nested")
+        self.refused(["--bench-baseline", bench, "--bench-spec", str(FIXTURES / "bench_spec.json")] + SMALL,
+                     "--bench-baseline", "nested")
 
     def test_a_huge_layer_count_neither_hangs_nor_eats_memory(self):
         path = self.write("config.json", config(num_hidden_layers=10 ** 12, first_k_dense_replace=1))
@@ -312,7 +313,8 @@ class Scrapes(Hostile):
         with open(huge, "wb") as f:
             f.truncate(3 * 2 ** 30)              # sparse: 3 GiB on paper, no disk used
         self.refused(["--metrics", str(huge)] + SMALL, "--metrics", "larger than")
-        self.refused(["--bench-baseline", str(huge), "--bench-spec", str(huge)] + SMALL, "larger than")
+        self.refused(["--bench-baseline", str(huge), "--bench-spec", str(FIXTURES / "bench_spec.json")] + SMALL,
+                     "larger than")
         self.refused(["--model-config", str(huge)] + SMALL, "larger than")
 
     def test_a_pipe_is_read_without_seeking(self):
@@ -415,9 +417,9 @@ class Flags(Hostile):
         self.refused(["--verify-overheads", "-0.5"] + SMALL, "--verify-overheads", ">= 0")
 
     def test_a_huge_grid_is_refused_before_it_runs(self):
-        alphas = ",".join(f"{i / 1000:.3f}" for i in range(1000))
-        self.refused(["--alphas", alphas, "--ks", ",".join(map(str, range(1, 33))), "--concurrency",
-                      ",".join(map(str, range(1, 200)))], "grid", "cells")
+        alphas = ",".join(f"{i / 10:.1f}" for i in range(10))
+        self.refused(["--alphas", alphas, "--ks", ",".join(map(str, range(1, 11))), "--concurrency",
+                      ",".join(map(str, range(1, 200)))], "grid", "cells", f"{m.GRID_CELL_LIMIT:,}")
 
     def test_control_characters_in_values(self):
         self.refused(["--served-model", "a\nb", "--metrics", str(FIXTURES / "metrics_after.prom")] + SMALL,
@@ -432,6 +434,111 @@ class Flags(Hostile):
         path = self.write("m.prom", text)
         err = self.refused(["--metrics", path] + SMALL, "--metrics", "40", str(m.K_LIMIT))
         self.assertNotIn("inconsistent", err)
+
+
+class FoundByFuzzing(Hostile):
+    """Defects a fresh adversary found after the first round of fixes (1,963 invocations), each pinned here."""
+
+    def test_a_link_is_never_replaced(self):
+        elsewhere = self.inputs / "precious.txt"
+        elsewhere.write_text("keep me")
+        os.symlink(elsewhere, self.outdir / "plan.md")
+        self.refused(SMALL + ["--out", str(self.plan)], "--out", "not a regular file", out=False)
+        os.symlink(elsewhere, self.outdir / "chart-best-k.svg")
+        os.unlink(self.plan)
+        self.refused(SMALL + ["--out", str(self.plan)], "chart-best-k.svg", out=False)
+        self.assertEqual(elsewhere.read_text(), "keep me")
+        self.refused(SMALL + ["--out", "/dev/stdout"], "--out", out=False)
+
+    def test_a_failed_rename_puts_every_file_back(self):
+        self.assertEqual(run(SMALL + ["--out", str(self.plan)])[0], 0)
+        before = {name: (self.outdir / name).read_bytes() for name in os.listdir(self.outdir)}
+        real_replace, calls = os.replace, []
+
+        def failing_replace(src, dst, **kw):
+            calls.append(dst)
+            if len(calls) == 3:
+                raise OSError(16, "Device or resource busy")
+            return real_replace(src, dst, **kw)
+
+        os.replace = failing_replace
+        try:
+            status, text, err = run(SMALL + ["--seed", "7", "--alphas", "0.6", "--out", str(self.plan)])
+        finally:
+            os.replace = real_replace
+        self.assertEqual(status, 2)
+        self.assertIn("busy", err)
+        self.assertEqual({name: (self.outdir / name).read_bytes() for name in os.listdir(self.outdir)}, before)
+
+    def test_characters_that_break_a_line_or_are_not_utf8(self):
+        for text in ("a\u2028b.prom", "a\x85b.prom", "a\x9bb.prom", "a\u202eb.prom", "a\udcffb.prom"):
+            with self.subTest(text=ascii(text)):
+                self.refused(["--metrics", str(self.inputs / text)] + SMALL, "--metrics", "control character")
+
+    def test_gauges_and_counters_that_cannot_be_read(self):
+        v0 = self.write("v0.prom", 'vllm:spec_decode_draft_acceptance_rate{model_name="m"} -0.001\n')
+        self.refused(["--metrics", v0] + SMALL, "--metrics", "acceptance_rate")
+        drafted = (FIXTURES / "metrics_ngram_drafted_per_pos.prom").read_text().splitlines(keepends=True)
+        missing = self.write("m.prom", "".join(line for line in drafted
+                                               if not line.startswith("vllm:spec_decode_num_draft_tokens_total")))
+        self.refused(["--metrics", missing] + SMALL, "--metrics", "vllm:spec_decode_num_draft_tokens_total")
+
+    def test_sizes_that_would_take_long_or_much_memory(self):
+        alphas = ",".join(f"{i / 1000:.3f}" for i in range(0, 1000, 4))
+        self.refused(["--alphas", alphas, "--ks", "1,2", "--concurrency", "1"], "pairs", str(m.GRID_PAIR_LIMIT))
+        big = self.inputs / "big.json"
+        big.write_text('{"completed": 1, "x": [' + "0," * (9 << 20) + "0]}")
+        self.refused(["--bench-spec", str(big)] + SMALL, "--bench-spec", "--save-detailed")
+        self.refused(["--model-config", str(big)] + SMALL, "--model-config", "larger than 4 MiB")
+        lines = self.write("lines.prom", "x 1\n" * (m.SCRAPE_LINE_LIMIT + 1))
+        self.refused(["--metrics", lines] + SMALL, "--metrics", "lines")
+        self.refused(["--input-tokens", "9000000", "--output-tokens", "2000000"] + SMALL, "--input-tokens")
+
+    def test_extreme_benchmark_values(self):
+        base = self.write("base.json", dict(BASE, p99_tpot_ms=1e-300))
+        self.refused(["--bench-baseline", base, "--bench-spec", self.write("spec.json", BENCH)] + SMALL, "p99_tpot_ms")
+        base = self.write("base.json", dict(BASE, output_throughput=1e300))
+        self.refused(["--bench-baseline", base, "--bench-spec", self.write("spec.json", BENCH)] + SMALL,
+                     "output_throughput")
+        zero = self.write("base.json", dict(BASE, mean_tpot_ms=0))
+        status, text, err = run(["--bench-baseline", zero, "--bench-spec", self.write("spec.json", BENCH), "--json",
+                                 "--no-write"] + SMALL)
+        self.assertEqual(status, 0, err)
+        self.assertIsNone(json.loads(text)["measured"]["tpot_speedup"])     # no speedup over an unmeasured mean
+
+    def test_names_are_quoted_in_the_trtllm_yaml_too(self):
+        for name in ("null", "~/heads/x", "1e3", "true"):
+            with self.subTest(name=name):
+                status, _, err = run(["--engine", "trtllm", "--draft-model", name, "--out", str(self.plan)] + SMALL)
+                self.assertEqual(status, 0, err)
+                self.assertIn(f"  speculative_model: {json.dumps(name)}\n", self.plan.read_text())
+                for f in os.listdir(self.outdir):
+                    os.unlink(self.outdir / f)
+
+    def test_trees_that_cannot_exist(self):
+        tree = ["--engine", "sglang", "--draft-topk", "2", "--concurrency", "1,8", "--acceptance-length"]
+        self.refused(tree + ["1.5", "--ks", "1", "--verify-tokens", "64"], "--verify-tokens", "at most 3")
+        self.refused(tree + ["3.5", "--ks", "5", "--verify-tokens", "3"], "--acceptance-length", "3")
+
+    def test_a_speculative_run_is_no_baseline(self):
+        spec = self.write("spec.json", BENCH)
+        self.refused(["--bench-baseline", spec, "--bench-spec", spec, "--gate"] + SMALL, "--bench-baseline")
+        copy = self.write("copy.json", BENCH)
+        self.refused(["--bench-baseline", copy, "--bench-spec", spec, "--gate"] + SMALL, "--bench-baseline",
+                     "speculation on")
+
+    def test_runs_of_another_model_are_named(self):
+        runs = [self.write(f"b{c}.json", dict(BASE, max_concurrency=c, mean_tpot_ms=10.0 + c / 10,
+                                              model_id="Qwen/Qwen3-32B")) for c in (1, 8, 64)]
+        status, text, err = run(["--calibrate", ",".join(runs), "--no-write"] + SMALL)
+        self.assertIn(status, (0, 2), err)
+        if status == 0:
+            self.assertIn("'Qwen/Qwen3-32B' is not this deployment's", text)
+
+    def test_drafts_that_cannot_draft(self):
+        self.refused(["--model", "qwen3-32b", "--draft", "llama-3.2-1b", "--tp", "1"] + SMALL, "--draft", "tokenizer")
+        self.refused(["--model", "deepseek-v3", "--draft", "mtp", "--draft-model", "org/x", "--tp", "8"] + SMALL,
+                     "--draft-model", "MTP")
 
 
 class LastResort(Hostile):
