@@ -754,15 +754,17 @@ def static_bytes(dep):
 
 
 def kv_bytes_per_sequence(dep):
-    """KV cache of one sequence at the mean context, target and draft."""
+    """KV cache of one sequence at the mean context, target and draft; sliding-window layers keep their window."""
     per_token = dep.target.kv_bytes_per_token + dep.drafter.kv_bytes_per_token
-    return dep.context * per_token
+    window = min(dep.context, dep.target.window) if dep.target.window else 0
+    return dep.context * per_token + window * dep.target.window_kv_bytes
 
 
 def max_concurrency(dep):
-    """Largest batch whose KV cache fits beside the weights (0: the weights alone do not fit)."""
+    """Largest batch whose KV cache fits beside the weights (0: the weights alone do not fit), at most
+    CONCURRENCY_LIMIT: past it no engine schedules a batch."""
     free = memory_budget_bytes(dep) - static_bytes(dep)
-    return max(0, int(free // kv_bytes_per_sequence(dep)))
+    return max(0, min(CONCURRENCY_LIMIT, int(free // kv_bytes_per_sequence(dep))))
 
 
 def gpu_family(dep):
@@ -1679,10 +1681,11 @@ def gate(measured, comparison, dep, plan, budget):
                 required_alpha=need_alpha, margin=margin, p99_budget=budget)
 
 
-Evidence = namedtuple("Evidence", "measured comparison target mix margin budget",
-                      defaults=(None, None, None, TRAFFIC_MIX, GATE_MARGIN, P99_BUDGET))
+Evidence = namedtuple("Evidence", "measured comparison target mix margin budget served_model",
+                      defaults=(None, None, None, TRAFFIC_MIX, GATE_MARGIN, P99_BUDGET, None))
 # measured: measured_acceptance(...) or None; comparison: bench_comparison(...) or None;
-# target: the concurrency the gate and plan are for (None: the grid's largest).
+# target: the concurrency the gate and plan are for (None: the grid's largest); served_model: --served-model, the
+# name the measured server served (the plan's gate command repeats it).
 
 
 def decoder(seed, spread, output_spread, output_tokens):
@@ -2811,17 +2814,22 @@ def bench_lines(dep, target, filename):
                         "--metric-percentiles 50,99", "--save-result", f"--result-filename {filename}"])
 
 
+def path_word(flag, path):
+    """A flag and its path for a shell line: quoted, and joined by = when the path starts with - (a flag's look)."""
+    return f"{flag}={shlex.quote(path)}" if path.startswith("-") else f"{flag} {shlex.quote(path)}"
+
+
 def tool_words(dep):
     """This program's own flags for the deployment, so a later run gates the same one: every flag that
     changed it from the catalog's (configs, GPU numbers, a tree, the draft's id)."""
-    model = f"--model-config {shlex.quote(dep.model_config)}" if dep.model_config else f"--model {dep.model}"
+    model = path_word("--model-config", dep.model_config) if dep.model_config else f"--model {dep.model}"
     words = ["python code/main.py", f"--engine {dep.engine}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
     if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
         words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
-    words += [f"--draft-config {shlex.quote(dep.draft_config)}"] if dep.draft_config else []
+    words += [path_word("--draft-config", dep.draft_config)] if dep.draft_config else []
     words += [f"--draft-model {shlex.quote(dep.draft_hf)}"] if dep.draft_hf else []
     words += [f"--draft-topk {dep.topk}", f"--verify-tokens {dep.verify_tokens}"] if dep.topk > 1 else []
     catalog = GPUS.get(dep.gpu)
@@ -2830,6 +2838,11 @@ def tool_words(dep):
         words += [f"--gpu-memory {dep.memory_gib:g}", f"--gpu-bandwidth {dep.bandwidth_tbs:g}",
                   f"--gpu-tflops {dep.target.tflops:g}"]
     return words
+
+
+def md(text):
+    """Text from a file or a path, safe in the plan's Markdown: no table cell split (|), no HTML, no code span."""
+    return "".join({"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "'", "&": "&amp;"}.get(c, c) for c in text)
 
 
 def plan_mix(mix):
@@ -2922,7 +2935,7 @@ def plan_front(result, dep, plan):
         f"| target concurrency | {target}" + ("" if plan["feasible"] else " (does not fit in memory: lower it)") + " |",
         f"| plain decode step | {plan['plain_ms_b1']:.2f} ms at B=1, {plan['plain_ms_shown']:.2f} ms at "
         f"B={plan['shown_batch']} |",
-        (f"| measured per-token alpha | {alpha:.3f} (from {result['measured']['source']}) |" if plan["measured"]
+        (f"| measured per-token alpha | {alpha:.3f} (from {md(result['measured']['source'])}) |" if plan["measured"]
          else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
         f"| spread over requests | alpha s.d. {result['alpha_spread']:g}, ln(output tokens) s.d. "
         f"{result['output_spread']:g} (assumed; `--alpha-spread`, `--output-spread`) |",
@@ -3176,11 +3189,11 @@ def plan_stage2(result, dep, plan):
             f"per-token alpha of {plan['alpha']:.2f} shows.", ""]
     if plan["measured"]:
         ms = result["measured"]
-        out += [f"Measured ({ms['source']}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
+        out += [f"Measured ({md(ms['source'])}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
                 f"acceptance length {ms['acceptance_length']:.3f}, per-token alpha {ms['alpha']:.3f}"
                 + (", conditional alpha by position " + ", ".join(f"{a:.3f}" for a in ms["per_position_alpha"])
                    if ms["per_position_alpha"] else "") + ".", ""]
-        out += [f"- {note}" for note in ms["notes"]] + ([""] if ms["notes"] else [])
+        out += [f"- {md(note)}" for note in ms["notes"]] + ([""] if ms["notes"] else [])
     return out
 
 
@@ -3196,6 +3209,9 @@ def gate_command(dep, plan):
         files += [f"spec_c{b}.json" for b in spec_batches(target)]
     words = tool_words(dep) + [f"--bench-baseline baseline_c{target}.json", f"--bench-spec spec_c{target}.json",
                                f"--target-concurrency {target}", "--calibrate " + ",".join(files)]
+    words += [f"--gate-margin {plan['margin']:g}"] if plan["margin"] != GATE_MARGIN else []
+    words += [f"--p99-budget {plan['p99_budget']:g}"] if plan["p99_budget"] != P99_BUDGET else []
+    words += [f"--served-model {shlex.quote(plan['served_model'])}"] if plan["served_model"] else []
     if dep.engine == "vllm":
         words += ["--metrics after.prom", "--metrics-before before.prom"]
     elif dep.engine == "sglang":
@@ -3239,9 +3255,9 @@ def plan_calibration(cal):
     out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published fit).",
            "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
     for r in cal["runs"]:
-        out.append(f"| `{Path(r['path']).name}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
+        out.append(f"| `{md(Path(r['path']).name)}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
                    f"{r['measured_tpot_ms']:.2f} ms | {r['fitted_tpot_ms']:.2f} ms | {pct1(r['error'])} |")
-    return out + [""] + [f"- {note}" for note in cal["notes"]] + ([""] if cal["notes"] else [])
+    return out + [""] + [f"- {md(note)}" for note in cal["notes"]] + ([""] if cal["notes"] else [])
 
 
 def plan_stage4(dep, plan):
@@ -3619,6 +3635,8 @@ SPEC_GAUGES = {
 SAMPLE_LINE = re.compile(r'^([A-Za-z_:][A-Za-z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})?'
                          r'\s+(\S+)(?:\s+-?[0-9.]+(?:[eE][-+]?[0-9]+)?)?(?:\s+#.*)?$')
 LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+LABEL_SET = re.compile(r'\{\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"\s*(?:,\s*(?=[A-Za-z_}])|(?=\})))*\}')
+MODEL_LIMIT = 1000   # models one scrape may hold speculative metrics for (a federated scrape of many servers)
 
 Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges emitted",
                       defaults=({}, {}, {}, None))
@@ -3726,7 +3744,7 @@ def read_text(path, flag, limit, hint=""):
             if size > limit:
                 raise too_large(flag, path, limit, hint)
             if b"\0" in chunk and (chunks[0] if chunks else chunk)[:2] not in UTF16_BOMS:
-                raise not_text(flag, path, "a NUL byte")
+                raise not_text(flag, path, "a NUL byte; UTF-16 without a byte-order mark? re-save it as UTF-8")
             chunks.append(chunk)
     raw = b"".join(chunks)
     if raw[:2] in UTF16_BOMS:
@@ -3753,12 +3771,16 @@ def parse_json(text, flag, path):
         raise UsageError(f"{flag}: {path} is not JSON this tool reads ({err})") from None
 
 
+# A sample's value as the exposition format writes it: ASCII digits (float() would also take "1_000" or Arabic
+# digits), exponent notation, +Inf, -Inf, NaN.
+PROM_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?Inf|NaN", re.IGNORECASE)
+
+
 def sample_value(text, flag, path, number, counter=True):
     """A sample's value: a number, and for a counter a finite one from 0 to COUNT_LIMIT."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{flag}: {path}, line {number}: counter value {text!r} is not a number") from None
+    if not PROM_NUMBER.fullmatch(text):
+        raise UsageError(f"{flag}: {path}, line {number}: counter value {shown(text)} is not a number")
+    value = float(text)
     if counter and not 0 <= value <= COUNT_LIMIT:
         raise UsageError(f"{flag}: {path}, line {number}: a counter must be finite, >= 0 and at most {COUNT_LIMIT:g} "
                          f"(the limit of a real count); got {text!r}")
@@ -3803,11 +3825,17 @@ def read_metrics(path, flag):
         kind = SPEC_COUNTERS.get(name) or PER_POSITION_COUNTERS.get(name) or SPEC_GAUGES.get(name)
         if kind is None:
             continue
+        if labels and (not LABEL_SET.fullmatch(labels) or len(LABEL.findall(labels)) != len(label_values(labels))):
+            raise UsageError(f"{flag}: {path}, line {number}: {name} has a malformed label set {shown(labels)} "
+                             '(name="value" pairs, each name once)')
         if (name, labels) in seen:
-            raise UsageError(f"{flag}: {path}, line {number}: {name}{(labels or '')[:80]} appears twice: two scrapes "
+            raise UsageError(f"{flag}: {path}, line {number}: {name}{shown(labels or '')} appears twice: two scrapes "
                              "in one file (curl >>)? Save each scrape to its own file")
         seen.add((name, labels))
         label = label_values(labels)
+        if label.get("model_name", "") not in models and len(models) >= MODEL_LIMIT:
+            raise UsageError(f"{flag}: {path} holds speculative metrics of more than {MODEL_LIMIT} models: scrape "
+                             "one server")
         entry = models.setdefault(label.get("model_name", ""), dict(totals={}, accepted={}, drafted={}, gauges={}))
         if name in SPEC_GAUGES:
             value = sample_value(text, flag, path, number, counter=False)
@@ -3845,10 +3873,10 @@ def pick_model(scrape, served, flag, path):
     if served is not None:
         if served not in scrape:
             raise UsageError(f"{flag}: {path} has no speculative metrics for --served-model {served!r}; "
-                             f"it has: {', '.join(repr(n) for n in names)}")
+                             f"it has: {shown(names, 200)}")
         return served, scrape[served]
     if len(names) > 1:
-        raise UsageError(f"{flag}: {path} holds speculative metrics of several models ({', '.join(names)}): "
+        raise UsageError(f"{flag}: {path} holds speculative metrics of several models ({shown(names, 200)}): "
                          "pick one with --served-model")
     return names[0], scrape[names[0]]
 
@@ -3961,6 +3989,8 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
                      f"{c.gauges.get('v0_rate', float('nan')):.3f}, system efficiency {c.gauges['v0_efficiency']:.3f}")
     if is_sglang(c):
         tau, rate = c.gauges["sglang_length"], c.gauges.get("sglang_rate", 0.0)
+        if rate > 1.0:
+            raise UsageError(f"{source}: sglang:spec_accept_rate is {rate:g}, not a fraction in [0, 1]")
         if tau < 1.0:
             raise UsageError(f"{source}: sglang:spec_accept_length is {tau:g} on every rank: no speculative step in "
                              "the gauge's window (an idle server?); scrape under traffic")
@@ -4076,15 +4106,16 @@ def bench_object(path, flag):
     try:
         return parse_json(text, flag, path), None
     except UsageError as not_json:
-        # `--append-result` writes one JSON object a line: the last is the newest run.
+        # `--append-result` writes one JSON object a line: the last is the newest run, the only one parsed (a file
+        # of millions of small lines would take gigabytes parsed whole).
         lines = [line for line in text.splitlines() if line.strip()]
         if len(lines) < 2:
             raise
         try:
-            objects = [parse_json(line, flag, path) for line in lines]
+            last = parse_json(lines[-1], flag, path)
         except UsageError:
             raise not_json from None
-    return objects[-1], f"{path} holds {len(objects)} results (--append-result); the last is used"
+    return last, f"{path} holds {len(lines)} results (--append-result); the last is used"
 
 
 def shown(value, width=60):
@@ -4164,10 +4195,17 @@ def finite_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def workload_value(value):
+    """A workload key's value as compared: a rate of "inf" and a JSON Infinity are one rate, and NaN is NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"
+    return value
+
+
 def same_workload(base, spec):
     """Refuse a pair that did not run the same workload (model, backend, prompts, rate, concurrency)."""
     for key in WORKLOAD_KEYS:
-        if base["workload"][key] != spec["workload"][key]:
+        if workload_value(base["workload"][key]) != workload_value(spec["workload"][key]):
             raise UsageError(f"--bench-spec: {key} {spec['workload'][key]!r} differs from --bench-baseline's "
                              f"{base['workload'][key]!r}: not the same workload")
 
@@ -4451,6 +4489,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def ascii_number(text):
+    """text, if written with ASCII digits and no underscores (int() and float() take "１２" and "1_000" too)."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(text)
+    return text
+
+
 def parse_list(flag, text, convert, allowed, check):
     """Parse a comma list, converting each item and checking it against `check`."""
     items = [s.strip() for s in text.split(",")]
@@ -4459,7 +4504,7 @@ def parse_list(flag, text, convert, allowed, check):
     values = []
     for s in items:
         try:
-            value = convert(s)
+            value = convert(ascii_number(s))
         except ValueError:
             raise UsageError(f"{flag}: each value must be {allowed}; got {s!r}") from None
         if not check(value):
@@ -4471,7 +4516,7 @@ def parse_list(flag, text, convert, allowed, check):
 def parse_one(flag, text, convert, allowed, check=lambda value: True):
     """One value, converted and checked; else UsageError naming the flag, what it allows and what it got."""
     try:
-        value = convert(text)
+        value = convert(ascii_number(text))
     except ValueError:
         value = None
     if value is None or not check(value):
@@ -4629,6 +4674,9 @@ def parse_deployment(args):
     for flag, text, default, least in (("--input-tokens", args.input_tokens, INPUT_TOKENS, 1),
                                        ("--output-tokens", args.output_tokens, OUTPUT_TOKENS, 2)):   # TPOT needs 2
         lengths[flag] = parse_one(flag, text, int, *tokens(least)) if text is not None else default
+    if context is not None and context < lengths["--input-tokens"]:
+        raise UsageError(f"--context: a request decodes after its prompt, so the mean decode context is at least "
+                         f"--input-tokens {lengths['--input-tokens']}; got {context}")
     if sum(lengths.values()) > TOKENS_LIMIT:
         raise UsageError(f"--input-tokens and --output-tokens: a request of {sum(lengths.values()):,} tokens is past "
                          f"the {TOKENS_LIMIT:,} this tool models")
@@ -4647,6 +4695,8 @@ def parse_deployment(args):
         if d["heads"] % tp:
             raise UsageError(f"--tp: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
     engine = _choice("--engine", args.engine or ENGINE, list(ENGINES))
+    if engine == "trtllm" and gpu in GPU_FAMILY and GPU_FAMILY[gpu] == "cdna":
+        raise UsageError(f"--engine: TensorRT-LLM runs on NVIDIA GPUs; {gpu} is AMD's (serve it with vllm or sglang)")
     # The drafts whose commands were checked for each engine: SGLang runs EAGLE heads and
     # draft models (STANDALONE); TensorRT-LLM's PyTorch backend runs EAGLE-3 heads.
     if engine == "sglang" and draft in ("ngram", "mtp"):
@@ -4692,8 +4742,8 @@ def parse_mix(text):
     for item in text.split(","):
         parts = item.strip().split(":")
         try:
-            name, share, alpha = parts[0], float(parts[1]), float(parts[2])
-            tokens = int(parts[3]) if len(parts) == 4 else None
+            name, share, alpha = parts[0], float(ascii_number(parts[1])), float(ascii_number(parts[2]))
+            tokens = int(ascii_number(parts[3])) if len(parts) == 4 else None
         except (IndexError, ValueError):
             raise UsageError(f"--mix: each item must be name:share:alpha or name:share:alpha:tokens; "
                              f"got {item!r}") from None
@@ -4770,23 +4820,37 @@ def read_benches(args):
                 raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable p99_tpot_ms (missing, null, NaN "
                                  "or 0): run the benchmark with --percentile-metrics ttft,tpot,itl,e2el "
                                  "--metric-percentiles 50,99")
-            if run["output_throughput"] is None:
-                raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable output_throughput (missing, null "
-                                 "or NaN): save the whole result (--save-result), not an excerpt")
+            if not run["output_throughput"]:
+                raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable output_throughput (missing, null, "
+                                 "NaN or 0): save the whole result (--save-result), not an excerpt")
     return base, spec
 
 
-def parse_evidence(args, grid):
-    """The measurement flags -> Evidence: reads and checks every file named."""
+GATE_MIN_DRAFTS = 100   # counted drafts a gate needs: a rate over n drafts has a standard error up to 0.5 / sqrt(n),
+                        # 0.05 at 100, half the gate's default margin
+
+
+def check_model(name, dep, flag, served):
+    """Refuse a measurement of another model than the deployment's (its catalog or config name, or the checkpoint
+    the plan serves), unless --served-model confirms the name as this deployment's alias."""
+    ours = [dep.shape["hf"], served_model(dep)] if dep.shape.get("hf") else []
+    if name and ours and not any(same_model(name, n) for n in ours) and not (served and same_model(name, served)):
+        raise UsageError(f"{flag}: measures the model {shown(name)}, not this deployment's {ours[0]!r}: check --model "
+                         f"or --model-config, or confirm an alias (--served-model-name) with --served-model {shown(name)}")
+
+
+def parse_evidence(args, grid, dep):
+    """The measurement flags -> Evidence: reads and checks every file named, for the deployment dep."""
     if args.metrics_before and not args.metrics:
         raise UsageError("--metrics-before: needs --metrics, the later scrape")
-    if args.served_model is not None and not args.metrics:
-        raise UsageError("--served-model: picks a model in a --metrics scrape; give --metrics")
+    if args.served_model is not None and not (args.metrics or args.bench_spec):
+        raise UsageError("--served-model: names the served model of a --metrics scrape or a --bench-spec run; give one")
     k_given = grid.ks[0] if args.ks is not None and len(grid.ks) == 1 else None
     typed = given_acceptance(grid)   # one length or rate at one K is a measurement
     measured = comparison = model = None
     if args.metrics:
         model, measured = read_scrapes(args, k_given)
+        check_model(model, dep, "--metrics", args.served_model)
     base, spec = read_benches(args)
     if spec:
         if model and spec["model_id"] and not same_model(model, spec["model_id"]):
@@ -4796,7 +4860,11 @@ def parse_evidence(args, grid):
                                  "--served-model-name, confirm the pair with --served-model NAME)")
             measured["notes"].append(f"the scrape's model {model!r} is taken to be the benchmark's "
                                      f"{spec['model_id']!r} (--served-model)")
+        check_model(spec["model_id"], dep, "--bench-spec", args.served_model)
         own = bench_acceptance(spec, "--bench-spec")
+        if typed and (measured or own):
+            raise UsageError(f"{typed['source'].split()[0]}: {(measured or own)['source']} measures acceptance "
+                             "already: give the measurement one way")
         if measured and own:
             measured["notes"].append(f"acceptance from {measured['source']}; the benchmark's own counts "
                                      f"(rate {own['acceptance_rate']:.3f}) were not used")
@@ -4807,10 +4875,20 @@ def parse_evidence(args, grid):
         measured["notes"] += spec["notes"] + (base["notes"] if base else [])
     if base:
         comparison = bench_comparison(base, spec)
+    if typed and measured and measured is not typed:
+        raise UsageError(f"{typed['source'].split()[0]}: {measured['source']} measures acceptance already: give the "
+                         "measurement one way")
     measured = measured or typed
     if args.gate and measured is None:
         raise UsageError("--gate: needs a measurement: --metrics, --bench-spec, or one --acceptance-length or "
                          "--acceptance-rates value at one --ks")
+    if args.gate and measured["drafts"] is not None and measured["drafts"] < GATE_MIN_DRAFTS:
+        raise UsageError(f"--gate: {measured['source']} counts {measured['drafts']:g} drafts, fewer than the "
+                         f"{GATE_MIN_DRAFTS} a gate needs: measure over more traffic")
+    if comparison and comparison["tpot_speedup"] and comparison["tpot_speedup"] > 1.1 * (measured["k"] + 1):
+        raise UsageError(f"--bench-spec: a {comparison['tpot_speedup']:.1f}x mean-TPOT speedup at K = "
+                         f"{measured['k']} is more than K + 1 tokens a round can give: not one deployment's pair of "
+                         "runs")
     target = None
     if args.target_concurrency is not None:
         target = parse_one("--target-concurrency", args.target_concurrency, int,
@@ -4828,7 +4906,7 @@ def parse_evidence(args, grid):
                        lambda x: 0 <= x <= 100) \
         if args.p99_budget is not None else P99_BUDGET
     mix = parse_mix(args.mix) if args.mix is not None else TRAFFIC_MIX
-    return Evidence(measured, comparison, target, mix, margin, budget)
+    return Evidence(measured, comparison, target, mix, margin, budget, args.served_model)
 
 
 Traffic = namedtuple("Traffic", "seed alpha_spread output_spread", defaults=(SEED, ALPHA_SPREAD, OUTPUT_SPREAD))
@@ -4851,6 +4929,7 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     result["best_k"] = best_k_table(dep, inputs.sources, batches, fit)
     plan = result["plan"] = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target,
                                          evidence.margin, inputs.k_in_use, measured is not None, inputs.requests)
+    plan.update(p99_budget=evidence.budget, served_model=evidence.served_model)   # for the plan's gate command
     result["mix"] = mix_result(evidence.mix, dep, plan["k"], plan["shown_batch"], decode, fit) if evidence.mix else None
     if charts:
         result["charts"] = chart_data(grid, dep, plan, decode, fit)
@@ -4887,7 +4966,7 @@ def parse_args(argv):
             raise UsageError(f"--acceptance-length: a round accepts at most the {dep.verify_tokens} tokens it "
                              f"verifies; got {grid.acceptance[0]:g}")
         dep = dep._replace(tree_steps=steps)
-    evidence = parse_evidence(args, grid)
+    evidence = parse_evidence(args, grid, dep)
     seed = parse_one("--seed", args.seed, int, "an integer") if args.seed is not None else SEED
     spread = parse_one("--alpha-spread", args.alpha_spread, _finite, "a number in [0, 0.5]",
                        lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else ALPHA_SPREAD
@@ -4898,6 +4977,14 @@ def parse_args(argv):
     if any(not p for p in paths):
         raise UsageError(f"--calibrate: expected a comma list of files; got {args.calibrate!r}")
     runs = read_calibration_runs(paths) if paths else None
+    if out is not None:
+        written = {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
+        for flag, path in [("--metrics", args.metrics), ("--metrics-before", args.metrics_before),
+                           ("--bench-baseline", args.bench_baseline), ("--bench-spec", args.bench_spec),
+                           ("--model-config", args.model_config), ("--draft-config", args.draft_config),
+                           *(("--calibrate", path) for path in paths)]:
+            if path and os.path.realpath(path) in written:
+                raise UsageError(f"--out: would overwrite {path}, which {flag} reads: write the plan elsewhere")
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs
 
 
@@ -5025,7 +5112,8 @@ def compute(argv):
     if as_json:
         report = render_json(result, dep, grid)
     elif exercises:
-        report = "\n".join(deployment_lines(dep, result)[:3] + [""] + render_exercises(result["exercises"], dep)) + "\n"
+        report = "\n".join(deployment_lines(dep, result)[:3] + [""] + render_exercises(result["exercises"], dep)
+                           + (render_gate(result["gate"]) if as_gate else [])) + "\n"
     else:
         report = render_tables(result, dep, grid)
     files = {}
@@ -5033,7 +5121,13 @@ def compute(argv):
         files = {out.parent / name: svg for name, svg in render_charts(result, dep).items()}
         files[out] = render_plan(result, dep)
     status = (0 if result["gate"]["verdict"] == "pass" else 1) if as_gate else 0
-    return status, report, files
+    return status, printable(report), {path: printable(text) for path, text in files.items()}
+
+
+def printable(text):
+    """text with any control, format or line-separator character but the newline shown as its escape: names and
+    labels read from files reach the tables, the plan and error lines, and must not drive a terminal."""
+    return "".join(c if c == "\n" or unicodedata.category(c) not in UNPRINTABLE else ascii(c)[1:-1] for c in text)
 
 
 def main(argv=None):
@@ -5041,7 +5135,7 @@ def main(argv=None):
     2 for bad input, with one line on stderr and nothing written; with --gate, 0 if the gate passes and 1 if it
     fails (1 means nothing else)."""
     def refuse(message):
-        print("main.py: error: " + " ".join(message.split()), file=sys.stderr)
+        print("main.py: error: " + printable(" ".join(message.split())), file=sys.stderr)
         return 2
 
     try:

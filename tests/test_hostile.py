@@ -541,6 +541,133 @@ class FoundByFuzzing(Hostile):
                      "--draft-model", "MTP")
 
 
+class FoundByFuzzingAgain(Hostile):
+    """The second adversary's findings (about 4,100 invocations), each pinned here."""
+
+    def test_a_measurement_is_given_one_way(self):
+        self.refused(["--acceptance-rates", "0.05", "--ks", "3", "--metrics", str(FIXTURES / "metrics_after.prom"),
+                      "--gate", "--concurrency", "1,64"], "--acceptance-rates", "one way")
+        self.refused(["--acceptance-length", "1.2", "--ks", "8", "--bench-baseline", str(FIXTURES / "bench_baseline.json"),
+                      "--bench-spec", str(FIXTURES / "bench_spec.json"), "--gate"], "--acceptance-length", "one way")
+
+    def test_a_measurement_of_another_model(self):
+        files = ["--bench-baseline", str(FIXTURES / "bench_baseline.json"), "--bench-spec",
+                 str(FIXTURES / "bench_spec.json")]
+        self.refused(["--model", "qwen3-32b", "--tp", "1", "--gate"] + files, "--bench-spec", "Qwen/Qwen3-32B",
+                     "--served-model")
+        self.refused(["--model", "qwen3-32b", "--tp", "1", "--metrics", str(FIXTURES / "metrics_after.prom")] + SMALL,
+                     "--metrics", "not this deployment's")
+        status, _, err = run(["--model", "qwen3-32b", "--tp", "1", "--served-model", "meta-llama/Llama-3.3-70B-Instruct",
+                              "--no-write"] + files + SMALL)
+        self.assertEqual(status, 0, err)          # an alias the user confirms
+
+    def test_the_plan_never_overwrites_an_input(self):
+        scrape = self.outdir / "after.prom"
+        scrape.write_text(SCRAPE)
+        self.refused(["--metrics", str(scrape)] + SMALL + ["--out", str(scrape)], "--out", "--metrics", out=False)
+        self.assertEqual(scrape.read_text(), SCRAPE)
+        chart = self.outdir / "chart-speedup.svg"
+        chart.write_text(SCRAPE)
+        self.refused(["--metrics", str(chart)] + SMALL, "--out", "chart-speedup.svg")
+
+    def test_a_model_of_sliding_windows_only(self):
+        cfg = config("gpt-oss-120b.config.json")
+        cfg["layer_types"] = ["sliding_attention"] * cfg["num_hidden_layers"]
+        status, _, err = run(["--model-config", self.write("c.json", cfg), "--tp", "8", "--draft", "ngram",
+                              "--weights-dtype", "fp4", "--no-write", "--exercises"] + SMALL)
+        self.assertEqual(status, 0, err)
+
+    def test_many_results_and_many_models(self):
+        result = json.dumps(BENCH)
+        appended = self.write("appended.json", "{}\n" * 100_000 + result + "\n")
+        status, _, err = run(["--bench-spec", appended, "--no-write"] + SMALL)
+        self.assertEqual(status, 0, err)
+        line = 'vllm:spec_decode_num_drafts_total{model_name="m%d"} 1\n'
+        many = self.write("many.prom", "".join(line % i for i in range(m.MODEL_LIMIT + 1)))
+        self.refused(["--metrics", many] + SMALL, "--metrics", f"more than {m.MODEL_LIMIT} models")
+
+    def test_file_contents_never_drive_the_terminal(self):
+        escape = "\x1b]0;pwned\x07\x1b[2J"
+        two = self.write("two.prom", SCRAPE + SCRAPE.replace("meta-llama/Llama-3.3-70B-Instruct", escape))
+        err = self.refused(["--metrics", two] + SMALL, "--metrics", "several models")
+        self.assertNotIn("\x1b", err)
+        self.assertNotIn("\x07", err)
+
+    def test_the_gate_verdict_is_printed_with_the_exercises(self):
+        status, text, _ = run(["--gate", "--exercises", "--acceptance-rates", "0.05", "--ks", "3", "--no-write"])
+        self.assertEqual(status, 1)
+        self.assertIn("== Gate at B = ", text)
+
+    def test_the_plans_gate_command_keeps_every_setting(self):
+        (self.inputs / "-cfg.json").write_text(json.dumps(config(_name_or_path="meta-llama/Llama-3.3-70B-Instruct")))
+        here = os.getcwd()
+        os.chdir(self.inputs)                     # a relative path that starts with -, as a flag does
+        try:
+            status, _, err = run(["--model-config=-cfg.json", "--gate-margin", "0.3", "--p99-budget", "0.2",
+                                  "--served-model", "meta-llama/Llama-3.3-70B-Instruct", "--metrics",
+                                  str(FIXTURES / "metrics_after.prom"), "--out", str(self.plan)] + SMALL)
+        finally:
+            os.chdir(here)
+        self.assertEqual(status, 0, err)
+        gate = next(c for c in shell_commands(self.plan.read_text()) if "code/main.py" in c)
+        words = shlex.split(gate)
+        self.assertIn("--model-config=-cfg.json", words)
+        for flag, value in (("--gate-margin", "0.3"), ("--p99-budget", "0.2"),
+                            ("--served-model", "meta-llama/Llama-3.3-70B-Instruct")):
+            self.assertEqual(words[words.index(flag) + 1], value)
+
+    def test_paths_are_text_in_the_plans_markdown(self):
+        odd = self.inputs / "a|b <img src=x> `c`.prom"
+        odd.write_text(SCRAPE)
+        status, _, err = run(["--metrics", str(odd), "--out", str(self.plan)] + SMALL)
+        self.assertEqual(status, 0, err)
+        plan = self.plan.read_text()
+        self.assertNotIn("<img", plan)
+        self.assertIn("a\\|b &lt;img src=x&gt; 'c'.prom", plan)
+
+    def test_evidence_no_deployment_can_produce(self):
+        one = self.write("one.prom", 'vllm:spec_decode_num_drafts_total{model_name="meta-llama/Llama-3.3-70B-Instruct"} 1\n'
+                         'vllm:spec_decode_num_draft_tokens_total{model_name="meta-llama/Llama-3.3-70B-Instruct"} 3\n'
+                         'vllm:spec_decode_num_accepted_tokens_total{model_name="meta-llama/Llama-3.3-70B-Instruct"} 3\n')
+        self.refused(["--metrics", one, "--gate"] + SMALL, "--gate", "fewer than the 100")
+        fast = self.write("fast.json", dict(BENCH, mean_tpot_ms=BASE["mean_tpot_ms"] / 100))
+        self.refused(["--bench-baseline", self.write("b.json", BASE), "--bench-spec", fast] + SMALL, "K + 1")
+        idle = self.write("idle.json", dict(BENCH, output_throughput=0))
+        self.refused(["--bench-baseline", self.write("b.json", BASE), "--bench-spec", idle, "--gate"] + SMALL,
+                     "output_throughput")
+
+    def test_an_infinite_rate_written_two_ways_is_one_workload(self):
+        base = self.inputs / "b.json"
+        base.write_text(json.dumps(dict(BASE, request_rate=float("inf"))))     # json writes Infinity
+        status, _, err = run(["--bench-baseline", str(base), "--bench-spec", self.write("s.json", BENCH), "--no-write"]
+                             + SMALL)
+        self.assertEqual(status, 0, err)
+
+    def test_lax_input_is_refused(self):
+        self.refused(["--tp", "\uff14"] + SMALL, "--tp")
+        self.refused(["--ks", "\u0663", "--concurrency", "1"], "--ks")
+        self.refused(["--concurrency", "1_000", "--ks", "3"], "--concurrency")
+        for labels in ('{engine=0,model_name="m"}', '{a="0",,model_name="m"}', '{model_name="m",model_name="n"}'):
+            with self.subTest(labels=labels):
+                path = self.write("l.prom", f"vllm:spec_decode_num_drafts_total{labels} 1\n")
+                self.refused(["--metrics", path] + SMALL, "--metrics", "label")
+        number = self.write("n.prom", 'vllm:spec_decode_num_drafts_total{model_name="m"} 1_000\n')
+        self.refused(["--metrics", number] + SMALL, "--metrics", "not a number")
+        rate = (FIXTURES / "metrics_sglang.prom").read_text().replace("} 0.5333", "} 2")
+        self.refused(["--metrics", self.write("r.prom", rate)] + SMALL, "--metrics", "fraction")
+        self.refused(["--context", "1", "--input-tokens", "1000"] + SMALL, "--context")
+        self.refused(["--gpu", "mi300x", "--engine", "trtllm"] + SMALL, "--engine", "NVIDIA")
+        utf16 = self.inputs / "u.prom"
+        utf16.write_bytes(SCRAPE.encode("utf-16-le"))
+        self.refused(["--bench-spec", str(utf16)] + SMALL, "byte-order mark")
+
+    def test_no_schedule_past_the_concurrency_limit(self):
+        status, text, err = run(["--gpu", "custom", "--gpu-memory", "100000", "--gpu-bandwidth", "4",
+                                 "--gpu-tflops", "900", "--json", "--no-write"] + SMALL)
+        self.assertEqual(status, 0, err)
+        self.assertLessEqual(max(row[1] for row in json.loads(text)["plan"]["schedule"]), m.CONCURRENCY_LIMIT)
+
+
 class LastResort(Hostile):
     def test_an_unforeseen_error_is_one_line_and_exit_2(self):
         real = m.render_plan

@@ -252,8 +252,9 @@ class EdgesOfRealFiles(Files):
     """Variants a review found in the wild (review of issue 9): each is read right or refused in one line."""
 
     def sglang(self, *values, rate="0.5333"):
-        return "".join(f'sglang:spec_accept_length{{model_name="m",tp_rank="{r}"}} {v}\n'
-                       f'sglang:spec_accept_rate{{model_name="m",tp_rank="{r}"}} {rate if float(v) else 0}\n'
+        name = "meta-llama/Llama-3.3-70B-Instruct"   # the deployment's: a scrape of another model is refused
+        return "".join(f'sglang:spec_accept_length{{model_name="{name}",tp_rank="{r}"}} {v}\n'
+                       f'sglang:spec_accept_rate{{model_name="{name}",tp_rank="{r}"}} {rate if float(v) else 0}\n'
                        for r, v in enumerate(values))
 
     def test_sglang_idle_ranks_and_impossible_lengths(self):
