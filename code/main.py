@@ -116,7 +116,9 @@ GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 # dense). mla: DeepSeek's latent attention (kv_lora_rank, rope, q_lora_rank, nope,
 # v_head_dim). window, window_layers: sliding-window attention on that many layers.
 # attn_bias, sinks, expert_bias, router_bias: gpt-oss's biases and attention sinks.
-# nextn: MTP modules (num_nextn_predict_layers). head_inter, head_heads, head_kv_heads:
+# nextn: MTP modules (num_nextn_predict_layers). checkpoint: the dtype the published checkpoint ships its weights
+# in, when not bf16 (gpt-oss: MXFP4 experts, its model cards; DeepSeek-V3 and Kimi-K2: block fp8, their READMEs).
+# head_inter, head_heads, head_kv_heads:
 # the EAGLE-3 head's MLP width and attention shape where its published config differs from
 # the target (SpecForge configs/*-eagle3.json); else the target's (head_shape).
 MODELS = {
@@ -141,11 +143,11 @@ MODELS = {
     "gpt-oss-20b":  dict(hidden=2880, inter=2880, layers=24, heads=64, kv_heads=8, head_dim=64, vocab=201088, tied=False,
                          experts=32, experts_per_token=4, moe_inter=2880, moe_layers=24, window=128, window_layers=12,
                          attn_bias=True, sinks=True, expert_bias=True, router_bias=True, head_inter=17280,
-                         hf="openai/gpt-oss-20b"),                        # 20.9 B, 3.6 B active
+                         checkpoint="fp4", hf="openai/gpt-oss-20b"),                        # 20.9 B, 3.6 B active
     "gpt-oss-120b": dict(hidden=2880, inter=2880, layers=36, heads=64, kv_heads=8, head_dim=64, vocab=201088, tied=False,
                          experts=128, experts_per_token=4, moe_inter=2880, moe_layers=36, window=128, window_layers=18,
                          attn_bias=True, sinks=True, expert_bias=True, router_bias=True, head_inter=16384,
-                         hf="openai/gpt-oss-120b"),                       # 116.8 B, 5.1 B active
+                         checkpoint="fp4", hf="openai/gpt-oss-120b"),                       # 116.8 B, 5.1 B active
     # Llama 4 (llama4_text): a shared expert beside one routed expert per token; Maverick
     # routes every second layer (interleave_moe_layer_step 2), its dense layers 16,384 wide.
     "llama-4-scout":    dict(hidden=5120, inter=16384, layers=48, heads=40, kv_heads=8, head_dim=128, vocab=202048, tied=False,
@@ -159,12 +161,12 @@ MODELS = {
     "deepseek-v3": dict(hidden=7168, inter=18432, layers=61, heads=128, kv_heads=128, head_dim=192, vocab=129280, tied=False,
                         experts=256, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=58,
                         mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128), nextn=1,
-                        head_inter=40960, head_heads=56, head_kv_heads=8, head_head_dim=128,
+                        head_inter=40960, head_heads=56, head_kv_heads=8, head_head_dim=128, checkpoint="fp8",
                         hf="deepseek-ai/DeepSeek-V3"),                    # 671.0 B + 11.6 B MTP, 37.6 B active
     "kimi-k2": dict(hidden=7168, inter=18432, layers=61, heads=64, kv_heads=64, head_dim=192, vocab=163840, tied=False,
                     experts=384, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=60,
                     mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128),
-                    head_inter=18432, head_head_dim=128, hf="moonshotai/Kimi-K2-Instruct"),   # 1,026 B, 32.9 B active
+                    head_inter=18432, head_head_dim=128, checkpoint="fp8", hf="moonshotai/Kimi-K2-Instruct"),   # 1,026 B, 32.9 B active
 }
 
 # Serving engines: the share of GPU memory each gives to weights plus KV cache, and how
@@ -191,6 +193,22 @@ GIB = 2 ** 30
 # (DeepSeek-V3: one decoder layer, reused each step).
 EAGLE_DRAFTS = ("eagle3", "eagle")   # heads that read the target's hidden states
 DRAFTS = EAGLE_DRAFTS + ("ngram", "mtp", "model")   # model: a draft model read from --draft-config
+# The drafts each engine's plan covers, each command checked against the engine's sources (cited where the
+# commands are built), and why the others are left out. "model" stands for any draft model (a catalog model too).
+ENGINE_DRAFTS = {"vllm": ("eagle3", "eagle", "mtp", "ngram", "model"),
+                 "sglang": ("eagle3", "eagle", "mtp", "ngram", "model"),
+                 "trtllm": ("eagle3", "mtp", "ngram")}
+ENGINE_DRAFTS_WHY = {
+    "vllm": "every kind of draft",
+    "sglang": "every kind of draft",
+    # llm_args.py: the PyTorch backend converts an Eagle config to Eagle3 (EAGLE-1 heads do not fit it), and its
+    # draft-model config is "Draft_Target" in the code but "DraftTarget" in the docs: unchecked, so left out.
+    "trtllm": "its PyTorch backend runs EAGLE-3 heads, MTP and n-gram; EAGLE-1 heads and draft models are not "
+              "covered here"}
+ENGINE_TREES = {"vllm": (), "sglang": ("eagle3", "eagle", "mtp"), "trtllm": ("eagle3",)}
+ENGINE_TREES_WHY = {"vllm": "vLLM removed tree attention, PR #42121",
+                    "sglang": "its EAGLE worker drafts trees of EAGLE heads and MTP",
+                    "trtllm": "Eagle3DecodingConfig's use_dynamic_tree is for EAGLE-3 heads"}
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
 DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
 
@@ -218,6 +236,29 @@ EAGLE3_HEADS = {
     # training script (max_len 2048); its own config.json we could not read.
     ("trtllm", "llama-3.1-8b"):  ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 2048),
     ("trtllm", "llama-3.3-70b"): ("yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", 2048),
+    # Beyond Llama 3 (checked 2026-12; training context not given by any source checked). vLLM loads heads in
+    # both the speculators format (RedHatAI's, vLLM PR #20436) and the EAGLE/SpecForge format; SGLang and
+    # TensorRT-LLM are given EAGLE/SpecForge-format heads. Sources: the speculators README and
+    # docs/user_guide/algorithms/eagle3.md (RedHatAI); SafeAILab/EAGLE's README table of EAGLE-3 heads; SpecForge's
+    # SpecBundle page (lmsys, zhuyksir, AQ-MedAI); TensorRT-LLM's speculative-decoding docs (nvidia Maverick head).
+    **{(engine, "qwen3-32b"): ("AngelSlim/Qwen3-32B_eagle3", None) for engine in ("vllm", "sglang", "trtllm")},
+    **{(engine, "qwen3-30b-a3b"): ("AngelSlim/Qwen3-a3B_eagle3", None) for engine in ("vllm", "sglang", "trtllm")},
+    ("vllm", "qwen3-235b-a22b"): ("RedHatAI/Qwen3-235B-A22B-Instruct-2507-speculator.eagle3", None),
+    **{(engine, "qwen3-235b-a22b"): ("lmsys/SGLang-EAGLE3-Qwen3-235B-A22B-Instruct-2507-SpecForge-Meituan", None)
+       for engine in ("sglang", "trtllm")},
+    **{(engine, "qwen3-coder-480b"): ("lmsys/SGLang-EAGLE3-Qwen3-Coder-480B-A35B-Instruct-SpecForge-EigenAI", None)
+       for engine in ("vllm", "sglang", "trtllm")},
+    ("vllm", "gpt-oss-20b"): ("RedHatAI/gpt-oss-20b-speculator.eagle3", None),
+    **{(engine, "gpt-oss-20b"): ("zhuyksir/EAGLE3-gpt-oss-20b-bf16", None) for engine in ("sglang", "trtllm")},
+    ("vllm", "gpt-oss-120b"): ("RedHatAI/gpt-oss-120b-speculator.eagle3", None),
+    ("sglang", "gpt-oss-120b"): ("lmsys/EAGLE3-gpt-oss-120b-bf16", None),
+    ("trtllm", "gpt-oss-120b"): ("nvidia/gpt-oss-120b-Eagle3", None),
+    **{(engine, "llama-4-scout"): ("lmsys/SGLang-EAGLE3-Llama-4-Scout-17B-16E-Instruct-SpecForge", None)
+       for engine in ("vllm", "sglang", "trtllm")},
+    ("vllm", "llama-4-maverick"): ("RedHatAI/Llama-4-Maverick-17B-128E-Instruct-speculator.eagle3", None),
+    ("sglang", "llama-4-maverick"): ("lmsys/sglang-EAGLE3-Llama-4-Maverick-17B-128E-Instruct-v1", None),
+    ("trtllm", "llama-4-maverick"): ("nvidia/Llama-4-Maverick-17B-128E-Eagle3", None),
+    **{(engine, "kimi-k2"): ("AQ-MedAI/Kimi-K2-Instruct-eagle3", None) for engine in ("vllm", "sglang", "trtllm")},
 }
 
 # TensorRT-LLM quantizes no weights at start-up: fp8 means a pre-quantized checkpoint
@@ -226,10 +267,6 @@ FP8_CHECKPOINTS = {
     "llama-3.1-8b":  "nvidia/Llama-3.1-8B-Instruct-FP8",
     "llama-3.3-70b": "nvidia/Llama-3.3-70B-Instruct-FP8",
 }
-
-# Checkpoints that ship their weights in fp4 (gpt-oss: MXFP4 experts, its model cards). For
-# any other model the plan does not assume an engine quantizes to fp4 at start-up.
-FP4_CHECKPOINTS = {"gpt-oss-20b", "gpt-oss-120b"}
 
 BYTES_PER = {"bf16": 2, "fp8": 1, "fp4": 0.53125}   # fp4: MXFP4, 4 bits + an 8-bit scale per 32 weights
 
@@ -559,6 +596,11 @@ def mtp_params(m):
     """
     moe = m.get("moe_layers", 0) > 0
     return attention_params(m) + mlp_params(m, moe, False) + 2 * m["hidden"] * m["hidden"] + 5 * m["hidden"]
+
+
+def draft_kind(draft):
+    """The kind of a --draft value: a draft model for a catalog model's name, else the value itself."""
+    return "model" if draft in MODELS else draft
 
 
 def head_shape(m):
@@ -1418,8 +1460,13 @@ def evaluate_cell(alpha, k, eps, batch, dep, dec, fit):
     )
 
 
+K_TIE = 0.01   # speedups within 1% of the best are a tie, won by the smallest K: the cost model cannot tell them apart
+               # (its error is several times that), and a shorter draft loses less when acceptance falls
+
+
 def best_k(dep, acceptance, batch, fit=FIT):
-    """(K, speedup): the K in 0..K_MAX with the most tokens per second; K = 0 is plain decoding.
+    """(K, speedup): the K in 0..K_MAX with the most tokens per second, K = 0 being plain decoding; the smallest K
+    within K_TIE of the best wins, so speculation must gain more than 1% to be turned on at all.
 
     acceptance: a per-token alpha, or conditional alphas by position (see tau_for).
 
@@ -1427,12 +1474,11 @@ def best_k(dep, acceptance, batch, fit=FIT):
     and a round of tau tokens carries tau steps' prefill share q: tau (D + q) / (R + tau q).
     """
     plain, rounds = plain_step_ms(dep, batch, fit), round_costs(dep, batch, fit)
-    best = (0, 1.0)
-    for k in rounds:
-        speedup = plain / spec_tpot_ms(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit)
-        if speedup > best[1]:
-            best = (k, speedup)
-    return best
+    speedups = {0: 1.0, **{k: plain / spec_tpot_ms(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit)
+                           for k in rounds}}
+    top = max(speedups.values())
+    k = min(k for k, speedup in speedups.items() if speedup >= top / (1.0 + K_TIE))
+    return k, speedups[k]
 
 
 def round_costs(dep, batch, fit=FIT):
@@ -1445,8 +1491,38 @@ def round_costs(dep, batch, fit=FIT):
 
 
 def k_zero_at(schedule):
-    """The batch from which a K-by-batch schedule switches speculation off (K = 0), or None."""
-    return next((row[0] for row in schedule if row[2] == 0), None)
+    """The batch from which a K-by-batch schedule keeps speculation off (K = 0) to its end, or None."""
+    return schedule[-1][0] if schedule and schedule[-1][2] == 0 else None
+
+
+def paying_ranges(schedule):
+    """[(first, last batch)] of the stretches where a K-by-batch schedule speculates (K > 0)."""
+    ranges = []
+    for lo, hi, k in schedule:
+        if k > 0 and ranges and ranges[-1][1] == lo - 1:
+            ranges[-1] = (ranges[-1][0], hi)
+        elif k > 0:
+            ranges.append((lo, hi))
+    return ranges
+
+
+def where_it_pays(schedule):
+    """Where speculation pays, in words, from a K-by-batch schedule (batches 1 to its last row's end).
+
+    >>> where_it_pays([[1, 11, 0], [12, 40, 2], [41, 245, 3]])
+    'speculation pays from B = 12 to 245 (the most that fit) and is off below'
+    """
+    ranges, limit = paying_ranges(schedule), schedule[-1][1] if schedule else 0
+    if not ranges:
+        return "speculation pays at no batch size that fits"
+    if ranges == [(1, limit)]:
+        return f"speculation pays at every batch size that fits (up to {limit})"
+    if len(ranges) == 1 and ranges[0][0] == 1:
+        return f"speculation stops paying at B = {ranges[0][1] + 1}"
+    if len(ranges) == 1 and ranges[0][1] == limit:
+        return f"speculation pays from B = {ranges[0][0]} to {limit} (the most that fit) and is off below"
+    return ("speculation pays at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else str(lo) for lo, hi in ranges)
+            + " and is off at the others")
 
 
 def k_schedule(dep, acceptance, fit=FIT):
@@ -1625,6 +1701,11 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, fit
     out.pop("profile")
     if comparison:
         batch = comparison["max_concurrency"] or target
+        lengths = comparison["lengths"]
+        if lengths:   # the model beside a benchmark is set at the benchmark's own lengths
+            note = length_note("the benchmark", lengths, dep)
+            out["notes"] = out["notes"] + [note] if note else out["notes"]
+            dep = run_deployment(dep, dict(input=lengths[0], output=lengths[1]))
         eps = model_overhead(dep, batch, k, fit)
         alpha, spread = requests or (measured["alpha"], 0.0)
         cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
@@ -2074,6 +2155,8 @@ def calibrate_on_runs(dep, runs, fit=FIT):
                      and ours and not any(same_model(r["model_id"], name) for name in ours)}, key=str)
     notes = [f"the runs' model_id {shown(name)} is not this deployment's {ours[0]!r}: a --served-model-name alias, "
              "or runs of another model?" for name in others]
+    notes += [note for note in (length_note(Path(r["path"]).name, (r["input"], r["output"]), dep) for r in runs)
+              if note]
     return fitted, dict(files=[r["path"] for r in runs], fitted_fields=[fields[n] for n in names],
                         kept=sorted(set(Fit._fields) - {fields[n] for n in names}),
                         before={fields[n]: getattr(fit, fields[n]) for n in names},
@@ -2174,8 +2257,7 @@ def render_best_k(result):
             f"{'K=' + str(b['k']) + ' ' + format(b['speedup'], '.2f') + 'x':>10s}" if b["feasible"]
             else f"{'no fit':>10s}" for b in sorted(cells, key=lambda b: b["alpha"])))
     plan = result["plan"]
-    zero = (f"speculation stops paying at B = {plan['k_zero_at']}" if plan["k_zero_at"] is not None
-            else f"speculation pays up to the {result['max_concurrency']} sequences that fit")
+    zero = where_it_pays(plan["schedule"])
     title = f"== Best K (0..{K_MAX}, 0 = off) and its speedup over plain decoding, eps from the cost model =="
     note = wrap(f"At alpha {plan['alpha']:.2f} {zero}. K by batch size, as vLLM's "
                 f"num_speculative_tokens_per_batch_size [start, end, K]: {plan['schedule']}", 100, "")
@@ -2511,8 +2593,11 @@ def render_tables(result, dep, grid):
             rows = [grid_row(c, dep, result["max_concurrency"]) for c in result["cells"]
                     if c["k"] == k and c["verify_overhead"] == eps_b1]
             eps1 = result["eps_b1"][k, eps_b1]
-            source = "given" if eps_b1 != "auto" else "from the cost model"
+            source = ("from the cost model" if eps_b1 == "auto" else "given" if eps1 <= eps_b1 + 5e-5 else
+                      f"given {eps_b1:.2f}, raised: the verify pass over {verify_tokens(dep, k)} tokens alone costs "
+                      "that much over a plain step")
             title = f"== K = {k}, decode eps = {eps1:.2f} at B=1 ({source}), growing with B as the cost model says =="
+            title = "\n".join(wrap(title, 100, "   "))
             lines += render_blocks(title, header, rows) + [""]
     lines += render_breakeven(result)
     lines += render_best_k(result)
@@ -2609,8 +2694,7 @@ def render_exercise_4(d):
             parts.append(f"spread: {r['tpot']['speedup']:.2f}x, P99 TPOT {pct1(r['tpot']['tpot_p99_change'])}")
         lines.append("  " + "; ".join(parts))
     lines += wrap(f"  K by batch size (num_speculative_tokens_per_batch_size): {d['schedule']}; "
-                  + (f"its last row, K = 0 from B = {d['k_zero_at']}, switches speculation off there." if d["k_zero_at"]
-                     else "speculation pays at every batch size that fits.")
+                  + where_it_pays(d["schedule"]) + "."
                   + " A shorter K shortens every round; the slow requests gain only by skipping speculation "
                     "(routing) or by a head that drafts them better.", 100, "  ")
     return lines
@@ -2643,7 +2727,7 @@ def render_exercises(ex, dep):
 SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
 SHAREGPT_URL = ("https://huggingface.co/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/resolve/main/"
                 + SHAREGPT_FILE)   # the file vLLM's benchmark scripts download
-TRTLLM_GATE_WINDOW = 200   # completed requests TensorRT-LLM's acceptance kill switch averages over (a choice)
+TRTLLM_GATE_MINUTES = 10   # how long the built-in kill switch of TensorRT-LLM averages acceptance over (a choice)
 
 
 def shell_lines(words, width=100):
@@ -2658,13 +2742,19 @@ def shell_lines(words, width=100):
     return lines + [line]
 
 
+def catalog_name(dep):
+    """The catalog's name of the target, also for a --model-config whose _name_or_path is a catalog model's."""
+    return dep.model if dep.model in MODELS else next(
+        (name for name, row in MODELS.items() if same_model(row["hf"], dep.shape.get("hf") or "")), None)
+
+
 def draft_head(dep):
     """(Hugging Face id, trained context) of the draft the plan serves; None for what is not known."""
     trained = dep.shape.get("head_context")      # from --draft-config, when given
     if dep.draft_hf:
         return dep.draft_hf, trained
     if dep.draft == "eagle3":
-        head, context = EAGLE3_HEADS.get((dep.engine, dep.model), (None, None))
+        head, context = EAGLE3_HEADS.get((dep.engine, catalog_name(dep)), (None, None))
         return head, trained or context
     if dep.draft in MODELS:
         return MODELS[dep.draft]["hf"], None
@@ -2673,20 +2763,33 @@ def draft_head(dep):
     return None, None
 
 
+def can_serve(dep):
+    """Whether the plan can print the speculative server's command: the draft needs no model to name (MTP, n-gram)
+    or its model is known (the catalog's head, --draft-model, a draft model's _name_or_path)."""
+    return dep.draft in ("mtp", "ngram") or draft_head(dep)[0] is not None
+
+
 def head_or_placeholder(dep):
     """The head's id, or a placeholder that is safe in a shell line (no < or >) and plainly not a path."""
     return draft_head(dep)[0] or f"YOUR-{dep.draft.upper()}-HEAD-FOR-{dep.model.upper()}"
 
 
 def served_model(dep):
-    """The checkpoint the server loads: fp4 weights need an fp4 checkpoint; fp8 ones an fp8 checkpoint on
-    TensorRT-LLM, while vLLM and SGLang quantize to fp8 at start-up (--quantization fp8)."""
-    if dep.weights_dtype == "fp4" and dep.model not in FP4_CHECKPOINTS:
-        return f"YOUR-FP4-CHECKPOINT-OF-{dep.model.upper()}"
-    if dep.engine == "trtllm" and dep.weights_dtype == "fp8":
-        return FP8_CHECKPOINTS.get(dep.model, f"YOUR-FP8-CHECKPOINT-OF-{dep.model.upper()}")
-    # A --model-config without _name_or_path names no checkpoint (hf None): say so rather than guess.
-    return dep.shape.get("hf") or f"YOUR-CHECKPOINT-OF-{dep.model.upper()}"
+    """The checkpoint the server loads: the model's own when it ships the weights' dtype, or when vLLM or SGLang
+    quantize it to fp8 at start-up (quantize_at_start); otherwise an fp8 checkpoint for TensorRT-LLM (FP8_CHECKPOINTS),
+    else a placeholder: no engine here quantizes to fp4 at start-up."""
+    if dep.weights_dtype == dep.shape.get("checkpoint", "bf16") or quantize_at_start(dep):
+        # A --model-config without _name_or_path names no checkpoint (hf None): say so rather than guess.
+        return dep.shape.get("hf") or f"YOUR-CHECKPOINT-OF-{dep.model.upper()}"
+    if dep.engine == "trtllm" and dep.weights_dtype == "fp8" and dep.model in FP8_CHECKPOINTS:
+        return FP8_CHECKPOINTS[dep.model]
+    return f"YOUR-{dep.weights_dtype.upper()}-CHECKPOINT-OF-{dep.model.upper()}"
+
+
+def quantize_at_start(dep):
+    """Whether the server quantizes a bf16 checkpoint to fp8 at start-up (--quantization fp8): vLLM and SGLang do,
+    TensorRT-LLM quantizes nothing at start-up (docs/source/features/quantization.md)."""
+    return dep.weights_dtype == "fp8" and dep.shape.get("checkpoint", "bf16") == "bf16" and dep.engine != "trtllm"
 
 
 def speculative_config(dep, k, schedule=None):
@@ -2715,10 +2818,10 @@ def speculative_config(dep, k, schedule=None):
     return json.dumps(config)
 
 
-def vllm_serve(dep, config=None):
-    """`vllm serve` flags: vllm/engine/arg_utils.py."""
-    words = ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {dep.tp}"]
-    words += ["--quantization fp8"] if dep.weights_dtype == "fp8" else []
+def vllm_serve(dep, config=None, env=()):
+    """`vllm serve` flags: vllm/engine/arg_utils.py; env: variables set for the server."""
+    words = list(env) + ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {dep.tp}"]
+    words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8"] if dep.kv_dtype == "fp8" else []
     words.append(f"--gpu-memory-utilization {dep.memory_fraction:g}")
     words += [f"--speculative-config {shlex.quote(config)}"] if config else []
@@ -2726,7 +2829,11 @@ def vllm_serve(dep, config=None):
 
 
 SGLANG_GAUGE_STEPS = 40   # decode steps SGLang's acceptance gauges average over (python/sglang/srt/metrics/collector.py)
-SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE"}   # EAGLE_DRAFTS' names; a draft model runs as STANDALONE
+# SGLang's --speculative-algorithm by draft_kind. python/sglang/srt/arg_groups/speculative_hook.py: NEXTN is an
+# alias of EAGLE, and an EAGLE run of a DeepSeek-family model (DeepseekV3ForCausalLM and kin) without a
+# --speculative-draft-model-path drafts with the model's own NextN (MTP) weights; NGRAM drafts from the context
+# (num_draft_tokens counts the root: cpp_ngram/param.h); STANDALONE runs a draft model.
+SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE", "ngram": "NGRAM", "model": "STANDALONE"}
 # --speculative-adaptive's built-in step candidates by batch size (DEFAULT_ADAPTIVE_CONFIG in
 # python/sglang/srt/speculative/adaptive_spec_params.py, PR #24055); 0 turns drafting off.
 SGLANG_ADAPTIVE_DEFAULT = {1: (1, 3, 5, 7), 8: (0, 1, 3), 32: (0, 1), 64: (0,)}
@@ -2745,15 +2852,21 @@ def sglang_serve(dep, target, k=None):
     env = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"] if k and dep.draft in EAGLE_DRAFTS else []
     words = env + ["python -m sglang.launch_server", f"--model-path {shlex.quote(served_model(dep))}",
                    f"--tp-size {dep.tp}"]
-    words += ["--quantization fp8"] if dep.weights_dtype == "fp8" else []
+    words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
     words += [f"--mem-fraction-static {dep.memory_fraction:g}", f"--max-running-requests {target}",
               "--enable-metrics"]
     if k:
-        words += [f"--speculative-algorithm {SGLANG_ALGORITHM.get(dep.draft, 'STANDALONE')}",
-                  f"--speculative-draft-model-path {shlex.quote(head_or_placeholder(dep))}",
-                  f"--speculative-num-steps {k}",
-                  f"--speculative-eagle-topk {dep.topk}", f"--speculative-num-draft-tokens {verify_tokens(dep, k)}"]
+        kind = draft_kind(dep.draft)
+        words.append(f"--speculative-algorithm {SGLANG_ALGORITHM[kind]}")
+        if runs_a_draft_model(dep) and kind != "mtp":
+            words.append(f"--speculative-draft-model-path {shlex.quote(head_or_placeholder(dep))}")
+            # The draft follows the target's --quantization unless told otherwise (fp8 here); the cost model
+            # runs drafts in bf16 (docs/advanced_features/speculative_decoding.md: "unquant" forces no quantization).
+            words += ["--speculative-draft-model-quantization unquant"] if quantize_at_start(dep) else []
+        if kind != "ngram":   # NGRAM takes no steps or topk: its topk is --speculative-ngram-max-bfs-breadth
+            words += [f"--speculative-num-steps {k}", f"--speculative-eagle-topk {dep.topk}"]
+        words.append(f"--speculative-num-draft-tokens {verify_tokens(dep, k)}")
     return shell_lines(words)
 
 
@@ -2764,13 +2877,26 @@ def trtllm_yaml(dep, name, k=None):
     (numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens, acceptanceLength: the fields
     TensorRT-LLM's integration test check_spec_decoding_metrics checks, tests/integration/defs).
     """
-    lines = [f"cat > {name} <<'YAML'", "enable_iter_perf_stats: true"]
+    # return_perf_metrics mounts /prometheus/metrics (tensorrt_llm/serve/openai_server.py), whose counters
+    # trtllm_spec_decode_num_draft_tokens_total and ..._num_accepted_tokens_total come from the iteration stats
+    # (tensorrt_llm/metrics/collector.py); both runs carry it, so the baseline pays the same bookkeeping.
+    lines = [f"cat > {name} <<'YAML'", "enable_iter_perf_stats: true", "return_perf_metrics: true"]
     if dep.kv_dtype == "fp8":
         lines += ["kv_cache_config:", "  dtype: fp8"]
     if k:
-        lines += ["speculative_config:", "  decoding_type: Eagle3", f"  max_draft_len: {k}",
-                  f"  speculative_model: {json.dumps(head_or_placeholder(dep))}"]   # quoted: ~, null, @x are names
+        kind = draft_kind(dep.draft)
+        lines += ["speculative_config:", f"  decoding_type: {TRTLLM_DECODING[kind]}", f"  max_draft_len: {k}"]
+        if kind == "eagle3":
+            lines.append(f"  speculative_model: {json.dumps(head_or_placeholder(dep))}")   # quoted: ~, null are names
+        if dep.topk > 1:   # Eagle3DecodingConfig's dynamic tree: verify width max_total_draft_tokens + 1
+            lines += ["  use_dynamic_tree: true", f"  dynamic_tree_max_topK: {dep.topk}",
+                      f"  max_total_draft_tokens: {verify_tokens(dep, k) - 1}"]
     return lines + ["YAML"]
+
+
+# decoding_type of TensorRT-LLM's speculative_config by draft_kind (llm_args.py: Eagle3DecodingConfig,
+# MTPDecodingConfig, NGramDecodingConfig; MTP's depth is max_draft_len now, num_nextn_predict_layers before).
+TRTLLM_DECODING = {"eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
 
 
 def trtllm_serve(dep, target, config_name):
@@ -2796,20 +2922,28 @@ def bench_prompts(target):
     return max(200, 10 * target)
 
 
-def bench_lines(dep, target, filename):
-    """A closed-loop benchmark at `target` concurrency through the chat endpoint, saved as JSON.
+def bench_lines(dep, batch, filename, realistic=False):
+    """A closed-loop benchmark at `batch` concurrency through the chat endpoint, saved as JSON.
 
-    vLLM and SGLang: `vllm bench serve` (vllm/benchmarks/serve.py; --dataset-path is required
-    for sharegpt, vllm/benchmarks/datasets.py). TensorRT-LLM: its own copy of that script,
-    tensorrt_llm/serve/scripts/benchmark_serving.py, with the same flags and result keys.
-    EAGLE heads are trained on chat-formatted prompts, hence openai-chat.
+    vLLM and SGLang: `vllm bench serve` (vllm/benchmarks/serve.py, datasets/datasets.py). TensorRT-LLM: its own
+    copy, tensorrt_llm/serve/scripts/benchmark_serving.py, with the same flags and result keys. EAGLE heads are
+    trained on chat-formatted prompts, hence openai-chat. A calibration run has the deployment's lengths exactly:
+    random prompts of --random-input-len tokens and --random-output-len outputs (--random-range-ratio is 0 by
+    default, and --ignore-eos keeps an answer from ending early); TensorRT-LLM's random dataset cuts real
+    ShareGPT text to those lengths given --dataset-path (benchmark_dataset.py, RandomDataset). A realistic run
+    has ShareGPT's prompts and answers capped at the deployment's output length (--sharegpt-output-len), ended
+    by EOS as real ones are: its acceptance is real text's.
     """
     tool = "python -m tensorrt_llm.serve.scripts.benchmark_serving" if dep.engine == "trtllm" else \
         "vllm bench serve"
+    if realistic:
+        data = ["--dataset-name sharegpt", f"--dataset-path {SHAREGPT_FILE}", f"--sharegpt-output-len {dep.output_tokens}"]
+    else:
+        data = (["--dataset-name random"] + ([f"--dataset-path {SHAREGPT_FILE}"] if dep.engine == "trtllm" else [])
+                + [f"--random-input-len {dep.input_tokens}", f"--random-output-len {dep.output_tokens}", "--ignore-eos"])
     return shell_lines([tool, "--backend openai-chat", "--endpoint /v1/chat/completions",
-                        f"--port {ENGINES[dep.engine]['port']}", f"--model {shlex.quote(served_model(dep))}",
-                        "--dataset-name sharegpt", f"--dataset-path {SHAREGPT_FILE}",
-                        f"--num-prompts {bench_prompts(target)}", f"--max-concurrency {target}",
+                        f"--port {ENGINES[dep.engine]['port']}", f"--model {shlex.quote(served_model(dep))}", *data,
+                        f"--num-prompts {bench_prompts(batch)}", f"--max-concurrency {batch}",
                         f"--temperature {TEMPERATURE:g}", "--percentile-metrics ttft,tpot,itl,e2el",
                         "--metric-percentiles 50,99", "--save-result", f"--result-filename {filename}"])
 
@@ -2966,8 +3100,13 @@ def head_notes(dep):
     head, trained = draft_head(dep)
     engine = ENGINES[dep.engine]["name"]
     if head is None:
-        return [f"No public {dep.draft} head for {dep.model} on {engine} is in this tool's catalog: put your "
-                "head's path where the commands say so, or pass `--draft-model`.", ""]
+        others = (["`--draft mtp` (this model has an MTP module)"] if dep.shape.get("nextn") else []) + \
+            ["`--draft ngram` (no model at all)"]
+        return [f"**No head to serve yet.** No public {dep.draft} head for {dep.model} that {engine} loads is known "
+                "to this tool (checked 2026-12), so this stage prints no command that would fail. Train one with "
+                "SpecForge (`specforge train --config ...`, sgl-project/SpecForge) or vLLM's speculators "
+                "(`scripts/train.py`, vllm-project/speculators), then run this program again with "
+                "`--draft-model` set to its Hugging Face id or path. Until then: " + " or ".join(others) + ".", ""]
     crash = (" On vLLM builds without PR #49343, a prompt longer than the head's `max_position_embeddings` "
              "crashes the server (issue #48894)." if dep.engine == "vllm" else "")
     if trained is None:
@@ -2995,44 +3134,63 @@ def spec_batches(target):
 
 
 def plan_stage0(dep, plan):
-    target = plan["target"]
-    others = [b for b in calibration_batches(target) if b != target]
+    batch = plan["shown_batch"]
+    others = [b for b in calibration_batches(batch) if b != batch]
+    fits = ("" if plan["feasible"] else f"Concurrency {plan['target']} does not fit in memory: every command below runs "
+            f"at {batch}, the most that fits. ")
     out = ["## Stage 0: baseline, speculation off", "",
-           f"Benchmark at the concurrency you serve ({target}) and at {' and '.join(map(str, others))}, "
-           f"at your traffic's temperature ({TEMPERATURE:g} here: acceptance "
-           "depends on it), through the chat endpoint. ShareGPT stands in for your prompts; a sample of your own "
-           "traffic is better.", "", "```", f"wget {SHAREGPT_URL}"] + serve_lines(dep, target)
-    for b in calibration_batches(target):
+           fits + f"Two kinds of run, each at your traffic's temperature ({TEMPERATURE:g} here: acceptance depends on "
+           "it) through the chat endpoint:", "",
+           f"- **calibration runs** at concurrency {', '.join(map(str, others))} and {batch}: random prompts of "
+           f"exactly {dep.input_tokens} tokens and {dep.output_tokens}-token answers, the lengths this plan models, "
+           "so that stage 3 can fit the cost model to your deployment;",
+           f"- **the gate's baseline** at {batch}: ShareGPT's prompts with answers of at most {dep.output_tokens} "
+           "tokens, real text as acceptance needs it (a sample of your own traffic is better still).", "",
+           "```", f"wget {SHAREGPT_URL}"] + serve_lines(dep, batch)
+    for b in calibration_batches(batch):
         out += bench_lines(dep, b, f"baseline_c{b}.json")
-    return out + ["```", "", f"Keep the files: `baseline_c{target}.json`'s `p99_tpot_ms`, `p99_itl_ms` and "
-                  "`output_throughput` are what the gate compares, and all of them calibrate the cost model on your "
-                  "deployment (stage 3).", ""]
+    out += bench_lines(dep, batch, f"sharegpt_baseline_c{batch}.json", realistic=True)
+    return out + ["```", "", f"Keep the files: `sharegpt_baseline_c{batch}.json`'s `p99_tpot_ms`, `p99_itl_ms` and "
+                  "`output_throughput` are what the gate compares, and the calibration runs fit the cost model "
+                  "(stage 3). Each file's own lengths (its token totals over completed requests) are what the tool "
+                  "reads back, with a note when they differ from the deployment's by more than 10%.", ""]
 
 
 def plan_stage1(dep, plan):
-    k, target = plan["k"], plan["target"]
-    t = {row["concurrency"]: row for row in plan["tail"]}.get(target)
+    k, batch = plan["k"], plan["shown_batch"]
+    t = {row["concurrency"]: row for row in plan["tail"]}.get(batch)
     opt_in = {"vllm": "nothing changes without `--speculative-config`",
               "sglang": "nothing changes without `--speculative-algorithm`",
               "trtllm": "nothing changes without a `speculative_config` in the YAML"}[dep.engine]
+    shape = (f"a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in the verify pass, "
+             "with the acceptance length you measured for it" if dep.topk > 1 else f"a chain of K = {k} tokens")
     out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {ENGINES[dep.engine]['name']}: "
-           f"{opt_in}. The draft is a chain of K = {k} tokens.", ""]
+           f"{opt_in}. The draft is {shape}.", ""]
     if dep.engine == "sglang" and dep.draft in EAGLE_DRAFTS and dep.topk == 1:
         out += ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
                 "verify pass carries 8 tokens per sequence where a chain carries K+1. This plan runs a chain "
                 "(topk 1): the cost model, the break-even and the gate are for chains, and a tree's acceptance "
                 "can only be measured, not computed from alpha.", ""]
-    elif dep.topk > 1:
-        out += [f"The draft is a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in "
-                "the verify pass, with the acceptance length you measured for it.", ""]
+    if dep.engine == "sglang" and dep.draft == "ngram":
+        out += [f"SGLang's n-gram drafter builds a small tree of up to K = {k} tokens from the context's matches and "
+                f"verifies K + 1 = {k + 1} tokens a sequence whatever it finds (`--speculative-num-draft-tokens`): "
+                "measure its acceptance length, the chain formula does not hold for it.", ""]
     out += head_notes(dep)
-    out += ["```"] + serve_lines(dep, target, k)
-    for b in spec_batches(target):
+    if not can_serve(dep):
+        return out   # no head to serve yet: head_notes says how to get one
+    out += ["```"] + serve_lines(dep, batch, k)
+    calibrating = [b for b in spec_batches(batch) if dep.engine == "vllm"]   # only vLLM's runs record acceptance
+    for b in calibrating:
         out += bench_lines(dep, b, f"spec_c{b}.json")
-    out += ["```", ""]
+    out += bench_lines(dep, batch, f"sharegpt_spec_c{batch}.json", realistic=True) + ["```", ""]
+    out += [f"`sharegpt_spec_c{batch}.json` is the gate's speculative run, the same workload as its baseline"
+            + (f"; `spec_c{'.json`, `spec_c'.join(map(str, calibrating))}.json` calibrate the round's cost (vLLM's "
+               "benchmark records each run's acceptance in its `spec_decode_*` keys)." if calibrating else
+               f". {ENGINES[dep.engine]['name']}'s benchmark records no acceptance, so speculative runs cannot "
+               "calibrate the round's cost here: stage 3 fits on the baselines."), ""]
     if t is not None:
         out += [
-            f"What the model expects at B={target} "
+            f"What the model expects at B={batch} "
             + ("with the measured acceptance" if plan["measured"] else
                f"if requests accept at alpha {plan['request_alpha']:.2f} on average") + ": tau = "
             f"{t['acceptance_length_requests']:.2f} tokens per round over requests whose alpha spreads by s.d. "
@@ -3055,35 +3213,59 @@ def plan_k_by_batch(plan, dep):
         span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
         out.append(f"| {lo}-{hi} | {k} | {span} |")
     out.append("")
-    zero = plan["k_zero_at"]
-    if zero == 1:
+    if not paying_ranges(schedule):
         return out + ["Speculation does not pay at any batch size here: leave it off.", ""]
-    off = (f"speculation stops paying at B = {zero}" if zero else
-           f"speculation pays at every batch size that fits in memory (up to {schedule[-1][1]})")
-    out += [f"At this alpha {off}.", ""]
+    out += [f"At this alpha {where_it_pays(schedule)}.", ""]
+    on = [row for row in schedule if row[2] > 0]
+    rise = next((b for a, b in zip(on, on[1:]) if b[2] > a[2]), None)
+    if rise and dep.target.experts:
+        out += [f"K rises again from B = {rise[0]}: a mixture-of-experts plain step reads more experts as the batch "
+                "grows, so the experts a verify pass adds cost relatively less (expected_experts in the cost model; "
+                "real routers are skewed, so measure where it matters).", ""]
     return out + K_BY_BATCH[dep.engine](plan, dep)
+
+
+# Model Runner V2 is vLLM's default runner: vllm/config/vllm.py's use_v2_model_runner takes V2 unless
+# VLLM_USE_V2_MODEL_RUNNER says otherwise or a feature needs V1. Of the speculative methods V2 runs eagle,
+# eagle3 and mtp (and newer ones); for ngram and draft_model it falls back to V1 by itself, and forcing
+# VLLM_USE_V2_MODEL_RUNNER=1 with them raises "Model Runner V2 does not yet support: ...".
+V2_METHODS = ("eagle", "eagle3", "mtp")
 
 
 def vllm_k_by_batch(plan, dep):
     """vLLM: num_speculative_tokens_per_batch_size (PR #32374), with its caveats.
 
     The old batch-size off switch of the config did nothing from v0.10.0 and was removed
-    (issue #25112, PR #35060): a final K = 0 row is the off switch now. Open issue #49548 reports throughput collapsing at the
-    table's thresholds; vllm/config/vllm.py downgrades CUDA graphs to PIECEWISE for it on
-    the V1 model runner and ignores the table when data parallel > 1.
+    (issue #25112, PR #35060): a row with K = 0 is the off switch now. Open issue #49548 reports throughput
+    collapsing at the table's thresholds. vllm/config/vllm.py (_maybe_override_dynamic_sd_cudagraph_mode)
+    downgrades CUDA graphs to PIECEWISE for the table on the V1 runner only, and ignores the table when data
+    parallel > 1. On V2 the drafter ignores the table's K altogether (issue #51510, open; PRs #51575, #57053).
     """
     schedule = plan["schedule"]
-    out = ["vLLM's dynamic speculative decoding takes this table as it stands"
-           + (" (its last row, K = 0, switches speculation off past that batch size):" if plan["k_zero_at"] else ":"),
-           "", "```", f"--speculative-config {shlex.quote(speculative_config(dep, plan['k'], schedule))}", "```", "",
-           "Before relying on the table, benchmark it against the fixed K of stage 1 at the batch sizes where K "
-           "changes:", "",
-           "- open issue #49548 reports throughput collapsing at the table's thresholds;",
-           "- with the table, vLLM's V1 model runner runs CUDA graphs in PIECEWISE mode only "
-           "(`VLLM_USE_V2_MODEL_RUNNER=1` avoids it);",
-           "- with `--data-parallel-size` above 1 vLLM ignores the table and runs `num_speculative_tokens` "
-           "throughout.", ""]
-    return out
+    method = json.loads(speculative_config(dep, plan["k"]))["method"]
+    v2 = method in V2_METHODS
+    table = json.dumps(schedule)
+    zero = " (a row with K = 0 switches speculation off at its batch sizes)" if any(row[2] == 0 for row in schedule) else ""
+    if can_serve(dep):
+        out = [f"vLLM's dynamic speculative decoding takes this table as it stands{zero}:", "", "```"] + vllm_serve(
+            dep, speculative_config(dep, plan["k"], schedule), ["VLLM_USE_V2_MODEL_RUNNER=0"] if v2 else []) + ["```", ""]
+    else:
+        out = [f"vLLM's dynamic speculative decoding takes this table as `num_speculative_tokens_per_batch_size` "
+               f"{table} in `--speculative-config`{zero}, once stage 1 has a head to serve.", ""]
+    if v2:
+        out += [f"The table needs the V1 model runner. vLLM runs `{method}` on Model Runner V2 by default, and V2's "
+                "drafter ignores the table: every round drafts `num_speculative_tokens`, K = 0 rows included "
+                "(issue #51510, open at the last check). `VLLM_USE_V2_MODEL_RUNNER=0` selects V1, which then "
+                "captures CUDA graphs in PIECEWISE mode only. Benchmark it against the fixed K of stage 1 on the "
+                "default runner at the batch sizes where K changes:", ""]
+    else:
+        out += [f"vLLM runs `{method}` on the V1 model runner (Model Runner V2 does not support it, and vLLM falls "
+                "back by itself: never force `VLLM_USE_V2_MODEL_RUNNER=1`, which refuses it). With the table, V1 "
+                "captures CUDA graphs in PIECEWISE mode only. Benchmark it against the fixed K of stage 1 at the "
+                "batch sizes where K changes:", ""]
+    return out + ["- open issue #49548 reports throughput collapsing at the table's thresholds;",
+                  "- with `--data-parallel-size` above 1 vLLM ignores the table and runs `num_speculative_tokens` "
+                  "throughout.", ""]
 
 
 def sglang_k_by_batch(plan, dep):
@@ -3093,9 +3275,15 @@ def sglang_k_by_batch(plan, dep):
     tuning file, moving with the acceptance it measures; SGLANG_ADAPTIVE_DEFAULT holds
     its built-in candidates.
     """
-    if dep.draft not in EAGLE_DRAFTS:
-        return ["SGLang's adaptive step count works for EAGLE heads only: with a draft model, run the fixed K of "
-                "stage 1, or route the batch sizes where K is 0 to a replica without speculation.", ""]
+    route = (" Route the batch sizes where K is 0 to a replica without speculation."
+             if any(row[2] == 0 for row in plan["schedule"]) else "")
+    if dep.topk > 1:
+        return ["`--speculative-adaptive` adapts chains only (topk 1; with a tree SGLang warns and keeps its static "
+                "parameters, adaptive_spec_params.py): keep the tree of stage 1 where it pays." + route, ""]
+    if dep.draft not in EAGLE_DRAFTS + ("mtp",):
+        what = "n-gram lookup" if dep.draft == "ngram" else "a draft model"
+        return [f"SGLang's adaptive step count works for EAGLE heads and MTP only (EAGLE and EAGLE3): with {what}, "
+                "run the fixed K of stage 1." + route, ""]
     ks = sorted({row[2] for row in plan["schedule"]})
     tried = {k for candidates in SGLANG_ADAPTIVE_DEFAULT.values() for k in candidates}
     untried = [k for k in ks if k not in tried]
@@ -3127,6 +3315,11 @@ def trtllm_k_by_batch(plan, dep):
     on = [row for row in schedule if row[2] > 0]
     upper = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
     monotone = all(a[2] >= b[2] for a, b in zip(on, on[1:]))
+    ranges = paying_ranges(schedule)
+    if ranges[0][0] > 1 or len(ranges) > 1:
+        return [f"TensorRT-LLM's switches turn speculation off above a batch size, not below or between: here "
+                f"{where_it_pays(schedule)}. Serve the batch sizes where it is off from a replica without "
+                "speculation, or keep the fixed K of stage 1 where it pays.", ""]
     out = []
     if plan["k_zero_at"]:
         out += ["The simple switch: `max_concurrency` in `speculative_config` turns speculation off above a batch "
@@ -3170,21 +3363,32 @@ def plan_stage2(result, dep, plan):
             "```", f"curl -s localhost:{ENGINES['vllm']['port']}/metrics > before.prom     # ... a window of production "
             "traffic ...", f"curl -s localhost:{ENGINES['vllm']['port']}/metrics > after.prom", "```", ""]
     elif dep.engine == "sglang":
+        width = verify_tokens(dep, k) - 1
+        tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
         out += [
-            "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau,",
-            "bonus token included) and `sglang:spec_accept_rate` (accepted / drafted), each recomputed over the",
-            f"last {SGLANG_GAUGE_STEPS} decode steps. Average them over time (never `rate()` of a gauge):", "",
-            "```promql",
-            "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", "",
-            f"The server log's `accept len` is the same figure. Hand it to this program with `--acceptance-length "
-            f"TAU --ks {k}`, which turns it into the per-token alpha.", ""]
+            "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau, bonus",
+            "token included) and `sglang:spec_accept_rate`, accepted drafts over rounds x the tokens a round drafts",
+            "(`--speculative-num-draft-tokens` - 1, since SGLang PR #23530; before it the bonus token and the",
+            f"root counted), each recomputed over the last {SGLANG_GAUGE_STEPS} decode steps. Average them over time "
+            "(never `rate()` of a gauge):", "",
+            "```promql", "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", "",
+            f"At tau {tau:.2f} the rate gauge reads (tau - 1) / {width} = {(tau - 1) / width:.2f}"
+            + (" (a tree drafts more tokens than its depth)." if dep.topk > 1 else "."),
+            f"For this program, save a scrape taken under traffic: it reads both gauges (their mean over the TP "
+            f"ranks) and takes the steps from `--ks {k}`.", "",
+            "```", f"curl -s localhost:{ENGINES['sglang']['port']}/metrics > after.prom     # under production "
+            "traffic", "```", ""]
     else:
         out += [
-            "`GET /metrics` on trtllm-serve returns JSON, one entry per iteration (the YAML above turns on",
-            "`enable_iter_perf_stats`), each with `specDecodingStats`: `numDraftTokens`, `numAcceptedTokens`,",
-            "`numRequestsWithDraftTokens` and `acceptanceLength` (tau, bonus token included). Sum the counts",
-            "over a window of traffic: acceptance rate r = accepted / draft tokens. Hand it to this program with",
-            f"`--acceptance-rates R --ks {k}`.", ""]
+            "trtllm-serve, with `return_perf_metrics: true` in its YAML (stage 0), serves Prometheus text at",
+            "`/prometheus/metrics`, with the counters `trtllm_spec_decode_num_draft_tokens_total` and",
+            "`trtllm_spec_decode_num_accepted_tokens_total` (tensorrt_llm/metrics/collector.py): acceptance rate",
+            "r = accepted / draft tokens. It counts no drafts (rounds), so this program takes K from",
+            f"`--ks {k}`. Scrape before and after a window of traffic (its JSON `/metrics`, per-iteration",
+            "`specDecodingStats`, holds the same counts):", "",
+            "```", f"curl -s localhost:{ENGINES['trtllm']['port']}/prometheus/metrics > before.prom     # ... a "
+            "window of production traffic ...",
+            f"curl -s localhost:{ENGINES['trtllm']['port']}/prometheus/metrics > after.prom", "```", ""]
     out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan['rate_at_alpha']:.2f} is what a "
             f"per-token alpha of {plan['alpha']:.2f} shows.", ""]
     if plan["measured"]:
@@ -3198,26 +3402,23 @@ def plan_stage2(result, dep, plan):
 
 
 def gate_command(dep, plan):
-    """This program's gate run for the files stage 0 to 2 produce, calibrated on the benchmark runs.
+    """This program's gate run for the files stages 0 to 2 produce, calibrated on the benchmark runs.
 
-    vLLM's benchmark records the speculative runs' K and acceptance (spec_decode_* keys), so
-    they calibrate too; against SGLang and TensorRT-LLM only the baselines do.
+    vLLM's benchmark records the speculative runs' K and acceptance (spec_decode_* keys), so they calibrate too;
+    against SGLang and TensorRT-LLM only the baselines do. Acceptance comes from the scrapes of stage 2.
     """
-    target = plan["target"]
-    files = [f"baseline_c{b}.json" for b in calibration_batches(target)]
+    batch = plan["shown_batch"]
+    files = [f"baseline_c{b}.json" for b in calibration_batches(batch)]
     if dep.engine == "vllm":
-        files += [f"spec_c{b}.json" for b in spec_batches(target)]
-    words = tool_words(dep) + [f"--bench-baseline baseline_c{target}.json", f"--bench-spec spec_c{target}.json",
-                               f"--target-concurrency {target}", "--calibrate " + ",".join(files)]
+        files += [f"spec_c{b}.json" for b in spec_batches(batch)]
+    words = tool_words(dep) + [f"--bench-baseline sharegpt_baseline_c{batch}.json",
+                               f"--bench-spec sharegpt_spec_c{batch}.json", f"--target-concurrency {batch}",
+                               "--calibrate " + ",".join(files)]
     words += [f"--gate-margin {plan['margin']:g}"] if plan["margin"] != GATE_MARGIN else []
     words += [f"--p99-budget {plan['p99_budget']:g}"] if plan["p99_budget"] != P99_BUDGET else []
     words += [f"--served-model {shlex.quote(plan['served_model'])}"] if plan["served_model"] else []
-    if dep.engine == "vllm":
-        words += ["--metrics after.prom", "--metrics-before before.prom"]
-    elif dep.engine == "sglang":
-        words += ["--acceptance-length TAU", f"--ks {plan['k']}"]
-    else:
-        words += ["--acceptance-rates R", f"--ks {plan['k']}"]
+    words += ["--metrics after.prom"] + (["--metrics-before before.prom"] if dep.engine != "sglang" else [])
+    words += [f"--ks {plan['k']}"] if dep.engine != "vllm" else []
     return ["```"] + shell_lines(words + ["--gate"]) + ["```", ""]
 
 
@@ -3319,27 +3520,39 @@ def plan_dashboard(dep, plan):
         out += ["SGLang's acceptance gauges, averaged over time:", "", "```promql", length,
                 "avg by (model_name) (avg_over_time(sglang:spec_accept_rate[5m]))", "```", ""]
         if gate_a is not None:
-            out += [f"Kill switch: at B={target} the fixed chain of K={k} breaks even at an accept length of "
+            shape = f"the tree of {k} steps" if dep.topk > 1 else f"the fixed chain of K={k}"
+            out += [f"Kill switch: at B={target} {shape} breaks even at an accept length of "
                     f"{1 + plan['eps']:.3f} (1 + eps). SGLang exports no per-position figure, so this alert holds "
                     "for the fixed K of stage 1 only (not under `--speculative-adaptive`); 10 minutes is a choice.",
                     "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
                     f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan['eps']:.3f}", "  for: 10m", "```", ""]
         return out
-    out += ["The `/metrics` of trtllm-serve is JSON, not Prometheus: poll it and sum `numAcceptedTokens` and "
-            "`numDraftTokens` of `specDecodingStats` over each window.", ""]
-    # The gate's fields: DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py (current:
-    # acceptance_rate_window_size / acceptance_rate_threshold, read by the executor's
-    # SpeculationGate; earlier: acceptance_window / acceptance_length_threshold).
-    if gate_a is not None:
-        out += [f"Kill switch, built in: at B={target} and K={k} the break-even acceptance rate is "
-                f"{plan['gate_rate']:.3f}. TensorRT-LLM turns speculation off for good once the rolling acceptance "
-                f"over completed requests falls under a threshold; add to `speculative_config` (the window of "
-                f"{TRTLLM_GATE_WINDOW} requests is a choice):", "", "```yaml",
-                f"  acceptance_rate_window_size: {TRTLLM_GATE_WINDOW}",
-                f"  acceptance_rate_threshold: {plan['gate_rate']:.3f}", "```", "",
-                "These are the field names of current `llm_args.py`; earlier releases call them "
-                f"`acceptance_window` and `acceptance_length_threshold`, the latter in tau: {1 + plan['eps']:.3f}.",
-                ""]
+    rate = ("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))\n"
+            "  / sum(rate(trtllm_spec_decode_num_draft_tokens_total[5m]))")
+    out += ["Acceptance rate over a 5-minute window, from `/prometheus/metrics` (stage 2):", "", "```promql", rate,
+            "```", ""]
+    # The switch's fields: DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py. acceptance_rate_window_size counts
+    # speculation-enabled decoding iterations (each a round of the batch), acceptance_rate_threshold is a rate in
+    # [0, 1], and the executor's SpeculationGate turns speculation off for good once the rolling mean falls under
+    # it. Older releases had acceptance_window (completed requests) and acceptance_length_threshold (in tau).
+    t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["shown_batch"])
+    if gate_a is not None and t is not None:
+        drafted = verify_tokens(dep, k) - 1   # tokens a round drafts per request: K, or a tree's width
+        threshold = plan["eps"] / drafted
+        window = max(100, round(TRTLLM_GATE_MINUTES * 60_000 / t["round_ms"], -2))
+        out += [f"Kill switch, built in: at B={target} a round breaks even at an acceptance rate of {threshold:.3f} "
+                f"(eps {plan['eps']:.3f} over the {drafted} token{'s' if drafted > 1 else ''} a round drafts). TensorRT-LLM averages each "
+                "speculation-enabled iteration's rate over a window of iterations and turns speculation off for good "
+                f"once the average falls under the threshold. One iteration is one round, about {t['round_ms']:.0f} ms "
+                f"at B={plan['shown_batch']}, so {window:,.0f} iterations span about {TRTLLM_GATE_MINUTES} minutes "
+                "of traffic (the minutes are a choice: a short window lets one bad patch switch speculation off for "
+                "the server's life). Add to `speculative_config`:", "", "```yaml",
+                f"  acceptance_rate_window_size: {window:.0f}",
+                f"  acceptance_rate_threshold: {threshold:.3f}", "```", "",
+                "These are the field names of current `llm_args.py`; earlier releases had `acceptance_window` "
+                "(counted in completed requests) and `acceptance_length_threshold` (in tau: "
+                f"{1 + plan['eps']:.3f}).", ""]
+    if gate_a is not None and dep.topk == 1:
         rates = [(kk, acceptance_rate(plan["alpha"], kk)) for kk in sorted({row[2] for row in plan["schedule"]})
                  if kk > 0]
         low = [(kk, r) for kk, r in rates if r < plan["gate_rate"]]
@@ -3361,8 +3574,9 @@ def plan_next(dep, plan):
         depth = (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
                  "- the per-position rates at K = 2 and 3, to see whether a longer draft would pay at lower load;")
     else:
-        depth = (f"- the acceptance length at K = {max(1, k - 1)} and {k + 1} against K = {k}: this engine exports no "
-                 "per-position rates, so a K sweep shows whether late positions pay;")
+        others = " and ".join(str(kk) for kk in (k - 1, k + 1) if kk >= 1)
+        depth = (f"- the acceptance length at K = {others} against K = {k}: this engine exports no per-position "
+                 "rates, so a K sweep shows whether late positions pay;")
     return [
         "## What to measure next", "",
         "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
@@ -3619,6 +3833,10 @@ SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py; the emitted-tokens counter
     "vllm:spec_decode_num_draft_tokens_total": "draft_tokens",
     "vllm:spec_decode_num_accepted_tokens_total": "accepted",
     "vllm:spec_decode_num_emitted_tokens_total": "emitted",
+    # TensorRT-LLM's /prometheus/metrics (tensorrt_llm/metrics/collector.py): draft and accepted tokens summed over
+    # its iteration stats; it counts no drafts (rounds), so --ks completes the measurement.
+    "trtllm_spec_decode_num_draft_tokens_total": "draft_tokens",
+    "trtllm_spec_decode_num_accepted_tokens_total": "accepted",
 }
 PER_POSITION_COUNTERS = {   # label position="i"
     "vllm:spec_decode_num_accepted_tokens_per_pos_total": "accepted",
@@ -3638,12 +3856,13 @@ LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 LABEL_SET = re.compile(r'\{\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"\s*(?:,\s*(?=[A-Za-z_}])|(?=\})))*\}')
 MODEL_LIMIT = 1000   # models one scrape may hold speculative metrics for (a federated scrape of many servers)
 
-Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges emitted",
-                      defaults=({}, {}, {}, None))
+Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges emitted "
+                                  "engine", defaults=({}, {}, {}, None, "vllm"))
 # drafts, draft_tokens, accepted (and V0's emitted): sums over engines, None where the
 # scrape has no such counter (a missing counter is not zero); per_position,
 # drafted_per_position: {i: count}; gauges: {key of SPEC_GAUGES: mean over the label sets
-# that report a value, an SGLang rank with no speculative step (0) left out}.
+# that report a value, an SGLang rank with no speculative step (0) left out}; engine: whose metrics they are
+# ("vllm", or "trtllm" for TensorRT-LLM's counters; SGLang's gauges tell themselves apart, is_sglang).
 
 
 def one_average_draft(tau, k):
@@ -3836,7 +4055,9 @@ def read_metrics(path, flag):
         if label.get("model_name", "") not in models and len(models) >= MODEL_LIMIT:
             raise UsageError(f"{flag}: {path} holds speculative metrics of more than {MODEL_LIMIT} models: scrape "
                              "one server")
-        entry = models.setdefault(label.get("model_name", ""), dict(totals={}, accepted={}, drafted={}, gauges={}))
+        entry = models.setdefault(label.get("model_name", ""), dict(totals={}, accepted={}, drafted={}, gauges={},
+                                                                    trtllm=False))
+        entry["trtllm"] = entry["trtllm"] or name.startswith("trtllm_")
         if name in SPEC_GAUGES:
             value = sample_value(text, flag, path, number, counter=False)
             if math.isfinite(value):
@@ -3859,11 +4080,12 @@ def read_metrics(path, flag):
         if sglang_seen:
             raise UsageError(f"{flag}: {path} is an SGLang scrape without sglang:spec_accept_length: is "
                              "speculation on, and the server started with --enable-metrics?")
-        raise UsageError(f"{flag}: {path} has no vllm:spec_decode_* counters: is speculative decoding on?")
+        raise UsageError(f"{flag}: {path} has no speculative-decoding counters (vllm:spec_decode_*, "
+                         "trtllm_spec_decode_*): is speculative decoding on?")
     return {model: Counters(*(e["totals"].get(key) for key in ("drafts", "draft_tokens", "accepted")),
                             e["accepted"], e["drafted"],
                             {k: sum(v) / len(v) if v else 0.0 for k, v in e["gauges"].items()},
-                            e["totals"].get("emitted"))
+                            e["totals"].get("emitted"), "trtllm" if e["trtllm"] else "vllm")
             for model, e in models.items()}
 
 
@@ -3905,7 +4127,7 @@ def counters_window(after, before, flags):
     difference = lambda name: None if getattr(after, name) is None else getattr(after, name) - getattr(before, name)
     # Gauges hold a value, not a count: the window is the later scrape's.
     return Counters(difference("drafts"), difference("draft_tokens"), difference("accepted"), per["per_position"],
-                    per["drafted_per_position"], after.gauges, difference("emitted"))
+                    per["drafted_per_position"], after.gauges, difference("emitted"), after.engine)
 
 
 def profile_problem(c, k):
@@ -3968,7 +4190,7 @@ def v0_drafts(c, source, k_given, notes, ask):
     return c._replace(drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={}), k_given
 
 
-def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted=True):
+def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted=True, width=None):
     """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1).
 
     K is the highest position exported plus one (vLLM creates a per-position counter for
@@ -3980,7 +4202,8 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
     round drafts a token).
     k_given: the one --ks value, which completes a scrape that cannot tell K; k_known: the K
     of per-position counters that were dropped before this (read_scrapes); counted: whether c
-    holds real counts (else one_average_draft, and the drafts are not known).
+    holds real counts (else one_average_draft, and the drafts are not known); width: the tokens a tree's round
+    drafts per sequence (its verify tokens - 1), None for a chain.
     """
     notes = list(notes)
     ask = "give one --ks value" if k_given is None else None
@@ -3994,8 +4217,11 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
         if tau < 1.0:
             raise UsageError(f"{source}: sglang:spec_accept_length is {tau:g} on every rank: no speculative step in "
                              "the gauge's window (an idle server?); scrape under traffic")
-        # Both gauges are set together over the same steps: (tau - 1) / rate is the draft length.
+        # Both gauges are set together over the same steps: (tau - 1) / rate is the tokens a round drafts (SGLang
+        # PR #23530: accepted drafts over rounds x (num_draft_tokens - 1)), K for a chain, the tree's width else.
         implied = (tau - 1.0) / rate if rate > 0 else None
+        if width is not None:
+            implied = None   # a tree's gauges give its width, not K: the steps come from --ks
         if implied is not None and 0.5 <= implied < K_LIMIT + 0.5 and abs(implied - round(implied)) < 0.05:
             if k_given is not None and k_given != round(implied):
                 raise UsageError(f"{source}: --ks {k_given} disagrees with the scrape, whose gauges give K = "
@@ -4030,6 +4256,21 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
     if c.drafts is None and c.per_position:
         raise UsageError(f"{source}: has per-position counters (vLLM 0.8.5 or later) but no "
                          "vllm:spec_decode_num_drafts_total sample; a missing counter is not zero (a partial scrape?)")
+    if c.drafts is None and c.engine == "trtllm":
+        if k_given is None:
+            raise UsageError(f"{source}: TensorRT-LLM counts draft and accepted tokens but not drafts; {ask} (its "
+                             "max_draft_len) to complete the measurement")
+        per_round = width or k_given   # tokens each iteration drafts per request: max_draft_len, or the tree's
+        notes.append(f"TensorRT-LLM counts no drafts: each round drafted {per_round} tokens a request "
+                     f"({'the tree' if width else '--ks'}), so drafts = draft tokens / {per_round}")
+        c = c._replace(drafts=c.draft_tokens / per_round)
+        if width:   # a tree's tau, as one average draft of its K steps
+            tau = 1.0 + c.accepted / c.drafts
+            if tau > k_given + 1.0 + 1e-9:
+                raise UsageError(f"{source}: the counts give an acceptance length of {tau:.3f} for a tree of "
+                                 f"{per_round} drafted tokens, more than its {k_given} steps + 1: --ks is not its "
+                                 "max_draft_len, or --verify-tokens not its tree")
+            c, counted = one_average_draft(tau, k_given), False
     if c.drafts is None:
         c, k_given = v0_drafts(c, source, k_given, notes, ask)
     if c.drafts < 1 or c.draft_tokens < 1:
@@ -4398,7 +4639,14 @@ def shape_from_config(path, flag="--model-config"):
     nextn = size("num_nextn_predict_layers", least=0, most=LAYER_LIMIT, default=0)
     if nextn:
         m["nextn"] = nextn
+    # A checkpoint that ships quantized weights says so (DeepSeek-V3's block fp8, gpt-oss's MXFP4 experts).
+    method = config_typed(config_typed(cfg, "quantization_config", where, dict, {}), "quant_method", where, str, "")
+    if method in SHIPPED_DTYPE:
+        m["checkpoint"] = SHIPPED_DTYPE[method]
     return m
+
+
+SHIPPED_DTYPE = {"fp8": "fp8", "mxfp4": "fp4"}   # quantization_config.quant_method -> the weights' dtype here
 
 
 def head_from_config(path, m, flag="--draft-config"):
@@ -4475,7 +4723,27 @@ def bench_comparison(base, spec):
                 throughput_speedup=ratio(spec["output_throughput"], base["output_throughput"]),
                 p99_tpot_change=change("p99_tpot_ms"), p99_itl_change=change("p99_itl_ms"),
                 changes={key: change(key) for key in keys},
-                baseline=lat_b, spec=lat_s, max_concurrency=base["max_concurrency"])
+                baseline=lat_b, spec=lat_s, max_concurrency=base["max_concurrency"], lengths=run_lengths(spec))
+
+
+def run_lengths(bench):
+    """(mean prompt, mean output tokens) of a benchmark run, from its totals over completed requests; None when the
+    file lacks them."""
+    done, prompts, outputs = bench["completed"], bench["total_input_tokens"], bench["total_output_tokens"]
+    return (round(prompts / done), round(outputs / done)) if done and prompts and outputs else None
+
+
+def length_note(what, lengths, dep):
+    """A note when a run's lengths differ from the deployment's by more than LENGTH_SLACK, else None."""
+    i, o = lengths
+    if abs(i / dep.input_tokens - 1) <= LENGTH_SLACK and abs(o / dep.output_tokens - 1) <= LENGTH_SLACK:
+        return None
+    return (f"{what} ran {i} prompt and {o} output tokens a request (its totals over completed requests), the "
+            f"deployment {dep.input_tokens} and {dep.output_tokens}: the model is set at the run's own lengths beside "
+            "it, and the plan's other numbers at the deployment's")
+
+
+LENGTH_SLACK = 0.10   # a run whose mean lengths differ from the deployment's by more than this gets a note
 
 # ---------------------------------------------------------------- CLI
 class _Parser(argparse.ArgumentParser):
@@ -4697,13 +4965,9 @@ def parse_deployment(args):
     engine = _choice("--engine", args.engine or ENGINE, list(ENGINES))
     if engine == "trtllm" and gpu in GPU_FAMILY and GPU_FAMILY[gpu] == "cdna":
         raise UsageError(f"--engine: TensorRT-LLM runs on NVIDIA GPUs; {gpu} is AMD's (serve it with vllm or sglang)")
-    # The drafts whose commands were checked for each engine: SGLang runs EAGLE heads and
-    # draft models (STANDALONE); TensorRT-LLM's PyTorch backend runs EAGLE-3 heads.
-    if engine == "sglang" and draft in ("ngram", "mtp"):
-        raise UsageError(f"--draft: the SGLang plan covers eagle3, eagle and draft models; got {draft!r} "
-                         "(use --engine vllm)")
-    if engine == "trtllm" and draft != "eagle3":
-        raise UsageError(f"--draft: the TensorRT-LLM plan covers eagle3 heads only; got {draft!r}")
+    if draft_kind(draft) not in ENGINE_DRAFTS[engine]:
+        raise UsageError(f"--draft: the {ENGINES[engine]['name']} plan covers {', '.join(ENGINE_DRAFTS[engine])}; "
+                         f"got {draft!r} ({ENGINE_DRAFTS_WHY[engine]})")
     if draft == "mtp" and not m.get("nextn"):
         raise UsageError(f"--draft: {model} has no MTP module (num_nextn_predict_layers); got 'mtp'")
     if args.draft_config and draft != "model":
@@ -4717,8 +4981,14 @@ def parse_deployment(args):
         if args.verify_tokens is not None else None
     if topk > 1 and verify is None:
         raise UsageError(f"--draft-topk: a tree of top-{topk} needs --verify-tokens, the tokens its verify pass checks")
-    if topk > 1 and engine != "sglang":
-        raise UsageError(f"--draft-topk: tree drafts are written for SGLang only (--engine sglang); got {engine}")
+    if topk > 1 and draft not in ENGINE_TREES[engine]:
+        where = "; ".join(f"{ENGINES[e]['name']} for {', '.join(drafts)}" for e, drafts in ENGINE_TREES.items() if drafts)
+        raise UsageError(f"--draft-topk: no tree of {draft!r} drafts on {ENGINES[engine]['name']} "
+                         f"({ENGINE_TREES_WHY[engine]}); trees run on {where}")
+    if topk > 1 and engine == "trtllm" and (m.get("mla") or m.get("window_layers")):
+        raise UsageError(f"--draft-topk: TensorRT-LLM's dynamic tree does not run models with MLA or sliding-window "
+                         f"attention (its speculative-decoding docs), and {model} has "
+                         f"{'MLA' if m.get('mla') else 'sliding-window layers'}")
     draft_hf = args.draft_model if args.draft_model is not None else DRAFT_MODEL
     if draft_hf is not None:
         checked_name(draft_hf, "--draft-model")
@@ -4774,8 +5044,9 @@ def given_acceptance(grid):
     return measured_acceptance(one_average_draft(tau, k), f"{flag} {value:g} at K={k}", counted=False)
 
 
-def read_scrapes(args, k_given):
-    """--metrics, minus --metrics-before when given -> (the model it measures, measured acceptance)."""
+def read_scrapes(args, k_given, width=None):
+    """--metrics, minus --metrics-before when given -> (the model it measures, measured acceptance); width: a
+    tree's tokens drafted a round (measured_acceptance)."""
     model, later = pick_model(read_metrics(args.metrics, "--metrics"), args.served_model, "--metrics", args.metrics)
     source, notes, counts = f"--metrics {args.metrics}", [], later
     if args.metrics_before:
@@ -4796,7 +5067,7 @@ def read_scrapes(args, k_given):
                          "are used")
             k_known = max(counts.per_position) + 1
             counts = counts._replace(per_position={}, drafted_per_position={})
-    return model, measured_acceptance(counts, source, k_given, notes, k_known)
+    return model, measured_acceptance(counts, source, k_given, notes, k_known, width=width)
 
 
 def read_benches(args):
@@ -4849,7 +5120,7 @@ def parse_evidence(args, grid, dep):
     typed = given_acceptance(grid)   # one length or rate at one K is a measurement
     measured = comparison = model = None
     if args.metrics:
-        model, measured = read_scrapes(args, k_given)
+        model, measured = read_scrapes(args, k_given, dep.verify_tokens - 1 if dep.topk > 1 else None)
         check_model(model, dep, "--metrics", args.served_model)
     base, spec = read_benches(args)
     if spec:
@@ -4947,9 +5218,9 @@ def parse_args(argv):
     out = None if args.no_write else (out_path(args.out) if args.out is not None else OUT_PATH)
     grid = parse_grid(args)
     dep = parse_deployment(args)
-    if dep.topk > 1 and (grid.kind != "length" or len(grid.ks) != 1):
+    if dep.topk > 1 and ((grid.kind != "length" and not args.metrics) or len(grid.ks) != 1):
         raise UsageError("--draft-topk: a tree's acceptance length is measured, not the chain formula: give "
-                         "--acceptance-length TAU at its one --ks (the steps)")
+                         "--acceptance-length TAU, or a --metrics scrape, at its one --ks (the steps)")
     if dep.topk == 1 and dep.verify_tokens is not None and (len(grid.ks) != 1 or dep.verify_tokens != grid.ks[0] + 1):
         raise UsageError(f"--verify-tokens: a chain verifies K + 1 tokens; got {dep.verify_tokens} for --ks "
                          f"{','.join(map(str, grid.ks))}")
@@ -4959,14 +5230,24 @@ def parse_args(argv):
         # (python/sglang/srt/speculative/eagle_utils.py, organize_draft_results); a round accepts at most one
         # path, steps deep, and no more tokens than it verified.
         most = 1 + dep.topk + (steps - 1) * dep.topk ** 2
-        if dep.verify_tokens > most:
+        if dep.engine == "sglang" and dep.verify_tokens > most:
             raise UsageError(f"--verify-tokens: a tree of top-{dep.topk} over {steps} steps has at most {most} tokens "
                              f"to verify (the root and {most - 1} candidates); got {dep.verify_tokens}")
-        if grid.acceptance[0] > dep.verify_tokens:
+        if dep.engine == "trtllm" and not steps <= dep.verify_tokens - 1 <= dep.topk * steps:
+            raise UsageError(f"--verify-tokens: TensorRT-LLM's dynamic tree drafts max_total_draft_tokens = verify "
+                             f"tokens - 1 from {steps} (max_draft_len) to {dep.topk * steps} (dynamic_tree_max_topK x "
+                             f"max_draft_len) tokens (llm_args.py); got {dep.verify_tokens}")
+        if grid.kind == "length" and grid.acceptance[0] > dep.verify_tokens:
             raise UsageError(f"--acceptance-length: a round accepts at most the {dep.verify_tokens} tokens it "
                              f"verifies; got {grid.acceptance[0]:g}")
         dep = dep._replace(tree_steps=steps)
     evidence = parse_evidence(args, grid, dep)
+    if dep.topk > 1 and grid.kind != "length":   # a tree measured by a scrape: its grid is the length measured
+        tau = evidence.measured["acceptance_length"]
+        if tau > dep.verify_tokens:
+            raise UsageError(f"--metrics: the scrape's acceptance length {tau:.3f} is more than the {dep.verify_tokens} "
+                             "tokens the tree verifies: not this tree's server")
+        grid = grid._replace(acceptance=(round(tau, 6),), kind="length")
     seed = parse_one("--seed", args.seed, int, "an integer") if args.seed is not None else SEED
     spread = parse_one("--alpha-spread", args.alpha_spread, _finite, "a number in [0, 0.5]",
                        lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else ALPHA_SPREAD

@@ -15,7 +15,8 @@ m = load_main()
 # tensorrt_llm/serve/scripts/benchmark_serving.py; and this program's own parser.
 BENCH_FLAGS = {"--backend", "--endpoint", "--port", "--model", "--dataset-name", "--dataset-path", "--num-prompts",
                "--max-concurrency", "--temperature", "--percentile-metrics", "--metric-percentiles",
-               "--save-result", "--result-filename"}
+               "--save-result", "--result-filename", "--random-input-len", "--random-output-len", "--ignore-eos",
+               "--sharegpt-output-len"}
 KNOWN_FLAGS = {
     "vllm serve": {"--tensor-parallel-size", "--quantization", "--kv-cache-dtype", "--gpu-memory-utilization",
                    "--speculative-config"},
@@ -25,13 +26,15 @@ KNOWN_FLAGS = {
                                        "--mem-fraction-static", "--max-running-requests", "--enable-metrics",
                                        "--speculative-algorithm", "--speculative-draft-model-path",
                                        "--speculative-num-steps", "--speculative-eagle-topk",
-                                       "--speculative-num-draft-tokens"},
+                                       "--speculative-num-draft-tokens", "--speculative-draft-model-quantization"},
     "trtllm-serve": {"--backend", "--tp_size", "--max_batch_size", "--kv_cache_free_gpu_memory_fraction",
                      "--extra_llm_api_options"},
     "python code/main.py": {"--engine", "--model", "--gpu", "--tp", "--weights-dtype", "--kv-dtype", "--context",
                             "--input-tokens", "--output-tokens", "--draft", "--bench-baseline", "--bench-spec",
                             "--target-concurrency", "--metrics", "--metrics-before", "--acceptance-length",
-                            "--acceptance-rates", "--ks", "--calibrate", "--gate"},
+                            "--acceptance-rates", "--ks", "--calibrate", "--gate", "--gate-margin", "--p99-budget",
+                            "--served-model", "--model-config", "--draft-config", "--draft-model", "--draft-topk",
+                            "--verify-tokens", "--gpu-memory", "--gpu-bandwidth", "--gpu-tflops"},
 }
 
 
@@ -58,7 +61,7 @@ def commands(plan):
 
 
 def tool_of(command):
-    command = re.sub(r"^([A-Z_]+=\S+ )+", "", command)      # environment assignments before the tool
+    command = re.sub(r"^([A-Z0-9_]+=\S+ )+", "", command)      # environment assignments before the tool
     return max((t for t in KNOWN_FLAGS if command.startswith(t + " ")), key=len, default=None)
 
 
@@ -168,9 +171,12 @@ class Sglang(unittest.TestCase):
         self.assertIn("lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-SpecForge", self.plan)
         # Speculation caps running requests at 48 unless set: both runs set the target.
         self.assertEqual(self.plan.count(f"--max-running-requests {target}"), 2)
-        # Baselines at 1, 16 and the target; speculation at 1 and the target: five benchmark runs.
-        self.assertEqual(self.plan.count("--port 30000"), len(m.calibration_batches(target)) + len(m.spec_batches(target)))
+        # Calibration baselines at 1, 16 and the target, and the gate's ShareGPT pair at the target; SGLang's
+        # benchmark records no acceptance, so no speculative calibration run: five benchmark runs.
         self.assertEqual(m.calibration_batches(256), [1, 16, 256])
+        self.assertEqual(self.plan.count("--port 30000"), 3 + 2)
+        self.assertEqual(self.plan.count("--dataset-name random --random-input-len 1024"), 3)
+        self.assertEqual(self.plan.count("--dataset-name sharegpt"), 2)
 
     def test_memory_is_the_fraction_the_plan_passes(self):
         self.assertEqual(self.data["deployment"]["gpu_memory_utilization"], 0.85)
@@ -209,13 +215,137 @@ class TensorRtLlm(unittest.TestCase):
         self.assertAlmostEqual(dep["memory_budget_bytes"], static + 0.9 * (total - static), delta=1)
 
 
+def flat(plan):
+    return plan.replace(" \\\n  ", " ")
+
+
+class EngineDrafts(unittest.TestCase):
+    """Every engine's lines for every kind of draft it runs, against its sources (issue 19)."""
+
+    DEEPSEEK = ["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--draft", "mtp"]
+    SMALL = ["--alphas", "0.7", "--ks", "2", "--concurrency", "1,32"]
+
+    def check_flags(self, plan, label):
+        for command in commands(plan):
+            tool = tool_of(command)
+            if tool:
+                flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9_-]*", command.split("'")[0] + " ".join(
+                    command.split("'")[2::2])))
+                self.assertLessEqual(flags, KNOWN_FLAGS[tool], f"{label}: {command}")
+
+    def test_vllm_runner_v2_by_method(self):
+        plan, _ = plan_for(self.SMALL)
+        self.assertIn("VLLM_USE_V2_MODEL_RUNNER=0 vllm serve", plan)          # the table needs V1 for eagle3
+        self.assertIn("issue #51510", plan)
+        plan, _ = plan_for(self.SMALL + ["--draft", "ngram"])
+        self.assertNotIn("VLLM_USE_V2_MODEL_RUNNER=", plan.replace("`VLLM_USE_V2_MODEL_RUNNER=1`", ""))
+        self.assertIn("never force `VLLM_USE_V2_MODEL_RUNNER=1`", plan)
+        plan, data = plan_for(self.DEEPSEEK + self.SMALL)
+        self.assertIn(f'{{"method": "mtp", "num_speculative_tokens": {data["plan"]["k"]}}}', plan)
+        self.check_flags(plan, "vllm mtp")
+
+    def test_sglang_mtp_ngram_and_draft_model(self):
+        plan, data = plan_for(self.DEEPSEEK + self.SMALL + ["--engine", "sglang"])
+        line, k = flat(plan), data["plan"]["k"]
+        self.assertIn(f"--speculative-algorithm EAGLE --speculative-num-steps {k} --speculative-eagle-topk 1 "
+                      f"--speculative-num-draft-tokens {k + 1}", line)
+        self.assertNotIn("--speculative-draft-model-path", line)               # DeepSeek's own NextN weights
+        self.assertNotIn("--quantization fp8", line)                            # its checkpoint ships fp8
+        self.check_flags(plan, "sglang mtp")
+        plan, data = plan_for(self.SMALL + ["--engine", "sglang", "--draft", "ngram"])
+        line = flat(plan)
+        self.assertIn(f"--speculative-algorithm NGRAM --speculative-num-draft-tokens {data['plan']['k'] + 1}", line)
+        self.assertNotIn("--speculative-num-steps", line)
+        self.check_flags(plan, "sglang ngram")
+        plan, _ = plan_for(self.SMALL + ["--engine", "sglang", "--draft", "llama-3.2-1b"])
+        line = flat(plan)
+        self.assertIn("--speculative-algorithm STANDALONE --speculative-draft-model-path "
+                      "meta-llama/Llama-3.2-1B-Instruct --speculative-draft-model-quantization unquant", line)
+        self.assertNotIn("K is 0", plan)                                        # no K = 0 rows to route here
+        self.check_flags(plan, "sglang draft model")
+
+    def test_sglang_tree(self):
+        plan, data = plan_for(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8", "--ks", "3",
+                               "--acceptance-length", "3.2", "--concurrency", "1,32"])
+        self.assertNotIn("a chain of K", plan)
+        self.assertIn("The draft is a tree", plan)
+        self.assertIn("keeps its static parameters", plan)                      # no --speculative-adaptive advice
+        self.assertIn("At tau 3.20 the rate gauge reads (tau - 1) / 7 = 0.31", plan)   # accepted / (rounds x 7)
+        self.assertIn("--ks 3 --gate", flat(plan))
+        self.check_flags(plan, "sglang tree")
+
+    def test_trtllm_mtp_ngram_and_tree(self):
+        yaml = lambda plan: re.search(r"cat > spec.yaml <<'YAML'\n(.*?)\nYAML", plan, re.S).group(1)
+        plan, data = plan_for(self.DEEPSEEK + self.SMALL + ["--engine", "trtllm"])
+        self.assertIn(f"speculative_config:\n  decoding_type: MTP\n  max_draft_len: {data['plan']['k']}", yaml(plan))
+        self.assertIn("trtllm-serve deepseek-ai/DeepSeek-V3 ", plan)            # fp8 as it ships
+        plan, data = plan_for(self.SMALL + ["--engine", "trtllm", "--draft", "ngram"])
+        self.assertIn(f"  decoding_type: NGram\n  max_draft_len: {data['plan']['k']}", yaml(plan))
+        self.assertNotIn("speculative_model", yaml(plan))
+        plan, _ = plan_for(["--engine", "trtllm", "--draft-topk", "4", "--verify-tokens", "9", "--ks", "3",
+                            "--acceptance-length", "3.0", "--concurrency", "1,32"])
+        self.assertIn("  use_dynamic_tree: true\n  dynamic_tree_max_topK: 4\n  max_total_draft_tokens: 8", yaml(plan))
+        self.check_flags(plan, "trtllm tree")
+
+    def test_trtllm_metrics_and_kill_switch(self):
+        plan, data = plan_for(self.SMALL + ["--engine", "trtllm"])
+        self.assertIn("return_perf_metrics: true", plan)
+        self.assertIn("curl -s localhost:8000/prometheus/metrics > after.prom", plan)
+        self.assertIn("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))", plan)
+        gate = next(c for c in commands(plan) if c.startswith("python code/main.py"))
+        self.assertIn(f"--metrics after.prom --metrics-before before.prom --ks {data['plan']['k']}", gate)
+        self.assertNotRegex(gate, r" (TAU|R) ")
+        # The window counts iterations (rounds), about ten minutes of them at the run's round time.
+        window = int(re.search(r"acceptance_rate_window_size: (\d+)", plan).group(1))
+        dep, k = m.make_deployment(engine="trtllm"), data["plan"]["k"]
+        tau = m.round_mix(((1.0, 0.7, dep.output_tokens),), k, m.ALPHA_SPREAD)[0]   # the requests' tau, closed form
+        round_ms = m.seen_round_ms(m.model_overhead(dep, 32, k), tau, dep, 32)
+        self.assertAlmostEqual(window, 600_000 / round_ms, delta=50)
+        self.assertIn("speculation-enabled iteration", plan)
+
+    def test_commands_stay_within_what_fits(self):
+        for engine, flag in (("vllm", "--max-concurrency"), ("sglang", "--max-running-requests")):
+            plan, data = plan_for(["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--tp", "1", "--weights-dtype",
+                                   "fp4", "--engine", engine] + self.SMALL[:4] + ["--concurrency", "1,256"])
+            fits = data["deployment"]["max_concurrency"]
+            self.assertLess(fits, 256)
+            used = [int(n) for n in re.findall(flag + r" (\d+)", plan)]
+            self.assertTrue(used)
+            self.assertLessEqual(max(used), fits, engine)
+            self.assertIn(f"every command below runs at {fits}", plan)
+            # gpt-oss's public heads, not a placeholder
+            self.assertNotIn("YOUR-EAGLE3", plan)
+
+    def test_no_island_in_the_k_table(self):
+        _, data = plan_for(["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--tp", "1", "--weights-dtype", "fp4"]
+                           + self.SMALL)
+        schedule = data["plan"]["schedule"]
+        self.assertEqual(len(m.paying_ranges(schedule)), 1)       # off below some batch, on above: no K > 0 island
+        # Each row's K is within 1% of the best at its ends (K_TIE), the smallest such.
+        dep = m.make_deployment("gpt-oss-120b", "h100-sxm", 1, "fp4", "bf16", None, "eagle3")
+        for lo, hi, k in schedule:
+            for b in (lo, hi):
+                self.assertEqual(m.best_k(dep, 0.7, b)[0], k)
+
+    def test_the_raised_eps_is_explained(self):
+        status, text, err = run(["--model", "qwen3-30b-a3b", "--tp", "1", "--verify-overheads", "0.1"] + self.SMALL[:4]
+                                + ["--concurrency", "1", "--no-write"])
+        self.assertEqual(status, 0, err)
+        self.assertIn("(given 0.10, raised: the verify pass over 3 tokens alone", text)
+
+    def test_next_k_words(self):
+        plan, _ = plan_for(["--engine", "sglang", "--acceptance-length", "1.6", "--ks", "1", "--concurrency", "1,32"])
+        self.assertIn("the acceptance length at K = 2 against K = 1", plan)
+
+
 class PlanDetails(unittest.TestCase):
     def test_trtllm_schedule_keys_are_each_tiers_last_batch(self):
         plan, data = plan_for(["--engine", "trtllm"])
         on = [row for row in data["plan"]["schedule"] if row[2] > 0]
         expected = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
         self.assertIn(f"`draft_len_schedule: {expected}` (with `max_draft_len: {on[0][2]}`)", plan)
-        self.assertTrue(expected.startswith("{3: 5, "), expected)       # K = 5 up to B = 3 at alpha 0.70
+        # K = 4 up to B = 11 at alpha 0.70: K = 5 gains under 1% at B = 1, a tie won by the shorter draft.
+        self.assertTrue(expected.startswith("{11: 4, "), expected)
 
     def test_trtllm_kill_switch_warns_where_a_longer_k_shows_a_lower_rate(self):
         plan, data = plan_for(["--engine", "trtllm"])
@@ -239,19 +369,22 @@ class PlanDetails(unittest.TestCase):
         self.assertNotIn("per-position rates:", next_steps)                  # SGLang exports none
 
     def test_front_table_when_the_measured_k_is_not_the_best(self):
-        plan, data = plan_for(["--engine", "sglang", "--acceptance-length", "2.0", "--ks", "3"])
+        plan, data = plan_for(["--engine", "sglang", "--acceptance-length", "2.0", "--ks", "3", "--concurrency",
+                               "1,32"])
         self.assertIn("measured", data)                                     # one length at one K is a measurement
         self.assertEqual(data["plan"]["k"], 3)
         best = data["plan"]["k_target"]
-        self.assertNotEqual(best, 3)
-        self.assertIn(f"| K | 3, the K measured; at B=256 and alpha {data['plan']['alpha']:.2f} the best is "
+        self.assertNotIn(best, (0, 3))
+        self.assertIn(f"| K | 3, the K measured; at B=32 and alpha {data['plan']['alpha']:.2f} the best is "
                       f"K = {best},", plan)
 
-    def test_placeholders_are_safe_in_a_shell(self):
-        plan, _ = plan_for(["--engine", "sglang", "--draft", "eagle"])
-        self.assertIn("YOUR-EAGLE-HEAD-FOR-LLAMA-3.3-70B", plan)
-        for command in commands(plan):
-            self.assertNotRegex(command, r"[<>]", command)
+    def test_no_command_serves_a_head_that_does_not_exist(self):
+        for engine in ("vllm", "sglang"):
+            plan, _ = plan_for(["--engine", engine, "--draft", "eagle"])     # no public EAGLE-1 head in the catalog
+            self.assertNotIn("YOUR-", plan)
+            self.assertIn("**No head to serve yet.**", plan)
+            self.assertIn("specforge train", plan)
+            self.assertFalse([c for c in commands(plan) if "speculative" in c], engine)
 
     def test_trtllm_budget_never_exceeds_the_gpus(self):
         _, data = plan_for(["--engine", "trtllm", "--model", "llama-3.1-405b", "--tp", "1", "--weights-dtype", "bf16"])
@@ -278,8 +411,10 @@ class Heads(unittest.TestCase):
 class BadEngineInput(unittest.TestCase):
     CASES = [
         (["--engine", "tgi"], "--engine", "vllm, sglang, trtllm"),
-        (["--engine", "trtllm", "--draft", "ngram"], "--draft", "eagle3"),
-        (["--engine", "sglang", "--draft", "ngram"], "--draft", "ngram"),
+        (["--engine", "trtllm", "--draft", "eagle"], "--draft", "EAGLE-1"),
+        (["--engine", "trtllm", "--draft", "llama-3.2-1b"], "--draft", "draft models"),
+        (["--draft-topk", "4", "--verify-tokens", "8", "--ks", "3", "--acceptance-length", "3"], "--draft-topk",
+         "PR #42121"),
         (["--draft-model", "has;semicolon"], "--draft-model", "'has;semicolon'"),
         (["--draft", "ngram", "--draft-model", "x/y"], "--draft-model", "n-gram"),
     ]

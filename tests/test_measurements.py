@@ -80,6 +80,12 @@ class Counters(unittest.TestCase):
         self.assertEqual(ms["prediction"]["concurrency"], 64)
 
 
+def at_the_benchmarks_lengths(dep):
+    """The deployment at the spec fixture's own lengths: 215,037 prompt and 198,643 output tokens over 1,000
+    requests, 215 and 199 a request (the model beside a benchmark is set at its lengths)."""
+    return m.run_deployment(dep, dict(input=215, output=199))
+
+
 class Gate(unittest.TestCase):
     def test_pass_exits_0_and_reaches_json_and_plan(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -127,7 +133,7 @@ class Gate(unittest.TestCase):
         # vLLM's ITL is one chunk, a round: its P99 over a plain step's is 1 + eps exactly (the same jitter),
         # eps with the prefill share a round of the measured tau carries. Per token it is another figure.
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
-        dep, ms = m.make_deployment(), data["measured"]
+        dep, ms = at_the_benchmarks_lengths(m.make_deployment()), data["measured"]
         eps = m.prefill_overhead(m.model_overhead(dep, 64, 3), ms["acceptance_length"], dep, 64)
         self.assertAlmostEqual(ms["prediction"]["p99_itl_change"], eps, places=3)
         self.assertGreater(abs(ms["prediction"]["p99_token_itl_change"] - eps), 0.02)
@@ -137,7 +143,7 @@ class Gate(unittest.TestCase):
         # 2/3 at K = 3 and 1/3 at K = 4 (mean 3.333). The measured tau goes with their mean cost.
         _, data, _ = run_json(["--metrics", str(FIXTURES / "metrics_k_by_batch.prom"),
                                "--bench-baseline", BASE, "--bench-spec", SPEC])
-        dep, ms = m.make_deployment(), data["measured"]
+        dep, ms = at_the_benchmarks_lengths(m.make_deployment()), data["measured"]
         self.assertTrue(ms["varying_k"])
         self.assertAlmostEqual(ms["k_mean"], 10 / 3, places=5)
         d = m.decode_step_ms(dep, 64)
@@ -236,7 +242,7 @@ class BadFiles(unittest.TestCase):
     def cases(self):
         d = lambda name: str(self.dir / name)
         return [
-            (["--metrics", d("no_spec.prom")], "no vllm:spec_decode"),
+            (["--metrics", d("no_spec.prom")], "no speculative-decoding counters"),
             (["--metrics", d("zero.prom")], "no drafts"),
             (["--metrics", BEFORE, "--metrics-before", AFTER], "restarted"),
             (["--metrics", d("negative.prom")], ">= 0"),

@@ -61,8 +61,10 @@ class ConfigJson(unittest.TestCase):
                            ("llama-4-scout", "llama-4-scout"), ("llama-3.3-70b", "llama-3.3-70b")):
             with self.subTest(config=file):
                 read = m.shape_from_config(str(CONFIGS / f"{file}.config.json"))
-                strip = lambda shape: {k: v for k, v in shape.items() if k not in HEAD_KEYS}
+                strip = lambda shape: {k: v for k, v in shape.items() if k not in HEAD_KEYS | {"checkpoint"}}
                 self.assertEqual(strip(read), strip(m.MODELS[name]))
+                # The checkpoint's own dtype comes from quantization_config.quant_method.
+                self.assertEqual(read.get("checkpoint"), {"qwen3-30b-a3b-fp8": "fp8", "gpt-oss-120b": "fp4"}.get(file))
 
     def test_the_cli_takes_a_config_and_a_head_config(self):
         status, out, err = run(["--model-config", str(CONFIGS / "qwen3-30b-a3b-fp8.config.json"),

@@ -248,6 +248,28 @@ class Benchmarks(Files):
         self.assertIn("the benchmark's own counts (rate 0.615) were not used", " ".join(ms["notes"]))
 
 
+class TensorRtLlmCounters(unittest.TestCase):
+    """trtllm-serve's /prometheus/metrics (fixtures metrics_trtllm_*.prom): draft and accepted tokens, no drafts."""
+
+    def test_the_window_and_k_give_the_measurement(self):
+        files = ["--engine", "trtllm", "--metrics", str(FIX / "metrics_trtllm_after.prom"), "--metrics-before",
+                 str(FIX / "metrics_trtllm_before.prom")]
+        status, data, err = measure(files + ["--ks", "3"])
+        self.assertEqual(status, 0, err)
+        ms = data["measured"]
+        # 30,000 draft and 18,000 accepted tokens in the window; K = 3: 10,000 rounds.
+        self.assertAlmostEqual(ms["acceptance_rate"], 18_000 / 30_000, places=6)
+        self.assertAlmostEqual(ms["acceptance_length"], 1 + 18_000 / 10_000, places=6)
+        self.assertIn("TensorRT-LLM counts no drafts", " ".join(ms["notes"]))
+        status, _, err = run(files + ["--no-write"])
+        self.assertEqual(status, 2)
+        self.assertIn("max_draft_len", err)
+        # A tree of 8 drafted tokens over 3 steps cannot give these counts: tau 1 + 18,000 / 3,750 = 5.8 > 4.
+        status, _, err = run(files + ["--ks", "3", "--draft-topk", "4", "--verify-tokens", "9", "--no-write"])
+        self.assertEqual(status, 2)
+        self.assertIn("5.800", err)
+
+
 class EdgesOfRealFiles(Files):
     """Variants a review found in the wild (review of issue 9): each is read right or refused in one line."""
 
