@@ -266,6 +266,7 @@ EAGLE3_HEADS = {
 FP8_CHECKPOINTS = {
     "llama-3.1-8b":  "nvidia/Llama-3.1-8B-Instruct-FP8",
     "llama-3.3-70b": "nvidia/Llama-3.3-70B-Instruct-FP8",
+    "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B-FP8",   # Qwen's own (tests/fixtures/configs: its stored config.json)
 }
 
 BYTES_PER = {"bf16": 2, "fp8": 1, "fp4": 0.53125}   # fp4: MXFP4, 4 bits + an 8-bit scale per 32 weights
@@ -1577,13 +1578,13 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     # The K to run where speculation is on: the one measured, else the target's best, else
     # the largest K in the schedule.
     k = k_in_use or k_target or max([row[2] for row in schedule] + [1])
-    eps = model_overhead(dep, target, k, fit)
+    eps = model_overhead(dep, shown_batch, k, fit)   # every figure of the plan is at the batch its commands run
     gate_alpha = exact_breakeven(k, eps)
     request_alpha, request_spread = requests or (alpha, 0.0)
     dec = decode(request_alpha, k, request_spread)
     alike = decode(request_alpha, k, 0.0) if dec.spread > 0 else None   # every request at the mean alpha
     tail = []
-    for b in sorted(set(grid.concurrencies) | {target}):
+    for b in sorted(set(grid.concurrencies) | {shown_batch}):
         if b <= limit:
             eps_b = model_overhead(dep, b, k, fit)
             tail.append(dict(concurrency=b, **evaluate_cell(request_alpha, k, eps_b, b, dep, dec, fit)))
@@ -1596,7 +1597,7 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     gate_rate = breakeven_rate(k, eps)
     # Break-even alpha at the plan's K and the grid's, at each concurrency that fits (eps from the model).
     break_evens = [dict(k=kk, concurrency=b, alpha=exact_breakeven(kk, model_overhead(dep, b, kk, fit)))
-                   for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {target})
+                   for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {shown_batch})
                    if b <= limit]
     required = required_rate(k, eps, margin)
     return dict(target=target, feasible=feasible, alpha=alpha, request_alpha=request_alpha,
@@ -1630,9 +1631,8 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
     for step in steps:
         step["zero_at"] = k_zero_at(step["schedule"])
     itl = None
-    feasible = [b for b in sorted(set(grid.concurrencies) | {plan["target"]}) if b <= limit]
-    if feasible:
-        batch = plan["target"] if plan["target"] <= limit else feasible[-1]
+    if limit >= 1:
+        batch = plan["shown_batch"]
         alpha, kk = plan["request_alpha"], plan["k"]
         dec = decode(alpha, kk, plan["request_spread"])
         plain_ms = plain_step_ms(dep, batch, fit)
@@ -1733,14 +1733,14 @@ def gate(measured, comparison, dep, plan, budget):
     drafted tokens; when the rounds drafted varying lengths, whose overall rate mixes Ks, the
     rate of K-token rounds.
     """
-    k, target, margin = plan["k"], plan["target"], plan["margin"]
+    k, target, margin = plan["k"], plan["shown_batch"], plan["margin"]
     rate = acceptance_rate(measured["alpha"], k)   # at a fixed K exactly accepted / drafted tokens
     eps, even, need, need_alpha = plan["eps"], plan["gate_rate"], plan["required_rate"], plan["required_alpha"]
     reasons = []
     if not plan["feasible"]:
         reasons.append(dict(check="memory", passed=False,
-                            detail=f"{target} sequences of {dep.context} tokens do not fit "
-                                   f"(at most {max_concurrency(dep)})"))
+                            detail=f"{plan['target']} sequences of {dep.context} tokens do not fit "
+                                   f"(at most {max_concurrency(dep)}, where the rest is checked)"))
     reasons.append(dict(
         check="acceptance", passed=need is not None and rate >= need,
         detail=("the per-token alpha, taken for every position, gives an " if measured["varying_k"]
@@ -1748,7 +1748,8 @@ def gate(measured, comparison, dep, plan, budget):
                f"acceptance rate {rate:.3f} at K={k} against break-even "
                + (f"{even:.3f} + margin {margin:.2f} = {need:.3f} at B={target}; as per-token alpha "
                   f"{measured['alpha']:.3f} against {need_alpha:.3f}" if need is not None else
-                  f"{fmt(even, '.3f', 'above 1')} + margin {margin:.2f}, more than 1 at B={target}: it cannot pass")))
+                  f"{even:.3f} + margin {margin:.2f}, more than 1 at B={target}: it cannot pass" if even is not None else
+                  f"a break-even above 1 at B={target} (a round costs more than K + 1 tokens give): it cannot pass")))
     if comparison:
         change, speedup = comparison["p99_tpot_change"], comparison["throughput_speedup"]
         reasons.append(dict(check="p99_tpot", passed=change is not None and change <= budget,
@@ -2343,7 +2344,7 @@ def render_gate(g):
     return lines + [""]
 
 
-def render_mix(mix):
+def render_mix(mix, dep):
     columns = [("domain", 10), ("share", 6), ("alpha", 6), ("tau", 6), ("speedup", 8), ("time", 6)]
     lines = [f"== Traffic mix at B = {mix['concurrency']}, K = {mix['k']}: shares of generated tokens ==", ""]
     lines += column_header(columns, [])
@@ -2352,8 +2353,9 @@ def render_mix(mix):
                      f" {d['time_share'] * 100:5.1f}%")
     lines.append("")
     lines += wrap(mix_blend_sentence(mix) + f" {mix['weak']} pulls it down: decoded without speculation "
-                  f"the mix runs {mix['routed_speedup']:.3f}x; with a head as good as alpha "
-                  f"{mix['trained_alpha']:.2f}, {mix['trained_speedup']:.3f}x; the best single K for the mix is "
+                  f"the mix runs {mix['routed_speedup']:.3f}x; "
+                  + (f"with {trained_draft(dep)} as good as alpha {mix['trained_alpha']:.2f}, "
+                     f"{mix['trained_speedup']:.3f}x; " if trained_draft(dep) else "") + "the best single K for the mix is "
                   f"{k_words(mix['best_k'])} ({mix['best_k_speedup']:.3f}x).", 100, "")
     lines += wrap(mix_tail_sentence(mix), 100, "")
     return lines + [""]
@@ -2474,11 +2476,11 @@ def facts_tail(result):
     facts = []
     plan = result["plan"]
     tail = {t["concurrency"]: t for t in plan["tail"]}
-    if plan["target"] in tail:
-        t = tail[plan["target"]]
+    if plan["shown_batch"] in tail:
+        t = tail[plan["shown_batch"]]
         slow_tau = acceptance_length(t["slow_alpha"], plan["k"])
         facts.append(
-            f"P99 TPOT at B = {plan['target']} (K = {plan['k']}, requests' alpha {plan['request_alpha']:.2f} + "
+            f"P99 TPOT at B = {plan['shown_batch']} (K = {plan['k']}, requests' alpha {plan['request_alpha']:.2f} + "
             f"{t['alpha_spread']:.3g} z): {t['tpot_plain_p99_ms']:.2f} -> {t['tpot_spec_p99_ms']:.2f} ms "
             f"({pct(t['tpot_p99_change'])}) while mean TPOT moves "
             f"{pct(t['tpot_spec_mean_ms'] / t['tpot_plain_mean_ms'] - 1)}"
@@ -2602,7 +2604,7 @@ def render_tables(result, dep, grid):
     lines += render_breakeven(result)
     lines += render_best_k(result)
     if result["mix"]:
-        lines += render_mix(result["mix"])
+        lines += render_mix(result["mix"], dep)
     lines += render_tail(result)
     lines += render_summary(result, grid)
     return "\n".join(lines) + "\n"
@@ -2864,7 +2866,9 @@ def sglang_serve(dep, target, k=None):
             # The draft follows the target's --quantization unless told otherwise (fp8 here); the cost model
             # runs drafts in bf16 (docs/advanced_features/speculative_decoding.md: "unquant" forces no quantization).
             words += ["--speculative-draft-model-quantization unquant"] if quantize_at_start(dep) else []
-        if kind != "ngram":   # NGRAM takes no steps or topk: its topk is --speculative-ngram-max-bfs-breadth
+        if kind == "ngram":   # NGRAM's topk is its BFS breadth (_handle_ngram): one branch, as the cost model's chain
+            words.append("--speculative-ngram-max-bfs-breadth 1")
+        else:
             words += [f"--speculative-num-steps {k}", f"--speculative-eagle-topk {dep.topk}"]
         words.append(f"--speculative-num-draft-tokens {verify_tokens(dep, k)}")
     return shell_lines(words)
@@ -2979,9 +2983,17 @@ def md(text):
     return "".join({"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "'", "&": "&amp;"}.get(c, c) for c in text)
 
 
-def plan_mix(mix):
+def trained_draft(dep):
+    """What could be trained for a weak traffic domain: a head, a draft model, the MTP module; nothing for n-gram."""
+    return {"ngram": None, "mtp": "the MTP module fine-tuned", "model": "a draft model tuned"}.get(
+        draft_kind(dep.draft), "a head trained")
+
+
+def plan_mix(mix, dep):
     """The traffic-mix section: naive against correct blend, and what to do about the weak domain."""
-    out = [f"## Traffic mix (at B={mix['concurrency']}, K={mix['k']})", "",
+    out = [f"## Traffic mix (at B={mix['concurrency']}, K={mix['k']})", ""]
+    out += ["An example mix (TRAFFIC_MIX); give your traffic's own domains with `--mix`.", ""] if mix["assumed"] else []
+    out += [
            "| domain | share of tokens | per-token alpha | tau | speedup alone | share of decode time |",
            "|---|---|---|---|---|---|"]
     out += [f"| {d['name']} | {d['share']:.2f} | {d['alpha']:.2f} | {d['tau']:.2f} | {d['speedup']:.2f}x | "
@@ -2989,9 +3001,11 @@ def plan_mix(mix):
     weak = next(d for d in mix["domains"] if d["name"] == mix["weak"])
     out += ["", mix_blend_sentence(mix), "",
             f"{mix['weak']} pulls the blend down: its tokens take {weak['time_share'] * 100:.1f}% of decode time "
-            f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", "",
-            f"- a head trained on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
-            f"{mix['trained_speedup']:.3f}x;",
+            f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", ""]
+    trained = trained_draft(dep)
+    out += [f"- {trained} on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
+            f"{mix['trained_speedup']:.3f}x;"] if trained else []
+    out += [
             f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
             f"- one K for all traffic: K={k_words(mix['best_k'])} is best for this mix, {mix['best_k_speedup']:.3f}x.", "",
             mix_tail_sentence(mix)]
@@ -3025,7 +3039,7 @@ def plan_when_not(plan):
 
 def plan_front(result, dep, plan):
     """Front matter and the deployment table."""
-    k, target, alpha = plan["k"], plan["target"], plan["alpha"]
+    k, target, alpha = plan["k"], plan["shown_batch"], plan["alpha"]
     engine = ENGINES[dep.engine]["name"]
     draft_params = dep.drafter.held_params
     if plan["k_target"] == k:
@@ -3066,7 +3080,9 @@ def plan_front(result, dep, plan):
         f"context {result['max_concurrency']} sequences fit |",
         f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
         + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
-        f"| target concurrency | {target}" + ("" if plan["feasible"] else " (does not fit in memory: lower it)") + " |",
+        f"| target concurrency | {plan['target']}" + ("" if plan["feasible"] else
+                                                     f" (does not fit in memory: this plan is for {target}, the most "
+                                                     "that fits)") + " |",
         f"| plain decode step | {plan['plain_ms_b1']:.2f} ms at B=1, {plan['plain_ms_shown']:.2f} ms at "
         f"B={plan['shown_batch']} |",
         (f"| measured per-token alpha | {alpha:.3f} (from {md(result['measured']['source'])}) |" if plan["measured"]
@@ -3100,15 +3116,20 @@ def head_notes(dep):
     head, trained = draft_head(dep)
     engine = ENGINES[dep.engine]["name"]
     if head is None:
-        others = (["`--draft mtp` (this model has an MTP module)"] if dep.shape.get("nextn") else []) + \
+        eagle3 = EAGLE3_HEADS.get((dep.engine, catalog_name(dep)), (None,))[0] if dep.draft == "eagle" else None
+        others = ([f"`--draft eagle3` (a public EAGLE-3 head: `{eagle3}`)"] if eagle3 else []) + \
+            (["`--draft mtp` (this model has an MTP module)"] if dep.shape.get("nextn") else []) + \
             ["`--draft ngram` (no model at all)"]
         return [f"**No head to serve yet.** No public {dep.draft} head for {dep.model} that {engine} loads is known "
                 "to this tool (checked 2026-12), so this stage prints no command that would fail. Train one with "
-                "SpecForge (`specforge train --config ...`, sgl-project/SpecForge) or vLLM's speculators "
+                "SpecForge (`specforge train`, sgl-project/SpecForge) or vLLM's speculators "
                 "(`scripts/train.py`, vllm-project/speculators), then run this program again with "
                 "`--draft-model` set to its Hugging Face id or path. Until then: " + " or ".join(others) + ".", ""]
-    crash = (" On vLLM builds without PR #49343, a prompt longer than the head's `max_position_embeddings` "
-             "crashes the server (issue #48894)." if dep.engine == "vllm" else "")
+    crash = {"vllm": " On vLLM builds without PR #49343, a prompt longer than the head's `max_position_embeddings` "
+                     "crashes the server (issue #48894).",
+             "sglang": " SGLang refuses to start a head whose `max_position_embeddings` is below the target's context "
+                       "length unless `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1` is set, as the command below "
+                       "does (the SpecForge heads' own cards launch so): that check is then yours."}.get(dep.engine, "")
     if trained is None:
         return [f"Head: `{head}`. Its training context is not in a source this tool checked: read "
                 f"`max_position_embeddings` in its config.json and compare it with this deployment's mean "
@@ -3163,18 +3184,21 @@ def plan_stage1(dep, plan):
               "sglang": "nothing changes without `--speculative-algorithm`",
               "trtllm": "nothing changes without a `speculative_config` in the YAML"}[dep.engine]
     shape = (f"a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in the verify pass, "
-             "with the acceptance length you measured for it" if dep.topk > 1 else f"a chain of K = {k} tokens")
+             "with the acceptance length you measured for it" if dep.topk > 1 else
+             f"a chain of K = {k} token{'s' if k > 1 else ''}")
     out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {ENGINES[dep.engine]['name']}: "
            f"{opt_in}. The draft is {shape}.", ""]
-    if dep.engine == "sglang" and dep.draft in EAGLE_DRAFTS and dep.topk == 1:
+    llama = (catalog_name(dep) or "").startswith("llama-") and not (catalog_name(dep) or "").startswith("llama-4")
+    if dep.engine == "sglang" and dep.draft in EAGLE_DRAFTS and dep.topk == 1 and llama:
         out += ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
                 "verify pass carries 8 tokens per sequence where a chain carries K+1. This plan runs a chain "
                 "(topk 1): the cost model, the break-even and the gate are for chains, and a tree's acceptance "
                 "can only be measured, not computed from alpha.", ""]
     if dep.engine == "sglang" and dep.draft == "ngram":
-        out += [f"SGLang's n-gram drafter builds a small tree of up to K = {k} tokens from the context's matches and "
-                f"verifies K + 1 = {k + 1} tokens a sequence whatever it finds (`--speculative-num-draft-tokens`): "
-                "measure its acceptance length, the chain formula does not hold for it.", ""]
+        out += [f"SGLang's n-gram drafter, held to one branch a match (`--speculative-ngram-max-bfs-breadth 1`; its "
+                "default of 10 makes a wide tree), drafts up to K tokens from the context's matches and verifies "
+                f"K + 1 = {k + 1} tokens a sequence whatever it finds (`--speculative-num-draft-tokens`). Matches that "
+                "disagree can still branch: measure its acceptance length rather than trust the chain formula.", ""]
     out += head_notes(dep)
     if not can_serve(dep):
         return out   # no head to serve yet: head_notes says how to get one
@@ -3186,7 +3210,8 @@ def plan_stage1(dep, plan):
     out += [f"`sharegpt_spec_c{batch}.json` is the gate's speculative run, the same workload as its baseline"
             + (f"; `spec_c{'.json`, `spec_c'.join(map(str, calibrating))}.json` calibrate the round's cost (vLLM's "
                "benchmark records each run's acceptance in its `spec_decode_*` keys)." if calibrating else
-               f". {ENGINES[dep.engine]['name']}'s benchmark records no acceptance, so speculative runs cannot "
+               f". The benchmark records a run's acceptance from vLLM's own counters, which "
+               f"{ENGINES[dep.engine]['name']} does not export, so speculative runs cannot "
                "calibrate the round's cost here: stage 3 fits on the baselines."), ""]
     if t is not None:
         out += [
@@ -3194,7 +3219,8 @@ def plan_stage1(dep, plan):
             + ("with the measured acceptance" if plan["measured"] else
                f"if requests accept at alpha {plan['request_alpha']:.2f} on average") + ": tau = "
             f"{t['acceptance_length_requests']:.2f} tokens per round over requests whose alpha spreads by s.d. "
-            f"{t['alpha_spread']:.3g}, round overhead eps = {t['eps_eff']:.2f}, speedup {t['speedup_requests']:.2f}x "
+            f"{t['alpha_spread']:.3g}, round overhead eps = {t['eps_eff']:.2f} (with the prefill a round of that tau "
+            f"carries; stage 3's break-even uses the decode eps alone), speedup {t['speedup_requests']:.2f}x "
             f"(simulated: {t['speedup_mc']:.2f}x"
             + ("" if plan["measured"] else f"; at one alpha for all, {t['speedup_exact']:.2f}x; the lesson's "
                f"formula would claim {t['speedup_lesson']:.2f}x") + ").", ""]
@@ -3289,9 +3315,10 @@ def sglang_k_by_batch(plan, dep):
     untried = [k for k in ks if k not in tried]
     off_from = min((b for b, candidates in SGLANG_ADAPTIVE_DEFAULT.items() if candidates == (0,)), default=None)
     unlike = []
-    if off_from is not None and plan["schedule"][-1][2] > 0 and plan["schedule"][-1][1] >= off_from:
+    still_on = [row for row in plan["schedule"] if row[2] > 0 and row[1] >= (off_from or 0)]
+    if off_from is not None and still_on:
         unlike.append(f"they turn speculation off from batch {off_from}, where this table still runs K = "
-                      f"{next(row[2] for row in plan['schedule'] if row[1] >= off_from)}")
+                      f"{', '.join(str(k) for k in sorted({row[2] for row in still_on}, reverse=True))}")
     if untried:
         unlike.append("they never try K = " + ", ".join(map(str, untried)))
     return ["SGLang has no table to paste. `--speculative-adaptive` (EAGLE and EAGLE3 with topk 1) picks the "
@@ -3324,7 +3351,7 @@ def trtllm_k_by_batch(plan, dep):
     if plan["k_zero_at"]:
         out += ["The simple switch: `max_concurrency` in `speculative_config` turns speculation off above a batch "
                 "size:", "", "```yaml", f"  max_concurrency: {plan['k_zero_at'] - 1}", "```", ""]
-    if monotone and len(on) > 1:
+    if monotone and len(on) > 1 and dep.draft == "eagle3":
         out += [("Or, instead (the two exclude each other), the whole table: " if plan["k_zero_at"] else
                  "The whole table is ") + f"`draft_len_schedule: {upper}` (with `max_draft_len: {on[0][2]}`) in "
                 "newer releases, whose keys are each tier's last batch size and which run it in the one-model "
@@ -3389,8 +3416,15 @@ def plan_stage2(result, dep, plan):
             "```", f"curl -s localhost:{ENGINES['trtllm']['port']}/prometheus/metrics > before.prom     # ... a "
             "window of production traffic ...",
             f"curl -s localhost:{ENGINES['trtllm']['port']}/prometheus/metrics > after.prom", "```", ""]
-    out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan['rate_at_alpha']:.2f} is what a "
-            f"per-token alpha of {plan['alpha']:.2f} shows.", ""]
+    if dep.topk > 1:
+        drafted = verify_tokens(dep, k) - 1
+        tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
+        out += [f"A round of this tree drafts {drafted} tokens for {k} steps: accepted over drafted tokens, "
+                f"(tau - 1) / {drafted} = {(tau - 1) / drafted:.2f} at tau {tau:.2f}, is neither a per-token alpha "
+                "nor a chain's rate.", ""]
+    else:
+        out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan['rate_at_alpha']:.2f} is what "
+                f"a per-token alpha of {plan['alpha']:.2f} shows.", ""]
     if plan["measured"]:
         ms = result["measured"]
         out += [f"Measured ({md(ms['source'])}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
@@ -3423,7 +3457,7 @@ def gate_command(dep, plan):
 
 
 def plan_stage3(result, dep, plan):
-    k, target = plan["k"], plan["target"]
+    k, target = plan["k"], plan["shown_batch"]
     gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
     out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input). "
            "With `--calibrate` the model first fits your runs, and every number it then prints is your "
@@ -3462,7 +3496,7 @@ def plan_calibration(cal):
 
 
 def plan_stage4(dep, plan):
-    t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["target"])
+    t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["shown_batch"])
     if t is None:
         return []
     alike = t.get("tpot_spec_p99_alike_ms")
@@ -3473,7 +3507,7 @@ def plan_stage4(dep, plan):
         "per streamed chunk, and a round's accepted tokens arrive in one chunk, so `p99_itl_ms` is a round's",
         "time. Per-token ITL (a round's time split over its tokens) is what the rounds themselves look like.",
         "",
-        f"- expected `p99_tpot_ms` at B={plan['target']}: {t['tpot_plain_p99_ms']:.2f} ms plain, "
+        f"- expected `p99_tpot_ms` at B={plan['shown_batch']}: {t['tpot_plain_p99_ms']:.2f} ms plain, "
         f"{t['tpot_spec_p99_ms']:.2f} ms with speculation ({pct(t['tpot_p99_change'])}), mean TPOT "
         f"{t['tpot_plain_mean_ms']:.2f} -> {t['tpot_spec_mean_ms']:.2f} ms, if requests' alpha spreads by s.d. "
         f"{t['alpha_spread']:g} around {plan['request_alpha']:.2f}"
@@ -3496,7 +3530,7 @@ def plan_stage4(dep, plan):
 
 def plan_dashboard(dep, plan):
     """What to watch live on each engine, and the kill-switch alert at this run's break-even."""
-    k, target, gate_a = plan["k"], plan["target"], plan["gate_alpha"]
+    k, target, gate_a = plan["k"], plan["shown_batch"], plan["gate_alpha"]
     out = ["## Live dashboard", ""]
     if dep.engine == "vllm":
         rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
@@ -3565,7 +3599,7 @@ def plan_dashboard(dep, plan):
 
 
 def plan_next(dep, plan):
-    k, target = plan["k"], plan["target"]
+    k, target = plan["k"], plan["shown_batch"]
     off = {"vllm": "switch speculation off past it with a final `[start, end, 0]` row of "
                    "`num_speculative_tokens_per_batch_size`",
            "sglang": "route the batch sizes past it to a replica without speculation",
@@ -3575,8 +3609,10 @@ def plan_next(dep, plan):
                  "- the per-position rates at K = 2 and 3, to see whether a longer draft would pay at lower load;")
     else:
         others = " and ".join(str(kk) for kk in (k - 1, k + 1) if kk >= 1)
-        depth = (f"- the acceptance length at K = {others} against K = {k}: this engine exports no per-position "
-                 "rates, so a K sweep shows whether late positions pay;")
+        why = ("its per-position counters are per request, which this tool does not read" if dep.engine == "trtllm"
+               else "this engine exports no per-position rates")
+        depth = f"- the acceptance length at K = {others} against K = {k}: {why}, so a K sweep shows whether late " \
+                "positions pay;"
     return [
         "## What to measure next", "",
         "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
@@ -3589,12 +3625,24 @@ def plan_next(dep, plan):
 def render_plan(result, dep):
     """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
     plan = result["plan"]
-    out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan)
-    out += plan_k_by_batch(plan, dep) + plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
-    out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)
+    if result["max_concurrency"] < 1:
+        return "\n".join(plan_front(result, dep, plan) + [
+            "## Nothing fits", "",
+            f"The weights ({static_bytes(dep) / GIB:.0f} GiB with the draft's) and the KV cache of one sequence of "
+            f"{dep.context} tokens do not fit in the {result['memory_budget_bytes'] / GIB:.0f} GiB "
+            f"{ENGINES[dep.engine]['name']} gives them ({memory_setting(dep)}), so no command here could run. More "
+            "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
+            "larger memory share would: run this program again with them.", ""])
+    out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan) + plan_k_by_batch(plan, dep)
+    if can_serve(dep):   # stages 2 to 4 measure a server that stage 1 started
+        out += plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
+        out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)
+    else:
+        out += ["## Stages 2 to 4", "", "Measuring acceptance, the gate and the tail watch need the server of stage 1: "
+                "run this program again once it has a head to serve.", ""]
     out += ["## When not to use speculation here", ""] + plan_when_not(plan)
     if result["mix"]:
-        out += [""] + plan_mix(result["mix"])
+        out += [""] + plan_mix(result["mix"], dep)
     out += [""] + plan_next(dep, plan)
     return "\n".join(out)
 
@@ -5202,6 +5250,8 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
                                          evidence.margin, inputs.k_in_use, measured is not None, inputs.requests)
     plan.update(p99_budget=evidence.budget, served_model=evidence.served_model)   # for the plan's gate command
     result["mix"] = mix_result(evidence.mix, dep, plan["k"], plan["shown_batch"], decode, fit) if evidence.mix else None
+    if result["mix"]:
+        result["mix"]["assumed"] = evidence.mix is TRAFFIC_MIX   # the constant's example, not the user's --mix
     if charts:
         result["charts"] = chart_data(grid, dep, plan, decode, fit)
     if measured:

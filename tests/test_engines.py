@@ -26,7 +26,8 @@ KNOWN_FLAGS = {
                                        "--mem-fraction-static", "--max-running-requests", "--enable-metrics",
                                        "--speculative-algorithm", "--speculative-draft-model-path",
                                        "--speculative-num-steps", "--speculative-eagle-topk",
-                                       "--speculative-num-draft-tokens", "--speculative-draft-model-quantization"},
+                                       "--speculative-num-draft-tokens", "--speculative-draft-model-quantization",
+                                       "--speculative-ngram-max-bfs-breadth"},
     "trtllm-serve": {"--backend", "--tp_size", "--max_batch_size", "--kv_cache_free_gpu_memory_fraction",
                      "--extra_llm_api_options"},
     "python code/main.py": {"--engine", "--model", "--gpu", "--tp", "--weights-dtype", "--kv-dtype", "--context",
@@ -254,7 +255,8 @@ class EngineDrafts(unittest.TestCase):
         self.check_flags(plan, "sglang mtp")
         plan, data = plan_for(self.SMALL + ["--engine", "sglang", "--draft", "ngram"])
         line = flat(plan)
-        self.assertIn(f"--speculative-algorithm NGRAM --speculative-num-draft-tokens {data['plan']['k'] + 1}", line)
+        self.assertIn(f"--speculative-algorithm NGRAM --speculative-ngram-max-bfs-breadth 1 "
+                      f"--speculative-num-draft-tokens {data['plan']['k'] + 1}", line)
         self.assertNotIn("--speculative-num-steps", line)
         self.check_flags(plan, "sglang ngram")
         plan, _ = plan_for(self.SMALL + ["--engine", "sglang", "--draft", "llama-3.2-1b"])
@@ -333,6 +335,24 @@ class EngineDrafts(unittest.TestCase):
         self.assertEqual(status, 0, err)
         self.assertIn("(given 0.10, raised: the verify pass over 3 tokens alone", text)
 
+    def test_a_plan_that_cannot_run_prints_no_command(self):
+        plan, data = plan_for(["--model", "kimi-k2", "--gpu", "h200", "--tp", "8", "--engine", "sglang"] + self.SMALL)
+        self.assertEqual(data["deployment"]["max_concurrency"], 0)
+        self.assertIn("## Nothing fits", plan)
+        self.assertEqual(commands(plan), [])
+        plan, _ = plan_for(["--engine", "sglang", "--draft", "eagle"] + self.SMALL)
+        self.assertIn("`--draft eagle3` (a public EAGLE-3 head: `lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-SpecForge`)",
+                      plan)
+        self.assertIn("## Stages 2 to 4", plan)
+        self.assertNotIn("sharegpt_spec_c", plan)          # no file the plan cannot make
+
+    def test_a_trees_rate_is_over_its_drafted_tokens(self):
+        plan, _ = plan_for(["--engine", "trtllm", "--draft-topk", "4", "--verify-tokens", "9", "--ks", "3",
+                            "--acceptance-length", "3.0", "--concurrency", "1,32"])
+        self.assertIn("A round of this tree drafts 8 tokens for 3 steps: accepted over drafted tokens, "
+                      "(tau - 1) / 8 = 0.25 at tau 3.00", plan)
+        self.assertNotIn("a chain of K", plan)
+
     def test_next_k_words(self):
         plan, _ = plan_for(["--engine", "sglang", "--acceptance-length", "1.6", "--ks", "1", "--concurrency", "1,32"])
         self.assertIn("the acceptance length at K = 2 against K = 1", plan)
@@ -358,13 +378,12 @@ class PlanDetails(unittest.TestCase):
         # SGLang's default candidates {1: 1,3,5,7; 8: 0,1,3; 32: 0,1; 64: 0} against the table's Ks.
         schedule = data["plan"]["schedule"]
         ks = sorted({row[2] for row in schedule})
-        at_64 = next(k for lo, hi, k in schedule if lo <= 64 <= hi)
+        from_64 = sorted({k for lo, hi, k in schedule if hi >= 64 and k > 0}, reverse=True)   # on where it is off
         untried = [k for k in ks if k not in (0, 1, 3, 5, 7)]
-        self.assertGreater(at_64, 0)
-        self.assertIn(f"they turn speculation off from batch 64, where this table still runs K = {at_64}; they never "
-                      f"try K = {', '.join(map(str, untried))}.", plan)
-        self.assertIn("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 python -m sglang.launch_server", plan)
-        self.assertEqual(plan.count("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"), 1)   # the speculative run only
+        self.assertTrue(from_64)
+        self.assertIn(f"they turn speculation off from batch 64, where this table still runs K = "
+                      f"{', '.join(map(str, from_64))}; they never try K = {', '.join(map(str, untried))}.", plan)
+        self.assertEqual(plan.count("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 python -m sglang.launch_server"), 1)
         next_steps = plan.split("## What to measure next")[1]
         self.assertNotIn("per-position rates:", next_steps)                  # SGLang exports none
 

@@ -114,7 +114,7 @@ class ShellInjection(Hostile):
         for engine in ("vllm", "sglang", "trtllm"):
             with self.subTest(engine=engine):
                 argv = ["--model-config", cfg_path if engine == "vllm" else path, "--engine", engine,
-                        "--weights-dtype", "bf16", "--gpu", "h200", "--tp", "4"] + SMALL
+                        "--weights-dtype", "bf16", "--gpu", "h200", "--tp", "4", "--draft", "ngram"] + SMALL
                 status, _, err = run(argv + ["--out", str(self.plan)])
                 self.assertEqual(status, 0, err)
                 commands = shell_commands(self.plan.read_text())
