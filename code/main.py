@@ -48,6 +48,7 @@ import statistics
 import sys
 import unicodedata
 from collections import namedtuple
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 # ---------------------------------------------------------------- the grid (edit me)
@@ -169,20 +170,6 @@ MODELS = {
                     head_inter=18432, head_head_dim=128, checkpoint="fp8", hf="moonshotai/Kimi-K2-Instruct"),   # 1,026 B, 32.9 B active
 }
 
-# Serving engines: the share of GPU memory each gives to weights plus KV cache, and how
-# the plan sets it. vLLM: gpu_memory_utilization, a share of all memory, default 0.92 in
-# vllm/config/cache.py (0.9 before about v0.25). SGLang: --mem-fraction-static, a share of
-# all memory for weights and the KV pool; it is computed at start-up when omitted, so the
-# plan passes this value and the model uses the same (our choice: 0.85 leaves ~12 GiB of
-# an 80 GiB GPU for activations and CUDA graphs). TensorRT-LLM: kv_cache_config
-# free_gpu_memory_fraction, a share of the memory left free after loading the weights,
-# default 0.9 (tensorrt_llm/llmapi/llm_args.py KvCacheConfig; trtllm-serve's
-# --kv_cache_free_gpu_memory_fraction). port: where each server listens by default.
-ENGINES = {
-    "vllm":   dict(name="vLLM",         memory_fraction=0.92, memory_share_of="total", port=8000),
-    "sglang": dict(name="SGLang",       memory_fraction=0.85, memory_share_of="total", port=30000),
-    "trtllm": dict(name="TensorRT-LLM", memory_fraction=0.90, memory_share_of="free",  port=8000),
-}
 GIB = 2 ** 30
 
 # Drafts that are not a catalog model (a catalog model name means a classic draft model):
@@ -193,22 +180,105 @@ GIB = 2 ** 30
 # (DeepSeek-V3: one decoder layer, reused each step).
 EAGLE_DRAFTS = ("eagle3", "eagle")   # heads that read the target's hidden states
 DRAFTS = EAGLE_DRAFTS + ("ngram", "mtp", "model")   # model: a draft model read from --draft-config
-# The drafts each engine's plan covers, each command checked against the engine's sources (cited where the
-# commands are built), and why the others are left out. "model" stands for any draft model (a catalog model too).
-ENGINE_DRAFTS = {"vllm": ("eagle3", "eagle", "mtp", "ngram", "model"),
-                 "sglang": ("eagle3", "eagle", "mtp", "ngram", "model"),
-                 "trtllm": ("eagle3", "mtp", "ngram")}
-ENGINE_DRAFTS_WHY = {
-    "vllm": "every kind of draft",
-    "sglang": "every kind of draft",
-    # llm_args.py: the PyTorch backend converts an Eagle config to Eagle3 (EAGLE-1 heads do not fit it), and its
-    # draft-model config is "Draft_Target" in the code but "DraftTarget" in the docs: unchecked, so left out.
-    "trtllm": "its PyTorch backend runs EAGLE-3 heads, MTP and n-gram; EAGLE-1 heads and draft models are not "
-              "covered here"}
-ENGINE_TREES = {"vllm": (), "sglang": ("eagle3", "eagle", "mtp"), "trtllm": ("eagle3",)}
-ENGINE_TREES_WHY = {"vllm": "vLLM removed tree attention, PR #42121",
-                    "sglang": "its EAGLE worker drafts trees of EAGLE heads and MTP",
-                    "trtllm": "Eagle3DecodingConfig's use_dynamic_tree is for EAGLE-3 heads"}
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A serving engine as the plan and the model know it: one row per engine in ENGINES, each fact
+    checked against the engine's own source, cited in the row. The commands themselves are built by the
+    functions of ENGINE_PLANS (rendering); adding an engine is a row here, a row there, and their tests."""
+    key: str                 #: the --engine value
+    name: str                #: as sentences print it
+    port: int                #: where its server listens by default
+    memory_fraction: float   #: share of GPU memory for weights and KV cache the plan sets (fraction)
+    memory_of_free: bool     #: True: memory_fraction is a share of the memory the weights leave, else of all memory
+    memory_flag: str         #: the flag that sets memory_fraction
+    memory_note: str         #: what the plan says after the flag and its value
+    drafts: tuple            #: the draft kinds (draft_kind) its plan covers
+    drafts_why: str          #: why those
+    trees: tuple             #: the draft kinds it drafts trees of (--draft-topk > 1)
+    trees_why: str           #: why those
+    nvidia_only: bool        #: runs on NVIDIA GPUs only
+    quantizes_at_start: bool  #: quantizes a bf16 checkpoint to fp8 at start-up (--quantization fp8)
+    pass_cost_of: str        #: the engine whose fitted fixed cost of a pass it uses (Fit's pass_fixed_ms_<engine>)
+    draft_costs_of: str      #: the engine whose fitted draft-step and round costs it uses (its own, or a borrowed one)
+    bench_tool: str          #: the closed-loop benchmark the plan runs against it
+    bench_random_text: bool  #: its benchmark's random dataset cuts real text, so it needs --dataset-path
+    bench_records_acceptance: bool   #: a speculative benchmark run records its K and acceptance (spec_decode_*)
+    metrics_path: str        #: where its Prometheus text is served
+    acceptance_gauges: bool  #: acceptance is read from gauges over recent steps (one scrape), not from counters
+    counts_drafts: bool      #: its metrics count drafts (rounds), so a scrape gives K; else --ks completes it
+    per_position_why: str    #: why this tool reads no per-position acceptance from it ("" when it does)
+    per_request_acceptance: bool   #: responses can carry each request's acceptance (the tail's slow requests)
+    opt_in: str              #: what turns speculation on, as the plan says it
+    off_past: str            #: how the plan switches speculation off past a batch size
+    tree_tokens: object      #: (topk, steps) -> (least, most) tokens a tree's verify pass carries; None: no trees
+    tree_limit_why: str      #: the rule tree_tokens follows
+    tree_needs_plain_attention: bool  #: its trees do not run MLA or sliding-window attention
+
+
+ENGINES = {
+    # vLLM: gpu_memory_utilization, a share of all memory, default 0.92 in vllm/config/cache.py (0.9 before about
+    # v0.25); vllm/engine/arg_utils.py for the flags; vllm/v1/spec_decode/metrics.py for the counters.
+    "vllm": Engine(
+        key="vllm", name="vLLM", port=8000, memory_fraction=0.92, memory_of_free=False,
+        memory_flag="--gpu-memory-utilization", memory_note=", vLLM's default",
+        drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
+        trees=(), trees_why="vLLM removed tree attention, PR #42121",
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm",
+        bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=True,
+        metrics_path="/metrics", acceptance_gauges=False, counts_drafts=True, per_position_why="",
+        per_request_acceptance=True,   # --per-request-spec-decode-metrics, PR #48915
+        opt_in="nothing changes without `--speculative-config`",
+        off_past="switch speculation off past it with a final `[start, end, 0]` row of "
+                 "`num_speculative_tokens_per_batch_size`",
+        tree_tokens=None, tree_limit_why="", tree_needs_plain_attention=False),
+    # SGLang: --mem-fraction-static, a share of all memory for weights and the KV pool, computed at start-up when
+    # omitted, so the plan passes it and the model uses the same (our choice: 0.85 leaves ~12 GiB of an 80 GiB GPU
+    # for activations and CUDA graphs); python/sglang/srt/server_args.py; metrics/collector.py for the gauges.
+    "sglang": Engine(
+        key="sglang", name="SGLang", port=30000, memory_fraction=0.85, memory_of_free=False,
+        memory_flag="--mem-fraction-static", memory_note="",
+        drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
+        trees=("eagle3", "eagle", "mtp"), trees_why="its EAGLE worker drafts trees of EAGLE heads and MTP",
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang",
+        bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=False,
+        metrics_path="/metrics", acceptance_gauges=True, counts_drafts=False,
+        per_position_why="this engine exports no per-position rates", per_request_acceptance=False,
+        opt_in="nothing changes without `--speculative-algorithm`",
+        off_past="route the batch sizes past it to a replica without speculation",
+        # python/sglang/srt/speculative/eagle_utils.py, organize_draft_results: the root and the
+        # num_draft_tokens - 1 best of the topk first-step and topk^2 later-step candidates
+        tree_tokens=lambda topk, steps: (2, 1 + topk + (steps - 1) * topk ** 2),
+        tree_limit_why="the root and the best of its topk + (steps - 1) x topk^2 candidates",
+        tree_needs_plain_attention=False),
+    # TensorRT-LLM: kv_cache_config free_gpu_memory_fraction, a share of the memory left free after loading the
+    # weights, default 0.9 (tensorrt_llm/llmapi/llm_args.py KvCacheConfig); tensorrt_llm/commands/serve.py for the
+    # flags; tensorrt_llm/metrics/collector.py for the counters. No speculative point to fit: a draft step and a
+    # round's bookkeeping take vLLM's fitted costs. llm_args.py: the PyTorch backend converts an Eagle config to
+    # Eagle3 (EAGLE-1 heads do not fit it), and its draft-model config is "Draft_Target" in the code but
+    # "DraftTarget" in the docs: unchecked, so left out.
+    "trtllm": Engine(
+        key="trtllm", name="TensorRT-LLM", port=8000, memory_fraction=0.90, memory_of_free=True,
+        memory_flag="--kv_cache_free_gpu_memory_fraction", memory_note=" of the memory the weights leave",
+        drafts=("eagle3", "mtp", "ngram"),
+        drafts_why="its PyTorch backend runs EAGLE-3 heads, MTP and n-gram; EAGLE-1 heads and draft models are not "
+                   "covered here",
+        trees=("eagle3",), trees_why="Eagle3DecodingConfig's use_dynamic_tree is for EAGLE-3 heads",
+        nvidia_only=True, quantizes_at_start=False,   # docs/source/features/quantization.md
+        pass_cost_of="trtllm", draft_costs_of="vllm",
+        bench_tool="python -m tensorrt_llm.serve.scripts.benchmark_serving", bench_random_text=True,
+        bench_records_acceptance=False, metrics_path="/prometheus/metrics", acceptance_gauges=False,
+        counts_drafts=False,
+        per_position_why="its per-position counters are per request, which this tool does not read",
+        per_request_acceptance=False,
+        opt_in="nothing changes without a `speculative_config` in the YAML",
+        off_past="switch speculation off past it with `max_concurrency` in `speculative_config`",
+        tree_tokens=lambda topk, steps: (steps + 1, topk * steps + 1),
+        tree_limit_why="max_total_draft_tokens from max_draft_len to dynamic_tree_max_topK x max_draft_len, "
+                       "llm_args.py",
+        tree_needs_plain_attention=True),   # its speculative-decoding docs
+}
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
 DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
 
@@ -745,7 +815,7 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv
     context = context if context is not None else mean_context(input_tokens, output_tokens)
     dep = Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
                      spec["memory_gib"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None,
-                     engine, ENGINES[engine]["memory_fraction"], draft_hf, spec["link"], input_tokens, output_tokens,
+                     engine, ENGINES[engine].memory_fraction, draft_hf, spec["link"], input_tokens, output_tokens,
                      m, topk, verify_tokens, None, draft_shape)
     return with_draft(dep, draft)
 
@@ -786,7 +856,7 @@ def memory_budget_bytes(dep):
     gives a share of the memory left free once the weights are loaded to the KV cache.
     """
     total = dep.tp * dep.memory_gib * GIB
-    if ENGINES[dep.engine]["memory_share_of"] == "free":
+    if ENGINES[dep.engine].memory_of_free:
         return min(total, static_bytes(dep) + dep.memory_fraction * max(0.0, total - static_bytes(dep)))
     return total * dep.memory_fraction
 
@@ -894,9 +964,9 @@ def verify_tokens(dep, k):
 
 def fixed_field(dep, what):
     """The Fit field of the engine's fixed cost of a target pass ("pass"), a draft step ("draft") or a round's
-    bookkeeping ("round"); TensorRT-LLM, with no speculative point to fit, takes vLLM's draft and round costs."""
-    engine = "vllm" if dep.engine == "trtllm" and what != "pass" else dep.engine
-    return f"{what}_fixed_ms_{engine}"
+    bookkeeping ("round"); an engine without speculative points to fit borrows another's (Engine.draft_costs_of)."""
+    engine = ENGINES[dep.engine]
+    return f"{what}_fixed_ms_{engine.pass_cost_of if what == 'pass' else engine.draft_costs_of}"
 
 
 def fixed_ms(dep, what, fit=FIT):
@@ -2551,7 +2621,7 @@ def deployment_lines(dep, result):
     draft_gib = dep.drafter.held_bytes / GIB
     return [
         f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.held_bytes / GIB:.1f} GiB), "
-        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {ENGINES[dep.engine]['name']},",
+        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {ENGINES[dep.engine].name},",
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
         f"{result['memory_budget_bytes'] / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens in, {dep.output_tokens} out.",
@@ -2727,8 +2797,12 @@ def render_exercises(ex, dep):
 # versions. A fact here that differs from REFERENCE.md was re-checked in the source.
 
 SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
+
+
 SHAREGPT_URL = ("https://huggingface.co/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/resolve/main/"
                 + SHAREGPT_FILE)   # the file vLLM's benchmark scripts download
+
+
 TRTLLM_GATE_MINUTES = 10   # how long the built-in kill switch of TensorRT-LLM averages acceptance over (a choice)
 
 
@@ -2777,13 +2851,13 @@ def head_or_placeholder(dep):
 
 
 def served_model(dep):
-    """The checkpoint the server loads: the model's own when it ships the weights' dtype, or when vLLM or SGLang
-    quantize it to fp8 at start-up (quantize_at_start); otherwise an fp8 checkpoint for TensorRT-LLM (FP8_CHECKPOINTS),
+    """The checkpoint the server loads: the model's own when it ships the weights' dtype, or when the engine
+    quantizes it to fp8 at start-up (quantize_at_start); otherwise a published fp8 checkpoint (FP8_CHECKPOINTS),
     else a placeholder: no engine here quantizes to fp4 at start-up."""
     if dep.weights_dtype == dep.shape.get("checkpoint", "bf16") or quantize_at_start(dep):
         # A --model-config without _name_or_path names no checkpoint (hf None): say so rather than guess.
         return dep.shape.get("hf") or f"YOUR-CHECKPOINT-OF-{dep.model.upper()}"
-    if dep.engine == "trtllm" and dep.weights_dtype == "fp8" and dep.model in FP8_CHECKPOINTS:
+    if dep.weights_dtype == "fp8" and dep.model in FP8_CHECKPOINTS:
         return FP8_CHECKPOINTS[dep.model]
     return f"YOUR-{dep.weights_dtype.upper()}-CHECKPOINT-OF-{dep.model.upper()}"
 
@@ -2791,7 +2865,8 @@ def served_model(dep):
 def quantize_at_start(dep):
     """Whether the server quantizes a bf16 checkpoint to fp8 at start-up (--quantization fp8): vLLM and SGLang do,
     TensorRT-LLM quantizes nothing at start-up (docs/source/features/quantization.md)."""
-    return dep.weights_dtype == "fp8" and dep.shape.get("checkpoint", "bf16") == "bf16" and dep.engine != "trtllm"
+    return (dep.weights_dtype == "fp8" and dep.shape.get("checkpoint", "bf16") == "bf16"
+            and ENGINES[dep.engine].quantizes_at_start)
 
 
 def speculative_config(dep, k, schedule=None):
@@ -2820,7 +2895,7 @@ def speculative_config(dep, k, schedule=None):
     return json.dumps(config)
 
 
-def vllm_serve(dep, config=None, env=()):
+def vllm_command(dep, config=None, env=()):
     """`vllm serve` flags: vllm/engine/arg_utils.py; env: variables set for the server."""
     words = list(env) + ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {dep.tp}"]
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
@@ -2830,24 +2905,35 @@ def vllm_serve(dep, config=None, env=()):
     return shell_lines(words)
 
 
+
+def vllm_serve(dep, target, k=None, schedule=None):
+    """vLLM's server, speculation off or on (its --speculative-config); target: vLLM sizes its own batches."""
+    return vllm_command(dep, speculative_config(dep, k, schedule) if k else None)
+
+
 SGLANG_GAUGE_STEPS = 40   # decode steps SGLang's acceptance gauges average over (python/sglang/srt/metrics/collector.py)
+
+
 # SGLang's --speculative-algorithm by draft_kind. python/sglang/srt/arg_groups/speculative_hook.py: NEXTN is an
 # alias of EAGLE, and an EAGLE run of a DeepSeek-family model (DeepseekV3ForCausalLM and kin) without a
 # --speculative-draft-model-path drafts with the model's own NextN (MTP) weights; NGRAM drafts from the context
 # (num_draft_tokens counts the root: cpp_ngram/param.h); STANDALONE runs a draft model.
 SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE", "ngram": "NGRAM", "model": "STANDALONE"}
+
+
 # --speculative-adaptive's built-in step candidates by batch size (DEFAULT_ADAPTIVE_CONFIG in
 # python/sglang/srt/speculative/adaptive_spec_params.py, PR #24055); 0 turns drafting off.
 SGLANG_ADAPTIVE_DEFAULT = {1: (1, 3, 5, 7), 8: (0, 1, 3), 32: (0, 1), 64: (0,)}
 
 
-def sglang_serve(dep, target, k=None):
+def sglang_serve(dep, target, k=None, schedule=None):
     """`python -m sglang.launch_server` flags: python/sglang/srt/server_args.py.
 
     Steps, topk and draft tokens are given together (omitting steps makes SGLang choose
     all three; for a Llama target it picks a tree of 5 steps, topk 4, 8 tokens). A chain
     is topk 1 with steps + 1 draft tokens. Speculation resets --max-running-requests to
-    48 unless it is set, so both runs set it to the target concurrency.
+    48 unless it is set, so both runs set it to the target concurrency. It takes no K-by-batch table
+    (schedule): sglang_k_by_batch says what it offers instead.
     """
     # A draft whose max_position_embeddings is below the target's context length stops the
     # server unless this is set; the SpecForge 70B head's own card launches with it.
@@ -2903,7 +2989,7 @@ def trtllm_yaml(dep, name, k=None):
 TRTLLM_DECODING = {"eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
 
 
-def trtllm_serve(dep, target, config_name):
+def trtllm_command(dep, target, config_name):
     """`trtllm-serve` flags: tensorrt_llm/commands/serve.py (underscores, PyTorch backend by default)."""
     return shell_lines(["trtllm-serve", shlex.quote(served_model(dep)), "--backend pytorch", f"--tp_size {dep.tp}",
                         f"--max_batch_size {target}",
@@ -2911,14 +2997,11 @@ def trtllm_serve(dep, target, config_name):
                         f"--extra_llm_api_options {config_name}"])
 
 
-def serve_lines(dep, target, k=None, schedule=None):
-    """The server command, speculation off (k None) or on."""
-    if dep.engine == "vllm":
-        return vllm_serve(dep, speculative_config(dep, k, schedule) if k else None)
-    if dep.engine == "sglang":
-        return sglang_serve(dep, target, k)
+
+def trtllm_serve(dep, target, k=None, schedule=None):
+    """TensorRT-LLM's YAML and server, speculation off or on; trtllm_k_by_batch gives the table's switches."""
     name = "spec.yaml" if k else "baseline.yaml"
-    return trtllm_yaml(dep, name, k) + trtllm_serve(dep, target, name)
+    return trtllm_yaml(dep, name, k) + trtllm_command(dep, target, name)
 
 
 def bench_prompts(target):
@@ -2938,15 +3021,14 @@ def bench_lines(dep, batch, filename, realistic=False):
     has ShareGPT's prompts and answers capped at the deployment's output length (--sharegpt-output-len), ended
     by EOS as real ones are: its acceptance is real text's.
     """
-    tool = "python -m tensorrt_llm.serve.scripts.benchmark_serving" if dep.engine == "trtllm" else \
-        "vllm bench serve"
+    engine = ENGINES[dep.engine]
     if realistic:
         data = ["--dataset-name sharegpt", f"--dataset-path {SHAREGPT_FILE}", f"--sharegpt-output-len {dep.output_tokens}"]
     else:
-        data = (["--dataset-name random"] + ([f"--dataset-path {SHAREGPT_FILE}"] if dep.engine == "trtllm" else [])
+        data = (["--dataset-name random"] + ([f"--dataset-path {SHAREGPT_FILE}"] if engine.bench_random_text else [])
                 + [f"--random-input-len {dep.input_tokens}", f"--random-output-len {dep.output_tokens}", "--ignore-eos"])
-    return shell_lines([tool, "--backend openai-chat", "--endpoint /v1/chat/completions",
-                        f"--port {ENGINES[dep.engine]['port']}", f"--model {shlex.quote(served_model(dep))}", *data,
+    return shell_lines([engine.bench_tool, "--backend openai-chat", "--endpoint /v1/chat/completions",
+                        f"--port {engine.port}", f"--model {shlex.quote(served_model(dep))}", *data,
                         f"--num-prompts {bench_prompts(batch)}", f"--max-concurrency {batch}",
                         f"--temperature {TEMPERATURE:g}", "--percentile-metrics ttft,tpot,itl,e2el",
                         "--metric-percentiles 50,99", "--save-result", f"--result-filename {filename}"])
@@ -2978,277 +3060,25 @@ def tool_words(dep):
     return words
 
 
-def md(text):
-    """Text from a file or a path, safe in the plan's Markdown: no table cell split (|), no HTML, no code span."""
-    return "".join({"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "'", "&": "&amp;"}.get(c, c) for c in text)
-
-
-def trained_draft(dep):
-    """What could be trained for a weak traffic domain: a head, a draft model, the MTP module; nothing for n-gram."""
-    return {"ngram": None, "mtp": "the MTP module fine-tuned", "model": "a draft model tuned"}.get(
-        draft_kind(dep.draft), "a head trained")
-
-
-def plan_mix(mix, dep):
-    """The traffic-mix section: naive against correct blend, and what to do about the weak domain."""
-    out = [f"## Traffic mix (at B={mix['concurrency']}, K={mix['k']})", ""]
-    out += ["An example mix (TRAFFIC_MIX); give your traffic's own domains with `--mix`.", ""] if mix["assumed"] else []
-    out += [
-           "| domain | share of tokens | per-token alpha | tau | speedup alone | share of decode time |",
-           "|---|---|---|---|---|---|"]
-    out += [f"| {d['name']} | {d['share']:.2f} | {d['alpha']:.2f} | {d['tau']:.2f} | {d['speedup']:.2f}x | "
-            f"{d['time_share'] * 100:.1f}% |" for d in mix["domains"]]
-    weak = next(d for d in mix["domains"] if d["name"] == mix["weak"])
-    out += ["", mix_blend_sentence(mix), "",
-            f"{mix['weak']} pulls the blend down: its tokens take {weak['time_share'] * 100:.1f}% of decode time "
-            f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", ""]
-    trained = trained_draft(dep)
-    out += [f"- {trained} on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
-            f"{mix['trained_speedup']:.3f}x;"] if trained else []
-    out += [
-            f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
-            f"- one K for all traffic: K={k_words(mix['best_k'])} is best for this mix, {mix['best_k_speedup']:.3f}x.", "",
-            mix_tail_sentence(mix)]
-    return out
-
-
-def lesson_rule_sentence(plan):
-    """Compare the lesson's rule with this run's break-even, reading its number in each unit."""
-    k, gate_a, gate_r = plan["k"], plan["gate_alpha"], plan["gate_rate"]
-    as_alpha = "above" if LESSON_RULE > gate_a else "below"
-    as_rate = "above" if LESSON_RULE > gate_r else "below"
-    return (f"Read as a per-token alpha, {LESSON_RULE} is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
-            f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as the acceptance rate, it is {as_rate} the "
-            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan['lesson_gate_as_alpha']:.3f}). "
-            "Gate on the computed break-even, in a named unit, at the K you run.")
-
-
-def plan_when_not(plan):
-    """Bullets for 'when not to use': the break-even alpha at the plan's K and the grid's, by concurrency."""
-    out = []
-    for row in plan["break_evens"]:
-        k, b, alpha = row["k"], row["concurrency"], row["alpha"]
-        mark = " (the plan's K)" if k == plan["k"] else ""
-        if alpha is None:
-            out.append(f"- K={k}{mark} at B={b}: a round costs more than {k + 1} plain steps; no acceptance pays.")
-        else:
-            out.append(f"- K={k}{mark} at B={b}: per-token alpha below {alpha:.2f} "
-                       f"(rate {acceptance_rate(alpha, k):.2f}) is slower than plain decoding.")
-    return out or ["- (no batch size of the grid fits in memory)"]
-
-
-def plan_front(result, dep, plan):
-    """Front matter and the deployment table."""
-    k, target, alpha = plan["k"], plan["shown_batch"], plan["alpha"]
-    engine = ENGINES[dep.engine]["name"]
-    draft_params = dep.drafter.held_params
-    if plan["k_target"] == k:
-        k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
-                  f"{plan['speedup_target']:.2f}x over plain decoding")
-    elif plan["k_target"]:
-        k_line = (f"{k}, the K measured; at B={target} and alpha {alpha:.2f} the best is K = {plan['k_target']}, "
-                  f"{plan['speedup_target']:.2f}x over plain decoding")
-    else:
-        k_line = (f"{k} where speculation pays; at B={target} and alpha {alpha:.2f} no K beats plain decoding "
-                  "(see K by batch size)")
-    return [
-        "---",
-        "name: eagle3-rollout",
-        f"description: Staged rollout of {dep.draft} speculative decoding on {engine} for {dep.model} "
-        f"({dep.weights_dtype}) on {dep.tp} x {dep.gpu} at concurrency {target}, gated on measured acceptance.",
-        f"tags: [speculative-decoding, eagle3, {dep.engine}, rollout, p99]",
-        "---",
-        "",
-        f"# Speculative decoding rollout: {dep.model} on {dep.tp} x {dep.gpu}, {engine}, draft {dep.draft}",
-        "",
-        "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
-        "requests; change the deployment constants or flags and run it again.",
-        "",
-        "## The deployment this plan is for",
-        "",
-        "| | this run |",
-        "|---|---|",
-        f"| engine | {engine}; commands checked against the engine versions the README names |",
-        f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
-        + (f" ({dep.target.params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
-           if dep.target.experts else "") + f", {dep.weights_dtype} weights "
-        f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
-        f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
-        f"{result['memory_budget_bytes'] / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
-        "activations and CUDA graphs are not counted, so the sequences that fit are an upper bound) |",
-        f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token; at {dep.context} tokens of "
-        f"context {result['max_concurrency']} sequences fit |",
-        f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
-        + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
-        f"| target concurrency | {plan['target']}" + ("" if plan["feasible"] else
-                                                     f" (does not fit in memory: this plan is for {target}, the most "
-                                                     "that fits)") + " |",
-        f"| plain decode step | {plan['plain_ms_b1']:.2f} ms at B=1, {plan['plain_ms_shown']:.2f} ms at "
-        f"B={plan['shown_batch']} |",
-        (f"| measured per-token alpha | {alpha:.3f} (from {md(result['measured']['source'])}) |" if plan["measured"]
-         else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
-        f"| spread over requests | alpha s.d. {result['alpha_spread']:g}, ln(output tokens) s.d. "
-        f"{result['output_spread']:g} (assumed; `--alpha-spread`, `--output-spread`) |",
-        f"| K | {k_line} |",
-        "",
-        f"![Speedup against per-token alpha]({CHART_FILES['speedup']})",
-        "",
-        f"![Best K against batch size]({CHART_FILES['best_k']})",
-        "",
-        f"![Per-token ITL distribution]({CHART_FILES['itl']})",
-        "",
-    ]
-
-
-def memory_setting(dep):
-    """The engine's memory knob and its value, as the plan sets it."""
-    if dep.engine == "vllm":
-        return f"--gpu-memory-utilization {dep.memory_fraction:g}, vLLM's default"
-    if dep.engine == "sglang":
-        return f"--mem-fraction-static {dep.memory_fraction:g}"
-    return f"--kv_cache_free_gpu_memory_fraction {dep.memory_fraction:g} of the memory the weights leave"
-
-
-def head_notes(dep):
-    """Where the head comes from, and a warning when the deployment's context is past its training."""
-    if dep.draft not in EAGLE_DRAFTS:
-        return []
-    head, trained = draft_head(dep)
-    engine = ENGINES[dep.engine]["name"]
-    if head is None:
-        eagle3 = EAGLE3_HEADS.get((dep.engine, catalog_name(dep)), (None,))[0] if dep.draft == "eagle" else None
-        others = ([f"`--draft eagle3` (a public EAGLE-3 head: `{eagle3}`)"] if eagle3 else []) + \
-            (["`--draft mtp` (this model has an MTP module)"] if dep.shape.get("nextn") else []) + \
-            ["`--draft ngram` (no model at all)"]
-        return [f"**No head to serve yet.** No public {dep.draft} head for {dep.model} that {engine} loads is known "
-                "to this tool (checked 2026-12), so this stage prints no command that would fail. Train one with "
-                "SpecForge (`specforge train`, sgl-project/SpecForge) or vLLM's speculators "
-                "(`scripts/train.py`, vllm-project/speculators), then run this program again with "
-                "`--draft-model` set to its Hugging Face id or path. Until then: " + " or ".join(others) + ".", ""]
-    crash = {"vllm": " On vLLM builds without PR #49343, a prompt longer than the head's `max_position_embeddings` "
-                     "crashes the server (issue #48894).",
-             "sglang": " SGLang refuses to start a head whose `max_position_embeddings` is below the target's context "
-                       "length unless `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1` is set, as the command below "
-                       "does (the SpecForge heads' own cards launch so): that check is then yours."}.get(dep.engine, "")
-    if trained is None:
-        return [f"Head: `{head}`. Its training context is not in a source this tool checked: read "
-                f"`max_position_embeddings` in its config.json and compare it with this deployment's mean "
-                f"decode context of {dep.context} tokens; a head drafts worse past the context it was trained "
-                f"at.{crash}", ""]
-    if dep.context > trained:
-        return [f"**Warning:** `{head}` was trained at {trained} tokens and this deployment decodes at "
-                f"{dep.context} tokens of mean context. Past its training context a head accepts less (SGLang "
-                "issue #6783 measured a 2k-trained head slower than plain decoding past 2k tokens); measure "
-                f"acceptance on long requests before rollout, or use a head trained longer.{crash}", ""]
-    return [f"Head: `{head}`, trained at {trained} tokens; the mean decode context ({dep.context}) is within "
-            f"it, but requests past {trained} tokens will accept less.{crash}", ""]
-
-
-def calibration_batches(target):
-    """Concurrencies the plan benchmarks without speculation: 1, the geometric middle and the target."""
-    return sorted({1, max(2, round(target ** 0.5)), target})
-
-
-def spec_batches(target):
-    """Concurrencies the plan benchmarks with speculation: 1, where the draft's cost shows most, and the target."""
-    return sorted({1, target})
-
-
-def plan_stage0(dep, plan):
-    batch = plan["shown_batch"]
-    others = [b for b in calibration_batches(batch) if b != batch]
-    fits = ("" if plan["feasible"] else f"Concurrency {plan['target']} does not fit in memory: every command below runs "
-            f"at {batch}, the most that fits. ")
-    out = ["## Stage 0: baseline, speculation off", "",
-           fits + f"Two kinds of run, each at your traffic's temperature ({TEMPERATURE:g} here: acceptance depends on "
-           "it) through the chat endpoint:", "",
-           f"- **calibration runs** at concurrency {', '.join(map(str, others))} and {batch}: random prompts of "
-           f"exactly {dep.input_tokens} tokens and {dep.output_tokens}-token answers, the lengths this plan models, "
-           "so that stage 3 can fit the cost model to your deployment;",
-           f"- **the gate's baseline** at {batch}: ShareGPT's prompts with answers of at most {dep.output_tokens} "
-           "tokens, real text as acceptance needs it (a sample of your own traffic is better still).", "",
-           "```", f"wget {SHAREGPT_URL}"] + serve_lines(dep, batch)
-    for b in calibration_batches(batch):
-        out += bench_lines(dep, b, f"baseline_c{b}.json")
-    out += bench_lines(dep, batch, f"sharegpt_baseline_c{batch}.json", realistic=True)
-    return out + ["```", "", f"Keep the files: `sharegpt_baseline_c{batch}.json`'s `p99_tpot_ms`, `p99_itl_ms` and "
-                  "`output_throughput` are what the gate compares, and the calibration runs fit the cost model "
-                  "(stage 3). Each file's own lengths (its token totals over completed requests) are what the tool "
-                  "reads back, with a note when they differ from the deployment's by more than 10%.", ""]
-
-
-def plan_stage1(dep, plan):
-    k, batch = plan["k"], plan["shown_batch"]
-    t = {row["concurrency"]: row for row in plan["tail"]}.get(batch)
-    opt_in = {"vllm": "nothing changes without `--speculative-config`",
-              "sglang": "nothing changes without `--speculative-algorithm`",
-              "trtllm": "nothing changes without a `speculative_config` in the YAML"}[dep.engine]
-    shape = (f"a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in the verify pass, "
-             "with the acceptance length you measured for it" if dep.topk > 1 else
-             f"a chain of K = {k} token{'s' if k > 1 else ''}")
-    out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {ENGINES[dep.engine]['name']}: "
-           f"{opt_in}. The draft is {shape}.", ""]
+def sglang_stage1_notes(dep, k):
+    """SGLang's own choices that differ from the plan's: its default tree for Llama heads, n-gram's branching."""
     llama = (catalog_name(dep) or "").startswith("llama-") and not (catalog_name(dep) or "").startswith("llama-4")
-    if dep.engine == "sglang" and dep.draft in EAGLE_DRAFTS and dep.topk == 1 and llama:
-        out += ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
+    if dep.draft in EAGLE_DRAFTS and dep.topk == 1 and llama:
+        return ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
                 "verify pass carries 8 tokens per sequence where a chain carries K+1. This plan runs a chain "
                 "(topk 1): the cost model, the break-even and the gate are for chains, and a tree's acceptance "
                 "can only be measured, not computed from alpha.", ""]
-    if dep.engine == "sglang" and dep.draft == "ngram":
-        out += [f"SGLang's n-gram drafter, held to one branch a match (`--speculative-ngram-max-bfs-breadth 1`; its "
+    if dep.draft == "ngram":
+        return [f"SGLang's n-gram drafter, held to one branch a match (`--speculative-ngram-max-bfs-breadth 1`; its "
                 "default of 10 makes a wide tree), drafts up to K tokens from the context's matches and verifies "
                 f"K + 1 = {k + 1} tokens a sequence whatever it finds (`--speculative-num-draft-tokens`). Matches that "
                 "disagree can still branch: measure its acceptance length rather than trust the chain formula.", ""]
-    out += head_notes(dep)
-    if not can_serve(dep):
-        return out   # no head to serve yet: head_notes says how to get one
-    out += ["```"] + serve_lines(dep, batch, k)
-    calibrating = [b for b in spec_batches(batch) if dep.engine == "vllm"]   # only vLLM's runs record acceptance
-    for b in calibrating:
-        out += bench_lines(dep, b, f"spec_c{b}.json")
-    out += bench_lines(dep, batch, f"sharegpt_spec_c{batch}.json", realistic=True) + ["```", ""]
-    out += [f"`sharegpt_spec_c{batch}.json` is the gate's speculative run, the same workload as its baseline"
-            + (f"; `spec_c{'.json`, `spec_c'.join(map(str, calibrating))}.json` calibrate the round's cost (vLLM's "
-               "benchmark records each run's acceptance in its `spec_decode_*` keys)." if calibrating else
-               f". The benchmark records a run's acceptance from vLLM's own counters, which "
-               f"{ENGINES[dep.engine]['name']} does not export, so speculative runs cannot "
-               "calibrate the round's cost here: stage 3 fits on the baselines."), ""]
-    if t is not None:
-        out += [
-            f"What the model expects at B={batch} "
-            + ("with the measured acceptance" if plan["measured"] else
-               f"if requests accept at alpha {plan['request_alpha']:.2f} on average") + ": tau = "
-            f"{t['acceptance_length_requests']:.2f} tokens per round over requests whose alpha spreads by s.d. "
-            f"{t['alpha_spread']:.3g}, round overhead eps = {t['eps_eff']:.2f} (with the prefill a round of that tau "
-            f"carries; stage 3's break-even uses the decode eps alone), speedup {t['speedup_requests']:.2f}x "
-            f"(simulated: {t['speedup_mc']:.2f}x"
-            + ("" if plan["measured"] else f"; at one alpha for all, {t['speedup_exact']:.2f}x; the lesson's "
-               f"formula would claim {t['speedup_lesson']:.2f}x") + ").", ""]
-    return out
+    return []
 
 
-def plan_k_by_batch(plan, dep):
-    """The plan's "K by batch size" section: the table, and how each engine can follow it."""
-    schedule, alpha = plan["schedule"], plan["alpha"]
-    if not schedule:
-        return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
-    out = ["## K by batch size", "",
-           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
-           "| batch sizes | K | speedup over plain |", "|---|---|---|"]
-    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan["schedule_speedups"]):
-        span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
-        out.append(f"| {lo}-{hi} | {k} | {span} |")
-    out.append("")
-    if not paying_ranges(schedule):
-        return out + ["Speculation does not pay at any batch size here: leave it off.", ""]
-    out += [f"At this alpha {where_it_pays(schedule)}.", ""]
-    on = [row for row in schedule if row[2] > 0]
-    rise = next((b for a, b in zip(on, on[1:]) if b[2] > a[2]), None)
-    if rise and dep.target.experts:
-        out += [f"K rises again from B = {rise[0]}: a mixture-of-experts plain step reads more experts as the batch "
-                "grows, so the experts a verify pass adds cost relatively less (expected_experts in the cost model; "
-                "real routers are skewed, so measure where it matters).", ""]
-    return out + K_BY_BATCH[dep.engine](plan, dep)
+def no_notes(dep, k):
+    """An engine whose stage 1 needs no note of its own."""
+    return []
 
 
 # Model Runner V2 is vLLM's default runner: vllm/config/vllm.py's use_v2_model_runner takes V2 unless
@@ -3273,7 +3103,7 @@ def vllm_k_by_batch(plan, dep):
     table = json.dumps(schedule)
     zero = " (a row with K = 0 switches speculation off at its batch sizes)" if any(row[2] == 0 for row in schedule) else ""
     if can_serve(dep):
-        out = [f"vLLM's dynamic speculative decoding takes this table as it stands{zero}:", "", "```"] + vllm_serve(
+        out = [f"vLLM's dynamic speculative decoding takes this table as it stands{zero}:", "", "```"] + vllm_command(
             dep, speculative_config(dep, plan["k"], schedule), ["VLLM_USE_V2_MODEL_RUNNER=0"] if v2 else []) + ["```", ""]
     else:
         out = [f"vLLM's dynamic speculative decoding takes this table as `num_speculative_tokens_per_batch_size` "
@@ -3361,209 +3191,116 @@ def trtllm_k_by_batch(plan, dep):
     return out
 
 
-K_BY_BATCH = {"vllm": vllm_k_by_batch, "sglang": sglang_k_by_batch, "trtllm": trtllm_k_by_batch}
+def vllm_measure(result, dep, plan):
+    """vLLM's spec-decode counters, per position and per request."""
+    engine, spread = ENGINES[dep.engine], result["alpha_spread"]
+    page = f"localhost:{engine.port}{engine.metrics_path}"
+    return [
+        "The lesson's `spec_decode_metrics.accepted_tokens_per_request` was never a vLLM metric. For the",
+        f"server as a whole, scrape the Prometheus counters on `{engine.metrics_path}` before and after a window of "
+        "traffic",
+        "(sums over the `engine` and `model_name` labels):", "",
+        "- `vllm:spec_decode_num_drafts_total` (rounds), `vllm:spec_decode_num_draft_tokens_total`,",
+        "  `vllm:spec_decode_num_accepted_tokens_total`,",
+        "  `vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"i\"}`.",
+        "- acceptance rate r = accepted / draft tokens; acceptance length tau = 1 + accepted / drafts;",
+        "  per-position rate i = accepted at position i / drafts. Position 0's rate is the first draft's",
+        "  per-token alpha whatever K each round used; conditional alpha at i = rate i / rate i-1.", "",
+        "Per request, the lesson's metric has a real counterpart since vLLM PR #48915 (after 0.28): with",
+        "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
+        "with an `acceptance_histogram`.",
+        f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan['alpha']:.2f} "
+        f"it should be {1 - plan['alpha']:.2f}. Each request's histogram also gives that request's own alpha; "
+        f"their standard deviation across requests, less the sampling noise of each estimate (about "
+        f"sqrt(a(1-a)/drafts)), is what `--alpha-spread` takes ({spread:g} assumed here), and it sets P99 TPOT.",
+        "",
+        "```", f"curl -s {page} > before.prom     # ... a window of production traffic ...",
+        f"curl -s {page} > after.prom", "```", ""]
 
 
-def plan_stage2(result, dep, plan):
-    """How to measure acceptance on each engine, and how to hand it to this program."""
-    k, spread = plan["k"], result["alpha_spread"]
-    out = ["## Stage 2: measure acceptance on production traffic", ""]
-    if dep.engine == "vllm":
-        out += [
-            "The lesson's `spec_decode_metrics.accepted_tokens_per_request` was never a vLLM metric. For the",
-            "server as a whole, scrape the Prometheus counters on `/metrics` before and after a window of traffic",
-            "(sums over the `engine` and `model_name` labels):", "",
-            "- `vllm:spec_decode_num_drafts_total` (rounds), `vllm:spec_decode_num_draft_tokens_total`,",
-            "  `vllm:spec_decode_num_accepted_tokens_total`,",
-            "  `vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"i\"}`.",
-            "- acceptance rate r = accepted / draft tokens; acceptance length tau = 1 + accepted / drafts;",
-            "  per-position rate i = accepted at position i / drafts. Position 0's rate is the first draft's",
-            "  per-token alpha whatever K each round used; conditional alpha at i = rate i / rate i-1.", "",
-            "Per request, the lesson's metric has a real counterpart since vLLM PR #48915 (after 0.28): with",
-            "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
-            "with an `acceptance_histogram`.",
-            f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan['alpha']:.2f} "
-            f"it should be {1 - plan['alpha']:.2f}. Each request's histogram also gives that request's own alpha; "
-            f"their standard deviation across requests, less the sampling noise of each estimate (about "
-            f"sqrt(a(1-a)/drafts)), is what `--alpha-spread` takes ({spread:g} assumed here), and it sets P99 TPOT.",
-            "",
-            "```", f"curl -s localhost:{ENGINES['vllm']['port']}/metrics > before.prom     # ... a window of production "
-            "traffic ...", f"curl -s localhost:{ENGINES['vllm']['port']}/metrics > after.prom", "```", ""]
-    elif dep.engine == "sglang":
-        width = verify_tokens(dep, k) - 1
-        tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
-        out += [
-            "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau, bonus",
-            "token included) and `sglang:spec_accept_rate`, accepted drafts over rounds x the tokens a round drafts",
-            "(`--speculative-num-draft-tokens` - 1, since SGLang PR #23530; before it the bonus token and the",
-            f"root counted), each recomputed over the last {SGLANG_GAUGE_STEPS} decode steps. Average them over time "
-            "(never `rate()` of a gauge):", "",
-            "```promql", "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", "",
-            f"At tau {tau:.2f} the rate gauge reads (tau - 1) / {width} = {(tau - 1) / width:.2f}"
-            + (" (a tree drafts more tokens than its depth)." if dep.topk > 1 else "."),
-            f"For this program, save a scrape taken under traffic: it reads both gauges (their mean over the TP "
-            f"ranks) and takes the steps from `--ks {k}`.", "",
-            "```", f"curl -s localhost:{ENGINES['sglang']['port']}/metrics > after.prom     # under production "
-            "traffic", "```", ""]
-    else:
-        out += [
-            "trtllm-serve, with `return_perf_metrics: true` in its YAML (stage 0), serves Prometheus text at",
-            "`/prometheus/metrics`, with the counters `trtllm_spec_decode_num_draft_tokens_total` and",
-            "`trtllm_spec_decode_num_accepted_tokens_total` (tensorrt_llm/metrics/collector.py): acceptance rate",
-            "r = accepted / draft tokens. It counts no drafts (rounds), so this program takes K from",
-            f"`--ks {k}`. Scrape before and after a window of traffic (its JSON `/metrics`, per-iteration",
-            "`specDecodingStats`, holds the same counts):", "",
-            "```", f"curl -s localhost:{ENGINES['trtllm']['port']}/prometheus/metrics > before.prom     # ... a "
-            "window of production traffic ...",
-            f"curl -s localhost:{ENGINES['trtllm']['port']}/prometheus/metrics > after.prom", "```", ""]
-    if dep.topk > 1:
-        drafted = verify_tokens(dep, k) - 1
-        tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
-        out += [f"A round of this tree drafts {drafted} tokens for {k} steps: accepted over drafted tokens, "
-                f"(tau - 1) / {drafted} = {(tau - 1) / drafted:.2f} at tau {tau:.2f}, is neither a per-token alpha "
-                "nor a chain's rate.", ""]
-    else:
-        out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan['rate_at_alpha']:.2f} is what "
-                f"a per-token alpha of {plan['alpha']:.2f} shows.", ""]
-    if plan["measured"]:
-        ms = result["measured"]
-        out += [f"Measured ({md(ms['source'])}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
-                f"acceptance length {ms['acceptance_length']:.3f}, per-token alpha {ms['alpha']:.3f}"
-                + (", conditional alpha by position " + ", ".join(f"{a:.3f}" for a in ms["per_position_alpha"])
-                   if ms["per_position_alpha"] else "") + ".", ""]
-        out += [f"- {md(note)}" for note in ms["notes"]] + ([""] if ms["notes"] else [])
+def sglang_measure(result, dep, plan):
+    """SGLang's acceptance gauges, averaged over time."""
+    k, engine = plan["k"], ENGINES[dep.engine]
+    width = verify_tokens(dep, k) - 1
+    tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
+    return [
+        "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau, bonus",
+        "token included) and `sglang:spec_accept_rate`, accepted drafts over rounds x the tokens a round drafts",
+        "(`--speculative-num-draft-tokens` - 1, since SGLang PR #23530; before it the bonus token and the",
+        f"root counted), each recomputed over the last {SGLANG_GAUGE_STEPS} decode steps. Average them over time "
+        "(never `rate()` of a gauge):", "",
+        "```promql", "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", "",
+        f"At tau {tau:.2f} the rate gauge reads (tau - 1) / {width} = {(tau - 1) / width:.2f}"
+        + (" (a tree drafts more tokens than its depth)." if dep.topk > 1 else "."),
+        f"For this program, save a scrape taken under traffic: it reads both gauges (their mean over the TP "
+        f"ranks) and takes the steps from `--ks {k}`.", "",
+        "```", f"curl -s localhost:{engine.port}{engine.metrics_path} > after.prom     # under production traffic",
+        "```", ""]
+
+
+def trtllm_measure(result, dep, plan):
+    """TensorRT-LLM's Prometheus counters of draft and accepted tokens."""
+    k, engine = plan["k"], ENGINES[dep.engine]
+    return [
+        "trtllm-serve, with `return_perf_metrics: true` in its YAML (stage 0), serves Prometheus text at",
+        f"`{engine.metrics_path}`, with the counters `trtllm_spec_decode_num_draft_tokens_total` and",
+        "`trtllm_spec_decode_num_accepted_tokens_total` (tensorrt_llm/metrics/collector.py): acceptance rate",
+        "r = accepted / draft tokens. It counts no drafts (rounds), so this program takes K from",
+        f"`--ks {k}`. Scrape before and after a window of traffic (its JSON `/metrics`, per-iteration",
+        "`specDecodingStats`, holds the same counts):", "",
+        "```", f"curl -s localhost:{engine.port}{engine.metrics_path} > before.prom     # ... a "
+        "window of production traffic ...",
+        f"curl -s localhost:{engine.port}{engine.metrics_path} > after.prom", "```", ""]
+
+
+def vllm_dashboard(dep, plan):
+    """vLLM: the acceptance rate, the first position's alpha, and an alert at the break-even alpha."""
+    k, target, gate_a = plan["k"], plan["shown_batch"], plan["gate_alpha"]
+    out = []
+    rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
+            "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
+    alpha0 = ("sum(rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}[5m]))\n"
+              "  / sum(rate(vllm:spec_decode_num_drafts_total[5m]))")
+    out += ["Acceptance rate over a 5-minute window (it depends on K, and mixes Ks under a K-by-batch table):",
+            "", "```promql", rate, "```", "",
+            "Per-token alpha of the first draft position, the same whatever K a round used:", "",
+            "```promql", alpha0, "```", ""]
+    if gate_a is not None:
+        out += [f"Kill switch: at B={target} and K={k} speculation breaks even at a per-token alpha of "
+                f"{gate_a:.3f}. Alert, and turn speculation off, when the first position's alpha stays under it "
+                "(10 minutes is a choice, not a computed number). Later positions can accept less than the "
+                "first: check the per-position rates when it fires late.", "",
+                "```yaml", "- alert: SpecDecodeBelowBreakEven",
+                f"  expr: ({alpha0.replace(chr(10) + '  ', ' ')}) < {gate_a:.3f}", "  for: 10m", "```", ""]
+    return out
     return out
 
 
-def gate_command(dep, plan):
-    """This program's gate run for the files stages 0 to 2 produce, calibrated on the benchmark runs.
-
-    vLLM's benchmark records the speculative runs' K and acceptance (spec_decode_* keys), so they calibrate too;
-    against SGLang and TensorRT-LLM only the baselines do. Acceptance comes from the scrapes of stage 2.
-    """
-    batch = plan["shown_batch"]
-    files = [f"baseline_c{b}.json" for b in calibration_batches(batch)]
-    if dep.engine == "vllm":
-        files += [f"spec_c{b}.json" for b in spec_batches(batch)]
-    words = tool_words(dep) + [f"--bench-baseline sharegpt_baseline_c{batch}.json",
-                               f"--bench-spec sharegpt_spec_c{batch}.json", f"--target-concurrency {batch}",
-                               "--calibrate " + ",".join(files)]
-    words += [f"--gate-margin {plan['margin']:g}"] if plan["margin"] != GATE_MARGIN else []
-    words += [f"--p99-budget {plan['p99_budget']:g}"] if plan["p99_budget"] != P99_BUDGET else []
-    words += [f"--served-model {shlex.quote(plan['served_model'])}"] if plan["served_model"] else []
-    words += ["--metrics after.prom"] + (["--metrics-before before.prom"] if dep.engine != "sglang" else [])
-    words += [f"--ks {plan['k']}"] if dep.engine != "vllm" else []
-    return ["```"] + shell_lines(words + ["--gate"]) + ["```", ""]
-
-
-def plan_stage3(result, dep, plan):
-    k, target = plan["k"], plan["shown_batch"]
-    gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
-    out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input). "
-           "With `--calibrate` the model first fits your runs, and every number it then prints is your "
-           "deployment's:", ""] + gate_command(dep, plan)
-    if "calibration" in result:
-        out += plan_calibration(result["calibration"])
-    if "gate" in result:
-        g = result["gate"]
-        out += [f"**Verdict at B={g['concurrency']}, K={g['k']}: {g['verdict'].upper()}**", ""]
-        out += [f"- {'pass' if r['passed'] else 'FAIL'}, {r['check']}: {r['detail']}" for r in g["reasons"]]
-        return out + [""]
-    if gate_a is None:
-        return out + [f"At B={target} and K={k} the round costs {1 + plan['eps']:.2f} plain steps, more than the "
-                      f"{k + 1} tokens a round can deliver: no acceptance pays. Do not enable speculation here.", ""]
-    return out + [
-        f"At B={target}, K={k}: eps = {plan['eps']:.3f}, so speculation pays only when the per-token alpha "
-        f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
-        f"(tau >= {1 + plan['eps']:.2f}).",
-        f"Go on only if the measured rate is at least {plan['required_rate']:.3f} "
-        f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}."
-        if plan["required_rate"] is not None else
-        f"Break-even + {plan['margin']:.2f} is a rate above 1: no measurement can pass the gate here.",
-        "",
-        f"The lesson's rule \"alpha >= {LESSON_RULE}\" names no unit. " + lesson_rule_sentence(plan),
-        ""]
-
-
-def plan_calibration(cal):
-    """The plan's account of the fit on your runs."""
-    out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published fit).",
-           "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
-    for r in cal["runs"]:
-        out.append(f"| `{md(Path(r['path']).name)}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
-                   f"{r['measured_tpot_ms']:.2f} ms | {r['fitted_tpot_ms']:.2f} ms | {pct1(r['error'])} |")
-    return out + [""] + [f"- {md(note)}" for note in cal["notes"]] + ([""] if cal["notes"] else [])
-
-
-def plan_stage4(dep, plan):
-    t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["shown_batch"])
-    if t is None:
-        return []
-    alike = t.get("tpot_spec_p99_alike_ms")
-    return [
-        "## Stage 4: watch the tail", "",
-        "Three latencies, easy to confuse. `p99_tpot_ms` is across requests, each request's decode time over",
-        "its tokens: it rises when some requests accept badly, whatever the mean does. The benchmark's ITL is",
-        "per streamed chunk, and a round's accepted tokens arrive in one chunk, so `p99_itl_ms` is a round's",
-        "time. Per-token ITL (a round's time split over its tokens) is what the rounds themselves look like.",
-        "",
-        f"- expected `p99_tpot_ms` at B={plan['shown_batch']}: {t['tpot_plain_p99_ms']:.2f} ms plain, "
-        f"{t['tpot_spec_p99_ms']:.2f} ms with speculation ({pct(t['tpot_p99_change'])}), mean TPOT "
-        f"{t['tpot_plain_mean_ms']:.2f} -> {t['tpot_spec_mean_ms']:.2f} ms, if requests' alpha spreads by s.d. "
-        f"{t['alpha_spread']:g} around {plan['request_alpha']:.2f}"
-        + (f" ({alike:.2f} ms if every request accepted alike)" if alike else "") + ";",
-        f"- the requests at P99 TPOT accept at alpha {t['slow_alpha']:.2f} on average: find them "
-        + ("with stage 2's per-request acceptance" if dep.engine == "vllm" else "by measuring acceptance per route")
-        + ", and route or retrain for them, not for the mean;",
-        f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
-        f"{t['itl_plain_p99_ms']:.2f} ms plain; per-token ITL P99 {t['itl_spec_p99_ms']:.2f} ms "
-        f"({pct(t['p99_change'])}), from the {t['zero_accept_token_share'] * 100:.1f}% of tokens whose rounds "
-        f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each;",
-        f"- the lesson's two-pass reroll (P99 TPOT {t['tpot_spec_two_pass_p99_ms']:.2f} ms, "
-        f"{pct(t['tpot_p99_change_two_pass'])}) is not what {ENGINES[dep.engine]['name']} runs: a rejected draft "
-        "ends the round inside the verify pass already run, and the round's last token comes from that pass.",
-        "",
-        "Kill switch: turn speculation off if acceptance falls below the break-even of the dashboard below, or "
-        "`p99_itl_ms` or `p99_tpot_ms` exceeds baseline by more than your latency budget.",
-        ""]
-
-
-def plan_dashboard(dep, plan):
-    """What to watch live on each engine, and the kill-switch alert at this run's break-even."""
+def sglang_dashboard(dep, plan):
+    """SGLang: its gauges over time, and an alert at the break-even accept length."""
     k, target, gate_a = plan["k"], plan["shown_batch"], plan["gate_alpha"]
-    out = ["## Live dashboard", ""]
-    if dep.engine == "vllm":
-        rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
-                "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
-        alpha0 = ("sum(rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}[5m]))\n"
-                  "  / sum(rate(vllm:spec_decode_num_drafts_total[5m]))")
-        out += ["Acceptance rate over a 5-minute window (it depends on K, and mixes Ks under a K-by-batch table):",
-                "", "```promql", rate, "```", "",
-                "Per-token alpha of the first draft position, the same whatever K a round used:", "",
-                "```promql", alpha0, "```", ""]
-        if gate_a is not None:
-            out += [f"Kill switch: at B={target} and K={k} speculation breaks even at a per-token alpha of "
-                    f"{gate_a:.3f}. Alert, and turn speculation off, when the first position's alpha stays under it "
-                    "(10 minutes is a choice, not a computed number). Later positions can accept less than the "
-                    "first: check the per-position rates when it fires late.", "",
-                    "```yaml", "- alert: SpecDecodeBelowBreakEven",
-                    f"  expr: ({alpha0.replace(chr(10) + '  ', ' ')}) < {gate_a:.3f}", "  for: 10m", "```", ""]
-        return out
-    if dep.engine == "sglang":
-        length = "avg by (model_name) (avg_over_time(sglang:spec_accept_length[5m]))"
-        out += ["SGLang's acceptance gauges, averaged over time:", "", "```promql", length,
-                "avg by (model_name) (avg_over_time(sglang:spec_accept_rate[5m]))", "```", ""]
-        if gate_a is not None:
-            shape = f"the tree of {k} steps" if dep.topk > 1 else f"the fixed chain of K={k}"
-            out += [f"Kill switch: at B={target} {shape} breaks even at an accept length of "
-                    f"{1 + plan['eps']:.3f} (1 + eps). SGLang exports no per-position figure, so this alert holds "
-                    "for the fixed K of stage 1 only (not under `--speculative-adaptive`); 10 minutes is a choice.",
-                    "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
-                    f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan['eps']:.3f}", "  for: 10m", "```", ""]
-        return out
+    out = []
+    length = "avg by (model_name) (avg_over_time(sglang:spec_accept_length[5m]))"
+    out += ["SGLang's acceptance gauges, averaged over time:", "", "```promql", length,
+            "avg by (model_name) (avg_over_time(sglang:spec_accept_rate[5m]))", "```", ""]
+    if gate_a is not None:
+        shape = f"the tree of {k} steps" if dep.topk > 1 else f"the fixed chain of K={k}"
+        out += [f"Kill switch: at B={target} {shape} breaks even at an accept length of "
+                f"{1 + plan['eps']:.3f} (1 + eps). SGLang exports no per-position figure, so this alert holds "
+                "for the fixed K of stage 1 only (not under `--speculative-adaptive`); 10 minutes is a choice.",
+                "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
+                f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan['eps']:.3f}", "  for: 10m", "```", ""]
+    return out
+    return out
+
+
+def trtllm_dashboard(dep, plan):
+    """TensorRT-LLM: the acceptance rate, and its built-in kill switch at the break-even rate."""
+    k, target, gate_a = plan["k"], plan["shown_batch"], plan["gate_alpha"]
+    out = []
     rate = ("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(trtllm_spec_decode_num_draft_tokens_total[5m]))")
-    out += ["Acceptance rate over a 5-minute window, from `/prometheus/metrics` (stage 2):", "", "```promql", rate,
+    out += [f"Acceptance rate over a 5-minute window, from `{ENGINES[dep.engine].metrics_path}` (stage 2):", "", "```promql", rate,
             "```", ""]
     # The switch's fields: DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py. acceptance_rate_window_size counts
     # speculation-enabled decoding iterations (each a round of the batch), acceptance_rate_threshold is a rate in
@@ -3598,27 +3335,440 @@ def plan_dashboard(dep, plan):
     return out
 
 
+@dataclass(frozen=True)
+class EnginePlan:
+    """The functions that write one engine's part of the plan: its row of ENGINE_PLANS, beside its ENGINES row."""
+    serve: object         #: (dep, target, k=None, schedule=None) -> its server's command, speculation off or on
+    stage1_notes: object  #: (dep, k) -> what stage 1 says about the engine's own defaults
+    k_by_batch: object    #: (plan, dep) -> how the engine can follow the K-by-batch table
+    measure: object       #: (result, dep, plan) -> stage 2: where its acceptance is read and how
+    dashboard: object     #: (dep, plan) -> what to watch live, and its kill switch
+    head_context_note: str   #: what it does when a head's trained context is shorter than the target's
+
+
+ENGINE_PLANS = {
+    "vllm": EnginePlan(
+        serve=vllm_serve, stage1_notes=no_notes, k_by_batch=vllm_k_by_batch, measure=vllm_measure,
+        dashboard=vllm_dashboard,
+        head_context_note=" On vLLM builds without PR #49343, a prompt longer than the head's "
+                          "`max_position_embeddings` crashes the server (issue #48894)."),
+    "sglang": EnginePlan(
+        serve=sglang_serve, stage1_notes=sglang_stage1_notes, k_by_batch=sglang_k_by_batch, measure=sglang_measure,
+        dashboard=sglang_dashboard,
+        head_context_note=" SGLang refuses to start a head whose `max_position_embeddings` is below the target's "
+                          "context length unless `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1` is set, as the command "
+                          "below does (the SpecForge heads' own cards launch so): that check is then yours."),
+    "trtllm": EnginePlan(
+        serve=trtllm_serve, stage1_notes=no_notes, k_by_batch=trtllm_k_by_batch, measure=trtllm_measure,
+        dashboard=trtllm_dashboard, head_context_note=""),
+}
+assert ENGINE_PLANS.keys() == ENGINES.keys(), "every engine needs its row in both tables"
+
+
+def serve_lines(dep, target, k=None, schedule=None):
+    """The server command, speculation off (k None) or on: the engine's own (ENGINE_PLANS)."""
+    return ENGINE_PLANS[dep.engine].serve(dep, target, k, schedule)
+
+
+# ---------------------------------------------------------------- rendering: the rollout plan
+# outputs/skill-eagle3-rollout.md: front matter, the stages, K by batch size, the tail watch, the dashboard.
+# Engine-specific parts come from ENGINE_PLANS; every number from the run.
+
+def md(text):
+    """Text from a file or a path, safe in the plan's Markdown: no table cell split (|), no HTML, no code span."""
+    return "".join({"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "'", "&": "&amp;"}.get(c, c) for c in text)
+
+
+def trained_draft(dep):
+    """What could be trained for a weak traffic domain: a head, a draft model, the MTP module; nothing for n-gram."""
+    return {"ngram": None, "mtp": "the MTP module fine-tuned", "model": "a draft model tuned"}.get(
+        draft_kind(dep.draft), "a head trained")
+
+
+def plan_mix(mix, dep):
+    """The traffic-mix section: naive against correct blend, and what to do about the weak domain."""
+    out = [f"## Traffic mix (at B={mix['concurrency']}, K={mix['k']})", ""]
+    out += ["An example mix (TRAFFIC_MIX); give your traffic's own domains with `--mix`.", ""] if mix["assumed"] else []
+    out += [
+           "| domain | share of tokens | per-token alpha | tau | speedup alone | share of decode time |",
+           "|---|---|---|---|---|---|"]
+    out += [f"| {d['name']} | {d['share']:.2f} | {d['alpha']:.2f} | {d['tau']:.2f} | {d['speedup']:.2f}x | "
+            f"{d['time_share'] * 100:.1f}% |" for d in mix["domains"]]
+    weak = next(d for d in mix["domains"] if d["name"] == mix["weak"])
+    out += ["", mix_blend_sentence(mix), "",
+            f"{mix['weak']} pulls the blend down: its tokens take {weak['time_share'] * 100:.1f}% of decode time "
+            f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", ""]
+    trained = trained_draft(dep)
+    out += [f"- {trained} on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
+            f"{mix['trained_speedup']:.3f}x;"] if trained else []
+    out += [
+            f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
+            f"- one K for all traffic: K={k_words(mix['best_k'])} is best for this mix, {mix['best_k_speedup']:.3f}x.", "",
+            mix_tail_sentence(mix)]
+    return out
+
+
+def lesson_rule_sentence(plan):
+    """Compare the lesson's rule with this run's break-even, reading its number in each unit."""
+    k, gate_a, gate_r = plan["k"], plan["gate_alpha"], plan["gate_rate"]
+    as_alpha = "above" if LESSON_RULE > gate_a else "below"
+    as_rate = "above" if LESSON_RULE > gate_r else "below"
+    return (f"Read as a per-token alpha, {LESSON_RULE} is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
+            f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as the acceptance rate, it is {as_rate} the "
+            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan['lesson_gate_as_alpha']:.3f}). "
+            "Gate on the computed break-even, in a named unit, at the K you run.")
+
+
+def plan_when_not(plan):
+    """Bullets for 'when not to use': the break-even alpha at the plan's K and the grid's, by concurrency."""
+    out = []
+    for row in plan["break_evens"]:
+        k, b, alpha = row["k"], row["concurrency"], row["alpha"]
+        mark = " (the plan's K)" if k == plan["k"] else ""
+        if alpha is None:
+            out.append(f"- K={k}{mark} at B={b}: a round costs more than {k + 1} plain steps; no acceptance pays.")
+        else:
+            out.append(f"- K={k}{mark} at B={b}: per-token alpha below {alpha:.2f} "
+                       f"(rate {acceptance_rate(alpha, k):.2f}) is slower than plain decoding.")
+    return out or ["- (no batch size of the grid fits in memory)"]
+
+
+def memory_setting(dep):
+    """The engine's memory knob and its value, as the plan sets it."""
+    engine = ENGINES[dep.engine]
+    return f"{engine.memory_flag} {dep.memory_fraction:g}{engine.memory_note}"
+
+
+def plan_front(result, dep, plan):
+    """Front matter and the deployment table."""
+    k, target, alpha = plan["k"], plan["shown_batch"], plan["alpha"]
+    engine = ENGINES[dep.engine].name
+    draft_params = dep.drafter.held_params
+    if plan["k_target"] == k:
+        k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
+                  f"{plan['speedup_target']:.2f}x over plain decoding")
+    elif plan["k_target"]:
+        k_line = (f"{k}, the K measured; at B={target} and alpha {alpha:.2f} the best is K = {plan['k_target']}, "
+                  f"{plan['speedup_target']:.2f}x over plain decoding")
+    else:
+        k_line = (f"{k} where speculation pays; at B={target} and alpha {alpha:.2f} no K beats plain decoding "
+                  "(see K by batch size)")
+    return [
+        "---",
+        "name: eagle3-rollout",
+        f"description: Staged rollout of {dep.draft} speculative decoding on {engine} for {dep.model} "
+        f"({dep.weights_dtype}) on {dep.tp} x {dep.gpu} at concurrency {target}, gated on measured acceptance.",
+        f"tags: [speculative-decoding, eagle3, {dep.engine}, rollout, p99]",
+        "---",
+        "",
+        f"# Speculative decoding rollout: {dep.model} on {dep.tp} x {dep.gpu}, {engine}, draft {dep.draft}",
+        "",
+        "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
+        "requests; change the deployment constants or flags and run it again.",
+        "",
+        "## The deployment this plan is for",
+        "",
+        "| | this run |",
+        "|---|---|",
+        f"| engine | {engine}; commands checked against the engine versions the README names |",
+        f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
+        + (f" ({dep.target.params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
+           if dep.target.experts else "") + f", {dep.weights_dtype} weights "
+        f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
+        f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
+        f"{result['memory_budget_bytes'] / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
+        "activations and CUDA graphs are not counted, so the sequences that fit are an upper bound) |",
+        f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token; at {dep.context} tokens of "
+        f"context {result['max_concurrency']} sequences fit |",
+        f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
+        + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
+        f"| target concurrency | {plan['target']}" + ("" if plan["feasible"] else
+                                                     f" (does not fit in memory: this plan is for {target}, the most "
+                                                     "that fits)") + " |",
+        f"| plain decode step | {plan['plain_ms_b1']:.2f} ms at B=1, {plan['plain_ms_shown']:.2f} ms at "
+        f"B={plan['shown_batch']} |",
+        (f"| measured per-token alpha | {alpha:.3f} (from {md(result['measured']['source'])}) |" if plan["measured"]
+         else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
+        f"| spread over requests | alpha s.d. {result['alpha_spread']:g}, ln(output tokens) s.d. "
+        f"{result['output_spread']:g} (assumed; `--alpha-spread`, `--output-spread`) |",
+        f"| K | {k_line} |",
+        "",
+        f"![Speedup against per-token alpha]({CHART_FILES['speedup']})",
+        "",
+        f"![Best K against batch size]({CHART_FILES['best_k']})",
+        "",
+        f"![Per-token ITL distribution]({CHART_FILES['itl']})",
+        "",
+    ]
+
+
+def head_notes(dep):
+    """Where the head comes from, and a warning when the deployment's context is past its training."""
+    if dep.draft not in EAGLE_DRAFTS:
+        return []
+    head, trained = draft_head(dep)
+    engine = ENGINES[dep.engine].name
+    if head is None:
+        eagle3 = EAGLE3_HEADS.get((dep.engine, catalog_name(dep)), (None,))[0] if dep.draft == "eagle" else None
+        others = ([f"`--draft eagle3` (a public EAGLE-3 head: `{eagle3}`)"] if eagle3 else []) + \
+            (["`--draft mtp` (this model has an MTP module)"] if dep.shape.get("nextn") else []) + \
+            ["`--draft ngram` (no model at all)"]
+        return [f"**No head to serve yet.** No public {dep.draft} head for {dep.model} that {engine} loads is known "
+                "to this tool (checked 2026-12), so this stage prints no command that would fail. Train one with "
+                "SpecForge (`specforge train`, sgl-project/SpecForge) or vLLM's speculators "
+                "(`scripts/train.py`, vllm-project/speculators), then run this program again with "
+                "`--draft-model` set to its Hugging Face id or path. Until then: " + " or ".join(others) + ".", ""]
+    crash = ENGINE_PLANS[dep.engine].head_context_note
+    if trained is None:
+        return [f"Head: `{head}`. Its training context is not in a source this tool checked: read "
+                f"`max_position_embeddings` in its config.json and compare it with this deployment's mean "
+                f"decode context of {dep.context} tokens; a head drafts worse past the context it was trained "
+                f"at.{crash}", ""]
+    if dep.context > trained:
+        return [f"**Warning:** `{head}` was trained at {trained} tokens and this deployment decodes at "
+                f"{dep.context} tokens of mean context. Past its training context a head accepts less (SGLang "
+                "issue #6783 measured a 2k-trained head slower than plain decoding past 2k tokens); measure "
+                f"acceptance on long requests before rollout, or use a head trained longer.{crash}", ""]
+    return [f"Head: `{head}`, trained at {trained} tokens; the mean decode context ({dep.context}) is within "
+            f"it, but requests past {trained} tokens will accept less.{crash}", ""]
+
+
+def calibration_batches(target):
+    """Concurrencies the plan benchmarks without speculation: 1, the geometric middle and the target."""
+    return sorted({1, max(2, round(target ** 0.5)), target})
+
+
+def spec_batches(target):
+    """Concurrencies the plan benchmarks with speculation: 1, where the draft's cost shows most, and the target."""
+    return sorted({1, target})
+
+
+def plan_stage0(dep, plan):
+    batch = plan["shown_batch"]
+    others = [b for b in calibration_batches(batch) if b != batch]
+    fits = ("" if plan["feasible"] else f"Concurrency {plan['target']} does not fit in memory: every command below runs "
+            f"at {batch}, the most that fits. ")
+    out = ["## Stage 0: baseline, speculation off", "",
+           fits + f"Two kinds of run, each at your traffic's temperature ({TEMPERATURE:g} here: acceptance depends on "
+           "it) through the chat endpoint:", "",
+           f"- **calibration runs** at concurrency {', '.join(map(str, others))} and {batch}: random prompts of "
+           f"exactly {dep.input_tokens} tokens and {dep.output_tokens}-token answers, the lengths this plan models, "
+           "so that stage 3 can fit the cost model to your deployment;",
+           f"- **the gate's baseline** at {batch}: ShareGPT's prompts with answers of at most {dep.output_tokens} "
+           "tokens, real text as acceptance needs it (a sample of your own traffic is better still).", "",
+           "```", f"wget {SHAREGPT_URL}"] + serve_lines(dep, batch)
+    for b in calibration_batches(batch):
+        out += bench_lines(dep, b, f"baseline_c{b}.json")
+    out += bench_lines(dep, batch, f"sharegpt_baseline_c{batch}.json", realistic=True)
+    return out + ["```", "", f"Keep the files: `sharegpt_baseline_c{batch}.json`'s `p99_tpot_ms`, `p99_itl_ms` and "
+                  "`output_throughput` are what the gate compares, and the calibration runs fit the cost model "
+                  "(stage 3). Each file's own lengths (its token totals over completed requests) are what the tool "
+                  "reads back, with a note when they differ from the deployment's by more than 10%.", ""]
+
+
+def plan_stage1(dep, plan):
+    k, batch = plan["k"], plan["shown_batch"]
+    t = {row["concurrency"]: row for row in plan["tail"]}.get(batch)
+    engine = ENGINES[dep.engine]
+    shape = (f"a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in the verify pass, "
+             "with the acceptance length you measured for it" if dep.topk > 1 else
+             f"a chain of K = {k} token{'s' if k > 1 else ''}")
+    out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {engine.name}: "
+           f"{engine.opt_in}. The draft is {shape}.", ""]
+    out += ENGINE_PLANS[dep.engine].stage1_notes(dep, k) + head_notes(dep)
+    if not can_serve(dep):
+        return out   # no head to serve yet: head_notes says how to get one
+    out += ["```"] + serve_lines(dep, batch, k)
+    calibrating = spec_batches(batch) if engine.bench_records_acceptance else []
+    for b in calibrating:
+        out += bench_lines(dep, b, f"spec_c{b}.json")
+    out += bench_lines(dep, batch, f"sharegpt_spec_c{batch}.json", realistic=True) + ["```", ""]
+    out += [f"`sharegpt_spec_c{batch}.json` is the gate's speculative run, the same workload as its baseline"
+            + (f"; `spec_c{'.json`, `spec_c'.join(map(str, calibrating))}.json` calibrate the round's cost (vLLM's "
+               "benchmark records each run's acceptance in its `spec_decode_*` keys)." if calibrating else
+               f". The benchmark records a run's acceptance from vLLM's own counters, which "
+               f"{engine.name} does not export, so speculative runs cannot "
+               "calibrate the round's cost here: stage 3 fits on the baselines."), ""]
+    if t is not None:
+        out += [
+            f"What the model expects at B={batch} "
+            + ("with the measured acceptance" if plan["measured"] else
+               f"if requests accept at alpha {plan['request_alpha']:.2f} on average") + ": tau = "
+            f"{t['acceptance_length_requests']:.2f} tokens per round over requests whose alpha spreads by s.d. "
+            f"{t['alpha_spread']:.3g}, round overhead eps = {t['eps_eff']:.2f} (with the prefill a round of that tau "
+            f"carries; stage 3's break-even uses the decode eps alone), speedup {t['speedup_requests']:.2f}x "
+            f"(simulated: {t['speedup_mc']:.2f}x"
+            + ("" if plan["measured"] else f"; at one alpha for all, {t['speedup_exact']:.2f}x; the lesson's "
+               f"formula would claim {t['speedup_lesson']:.2f}x") + ").", ""]
+    return out
+
+
+def plan_k_by_batch(plan, dep):
+    """The plan's "K by batch size" section: the table, and how each engine can follow it."""
+    schedule, alpha = plan["schedule"], plan["alpha"]
+    if not schedule:
+        return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
+    out = ["## K by batch size", "",
+           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
+           "| batch sizes | K | speedup over plain |", "|---|---|---|"]
+    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan["schedule_speedups"]):
+        span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
+        out.append(f"| {lo}-{hi} | {k} | {span} |")
+    out.append("")
+    if not paying_ranges(schedule):
+        return out + ["Speculation does not pay at any batch size here: leave it off.", ""]
+    out += [f"At this alpha {where_it_pays(schedule)}.", ""]
+    on = [row for row in schedule if row[2] > 0]
+    rise = next((b for a, b in zip(on, on[1:]) if b[2] > a[2]), None)
+    if rise and dep.target.experts:
+        out += [f"K rises again from B = {rise[0]}: a mixture-of-experts plain step reads more experts as the batch "
+                "grows, so the experts a verify pass adds cost relatively less (expected_experts in the cost model; "
+                "real routers are skewed, so measure where it matters).", ""]
+    return out + ENGINE_PLANS[dep.engine].k_by_batch(plan, dep)
+
+
+def plan_stage2(result, dep, plan):
+    """How to measure acceptance on each engine, and how to hand it to this program."""
+    k = plan["k"]
+    out = ["## Stage 2: measure acceptance on production traffic", ""]
+    out += ENGINE_PLANS[dep.engine].measure(result, dep, plan)
+    if dep.topk > 1:
+        drafted = verify_tokens(dep, k) - 1
+        tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
+        out += [f"A round of this tree drafts {drafted} tokens for {k} steps: accepted over drafted tokens, "
+                f"(tau - 1) / {drafted} = {(tau - 1) / drafted:.2f} at tau {tau:.2f}, is neither a per-token alpha "
+                "nor a chain's rate.", ""]
+    else:
+        out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan['rate_at_alpha']:.2f} is what "
+                f"a per-token alpha of {plan['alpha']:.2f} shows.", ""]
+    if plan["measured"]:
+        ms = result["measured"]
+        out += [f"Measured ({md(ms['source'])}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
+                f"acceptance length {ms['acceptance_length']:.3f}, per-token alpha {ms['alpha']:.3f}"
+                + (", conditional alpha by position " + ", ".join(f"{a:.3f}" for a in ms["per_position_alpha"])
+                   if ms["per_position_alpha"] else "") + ".", ""]
+        out += [f"- {md(note)}" for note in ms["notes"]] + ([""] if ms["notes"] else [])
+    return out
+
+
+def gate_command(dep, plan):
+    """This program's gate run for the files stages 0 to 2 produce, calibrated on the benchmark runs.
+
+    Where the benchmark records the speculative runs' K and acceptance (vLLM's spec_decode_* keys) they calibrate
+    too; elsewhere only the baselines do. Acceptance comes from the scrapes of stage 2: gauges need one scrape and
+    counters two, and a scrape that counts no drafts needs K (--ks).
+    """
+    batch = plan["shown_batch"]
+    files = [f"baseline_c{b}.json" for b in calibration_batches(batch)]
+    engine = ENGINES[dep.engine]
+    if engine.bench_records_acceptance:
+        files += [f"spec_c{b}.json" for b in spec_batches(batch)]
+    words = tool_words(dep) + [f"--bench-baseline sharegpt_baseline_c{batch}.json",
+                               f"--bench-spec sharegpt_spec_c{batch}.json", f"--target-concurrency {batch}",
+                               "--calibrate " + ",".join(files)]
+    words += [f"--gate-margin {plan['margin']:g}"] if plan["margin"] != GATE_MARGIN else []
+    words += [f"--p99-budget {plan['p99_budget']:g}"] if plan["p99_budget"] != P99_BUDGET else []
+    words += [f"--served-model {shlex.quote(plan['served_model'])}"] if plan["served_model"] else []
+    words += ["--metrics after.prom"] + ([] if engine.acceptance_gauges else ["--metrics-before before.prom"])
+    words += [] if engine.counts_drafts else [f"--ks {plan['k']}"]
+    return ["```"] + shell_lines(words + ["--gate"]) + ["```", ""]
+
+
+def plan_calibration(cal):
+    """The plan's account of the fit on your runs."""
+    out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published fit).",
+           "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
+    for r in cal["runs"]:
+        out.append(f"| `{md(Path(r['path']).name)}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
+                   f"{r['measured_tpot_ms']:.2f} ms | {r['fitted_tpot_ms']:.2f} ms | {pct1(r['error'])} |")
+    return out + [""] + [f"- {md(note)}" for note in cal["notes"]] + ([""] if cal["notes"] else [])
+
+
+def plan_stage3(result, dep, plan):
+    k, target = plan["k"], plan["shown_batch"]
+    gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
+    out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input). "
+           "With `--calibrate` the model first fits your runs, and every number it then prints is your "
+           "deployment's:", ""] + gate_command(dep, plan)
+    if "calibration" in result:
+        out += plan_calibration(result["calibration"])
+    if "gate" in result:
+        g = result["gate"]
+        out += [f"**Verdict at B={g['concurrency']}, K={g['k']}: {g['verdict'].upper()}**", ""]
+        out += [f"- {'pass' if r['passed'] else 'FAIL'}, {r['check']}: {r['detail']}" for r in g["reasons"]]
+        return out + [""]
+    if gate_a is None:
+        return out + [f"At B={target} and K={k} the round costs {1 + plan['eps']:.2f} plain steps, more than the "
+                      f"{k + 1} tokens a round can deliver: no acceptance pays. Do not enable speculation here.", ""]
+    return out + [
+        f"At B={target}, K={k}: eps = {plan['eps']:.3f}, so speculation pays only when the per-token alpha "
+        f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
+        f"(tau >= {1 + plan['eps']:.2f}).",
+        f"Go on only if the measured rate is at least {plan['required_rate']:.3f} "
+        f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}."
+        if plan["required_rate"] is not None else
+        f"Break-even + {plan['margin']:.2f} is a rate above 1: no measurement can pass the gate here.",
+        "",
+        f"The lesson's rule \"alpha >= {LESSON_RULE}\" names no unit. " + lesson_rule_sentence(plan),
+        ""]
+
+
+def plan_stage4(dep, plan):
+    t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["shown_batch"])
+    if t is None:
+        return []
+    alike = t.get("tpot_spec_p99_alike_ms")
+    return [
+        "## Stage 4: watch the tail", "",
+        "Three latencies, easy to confuse. `p99_tpot_ms` is across requests, each request's decode time over",
+        "its tokens: it rises when some requests accept badly, whatever the mean does. The benchmark's ITL is",
+        "per streamed chunk, and a round's accepted tokens arrive in one chunk, so `p99_itl_ms` is a round's",
+        "time. Per-token ITL (a round's time split over its tokens) is what the rounds themselves look like.",
+        "",
+        f"- expected `p99_tpot_ms` at B={plan['shown_batch']}: {t['tpot_plain_p99_ms']:.2f} ms plain, "
+        f"{t['tpot_spec_p99_ms']:.2f} ms with speculation ({pct(t['tpot_p99_change'])}), mean TPOT "
+        f"{t['tpot_plain_mean_ms']:.2f} -> {t['tpot_spec_mean_ms']:.2f} ms, if requests' alpha spreads by s.d. "
+        f"{t['alpha_spread']:g} around {plan['request_alpha']:.2f}"
+        + (f" ({alike:.2f} ms if every request accepted alike)" if alike else "") + ";",
+        f"- the requests at P99 TPOT accept at alpha {t['slow_alpha']:.2f} on average: find them "
+        + ("with stage 2's per-request acceptance" if ENGINES[dep.engine].per_request_acceptance
+           else "by measuring acceptance per route")
+        + ", and route or retrain for them, not for the mean;",
+        f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
+        f"{t['itl_plain_p99_ms']:.2f} ms plain; per-token ITL P99 {t['itl_spec_p99_ms']:.2f} ms "
+        f"({pct(t['p99_change'])}), from the {t['zero_accept_token_share'] * 100:.1f}% of tokens whose rounds "
+        f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each;",
+        f"- the lesson's two-pass reroll (P99 TPOT {t['tpot_spec_two_pass_p99_ms']:.2f} ms, "
+        f"{pct(t['tpot_p99_change_two_pass'])}) is not what {ENGINES[dep.engine].name} runs: a rejected draft "
+        "ends the round inside the verify pass already run, and the round's last token comes from that pass.",
+        "",
+        "Kill switch: turn speculation off if acceptance falls below the break-even of the dashboard below, or "
+        "`p99_itl_ms` or `p99_tpot_ms` exceeds baseline by more than your latency budget.",
+        ""]
+
+
+def plan_dashboard(dep, plan):
+    """What to watch live on each engine, and the kill-switch alert at this run's break-even (ENGINE_PLANS)."""
+    return ["## Live dashboard", ""] + ENGINE_PLANS[dep.engine].dashboard(dep, plan)
+
+
 def plan_next(dep, plan):
     k, target = plan["k"], plan["shown_batch"]
-    off = {"vllm": "switch speculation off past it with a final `[start, end, 0]` row of "
-                   "`num_speculative_tokens_per_batch_size`",
-           "sglang": "route the batch sizes past it to a replica without speculation",
-           "trtllm": "switch speculation off past it with `max_concurrency` in `speculative_config`"}[dep.engine]
-    if dep.engine == "vllm":
+    engine = ENGINES[dep.engine]
+    if not engine.per_position_why:
         depth = (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
                  "- the per-position rates at K = 2 and 3, to see whether a longer draft would pay at lower load;")
     else:
         others = " and ".join(str(kk) for kk in (k - 1, k + 1) if kk >= 1)
-        why = ("its per-position counters are per request, which this tool does not read" if dep.engine == "trtllm"
-               else "this engine exports no per-position rates")
-        depth = f"- the acceptance length at K = {others} against K = {k}: {why}, so a K sweep shows whether late " \
+        depth = f"- the acceptance length at K = {others} against K = {k}: {engine.per_position_why}, so a K " \
+                "sweep shows whether late " \
                 "positions pay;"
     return [
         "## What to measure next", "",
         "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
         depth,
         f"- P99 TPOT and P99 ITL at B={target} and at the batch sizes you actually run, against baseline;",
-        f"- the batch size where the measured alpha meets the break-even table above: {off}.",
+        f"- the batch size where the measured alpha meets the break-even table above: {engine.off_past}.",
         ""]
 
 
@@ -3630,7 +3780,7 @@ def render_plan(result, dep):
             "## Nothing fits", "",
             f"The weights ({static_bytes(dep) / GIB:.0f} GiB with the draft's) and the KV cache of one sequence of "
             f"{dep.context} tokens do not fit in the {result['memory_budget_bytes'] / GIB:.0f} GiB "
-            f"{ENGINES[dep.engine]['name']} gives them ({memory_setting(dep)}), so no command here could run. More "
+            f"{ENGINES[dep.engine].name} gives them ({memory_setting(dep)}), so no command here could run. More "
             "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
             "larger memory share would: run this program again with them.", ""])
     out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan) + plan_k_by_batch(plan, dep)
@@ -3647,6 +3797,7 @@ def render_plan(result, dep):
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------- rendering: JSON
 def clean(value):
     """JSON-safe value: floats rounded, inf/NaN as null."""
     if isinstance(value, float):
@@ -3664,7 +3815,7 @@ def render_json(result, dep, grid):
                       draft_trained_context=draft_head(dep)[1],
                       gpu_memory_gib=dep.memory_gib, gpu_memory_utilization=dep.memory_fraction,
                       gpu_memory_utilization_of=("memory free after the weights"
-                                                 if ENGINES[dep.engine]["memory_share_of"] == "free" else "all memory"),
+                                                 if ENGINES[dep.engine].memory_of_free else "all memory"),
                       memory_setting=memory_setting(dep), memory_budget_bytes=result["memory_budget_bytes"],
                       gpu_bandwidth_tbs=dep.bandwidth_tbs,
                       gpu_tflops=dep.target.tflops,
@@ -5010,12 +5161,13 @@ def parse_deployment(args):
             raise UsageError(f"--draft: {draft} cannot draft for {model}: {problem}")
         if d["heads"] % tp:
             raise UsageError(f"--tp: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
-    engine = _choice("--engine", args.engine or ENGINE, list(ENGINES))
-    if engine == "trtllm" and gpu in GPU_FAMILY and GPU_FAMILY[gpu] == "cdna":
-        raise UsageError(f"--engine: TensorRT-LLM runs on NVIDIA GPUs; {gpu} is AMD's (serve it with vllm or sglang)")
-    if draft_kind(draft) not in ENGINE_DRAFTS[engine]:
-        raise UsageError(f"--draft: the {ENGINES[engine]['name']} plan covers {', '.join(ENGINE_DRAFTS[engine])}; "
-                         f"got {draft!r} ({ENGINE_DRAFTS_WHY[engine]})")
+    engine = ENGINES[_choice("--engine", args.engine or ENGINE, list(ENGINES))]
+    if engine.nvidia_only and gpu in GPU_FAMILY and GPU_FAMILY[gpu] == "cdna":
+        others = " or ".join(e.key for e in ENGINES.values() if not e.nvidia_only)
+        raise UsageError(f"--engine: {engine.name} runs on NVIDIA GPUs; {gpu} is AMD's (serve it with {others})")
+    if draft_kind(draft) not in engine.drafts:
+        raise UsageError(f"--draft: the {engine.name} plan covers {', '.join(engine.drafts)}; "
+                         f"got {draft!r} ({engine.drafts_why})")
     if draft == "mtp" and not m.get("nextn"):
         raise UsageError(f"--draft: {model} has no MTP module (num_nextn_predict_layers); got 'mtp'")
     if args.draft_config and draft != "model":
@@ -5029,12 +5181,12 @@ def parse_deployment(args):
         if args.verify_tokens is not None else None
     if topk > 1 and verify is None:
         raise UsageError(f"--draft-topk: a tree of top-{topk} needs --verify-tokens, the tokens its verify pass checks")
-    if topk > 1 and draft not in ENGINE_TREES[engine]:
-        where = "; ".join(f"{ENGINES[e]['name']} for {', '.join(drafts)}" for e, drafts in ENGINE_TREES.items() if drafts)
-        raise UsageError(f"--draft-topk: no tree of {draft!r} drafts on {ENGINES[engine]['name']} "
-                         f"({ENGINE_TREES_WHY[engine]}); trees run on {where}")
-    if topk > 1 and engine == "trtllm" and (m.get("mla") or m.get("window_layers")):
-        raise UsageError(f"--draft-topk: TensorRT-LLM's dynamic tree does not run models with MLA or sliding-window "
+    if topk > 1 and draft not in engine.trees:
+        where = "; ".join(f"{e.name} for {', '.join(e.trees)}" for e in ENGINES.values() if e.trees)
+        raise UsageError(f"--draft-topk: no tree of {draft!r} drafts on {engine.name} "
+                         f"({engine.trees_why}); trees run on {where}")
+    if topk > 1 and engine.tree_needs_plain_attention and (m.get("mla") or m.get("window_layers")):
+        raise UsageError(f"--draft-topk: {engine.name}'s trees do not run models with MLA or sliding-window "
                          f"attention (its speculative-decoding docs), and {model} has "
                          f"{'MLA' if m.get('mla') else 'sliding-window layers'}")
     draft_hf = args.draft_model if args.draft_model is not None else DRAFT_MODEL
@@ -5046,7 +5198,7 @@ def parse_deployment(args):
     if draft_hf is not None and draft == "ngram":
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
-    dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine, draft_hf,
+    dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine.key, draft_hf,
                           lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape)
     return dep._replace(model_config=args.model_config, draft_config=args.draft_config)
 
@@ -5276,17 +5428,12 @@ def parse_args(argv):
                          f"{','.join(map(str, grid.ks))}")
     if dep.topk > 1:
         steps = grid.ks[0]
-        # SGLang's tree keeps the num_draft_tokens - 1 best of topk first-step and topk^2 later-step candidates
-        # (python/sglang/srt/speculative/eagle_utils.py, organize_draft_results); a round accepts at most one
-        # path, steps deep, and no more tokens than it verified.
-        most = 1 + dep.topk + (steps - 1) * dep.topk ** 2
-        if dep.engine == "sglang" and dep.verify_tokens > most:
-            raise UsageError(f"--verify-tokens: a tree of top-{dep.topk} over {steps} steps has at most {most} tokens "
-                             f"to verify (the root and {most - 1} candidates); got {dep.verify_tokens}")
-        if dep.engine == "trtllm" and not steps <= dep.verify_tokens - 1 <= dep.topk * steps:
-            raise UsageError(f"--verify-tokens: TensorRT-LLM's dynamic tree drafts max_total_draft_tokens = verify "
-                             f"tokens - 1 from {steps} (max_draft_len) to {dep.topk * steps} (dynamic_tree_max_topK x "
-                             f"max_draft_len) tokens (llm_args.py); got {dep.verify_tokens}")
+        # A round accepts at most one path, steps deep, and no more tokens than it verified.
+        engine = ENGINES[dep.engine]
+        least, most = engine.tree_tokens(dep.topk, steps)
+        if not least <= dep.verify_tokens <= most:
+            raise UsageError(f"--verify-tokens: {engine.name}'s tree of top-{dep.topk} over {steps} steps verifies "
+                             f"{least} to {most} tokens a sequence ({engine.tree_limit_why}); got {dep.verify_tokens}")
         if grid.kind == "length" and grid.acceptance[0] > dep.verify_tokens:
             raise UsageError(f"--acceptance-length: a round accepts at most the {dep.verify_tokens} tokens it "
                              f"verifies; got {grid.acceptance[0]:g}")

@@ -451,3 +451,37 @@ class BadEngineInput(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EngineTables(unittest.TestCase):
+    """Engine knowledge lives in two tables (ENGINES, ENGINE_PLANS): code asks them, not the engine's name."""
+
+    def test_both_tables_have_a_row_for_every_engine(self):
+        self.assertEqual(list(m.ENGINES), list(m.ENGINE_PLANS))
+        for key, engine in m.ENGINES.items():
+            self.assertEqual(engine.key, key)
+            for name in (engine.pass_cost_of, engine.draft_costs_of):   # the Fit fields its costs come from
+                self.assertIn(f"pass_fixed_ms_{name}" if name == engine.pass_cost_of else f"draft_fixed_ms_{name}",
+                              m.Fit._fields)
+
+    def test_a_fourth_engine_is_two_rows(self):
+        """A copy of vLLM's rows under another key (as long as its own, so lines wrap alike) writes vLLM's plan,
+        word for word but for the key: no branch on the name gives it another engine's text (a bare `else` would
+        have given it TensorRT-LLM's)."""
+        out = Path(tempfile.gettempdir()) / "eagle3-fourth-engine-plan.md"   # computed, never written
+        argv = ["--draft-model", "RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3", "--concurrency", "1,32",
+                "--alphas", "0.6,0.7", "--out", str(out)]
+        vllm_plan = m.compute(argv)[2][out]
+        m.ENGINES["vlm4"] = m.replace(m.ENGINES["vllm"], key="vlm4")
+        m.ENGINE_PLANS["vlm4"] = m.ENGINE_PLANS["vllm"]
+        try:
+            fourth_plan = m.compute(argv + ["--engine", "vlm4"])[2][out]
+        finally:
+            del m.ENGINES["vlm4"], m.ENGINE_PLANS["vlm4"]
+        self.assertIn("--engine vlm4", fourth_plan)
+        self.assertEqual(fourth_plan.replace("vlm4", "vllm"), vllm_plan)
+
+    def test_an_engine_without_a_row_is_refused_by_name(self):
+        status, _, err = run(["--engine", "tgi", "--no-write"])
+        self.assertEqual(status, 2)
+        self.assertIn("--engine: unknown 'tgi'; valid: vllm, sglang, trtllm", err)
