@@ -576,37 +576,71 @@ BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
              "cdna": "bw_hopper"}        # likewise for MI300X (CDNA 3)
 ACTIVATION_BYTES = 2                     # all-reduce messages are bf16 activations, hidden wide per token
 
-Net = namedtuple("Net", "params weight_bytes kv_bytes_per_token attn_width layers hidden tflops held_params "
-                        "held_bytes fp8 expert_bytes moe_layers experts experts_per_token window window_layers "
-                        "window_kv_bytes", defaults=(0.0, 0, 0, 0, None, 0, 0))
-# One network a pass runs: parameters a token uses (k experts of a MoE), bytes of weights
-# every pass reads (all but the routed experts), KV bytes per token of context over the
-# full-attention layers, attention width (heads * head_dim, or MLA's latent width), layers,
-# hidden size (the all-reduce message per token), peak TFLOP/s per GPU, the parameters and
-# bytes it holds in memory (they differ for drafts that read the target's lm_head without
-# a copy), whether its weights are quantised; for a MoE, one routed expert's bytes, the
-# routing layers, experts and experts per token; sliding-window layers, their window and
-# their KV bytes per token.
-NO_MODEL = Net(params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, layers=0, hidden=0, tflops=0,
+@dataclass(frozen=True)
+class Net:
+    """One network a pass runs: the target, or the drafter. Its memory (held_*) and what a pass reads differ for
+    drafts that read the target's lm_head without a copy (EAGLE-1/2, MTP)."""
+    active_params: float     #: parameters one token uses (k experts of a MoE; embeddings and lm_head counted)
+    weight_bytes: float      #: bytes every pass reads: all weights but the routed experts
+    kv_bytes_per_token: float   #: KV bytes per token of context over the full-attention layers
+    attn_width: int          #: attention's query-key width per token: heads x head_dim, or MLA's latent width
+    layers: int
+    hidden: int              #: hidden size: an all-reduce's message per token is hidden x ACTIVATION_BYTES
+    tflops: float            #: peak TFLOP/s per GPU for its weights' dtype
+    held_params: float       #: parameters it holds in memory
+    held_bytes: float        #: bytes it holds in memory
+    fp8: bool                #: whether its weights are quantised (fp8 or fp4): reads keep Fit.fp8_eff of bandwidth
+    expert_bytes: float = 0.0   #: one routed expert of one layer, bytes (0: dense)
+    moe_layers: int = 0      #: layers that route to experts
+    experts: int = 0         #: routed experts per layer
+    experts_per_token: int = 0   #: experts each token is routed to (k)
+    window: int = None       #: sliding-window attention's window, tokens (None: none)
+    window_layers: int = 0   #: layers with sliding-window attention
+    window_kv_bytes: float = 0   #: KV bytes per token over the sliding-window layers
+
+
+NO_MODEL = Net(active_params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, layers=0, hidden=0, tflops=0,
                held_params=0, held_bytes=0, fp8=False)
 # The drafter of n-gram lookup: proposals come from matching the context, so it holds no
 # weights, no KV cache, and runs no draft steps (draft_step_ms).
 
 
-Deployment = namedtuple("Deployment", "model gpu tp weights_dtype kv_dtype context draft memory_gib bandwidth_tbs "
-                                      "draft_tflops target drafter engine memory_fraction draft_hf link_gbs "
-                                      "input_tokens output_tokens shape topk verify_tokens tree_steps draft_shape "
-                                      "model_config draft_config", defaults=(None, None))
-# memory_gib, bandwidth_tbs: per GPU; draft_tflops: per GPU, bf16 (drafts run in bf16); target,
-# drafter: Nets (NO_MODEL for n-gram lookup); memory_fraction: the engine's
-# share (ENGINES); draft_hf: Hugging Face id of the draft (None: the catalog's choice); link_gbs:
-# one-way GPU-to-GPU bandwidth the all-reduces cross, GB/s; input_tokens, output_tokens: mean
-# prompt and output lengths; shape: the target's shape (a MODELS row, or one read from
-# --model-config); topk: tokens each draft step expands per sequence (1: a chain); verify_tokens:
-# tokens per sequence in the verify pass (None: K + 1, a chain); tree_steps: a tree's steps, the
-# one K its measured acceptance holds for; draft_shape: a draft model's shape read from its own
-# config.json (--draft model --draft-config), else None; model_config, draft_config: the paths
-# of --model-config and --draft-config, so the plan's commands can name them again.
+@dataclass(frozen=True)
+class Deployment:
+    """One replica as the cost model sees it: hardware, target and drafter networks, engine, traffic lengths.
+    make_deployment builds it from catalog names; parse_deployment from the flags. Hashable by value: the cost
+    model's memo (COST_MEMO) is keyed by it."""
+    model: str               #: catalog name of the target, or the name its --model-config gives
+    gpu: str                 #: catalog name of the GPU, or "custom"
+    tp: int                  #: tensor-parallel degree: GPUs in the replica
+    weights_dtype: str       #: the target's weights: "bf16", "fp8" or "fp4"
+    kv_dtype: str            #: KV cache elements: "bf16" or "fp8"
+    context: int             #: mean decode context, tokens
+    draft: str               #: the --draft value: a kind (DRAFTS) or a catalog model's name
+    memory_gib: float        #: memory per GPU, GiB
+    bandwidth_tbs: float     #: memory bandwidth per GPU, TB/s
+    link_gbs: float          #: one-way GPU-to-GPU bandwidth the all-reduces cross, GB/s
+    draft_tflops: float      #: peak bf16 TFLOP/s per GPU: drafts run in bf16
+    target: Net              #: the target network
+    drafter: Net             #: the draft network (NO_MODEL for n-gram lookup)
+    engine: Engine           #: the serving engine (an ENGINES row)
+    memory_fraction: float   #: the engine's share of memory for weights and KV cache (Engine.memory_fraction)
+    draft_hf: str            #: Hugging Face id or path of the draft (None: the catalog's choice)
+    input_tokens: int        #: mean prompt length, tokens
+    output_tokens: int       #: mean output length, tokens
+    shape: dict = field(hash=False)   #: the target's shape: a MODELS row, or one read from --model-config
+    topk: int = 1            #: tokens each draft step expands per sequence (1: a chain)
+    verify_tokens: int = None   #: tokens per sequence in a tree's verify pass (None: K + 1, a chain)
+    tree_steps: int = None   #: a tree's steps: the one K its measured acceptance holds for
+    draft_shape: dict = field(default=None, hash=False)   #: a draft model's shape from its config.json, else None
+    model_config: str = None   #: the --model-config path, so the plan's commands can name it again
+    draft_config: str = None   #: the --draft-config path, likewise
+
+    def __post_init__(self):   # hashed once: the cost model's memo looks deployments up thousands of times a run
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False)))
+
+    def __hash__(self):
+        return self._hash
 
 
 def attention_params(m):
@@ -789,10 +823,12 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
     """The target network of shape m: active parameters, the bytes each pass reads, experts, windows."""
     every_pass, expert, total = weight_split(m, weights_dtype)
     window_layers = m.get("window_layers", 0)
-    return Net(model_params(m, active=True), every_pass, kv_bytes_per_token(m, kv_dtype), attention_width(m),
-               m["layers"], m["hidden"], tflops, model_params(m), total, weights_dtype != "bf16", expert,
-               m.get("moe_layers", 0), m.get("experts", 0), m.get("experts_per_token", 0), m.get("window"),
-               window_layers, window_layers * kv_bytes_per_layer(m, kv_dtype))
+    return Net(active_params=model_params(m, active=True), weight_bytes=every_pass,
+               kv_bytes_per_token=kv_bytes_per_token(m, kv_dtype), attn_width=attention_width(m), layers=m["layers"],
+               hidden=m["hidden"], tflops=tflops, held_params=model_params(m), held_bytes=total,
+               fp8=weights_dtype != "bf16", expert_bytes=expert, moe_layers=m.get("moe_layers", 0),
+               experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0), window=m.get("window"),
+               window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype))
 
 
 def mean_context(input_tokens, output_tokens):
@@ -813,10 +849,12 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv
     m = shape or MODELS[model]
     target = target_net(m, weights_dtype, kv_dtype, peak_tflops(spec, weights_dtype))
     context = context if context is not None else mean_context(input_tokens, output_tokens)
-    dep = Deployment(model, gpu, tp, weights_dtype, kv_dtype, context, draft,
-                     spec["memory_gib"], spec["bandwidth_tbs"], peak_tflops(spec, "bf16"), target, None,
-                     engine, ENGINES[engine].memory_fraction, draft_hf, spec["link"], input_tokens, output_tokens,
-                     m, topk, verify_tokens, None, draft_shape)
+    dep = Deployment(model=model, gpu=gpu, tp=tp, weights_dtype=weights_dtype, kv_dtype=kv_dtype, context=context,
+                     draft=draft, memory_gib=spec["memory_gib"], bandwidth_tbs=spec["bandwidth_tbs"],
+                     link_gbs=spec["link"], draft_tflops=peak_tflops(spec, "bf16"), target=target, drafter=NO_MODEL,
+                     engine=ENGINES[engine], memory_fraction=ENGINES[engine].memory_fraction, draft_hf=draft_hf,
+                     input_tokens=input_tokens, output_tokens=output_tokens, shape=m, topk=topk,
+                     verify_tokens=verify_tokens, draft_shape=draft_shape)
     return with_draft(dep, draft)
 
 
@@ -828,25 +866,31 @@ def with_draft(dep, draft):
     if draft in EAGLE_DRAFTS:               # MTP (bf16 even under fp8: weight_split)
         head, s = eagle_head_params(m, 3 if draft == "eagle3" else 1), head_shape(m)
         read = head + (lm_head if draft == "eagle" else 0)
-        drafter = Net(read, read * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(s, dep.kv_dtype), attention_width(s),
-                      1, m["hidden"], dep.draft_tflops, head, head * DRAFT_WEIGHT_BYTES, False)
+        drafter = Net(active_params=read, weight_bytes=read * DRAFT_WEIGHT_BYTES,
+                      kv_bytes_per_token=kv_bytes_per_token(s, dep.kv_dtype), attn_width=attention_width(s), layers=1,
+                      hidden=m["hidden"], tflops=dep.draft_tflops, held_params=head,
+                      held_bytes=head * DRAFT_WEIGHT_BYTES, fp8=False)
     elif draft == "mtp":
         width, moe = BYTES_PER[dep.weights_dtype], m.get("moe_layers", 0) > 0
         held = mtp_params(m)
         expert = expert_params(m) * width if moe else 0.0
         every_pass = (held - (m["experts"] * expert_params(m) if moe else 0)) * width + lm_head * BYTES_PER["bf16"]
         active = held - (m["experts"] - m["experts_per_token"]) * expert_params(m) if moe else held
-        drafter = Net(active + lm_head, every_pass, kv_bytes_per_layer(m, dep.kv_dtype), attention_width(m), 1,
-                      m["hidden"], dep.target.tflops, held, held * width, dep.weights_dtype != "bf16", expert,
-                      1 if moe else 0, m.get("experts", 0), m.get("experts_per_token", 0))
+        drafter = Net(active_params=active + lm_head, weight_bytes=every_pass,
+                      kv_bytes_per_token=kv_bytes_per_layer(m, dep.kv_dtype), attn_width=attention_width(m), layers=1,
+                      hidden=m["hidden"], tflops=dep.target.tflops, held_params=held, held_bytes=held * width,
+                      fp8=dep.weights_dtype != "bf16", expert_bytes=expert, moe_layers=1 if moe else 0,
+                      experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0))
     elif draft == "ngram":
         drafter = NO_MODEL
     else:
         d = dep.draft_shape if draft == "model" else MODELS[draft]
         d_params = model_params(d)
-        drafter = Net(d_params, d_params * DRAFT_WEIGHT_BYTES, kv_bytes_per_token(d, dep.kv_dtype), attention_width(d),
-                      d["layers"], d["hidden"], dep.draft_tflops, d_params, d_params * DRAFT_WEIGHT_BYTES, False)
-    return dep._replace(draft=draft, drafter=drafter)
+        drafter = Net(active_params=d_params, weight_bytes=d_params * DRAFT_WEIGHT_BYTES,
+                      kv_bytes_per_token=kv_bytes_per_token(d, dep.kv_dtype), attn_width=attention_width(d),
+                      layers=d["layers"], hidden=d["hidden"], tflops=dep.draft_tflops, held_params=d_params,
+                      held_bytes=d_params * DRAFT_WEIGHT_BYTES, fp8=False)
+    return replace(dep, draft=draft, drafter=drafter)
 
 
 def memory_budget_bytes(dep):
@@ -856,7 +900,7 @@ def memory_budget_bytes(dep):
     gives a share of the memory left free once the weights are loaded to the KV cache.
     """
     total = dep.tp * dep.memory_gib * GIB
-    if ENGINES[dep.engine].memory_of_free:
+    if dep.engine.memory_of_free:
         return min(total, static_bytes(dep) + dep.memory_fraction * max(0.0, total - static_bytes(dep)))
     return total * dep.memory_fraction
 
@@ -934,8 +978,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     one_sequence = attended(net, dep.context) * fit.attn_ns / 1e6
     attention = (max(history, one_sequence)
                  + tokens * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
-    flops = (batch * tokens_per_seq * (2 * net.params + 4 * net.attn_width * attended(net, dep.context))
-             + prefill * (2 * net.params + 4 * net.attn_width * attended(net, dep.input_tokens / 2)))
+    flops = (batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
+             + prefill * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.input_tokens / 2)))
     compute = flops / (dep.tp * net.tflops * 1e9 * fit.flop_eff)
     communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
@@ -965,7 +1009,7 @@ def verify_tokens(dep, k):
 def fixed_field(dep, what):
     """The Fit field of the engine's fixed cost of a target pass ("pass"), a draft step ("draft") or a round's
     bookkeeping ("round"); an engine without speculative points to fit borrows another's (Engine.draft_costs_of)."""
-    engine = ENGINES[dep.engine]
+    engine = dep.engine
     return f"{what}_fixed_ms_{engine.pass_cost_of if what == 'pass' else engine.draft_costs_of}"
 
 
@@ -986,17 +1030,17 @@ def prefill_tokens(dep, batch):
     return batch * dep.input_tokens / dep.output_tokens
 
 
-COST_MEMO = {}   # (what, id(dep), id(fit), batch) -> (dep, fit, ms); holding dep and fit keeps their ids unique
+COST_MEMO = {}   # (what, deployment, fit, batch) -> ms: Deployment and Fit are frozen and hashed by value
 
 
 def memoised(what, dep, batch, fit, compute):
     """compute() once per deployment, fit and batch: the tables ask for the same passes many times."""
-    key = (what, id(dep), id(fit), batch)
+    key = (what, dep, fit, batch)
     if key not in COST_MEMO:
         if len(COST_MEMO) > 65536:
             COST_MEMO.clear()
-        COST_MEMO[key] = (dep, fit, compute())
-    return COST_MEMO[key][2]
+        COST_MEMO[key] = compute()
+    return COST_MEMO[key]
 
 
 def decode_step_ms(dep, batch, fit=FIT):
@@ -1007,9 +1051,9 @@ def decode_step_ms(dep, batch, fit=FIT):
 def dense_equivalent(dep):
     """The deployment with a dense target of the same active size: every pass reads k experts, no more."""
     t = dep.target
-    dense = t._replace(weight_bytes=t.weight_bytes + t.moe_layers * t.experts_per_token * t.expert_bytes,
+    dense = replace(t, weight_bytes=t.weight_bytes + t.moe_layers * t.experts_per_token * t.expert_bytes,
                        moe_layers=0, experts=0, experts_per_token=0, expert_bytes=0.0)
-    return dep._replace(target=dense)
+    return replace(dep, target=dense)
 
 
 def moe_verify(dep, k, batch, fit=FIT):
@@ -2155,8 +2199,8 @@ OWN_WORST = 0.25   # a fit whose worst run is further off than this says the fil
 
 def run_deployment(dep, run):
     """The deployment at a run's own prompt and output lengths (its totals over completed requests)."""
-    return dep._replace(input_tokens=run["input"], output_tokens=run["output"],
-                               context=mean_context(run["input"], run["output"]))
+    return replace(dep, input_tokens=run["input"], output_tokens=run["output"],
+                   context=mean_context(run["input"], run["output"]))
 
 
 def run_tpot_ms(dep, run, fit):
@@ -2621,7 +2665,7 @@ def deployment_lines(dep, result):
     draft_gib = dep.drafter.held_bytes / GIB
     return [
         f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.held_bytes / GIB:.1f} GiB), "
-        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {ENGINES[dep.engine].name},",
+        f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {dep.engine.name},",
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
         f"{result['memory_budget_bytes'] / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens in, {dep.output_tokens} out.",
@@ -2830,7 +2874,7 @@ def draft_head(dep):
     if dep.draft_hf:
         return dep.draft_hf, trained
     if dep.draft == "eagle3":
-        head, context = EAGLE3_HEADS.get((dep.engine, catalog_name(dep)), (None, None))
+        head, context = EAGLE3_HEADS.get((dep.engine.key, catalog_name(dep)), (None, None))
         return head, trained or context
     if dep.draft in MODELS:
         return MODELS[dep.draft]["hf"], None
@@ -2866,7 +2910,7 @@ def quantize_at_start(dep):
     """Whether the server quantizes a bf16 checkpoint to fp8 at start-up (--quantization fp8): vLLM and SGLang do,
     TensorRT-LLM quantizes nothing at start-up (docs/source/features/quantization.md)."""
     return (dep.weights_dtype == "fp8" and dep.shape.get("checkpoint", "bf16") == "bf16"
-            and ENGINES[dep.engine].quantizes_at_start)
+            and dep.engine.quantizes_at_start)
 
 
 def speculative_config(dep, k, schedule=None):
@@ -3021,7 +3065,7 @@ def bench_lines(dep, batch, filename, realistic=False):
     has ShareGPT's prompts and answers capped at the deployment's output length (--sharegpt-output-len), ended
     by EOS as real ones are: its acceptance is real text's.
     """
-    engine = ENGINES[dep.engine]
+    engine = dep.engine
     if realistic:
         data = ["--dataset-name sharegpt", f"--dataset-path {SHAREGPT_FILE}", f"--sharegpt-output-len {dep.output_tokens}"]
     else:
@@ -3043,7 +3087,7 @@ def tool_words(dep):
     """This program's own flags for the deployment, so a later run gates the same one: every flag that
     changed it from the catalog's (configs, GPU numbers, a tree, the draft's id)."""
     model = path_word("--model-config", dep.model_config) if dep.model_config else f"--model {dep.model}"
-    words = ["python code/main.py", f"--engine {dep.engine}", model, f"--gpu {dep.gpu}",
+    words = ["python code/main.py", f"--engine {dep.engine.key}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
     if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
@@ -3193,7 +3237,7 @@ def trtllm_k_by_batch(plan, dep):
 
 def vllm_measure(result, dep, plan):
     """vLLM's spec-decode counters, per position and per request."""
-    engine, spread = ENGINES[dep.engine], result["alpha_spread"]
+    engine, spread = dep.engine, result["alpha_spread"]
     page = f"localhost:{engine.port}{engine.metrics_path}"
     return [
         "The lesson's `spec_decode_metrics.accepted_tokens_per_request` was never a vLLM metric. For the",
@@ -3220,7 +3264,7 @@ def vllm_measure(result, dep, plan):
 
 def sglang_measure(result, dep, plan):
     """SGLang's acceptance gauges, averaged over time."""
-    k, engine = plan["k"], ENGINES[dep.engine]
+    k, engine = plan["k"], dep.engine
     width = verify_tokens(dep, k) - 1
     tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
     return [
@@ -3240,7 +3284,7 @@ def sglang_measure(result, dep, plan):
 
 def trtllm_measure(result, dep, plan):
     """TensorRT-LLM's Prometheus counters of draft and accepted tokens."""
-    k, engine = plan["k"], ENGINES[dep.engine]
+    k, engine = plan["k"], dep.engine
     return [
         "trtllm-serve, with `return_perf_metrics: true` in its YAML (stage 0), serves Prometheus text at",
         f"`{engine.metrics_path}`, with the counters `trtllm_spec_decode_num_draft_tokens_total` and",
@@ -3300,7 +3344,7 @@ def trtllm_dashboard(dep, plan):
     out = []
     rate = ("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(trtllm_spec_decode_num_draft_tokens_total[5m]))")
-    out += [f"Acceptance rate over a 5-minute window, from `{ENGINES[dep.engine].metrics_path}` (stage 2):", "", "```promql", rate,
+    out += [f"Acceptance rate over a 5-minute window, from `{dep.engine.metrics_path}` (stage 2):", "", "```promql", rate,
             "```", ""]
     # The switch's fields: DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py. acceptance_rate_window_size counts
     # speculation-enabled decoding iterations (each a round of the batch), acceptance_rate_threshold is a rate in
@@ -3367,7 +3411,7 @@ assert ENGINE_PLANS.keys() == ENGINES.keys(), "every engine needs its row in bot
 
 def serve_lines(dep, target, k=None, schedule=None):
     """The server command, speculation off (k None) or on: the engine's own (ENGINE_PLANS)."""
-    return ENGINE_PLANS[dep.engine].serve(dep, target, k, schedule)
+    return ENGINE_PLANS[dep.engine.key].serve(dep, target, k, schedule)
 
 
 # ---------------------------------------------------------------- rendering: the rollout plan
@@ -3435,14 +3479,14 @@ def plan_when_not(plan):
 
 def memory_setting(dep):
     """The engine's memory knob and its value, as the plan sets it."""
-    engine = ENGINES[dep.engine]
+    engine = dep.engine
     return f"{engine.memory_flag} {dep.memory_fraction:g}{engine.memory_note}"
 
 
 def plan_front(result, dep, plan):
     """Front matter and the deployment table."""
     k, target, alpha = plan["k"], plan["shown_batch"], plan["alpha"]
-    engine = ENGINES[dep.engine].name
+    engine = dep.engine.name
     draft_params = dep.drafter.held_params
     if plan["k_target"] == k:
         k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
@@ -3458,7 +3502,7 @@ def plan_front(result, dep, plan):
         "name: eagle3-rollout",
         f"description: Staged rollout of {dep.draft} speculative decoding on {engine} for {dep.model} "
         f"({dep.weights_dtype}) on {dep.tp} x {dep.gpu} at concurrency {target}, gated on measured acceptance.",
-        f"tags: [speculative-decoding, eagle3, {dep.engine}, rollout, p99]",
+        f"tags: [speculative-decoding, eagle3, {dep.engine.key}, rollout, p99]",
         "---",
         "",
         f"# Speculative decoding rollout: {dep.model} on {dep.tp} x {dep.gpu}, {engine}, draft {dep.draft}",
@@ -3472,7 +3516,7 @@ def plan_front(result, dep, plan):
         "|---|---|",
         f"| engine | {engine}; commands checked against the engine versions the README names |",
         f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
-        + (f" ({dep.target.params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
+        + (f" ({dep.target.active_params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
            if dep.target.experts else "") + f", {dep.weights_dtype} weights "
         f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
         f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
@@ -3507,9 +3551,9 @@ def head_notes(dep):
     if dep.draft not in EAGLE_DRAFTS:
         return []
     head, trained = draft_head(dep)
-    engine = ENGINES[dep.engine].name
+    engine = dep.engine.name
     if head is None:
-        eagle3 = EAGLE3_HEADS.get((dep.engine, catalog_name(dep)), (None,))[0] if dep.draft == "eagle" else None
+        eagle3 = EAGLE3_HEADS.get((dep.engine.key, catalog_name(dep)), (None,))[0] if dep.draft == "eagle" else None
         others = ([f"`--draft eagle3` (a public EAGLE-3 head: `{eagle3}`)"] if eagle3 else []) + \
             (["`--draft mtp` (this model has an MTP module)"] if dep.shape.get("nextn") else []) + \
             ["`--draft ngram` (no model at all)"]
@@ -3518,7 +3562,7 @@ def head_notes(dep):
                 "SpecForge (`specforge train`, sgl-project/SpecForge) or vLLM's speculators "
                 "(`scripts/train.py`, vllm-project/speculators), then run this program again with "
                 "`--draft-model` set to its Hugging Face id or path. Until then: " + " or ".join(others) + ".", ""]
-    crash = ENGINE_PLANS[dep.engine].head_context_note
+    crash = ENGINE_PLANS[dep.engine.key].head_context_note
     if trained is None:
         return [f"Head: `{head}`. Its training context is not in a source this tool checked: read "
                 f"`max_position_embeddings` in its config.json and compare it with this deployment's mean "
@@ -3569,13 +3613,13 @@ def plan_stage0(dep, plan):
 def plan_stage1(dep, plan):
     k, batch = plan["k"], plan["shown_batch"]
     t = {row["concurrency"]: row for row in plan["tail"]}.get(batch)
-    engine = ENGINES[dep.engine]
+    engine = dep.engine
     shape = (f"a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in the verify pass, "
              "with the acceptance length you measured for it" if dep.topk > 1 else
              f"a chain of K = {k} token{'s' if k > 1 else ''}")
     out = ["## Stage 1: turn on speculation", "", f"Speculation is opt-in in {engine.name}: "
            f"{engine.opt_in}. The draft is {shape}.", ""]
-    out += ENGINE_PLANS[dep.engine].stage1_notes(dep, k) + head_notes(dep)
+    out += ENGINE_PLANS[dep.engine.key].stage1_notes(dep, k) + head_notes(dep)
     if not can_serve(dep):
         return out   # no head to serve yet: head_notes says how to get one
     out += ["```"] + serve_lines(dep, batch, k)
@@ -3624,14 +3668,14 @@ def plan_k_by_batch(plan, dep):
         out += [f"K rises again from B = {rise[0]}: a mixture-of-experts plain step reads more experts as the batch "
                 "grows, so the experts a verify pass adds cost relatively less (expected_experts in the cost model; "
                 "real routers are skewed, so measure where it matters).", ""]
-    return out + ENGINE_PLANS[dep.engine].k_by_batch(plan, dep)
+    return out + ENGINE_PLANS[dep.engine.key].k_by_batch(plan, dep)
 
 
 def plan_stage2(result, dep, plan):
     """How to measure acceptance on each engine, and how to hand it to this program."""
     k = plan["k"]
     out = ["## Stage 2: measure acceptance on production traffic", ""]
-    out += ENGINE_PLANS[dep.engine].measure(result, dep, plan)
+    out += ENGINE_PLANS[dep.engine.key].measure(result, dep, plan)
     if dep.topk > 1:
         drafted = verify_tokens(dep, k) - 1
         tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
@@ -3660,7 +3704,7 @@ def gate_command(dep, plan):
     """
     batch = plan["shown_batch"]
     files = [f"baseline_c{b}.json" for b in calibration_batches(batch)]
-    engine = ENGINES[dep.engine]
+    engine = dep.engine
     if engine.bench_records_acceptance:
         files += [f"spec_c{b}.json" for b in spec_batches(batch)]
     words = tool_words(dep) + [f"--bench-baseline sharegpt_baseline_c{batch}.json",
@@ -3731,7 +3775,7 @@ def plan_stage4(dep, plan):
         f"{t['alpha_spread']:g} around {plan['request_alpha']:.2f}"
         + (f" ({alike:.2f} ms if every request accepted alike)" if alike else "") + ";",
         f"- the requests at P99 TPOT accept at alpha {t['slow_alpha']:.2f} on average: find them "
-        + ("with stage 2's per-request acceptance" if ENGINES[dep.engine].per_request_acceptance
+        + ("with stage 2's per-request acceptance" if dep.engine.per_request_acceptance
            else "by measuring acceptance per route")
         + ", and route or retrain for them, not for the mean;",
         f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
@@ -3739,7 +3783,7 @@ def plan_stage4(dep, plan):
         f"({pct(t['p99_change'])}), from the {t['zero_accept_token_share'] * 100:.1f}% of tokens whose rounds "
         f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each;",
         f"- the lesson's two-pass reroll (P99 TPOT {t['tpot_spec_two_pass_p99_ms']:.2f} ms, "
-        f"{pct(t['tpot_p99_change_two_pass'])}) is not what {ENGINES[dep.engine].name} runs: a rejected draft "
+        f"{pct(t['tpot_p99_change_two_pass'])}) is not what {dep.engine.name} runs: a rejected draft "
         "ends the round inside the verify pass already run, and the round's last token comes from that pass.",
         "",
         "Kill switch: turn speculation off if acceptance falls below the break-even of the dashboard below, or "
@@ -3749,12 +3793,12 @@ def plan_stage4(dep, plan):
 
 def plan_dashboard(dep, plan):
     """What to watch live on each engine, and the kill-switch alert at this run's break-even (ENGINE_PLANS)."""
-    return ["## Live dashboard", ""] + ENGINE_PLANS[dep.engine].dashboard(dep, plan)
+    return ["## Live dashboard", ""] + ENGINE_PLANS[dep.engine.key].dashboard(dep, plan)
 
 
 def plan_next(dep, plan):
     k, target = plan["k"], plan["shown_batch"]
-    engine = ENGINES[dep.engine]
+    engine = dep.engine
     if not engine.per_position_why:
         depth = (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
                  "- the per-position rates at K = 2 and 3, to see whether a longer draft would pay at lower load;")
@@ -3780,7 +3824,7 @@ def render_plan(result, dep):
             "## Nothing fits", "",
             f"The weights ({static_bytes(dep) / GIB:.0f} GiB with the draft's) and the KV cache of one sequence of "
             f"{dep.context} tokens do not fit in the {result['memory_budget_bytes'] / GIB:.0f} GiB "
-            f"{ENGINES[dep.engine].name} gives them ({memory_setting(dep)}), so no command here could run. More "
+            f"{dep.engine.name} gives them ({memory_setting(dep)}), so no command here could run. More "
             "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
             "larger memory share would: run this program again with them.", ""])
     out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan) + plan_k_by_batch(plan, dep)
@@ -3810,16 +3854,16 @@ def clean(value):
 
 
 def render_json(result, dep, grid):
-    deployment = dict(engine=dep.engine, model=dep.model, gpu=dep.gpu, tp=dep.tp, weights_dtype=dep.weights_dtype,
+    deployment = dict(engine=dep.engine.key, model=dep.model, gpu=dep.gpu, tp=dep.tp, weights_dtype=dep.weights_dtype,
                       kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft, draft_model=draft_head(dep)[0],
                       draft_trained_context=draft_head(dep)[1],
                       gpu_memory_gib=dep.memory_gib, gpu_memory_utilization=dep.memory_fraction,
                       gpu_memory_utilization_of=("memory free after the weights"
-                                                 if ENGINES[dep.engine].memory_of_free else "all memory"),
+                                                 if dep.engine.memory_of_free else "all memory"),
                       memory_setting=memory_setting(dep), memory_budget_bytes=result["memory_budget_bytes"],
                       gpu_bandwidth_tbs=dep.bandwidth_tbs,
                       gpu_tflops=dep.target.tflops,
-                      target_params=dep.target.held_params, active_params=dep.target.params,
+                      target_params=dep.target.held_params, active_params=dep.target.active_params,
                       experts=dep.target.experts or None, experts_per_token=dep.target.experts_per_token or None,
                       draft_topk=dep.topk, verify_tokens=dep.verify_tokens,
                       draft_params=dep.drafter.held_params,
@@ -5200,7 +5244,7 @@ def parse_deployment(args):
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
     dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine.key, draft_hf,
                           lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape)
-    return dep._replace(model_config=args.model_config, draft_config=args.draft_config)
+    return replace(dep, model_config=args.model_config, draft_config=args.draft_config)
 
 
 MIX_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,16}", re.ASCII)   # a traffic domain's name, as tables and the plan show it
@@ -5429,7 +5473,7 @@ def parse_args(argv):
     if dep.topk > 1:
         steps = grid.ks[0]
         # A round accepts at most one path, steps deep, and no more tokens than it verified.
-        engine = ENGINES[dep.engine]
+        engine = dep.engine
         least, most = engine.tree_tokens(dep.topk, steps)
         if not least <= dep.verify_tokens <= most:
             raise UsageError(f"--verify-tokens: {engine.name}'s tree of top-{dep.topk} over {steps} steps verifies "
@@ -5437,7 +5481,7 @@ def parse_args(argv):
         if grid.kind == "length" and grid.acceptance[0] > dep.verify_tokens:
             raise UsageError(f"--acceptance-length: a round accepts at most the {dep.verify_tokens} tokens it "
                              f"verifies; got {grid.acceptance[0]:g}")
-        dep = dep._replace(tree_steps=steps)
+        dep = replace(dep, tree_steps=steps)
     evidence = parse_evidence(args, grid, dep)
     if dep.topk > 1 and grid.kind != "length":   # a tree measured by a scrape: its grid is the length measured
         tau = evidence.measured["acceptance_length"]
