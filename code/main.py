@@ -88,6 +88,58 @@ DRAFT_MODEL = None             # Hugging Face id of the draft head or model; Non
 ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (ENGINES below)
 TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own
 
+# ---------------------------------------------------------------- helpers: records and text
+# Results are frozen dataclasses whose fields carry a unit or a meaning (#: comments); --json shows them as they
+# are (clean), leaving out the fields marked NOT_IN_JSON, and OPTIONAL ones while they are None.
+NOT_IN_JSON = {"json": False}   # a field for the tables and the plan only
+OPTIONAL = {"optional": True}   # a field --json shows only when it holds a value
+
+
+def shown_with(name):
+    """Metadata of a field --json shows only when the record's field `name` holds a value (None or not itself)."""
+    return {"shown_with": name}
+
+
+def fields_of(record):
+    """A record's fields as keywords for another record that repeats them (shallow: values are not copied)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def eps_label(eps_b1):
+    return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
+
+
+def fmt(value, spec, missing="-"):
+    """Format a number, or show a dash for a value that does not exist."""
+    return missing if value is None else format(value, spec)
+
+
+def pct(x):
+    return f"{x * 100:+.0f}%"
+
+
+def k_words(k):
+    """A K for a sentence: 0 is speculation off."""
+    return "0 (speculation off)" if k == 0 else str(k)
+
+
+def pct1(x):
+    return f"{x * 100:+.1f}%"
+
+
+def wrap(text, width, indent):
+    """Greedy word wrap (textwrap would do; this keeps the hanging indent explicit)."""
+    words, lines, line = text.split(), [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+
 # ---------------------------------------------------------------- catalog
 # GPUs, dense (no sparsity). Memory in GiB: the marketed "80 GB" of an H100 is 80 GiB =
 # 85.9e9 bytes (REFERENCE.md section 3). Bandwidth TB/s, peak TFLOP/s per dtype; fp8 None
@@ -1056,14 +1108,29 @@ def dense_equivalent(dep):
     return replace(dep, target=dense)
 
 
+@dataclass(frozen=True)
+class MoeVerify:
+    """What a verify pass reads of a mixture of experts against a plain step (moe_verify)."""
+    k: int                   #: draft length K
+    batch: int               #: batch size B
+    verify_tokens: int       #: tokens a sequence carries into the verify pass
+    experts: int             #: routed experts per layer
+    experts_per_token: int   #: experts a token is routed to
+    plain_experts: float     #: distinct experts a plain step's B tokens touch per layer
+    verify_experts: float    #: distinct experts the verify pass's tokens touch per layer
+    eps: float               #: decode eps of the round
+    eps_dense: float         #: decode eps of a dense model of the same active size
+
+
 def moe_verify(dep, k, batch, fit=FIT):
     """Experts a plain step and a verify pass touch per MoE layer, and eps beside a dense model's of the same active size."""
     t = dep.target
     verify = verify_tokens(dep, k)
-    return dict(k=k, batch=batch, verify_tokens=verify, experts=t.experts, experts_per_token=t.experts_per_token,
-                plain_experts=expected_experts(t.experts, t.experts_per_token, batch),
-                verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify),
-                eps=model_overhead(dep, batch, k, fit), eps_dense=model_overhead(dense_equivalent(dep), batch, k, fit))
+    return MoeVerify(k=k, batch=batch, verify_tokens=verify, experts=t.experts, experts_per_token=t.experts_per_token,
+                     plain_experts=expected_experts(t.experts, t.experts_per_token, batch),
+                     verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify),
+                     eps=model_overhead(dep, batch, k, fit),
+                     eps_dense=model_overhead(dense_equivalent(dep), batch, k, fit))
 
 
 def plain_step_parts(dep, batch, fit=FIT):
@@ -1071,6 +1138,22 @@ def plain_step_parts(dep, batch, fit=FIT):
     parts = target_parts(dep, batch, 1, fit)
     parts["prefill share"] = prefill_share_ms(dep, batch, fit)
     return parts
+
+
+@dataclass(frozen=True)
+class EpsGrowth:
+    """The term of a round that moves eps most between two batch sizes (eps_growth)."""
+    k: int                   #: draft length K
+    b0: int                  #: the smaller batch
+    b1: int                  #: the larger batch
+    term: str                #: the term, in words
+    change: float            #: its change in eps from b0 to b1 (a fraction of a plain step)
+    extra_b0: float          #: what it adds to a round over a plain step at b0, ms
+    extra_b1: float          #: likewise at b1, ms
+    plain_b0: float          #: a plain decode step at b0, ms
+    plain_b1: float          #: likewise at b1, ms
+    eps_b0: float            #: decode eps at b0
+    eps_b1: float            #: decode eps at b1
 
 
 def eps_growth(dep, k, b0, b1, fit=FIT):
@@ -1084,8 +1167,9 @@ def eps_growth(dep, k, b0, b1, fit=FIT):
     (e0, p0), (e1, p1) = extra(b0), extra(b1)
     change = {t: e1[t] / p1 - e0[t] / p0 for t in e0}
     term = max(change, key=lambda t: abs(change[t]))
-    return dict(k=k, b0=b0, b1=b1, term=term, change=change[term], extra_b0=e0[term], extra_b1=e1[term],
-                plain_b0=p0, plain_b1=p1, eps_b0=model_overhead(dep, b0, k, fit), eps_b1=model_overhead(dep, b1, k, fit))
+    return EpsGrowth(k=k, b0=b0, b1=b1, term=term, change=change[term], extra_b0=e0[term], extra_b1=e1[term],
+                     plain_b0=p0, plain_b1=p1, eps_b0=model_overhead(dep, b0, k, fit),
+                     eps_b1=model_overhead(dep, b1, k, fit))
 
 
 def plain_step_ms(dep, batch, fit=FIT):
@@ -1221,27 +1305,42 @@ JITTER_SD = math.sqrt(math.exp(ROUND_JITTER ** 2) - 1.0)          # s.d. of one 
 JITTER_P50 = math.exp(JITTER_MU)                                       # its median
 JITTER_P99 = math.exp(JITTER_MU + ROUND_JITTER * NORMAL.inv_cdf(0.99))   # its 99th percentile
 
-Draws = namedtuple("Draws", "z length domain g seeds")
+Draws = namedtuple("Draws", "z length domain g seeds")   # columns over requests: a tuple, unpacked row by row
 # One replicate's randomness: z and a length multiplier (mean 1) per request, a uniform that
 # picks its domain, four standard normals (rounds, full rounds, spec and plain jitter) and a
 # seed for decode_request; shared by every (alpha, K).
 Requests = namedtuple("Requests", "alpha tokens rounds full spec plain domain spec_n rounds_n full_n plain_n")
-# One replicate's decoded requests, a list over requests in each field: per-token alpha,
+# (a tuple too: run_requests builds it from its rows, zip(*rows), in this order) One replicate's decoded requests, a list over requests in each field: per-token alpha,
 # decode tokens N (after the first), rounds, rounds that accepted all K, spec and plain time
 # (in rounds and in plain steps, jitter included), domain index; the _n fields per decode token.
-Decode = namedtuple("Decode", "k spread tau by_accepted full_share itl_p50 itl_p99 requests tokens spec plain "
-                              "rounds full per_token heavy rest_max tpot_spec tpot_plain means speedup_ratio "
-                              "speedup_ratio_se precision slow_alpha slow_domains")
-# tau: the tokens per round the batch sees, 1/E[1/tau] over requests (round_mix); by_accepted:
-# rounds per token that accepted A = 0..K; full_share: share of rounds that accepted all K;
-# itl_p50/p99: per-token ITL quantiles in units of round_ms; tokens, spec, plain, rounds, full:
-# totals over requests; per_token: (spec_n, rounds_n, full_n) over requests; means: the means
-# of spec_n, rounds_n, full_n and plain_n; heavy: the slowest requests' (spec_n, rounds_n,
-# full_n), rest_max: the largest spec_n and rounds_n among the others (cell_latency's two-pass
-# shortcut); tpot_spec, tpot_plain: spec_n and plain_n sorted; speedup_ratio: sum(plain) /
-# sum(spec), with its standard error over the replicates; precision: the achieved relative
-# half-width of P99 TPOT; slow_alpha, slow_domains: mean alpha and share by domain of the
-# requests at or above P99 TPOT.
+@dataclass(frozen=True)
+class Decode:
+    """The simulated requests of one (alpha or traffic mix, K, spread), pooled over replicates (simulate_requests):
+    what every (eps, B) cell of that pair rescales, since no draw depends on eps or B."""
+    k: int                   #: draft length K
+    spread: float            #: s.d. of the requests' alphas
+    tau: float               #: tokens per round the batch sees, 1/E[1/tau] over requests (round_mix)
+    by_accepted: list        #: rounds per token that accepted A = 0..K
+    full_share: float        #: share of rounds that accepted all K
+    itl_p50: float           #: per-token ITL median, in rounds
+    itl_p99: float           #: per-token ITL P99, in rounds
+    requests: int            #: requests simulated
+    tokens: float            #: decode tokens, summed over requests
+    spec: float              #: speculative time in rounds (jitter included), summed
+    plain: float             #: plain time in plain steps (jitter included), summed
+    rounds: float            #: rounds, summed
+    full: float              #: rounds that accepted all K, summed
+    per_token: tuple         #: (spec_n, rounds_n, full_n): per request, per decode token
+    heavy: list              #: the slowest requests' (spec_n, rounds_n, full_n) (cell_latency's two-pass shortcut)
+    rest_max: tuple          #: the largest spec_n and rounds_n among the others
+    tpot_spec: list          #: spec_n sorted
+    tpot_plain: list         #: plain_n sorted
+    means: list              #: means of spec_n, rounds_n, full_n and plain_n
+    speedup_ratio: float     #: sum(plain) / sum(spec)
+    speedup_ratio_se: float  #: its standard error over the replicates
+    precision: float         #: achieved relative half-width of P99 TPOT at 95% confidence
+    slow_alpha: float        #: mean alpha of the requests at or above P99 TPOT
+    slow_domains: list       #: share by domain of those requests
 
 
 def clip01(x):
@@ -1332,7 +1431,7 @@ def draw_requests(n, seed, replicate, output_spread):
     length = [math.exp(output_spread * NORMAL.inv_cdf(u) - output_spread ** 2 / 2) for u in stratified()]
     domain = stratified()
     g = [(rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0), rng.gauss(0.0, 1.0)) for _ in range(n)]
-    return Draws(z, length, domain, g, [rng.getrandbits(32) for _ in range(n)])
+    return Draws(z=z, length=length, domain=domain, g=g, seeds=[rng.getrandbits(32) for _ in range(n)])
 
 
 def run_requests(domains, k, spread, draws):
@@ -1467,15 +1566,50 @@ def other_rejects(dec, batch):
     return 1.0 - dec.full_share ** (batch - 1)
 
 
+@dataclass(frozen=True)
+class ItlMixtures:
+    """Per-token ITL of the three ways to decode, each as mixture_quantile parts: [(scale in ms, weight)]."""
+    plain: list      #: plain decoding: one plain step a token
+    spec: list       #: speculative decoding as vLLM and SGLang run it (rejection sampling in the verify pass)
+    two_pass: list   #: the lesson's two-pass model: a plain step more for a round with a rejection in the batch
+
+
 def itl_parts(dec, plain_ms, spec_ms, batch):
-    """Per-token ITL of plain decoding, speculative decoding (rejection sampling) and two-pass: mixture_quantile parts.
+    """Per-token ITL of plain decoding, speculative decoding (rejection sampling) and two-pass: ItlMixtures.
 
     Two-pass (the lesson's model) adds a plain step to a round that rejected, or whose batch did.
     """
     k, w, p_other = dec.k, dec.by_accepted, other_rejects(dec, batch)
-    return dict(plain=[(plain_ms, 1.0)], spec=token_itl_parts(w, spec_ms),
-                two_pass=token_itl_parts(w[:k] + [w[k] * p_other], spec_ms + plain_ms)
-                + [(spec_ms / (k + 1), w[k] * (k + 1) * (1 - p_other))])
+    return ItlMixtures(plain=[(plain_ms, 1.0)], spec=token_itl_parts(w, spec_ms),
+                       two_pass=token_itl_parts(w[:k] + [w[k] * p_other], spec_ms + plain_ms)
+                       + [(spec_ms / (k + 1), w[k] * (k + 1) * (1 - p_other))])
+
+
+@dataclass(frozen=True)
+class Latency:
+    """What `vllm bench serve` would report for one cell (cell_latency): TPOT over requests, ITL per token and per
+    chunk, and the speedup over the simulated requests. Two-pass: the lesson's model (itl_parts)."""
+    tpot_plain_mean_ms: float         #: mean TPOT over requests, plain decoding
+    tpot_plain_p99_ms: float          #: P99 TPOT over requests, plain decoding
+    tpot_spec_mean_ms: float          #: mean TPOT with speculation
+    tpot_spec_p50_ms: float           #: median TPOT with speculation
+    tpot_spec_p99_ms: float           #: P99 TPOT with speculation
+    tpot_spec_two_pass_mean_ms: float   #: mean TPOT under the two-pass model
+    tpot_spec_two_pass_p99_ms: float  #: P99 TPOT under the two-pass model
+    itl_plain_mean_ms: float          #: per-token ITL, plain: mean, P50, P99
+    itl_plain_p50_ms: float
+    itl_plain_p99_ms: float
+    itl_spec_mean_ms: float           #: per-token ITL with speculation (a round's time over its tokens)
+    itl_spec_p50_ms: float
+    itl_spec_p99_ms: float
+    itl_spec_two_pass_mean_ms: float  #: per-token ITL under the two-pass model
+    itl_spec_two_pass_p50_ms: float
+    itl_spec_two_pass_p99_ms: float
+    round_itl_spec_p99_ms: float      #: P99 ITL per streamed chunk (one round), as vLLM's benchmark measures ITL
+    round_itl_two_pass_p99_ms: float  #: the same under the two-pass model
+    speedup_mc: float                 #: plain over speculative decode time, summed over the simulated requests
+    speedup_mc_se: float              #: its standard error over the replicates
+    speedup_two_pass_mc: float        #: the same speedup under the two-pass model
 
 
 def cell_latency(dec, plain_ms, spec_ms, batch):
@@ -1496,29 +1630,35 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
         two_pass_p99 = percentile_top([two_pass(*row) for row in zip(*dec.per_token)], 0.99)
     two_pass_time = two_pass(dec.spec, dec.rounds, dec.full)
     mean_s, mean_n, mean_f, mean_plain = dec.means
-    token_two_pass = itl_parts(dec, plain_ms, spec_ms, batch)["two_pass"]
+    token_two_pass = itl_parts(dec, plain_ms, spec_ms, batch).two_pass
     second = 1.0 - (1.0 - p_other) * dec.full_share            # share of rounds with a second pass
-    return dict(
-        tpot_plain_mean=plain_ms * mean_plain, tpot_plain_p99=plain_ms * percentile(dec.tpot_plain, 0.99),
-        tpot_spec_mean=spec_ms * mean_s, tpot_spec_p50=spec_ms * percentile(dec.tpot_spec, 0.50),
-        tpot_spec_p99=spec_ms * percentile(dec.tpot_spec, 0.99),
-        tpot_two_pass_mean=two_pass(mean_s, mean_n, mean_f),
-        tpot_two_pass_p99=two_pass_p99,
-        itl_plain_mean=plain_ms * dec.plain / dec.tokens, itl_plain_p50=plain_ms * JITTER_P50,
-        itl_plain_p99=plain_ms * JITTER_P99,
-        itl_spec_mean=spec_ms * dec.spec / dec.tokens, itl_spec_p50=spec_ms * dec.itl_p50,
-        itl_spec_p99=spec_ms * dec.itl_p99,
-        itl_two_pass_mean=two_pass_time / dec.tokens, itl_two_pass_p50=mixture_quantile(0.50, token_two_pass),
-        itl_two_pass_p99=mixture_quantile(0.99, token_two_pass),
-        chunk_spec_p99=spec_ms * JITTER_P99,
-        chunk_two_pass_p99=mixture_quantile(0.99, [(spec_ms, 1.0 - second), (spec_ms + plain_ms, second)]),
-        speedup=dec.speedup_ratio * plain_ms / spec_ms, speedup_se=dec.speedup_ratio_se * plain_ms / spec_ms,
-        speedup_two_pass=plain_ms * dec.plain / two_pass_time)
+    return Latency(
+        tpot_plain_mean_ms=plain_ms * mean_plain, tpot_plain_p99_ms=plain_ms * percentile(dec.tpot_plain, 0.99),
+        tpot_spec_mean_ms=spec_ms * mean_s, tpot_spec_p50_ms=spec_ms * percentile(dec.tpot_spec, 0.50),
+        tpot_spec_p99_ms=spec_ms * percentile(dec.tpot_spec, 0.99),
+        tpot_spec_two_pass_mean_ms=two_pass(mean_s, mean_n, mean_f), tpot_spec_two_pass_p99_ms=two_pass_p99,
+        itl_plain_mean_ms=plain_ms * dec.plain / dec.tokens, itl_plain_p50_ms=plain_ms * JITTER_P50,
+        itl_plain_p99_ms=plain_ms * JITTER_P99,
+        itl_spec_mean_ms=spec_ms * dec.spec / dec.tokens, itl_spec_p50_ms=spec_ms * dec.itl_p50,
+        itl_spec_p99_ms=spec_ms * dec.itl_p99,
+        itl_spec_two_pass_mean_ms=two_pass_time / dec.tokens,
+        itl_spec_two_pass_p50_ms=mixture_quantile(0.50, token_two_pass),
+        itl_spec_two_pass_p99_ms=mixture_quantile(0.99, token_two_pass),
+        round_itl_spec_p99_ms=spec_ms * JITTER_P99,
+        round_itl_two_pass_p99_ms=mixture_quantile(0.99, [(spec_ms, 1.0 - second), (spec_ms + plain_ms, second)]),
+        speedup_mc=dec.speedup_ratio * plain_ms / spec_ms, speedup_mc_se=dec.speedup_ratio_se * plain_ms / spec_ms,
+        speedup_two_pass_mc=plain_ms * dec.plain / two_pass_time)
 
 # ---------------------------------------------------------------- analysis
-Grid = namedtuple("Grid", "acceptance ks overheads concurrencies kind", defaults=("alpha",))
-# acceptance: values of one kind: "alpha" (per-token), "rate" (vLLM's accepted/drafted,
-# read as measured at each K) or "length" (tau, measured at the single K of ks).
+@dataclass(frozen=True)
+class Grid:
+    """The grid the tables sweep: every acceptance value at every K, eps at B=1 and concurrency B."""
+    acceptance: tuple        #: acceptance values of one kind (below)
+    ks: tuple                #: draft lengths K
+    overheads: tuple         #: eps at B=1, a fraction of a plain step, or "auto" (the cost model's)
+    concurrencies: tuple     #: batch sizes B
+    kind: str = "alpha"      #: "alpha" (per-token), "rate" (vLLM's accepted/drafted, read as measured at each K) or
+                             #: "length" (tau, measured at the single K of ks)
 K_MAX = 8   # the best-K search tries K = 0 (speculation off) .. K_MAX
 K_LIMIT = 32   # the largest K the flags and the readers accept: a sanity bound, not an engine's
 
@@ -1537,8 +1677,62 @@ def grid_alphas(grid):
     return sorted({per_token_alpha(grid.kind, v, grid.ks[0]) for v in grid.acceptance})
 
 
-def evaluate_cell(alpha, k, eps, batch, dep, dec, fit):
-    """Closed forms and the simulated requests for one (alpha, K, decode eps, B).
+@dataclass(frozen=True)
+class Cell:
+    """One (alpha, K, eps, B) of the grid, or a row of the plan's tail (evaluate_cell): the closed forms beside the
+    simulated requests. An infeasible cell (its KV cache does not fit) keeps its coordinates and no number."""
+    alpha: float                     #: mean per-token acceptance alpha of the requests
+    k: int                           #: draft length K
+    verify_overhead: object          #: the grid's eps at B=1 ("auto": the cost model's)
+    concurrency: int                 #: batch size B
+    feasible: bool                   #: whether B sequences' KV cache fits beside the weights
+    eps_eff: float = None            #: eps with the prefill share a round of the batch's tau carries (prefill_overhead)
+    eps_decode: float = None         #: eps of decoding alone: a round over a plain step, minus 1
+    acceptance_length: float = None  #: tau(alpha, K), bonus token included
+    acceptance_rate: float = None    #: vLLM's rate at that alpha and K: (tau - 1) / K
+    alpha_spread: float = None       #: s.d. of the requests' alphas around alpha
+    acceptance_length_requests: float = None   #: tau the batch sees over the spread requests, 1/E[1/tau]
+    speedup_lesson: float = None     #: (1 + K alpha) / (1 + eps_eff), the lesson's formula
+    speedup_exact: float = None      #: tau / (1 + eps_eff)
+    speedup_requests: float = None   #: acceptance_length_requests / (1 + eps_eff)
+    speedup_mc: float = None         #: over the simulated requests (Latency)
+    speedup_mc_se: float = None      #: its standard error
+    speedup_two_pass_mc: float = None   #: the same under the lesson's two-pass model
+    breakeven_alpha_lesson: float = None   #: eps / K: the break-even rate, which the lesson calls alpha
+    breakeven_alpha_exact: float = None    #: the per-token alpha with tau = 1 + eps (decode eps)
+    plain_step_ms: float = None      #: a plain step, its prefill share included
+    round_ms: float = None           #: a round as the benchmark sees it, its tau steps of prefill included
+    tpot_plain_mean_ms: float = None   #: the Latency fields, in order
+    tpot_plain_p99_ms: float = None
+    tpot_spec_mean_ms: float = None
+    tpot_spec_p50_ms: float = None
+    tpot_spec_p99_ms: float = None
+    tpot_spec_two_pass_mean_ms: float = None
+    tpot_spec_two_pass_p99_ms: float = None
+    tpot_p99_change: float = None    #: P99 TPOT with speculation over plain, minus 1 (across requests)
+    tpot_p99_change_two_pass: float = None
+    itl_plain_mean_ms: float = None
+    itl_plain_p50_ms: float = None
+    itl_plain_p99_ms: float = None
+    itl_spec_mean_ms: float = None
+    itl_spec_p50_ms: float = None
+    itl_spec_p99_ms: float = None
+    itl_spec_two_pass_mean_ms: float = None
+    itl_spec_two_pass_p50_ms: float = None
+    itl_spec_two_pass_p99_ms: float = None
+    round_itl_spec_p99_ms: float = None
+    round_itl_two_pass_p99_ms: float = None
+    p99_change: float = None         #: P99 per-token ITL with speculation over plain, minus 1 (not per chunk)
+    p99_change_two_pass: float = None
+    zero_accept_token_share: float = None   #: share of tokens from rounds that accepted nothing (one a round)
+    slow_alpha: float = None         #: mean alpha of the requests at or above P99 TPOT
+    simulated_requests: int = None   #: requests simulated
+    tpot_p99_halfwidth: float = None   #: achieved relative half-width of P99 TPOT at 95% confidence
+    tpot_spec_p99_alike_ms: float = field(default=None, metadata=OPTIONAL)   #: P99 TPOT were every request at alpha
+
+
+def evaluate_cell(alpha, k, eps, batch, dep, dec, fit, verify_overhead="auto"):
+    """Closed forms and the simulated requests for one (alpha, K, decode eps, B): a Cell.
 
     alpha is the mean of the requests' per-token alphas; dec, their simulation (simulate_requests).
     eps_eff adds the prefill share a round carries for the tau tokens the batch delivers per
@@ -1547,32 +1741,21 @@ def evaluate_cell(alpha, k, eps, batch, dep, dec, fit):
     tau = acceptance_length(alpha, k)
     plain_ms, spec_ms = plain_step_ms(dep, batch, fit), seen_round_ms(eps, dec.tau, dep, batch, fit)
     cell_eps = spec_ms / plain_ms - 1.0
-    sim = cell_latency(dec, plain_ms, spec_ms, batch)
-    return dict(
+    lat = cell_latency(dec, plain_ms, spec_ms, batch)
+    return Cell(
+        alpha=alpha, k=k, verify_overhead=verify_overhead, concurrency=batch, feasible=True,
         eps_eff=cell_eps, eps_decode=eps, acceptance_length=tau, acceptance_rate=acceptance_rate(alpha, k),
         alpha_spread=dec.spread, acceptance_length_requests=dec.tau,
         speedup_lesson=lesson_speedup(alpha, k, cell_eps), speedup_exact=exact_speedup(alpha, k, cell_eps),
         speedup_requests=dec.tau / (1.0 + cell_eps),
-        speedup_mc=sim["speedup"], speedup_mc_se=sim["speedup_se"], speedup_two_pass_mc=sim["speedup_two_pass"],
         breakeven_alpha_lesson=breakeven_rate(k, eps), breakeven_alpha_exact=exact_breakeven(k, eps),
-        plain_step_ms=plain_ms, round_ms=spec_ms,
-        tpot_plain_mean_ms=sim["tpot_plain_mean"], tpot_plain_p99_ms=sim["tpot_plain_p99"],
-        tpot_spec_mean_ms=sim["tpot_spec_mean"], tpot_spec_p50_ms=sim["tpot_spec_p50"],
-        tpot_spec_p99_ms=sim["tpot_spec_p99"],
-        tpot_spec_two_pass_mean_ms=sim["tpot_two_pass_mean"], tpot_spec_two_pass_p99_ms=sim["tpot_two_pass_p99"],
-        tpot_p99_change=sim["tpot_spec_p99"] / sim["tpot_plain_p99"] - 1.0,
-        tpot_p99_change_two_pass=sim["tpot_two_pass_p99"] / sim["tpot_plain_p99"] - 1.0,
-        itl_plain_mean_ms=sim["itl_plain_mean"], itl_plain_p50_ms=sim["itl_plain_p50"],
-        itl_plain_p99_ms=sim["itl_plain_p99"],
-        itl_spec_mean_ms=sim["itl_spec_mean"], itl_spec_p50_ms=sim["itl_spec_p50"], itl_spec_p99_ms=sim["itl_spec_p99"],
-        itl_spec_two_pass_mean_ms=sim["itl_two_pass_mean"], itl_spec_two_pass_p50_ms=sim["itl_two_pass_p50"],
-        itl_spec_two_pass_p99_ms=sim["itl_two_pass_p99"],
-        round_itl_spec_p99_ms=sim["chunk_spec_p99"], round_itl_two_pass_p99_ms=sim["chunk_two_pass_p99"],
-        p99_change=sim["itl_spec_p99"] / sim["itl_plain_p99"] - 1.0,
-        p99_change_two_pass=sim["itl_two_pass_p99"] / sim["itl_plain_p99"] - 1.0,
+        plain_step_ms=plain_ms, round_ms=spec_ms, **fields_of(lat),
+        tpot_p99_change=lat.tpot_spec_p99_ms / lat.tpot_plain_p99_ms - 1.0,
+        tpot_p99_change_two_pass=lat.tpot_spec_two_pass_p99_ms / lat.tpot_plain_p99_ms - 1.0,
+        p99_change=lat.itl_spec_p99_ms / lat.itl_plain_p99_ms - 1.0,
+        p99_change_two_pass=lat.itl_spec_two_pass_p99_ms / lat.itl_plain_p99_ms - 1.0,
         zero_accept_token_share=dec.by_accepted[0],   # tokens from rounds that accepted nothing: one a round
-        slow_alpha=dec.slow_alpha, simulated_requests=dec.requests, tpot_p99_halfwidth=dec.precision,
-    )
+        slow_alpha=dec.slow_alpha, simulated_requests=dec.requests, tpot_p99_halfwidth=dec.precision)
 
 
 K_TIE = 0.01   # speedups within 1% of the best are a tie, won by the smallest K: the cost model cannot tell them apart
@@ -1675,17 +1858,59 @@ def k_schedule(dep, acceptance, fit=FIT):
     return rows
 
 
+@dataclass(frozen=True)
+class BreakEvenAt:
+    """The per-token alpha below which speculation is slower than plain decoding, at one (K, B)."""
+    k: int                   #: draft length K
+    concurrency: int         #: batch size B
+    alpha: float             #: break-even per-token alpha (None: no acceptance pays)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The rollout plan's choices (plan_choices): its K, K-by-batch schedule, gate and expected tail, at the batch
+    its commands run (shown_batch: the target concurrency, or the most that fits)."""
+    target: int              #: the concurrency asked for (--target-concurrency, a benchmark's, or the grid's largest)
+    feasible: bool           #: whether the target fits in memory
+    alpha: float             #: the per-token alpha the plan assumes or measured
+    request_alpha: float     #: mean alpha of the simulated requests behind the tail
+    request_spread: float    #: their spread (s.d.)
+    measured: bool           #: whether alpha was measured
+    k: int                   #: the K the plan runs where speculation is on
+    rate_at_alpha: float     #: vLLM's acceptance rate that alpha shows at K
+    margin: float            #: the gate's margin over the break-even rate
+    required_rate: float     #: break-even rate + margin (None: above 1, no measurement can pass)
+    required_alpha: float    #: the per-token alpha with that rate at K
+    plain_ms_b1: float       #: a plain step at B = 1, ms (prefill share included)
+    shown_batch: int         #: the batch the plan's commands and numbers are for
+    plain_ms_shown: float    #: a plain step at shown_batch, ms
+    k_target: int            #: best K at shown_batch (0: speculation off)
+    speedup_target: float    #: its speedup over plain decoding
+    schedule: list           #: [start, end, K] rows for B = 1..max_concurrency (k_schedule)
+    schedule_speedups: list = field(metadata=NOT_IN_JSON)   #: (speedup at start, at end) of each schedule row
+    k_zero_at: int = None    #: the batch from which the schedule keeps speculation off to its end
+    eps: float = None        #: decode eps at shown_batch and K
+    gate_alpha: float = None   #: break-even per-token alpha there (None: none)
+    gate_rate: float = None  #: break-even acceptance rate there, eps / K (None: none below 1)
+    break_evens: list = None   #: BreakEvenAt at the plan's K and the grid's, each concurrency that fits
+    lesson_gate_as_rate: float = None    #: the lesson's "alpha >= 0.55" read as a per-token alpha, shown as a rate
+    lesson_gate_as_alpha: float = None   #: the same read as a rate, shown as a per-token alpha
+    tail: list = field(default=None, metadata=NOT_IN_JSON)   #: Cells at the grid's concurrencies and shown_batch
+    p99_budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts (for the plan's gate command)
+    served_model: str = None   #: --served-model, repeated by the plan's gate command
+
+
 def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in_use=None, measured=False,
-                 requests=None):
-    """The rollout plan's K, schedule, gate and tail expectations at the target concurrency.
+                 requests=None, p99_budget=P99_BUDGET, served=None):
+    """The rollout plan's K, schedule, gate and tail expectations at the target concurrency: a Plan.
 
     acceptance drives best K (a per-token alpha or a measured profile); alpha is the single
     per-token alpha; requests, the (mean alpha, spread) of the simulated requests behind the tail
     (a measured alpha is an aggregate: see center_requests); k_in_use, when measured at one K, is
-    the K the gate checks; measured says whether alpha was measured at all.
+    the K the gate checks; measured says whether alpha was measured at all; p99_budget and served, what the
+    plan's gate command repeats.
     """
     limit = max_concurrency(dep)
-    feasible = target <= limit
     schedule = k_schedule(dep, acceptance, fit)
     shown_batch = min(target, max(limit, 1))   # the target, or the largest batch that fits when it does not
     k_target, speedup_target = best_k(dep, acceptance, shown_batch, fit)
@@ -1693,7 +1918,6 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     # the largest K in the schedule.
     k = k_in_use or k_target or max([row[2] for row in schedule] + [1])
     eps = model_overhead(dep, shown_batch, k, fit)   # every figure of the plan is at the batch its commands run
-    gate_alpha = exact_breakeven(k, eps)
     request_alpha, request_spread = requests or (alpha, 0.0)
     dec = decode(request_alpha, k, request_spread)
     alike = decode(request_alpha, k, 0.0) if dec.spread > 0 else None   # every request at the mean alpha
@@ -1701,30 +1925,69 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     for b in sorted(set(grid.concurrencies) | {shown_batch}):
         if b <= limit:
             eps_b = model_overhead(dep, b, k, fit)
-            tail.append(dict(concurrency=b, **evaluate_cell(request_alpha, k, eps_b, b, dep, dec, fit)))
+            cell = evaluate_cell(request_alpha, k, eps_b, b, dep, dec, fit)
             if alike:
-                tail[-1]["tpot_spec_p99_alike_ms"] = evaluate_cell(request_alpha, k, eps_b, b, dep, alike,
-                                                                   fit)["tpot_spec_p99_ms"]
-    zero_at = k_zero_at(schedule)
-    schedule_speedups = [(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
-                         for lo, hi, _ in schedule]
-    gate_rate = breakeven_rate(k, eps)
+                cell = replace(cell, tpot_spec_p99_alike_ms=evaluate_cell(request_alpha, k, eps_b, b, dep, alike,
+                                                                          fit).tpot_spec_p99_ms)
+            tail.append(cell)
+    required = required_rate(k, eps, margin)
     # Break-even alpha at the plan's K and the grid's, at each concurrency that fits (eps from the model).
-    break_evens = [dict(k=kk, concurrency=b, alpha=exact_breakeven(kk, model_overhead(dep, b, kk, fit)))
+    break_evens = [BreakEvenAt(k=kk, concurrency=b, alpha=exact_breakeven(kk, model_overhead(dep, b, kk, fit)))
                    for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {shown_batch})
                    if b <= limit]
-    required = required_rate(k, eps, margin)
-    return dict(target=target, feasible=feasible, alpha=alpha, request_alpha=request_alpha,
-                request_spread=request_spread, measured=measured, k=k,
-                rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required,
+    return Plan(target=target, feasible=target <= limit, alpha=alpha, request_alpha=request_alpha,
+                request_spread=request_spread, measured=measured, k=k, rate_at_alpha=acceptance_rate(alpha, k),
+                margin=margin, required_rate=required,
                 required_alpha=None if required is None else alpha_from_rate(required, k),
                 plain_ms_b1=plain_step_ms(dep, 1, fit), shown_batch=shown_batch,
-                plain_ms_shown=plain_step_ms(dep, shown_batch, fit),
-                k_target=k_target, speedup_target=speedup_target, schedule=schedule,
-                schedule_speedups=schedule_speedups, k_zero_at=zero_at, eps=eps, gate_alpha=gate_alpha,
-                gate_rate=gate_rate, break_evens=break_evens,
-                lesson_gate_as_rate=acceptance_rate(LESSON_RULE, k), lesson_gate_as_alpha=alpha_from_rate(LESSON_RULE, k),
-                tail=tail)
+                plain_ms_shown=plain_step_ms(dep, shown_batch, fit), k_target=k_target, speedup_target=speedup_target,
+                schedule=schedule,
+                schedule_speedups=[(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
+                                   for lo, hi, _ in schedule],
+                k_zero_at=k_zero_at(schedule), eps=eps, gate_alpha=exact_breakeven(k, eps),
+                gate_rate=breakeven_rate(k, eps), break_evens=break_evens,
+                lesson_gate_as_rate=acceptance_rate(LESSON_RULE, k),
+                lesson_gate_as_alpha=alpha_from_rate(LESSON_RULE, k), tail=tail, p99_budget=p99_budget,
+                served_model=served)
+
+
+@dataclass(frozen=True)
+class SpeedupCurve:
+    """Speedup against per-token alpha at one batch size (the speedup chart)."""
+    concurrency: int         #: batch size B
+    eps: float               #: decode eps at B
+    breakeven: float         #: break-even per-token alpha (None: none)
+    points: list             #: (alpha, speedup) for alpha 0 to 1
+
+
+@dataclass(frozen=True)
+class StepCurve:
+    """Best K against batch size at one alpha (the best-K chart)."""
+    alpha: float             #: per-token alpha
+    schedule: list           #: [start, end, K] rows (k_schedule)
+    zero_at: int             #: the batch from which K stays 0, or None
+
+
+@dataclass(frozen=True)
+class ItlCurves:
+    """Per-token ITL distributions at the plan's batch, alpha and K (the ITL chart)."""
+    concurrency: int         #: batch size B
+    alpha: float             #: the requests' mean alpha
+    k: int                   #: draft length K
+    x_max: float             #: the chart's right edge, ms
+    cdf: ItlMixtures         #: each way's (ms, share of tokens at or below) points
+    p99: ItlMixtures         #: each way's P99, ms
+
+
+@dataclass(frozen=True)
+class Charts:
+    """The numbers the three charts draw (chart_data)."""
+    k: int                   #: the K of the speedup chart (the grid's first)
+    curves: list             #: SpeedupCurve per batch size that fits
+    left_out: list           #: batch sizes of the grid that do not fit
+    limit: int               #: the most sequences that fit
+    steps: list              #: StepCurve per CHART_ALPHAS
+    itl: ItlCurves           #: None when nothing fits
 
 
 def chart_data(grid, dep, plan, decode, fit=FIT):
@@ -1738,27 +2001,59 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
             left_out.append(batch)
             continue
         eps = model_overhead(dep, batch, k, fit)
-        curves.append(dict(concurrency=batch, eps=eps, breakeven=exact_breakeven(k, eps),
-                           points=[(a, exact_speedup(a, k, prefill_overhead(eps, acceptance_length(a, k), dep,
-                                                                            batch, fit))) for a in alphas]))
-    steps = [dict(alpha=a, schedule=k_schedule(dep, a, fit)) for a in CHART_ALPHAS]
-    for step in steps:
-        step["zero_at"] = k_zero_at(step["schedule"])
+        curves.append(SpeedupCurve(
+            concurrency=batch, eps=eps, breakeven=exact_breakeven(k, eps),
+            points=[(a, exact_speedup(a, k, prefill_overhead(eps, acceptance_length(a, k), dep, batch, fit)))
+                    for a in alphas]))
+    steps = []
+    for a in CHART_ALPHAS:
+        schedule = k_schedule(dep, a, fit)
+        steps.append(StepCurve(alpha=a, schedule=schedule, zero_at=k_zero_at(schedule)))
     itl = None
     if limit >= 1:
-        batch = plan["shown_batch"]
-        alpha, kk = plan["request_alpha"], plan["k"]
-        dec = decode(alpha, kk, plan["request_spread"])
+        batch, alpha, kk = plan.shown_batch, plan.request_alpha, plan.k
+        dec = decode(alpha, kk, plan.request_spread)
         plain_ms = plain_step_ms(dep, batch, fit)
         spec_ms = seen_round_ms(model_overhead(dep, batch, kk, fit), dec.tau, dep, batch, fit)
-        mixtures = itl_parts(dec, plain_ms, spec_ms, batch)
+        mixtures = fields_of(itl_parts(dec, plain_ms, spec_ms, batch))
         x_max = 1.05 * max(mixture_quantile(0.999, parts) for parts in mixtures.values())
         xs = [x_max * i / 240 for i in range(241)]
-        itl = dict(concurrency=batch, alpha=alpha, k=kk, x_max=x_max,
-                   cdf={name: [(x, mixture_share(x, parts)) for x in xs] for name, parts in mixtures.items()},
-                   p99={name: mixture_quantile(0.99, parts) for name, parts in mixtures.items()})
-    return dict(speedup=dict(k=k, curves=curves, left_out=left_out), best_k=dict(limit=limit, curves=steps),
-                itl=itl)
+        itl = ItlCurves(concurrency=batch, alpha=alpha, k=kk, x_max=x_max,
+                        cdf=ItlMixtures(**{name: [(x, mixture_share(x, parts)) for x in xs]
+                                           for name, parts in mixtures.items()}),
+                        p99=ItlMixtures(**{name: mixture_quantile(0.99, parts) for name, parts in mixtures.items()}))
+    return Charts(k=k, curves=curves, left_out=left_out, limit=limit, steps=steps, itl=itl)
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One domain of a traffic mix at the mix's K and B (traffic_blend)."""
+    name: str                #: the domain's name
+    share: float             #: its share of generated tokens
+    alpha: float             #: its per-token alpha
+    tau: float               #: its acceptance length at K
+    speedup: float           #: the speedup were all traffic this domain
+    time_share: float        #: its share of the decode time
+
+
+@dataclass(frozen=True)
+class Blend:
+    """A traffic mix's speedup, blended right (rounds per token summed) and naively (alpha averaged first)."""
+    k: int                   #: draft length K
+    concurrency: int         #: batch size B
+    eps: float               #: decode eps at (B, K)
+    prefill_share: float     #: a plain step's prefill share over its decode step
+    domains: list            #: Domain rows
+    naive_alpha: float       #: token-weighted mean alpha
+    naive_speedup: float     #: the speedup that alpha promises
+    blended_speedup: float   #: the speedup of the mix: each domain's tau over one shared round time
+    naive_error: float       #: naive over blended, minus 1
+    weak: str                #: the domain with the lowest tau
+    routed_speedup: float    #: the mix's speedup with the weak domain decoded without speculation
+    trained_speedup: float   #: ... with a draft as good on the weak domain as on the best
+    trained_alpha: float     #: the best domain's alpha
+    best_k: int              #: the mix's best single K (0: off)
+    best_k_speedup: float    #: its speedup
 
 
 def traffic_blend(mix, dep, k, batch, fit=FIT):
@@ -1777,66 +2072,146 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
         round_cost = rounds[kk] if kk in rounds else round_ms(dep, batch, kk, fit)   # a measured K past K_MAX
         return plain / spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
 
-    domains = [dict(name=name, share=share, alpha=alpha, tau=acceptance_length(alpha, k),
-                    speedup=speedup(1.0 / acceptance_length(alpha, k))) for name, share, alpha, *_ in mix]
-    rounds_per_token = sum(d["share"] / d["tau"] for d in domains)
-    for d in domains:
-        d["time_share"] = d["share"] / d["tau"] / rounds_per_token
-    naive_alpha = sum(d["share"] * d["alpha"] for d in domains)
-    weak = min(domains, key=lambda d: d["tau"])
-    others = rounds_per_token - weak["share"] / weak["tau"]
-    best_alpha = max(d["alpha"] for d in domains)
+    taus = [acceptance_length(alpha, k) for _, _, alpha, *_ in mix]
+    rounds_per_token = sum(share / tau for (_, share, *_), tau in zip(mix, taus))
+    domains = [Domain(name=name, share=share, alpha=alpha, tau=tau, speedup=speedup(1.0 / tau),
+                      time_share=share / tau / rounds_per_token) for (name, share, alpha, *_), tau in zip(mix, taus)]
+    naive_alpha = sum(d.share * d.alpha for d in domains)
+    weak = min(domains, key=lambda d: d.tau)
+    others = rounds_per_token - weak.share / weak.tau
+    best_alpha = max(d.alpha for d in domains)
     # The mix's best single K over the Ks best_k tries, K = 0 (plain decoding) included, ties to the smaller.
-    blend_at = {0: 1.0, **{kk: speedup(sum(d["share"] / acceptance_length(d["alpha"], kk) for d in domains), kk=kk)
+    blend_at = {0: 1.0, **{kk: speedup(sum(d.share / acceptance_length(d.alpha, kk) for d in domains), kk=kk)
                            for kk in rounds}}
     mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
     blended, naive = speedup(rounds_per_token), speedup(1.0 / acceptance_length(naive_alpha, k))
-    return dict(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
-                naive_speedup=naive, blended_speedup=blended, naive_error=naive / blended - 1.0,
-                weak=weak["name"],
-                # What-ifs for the weak domain: decoded without speculation (1 plain step a token),
-                # or given a head as good as the best domain's.
-                routed_speedup=speedup(others, weak["share"]),
-                trained_speedup=speedup(others + weak["share"] / acceptance_length(best_alpha, k)),
-                trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
+    return Blend(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
+                 naive_speedup=naive, blended_speedup=blended, naive_error=naive / blended - 1.0, weak=weak.name,
+                 # What-ifs for the weak domain: decoded without speculation (1 plain step a token),
+                 # or given a head as good as the best domain's.
+                 routed_speedup=speedup(others, weak.share),
+                 trained_speedup=speedup(others + weak.share / acceptance_length(best_alpha, k)),
+                 trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Acceptance as measured (measured_acceptance, from /metrics counters or gauges, a benchmark file's spec_decode_*
+    keys, or a length or rate typed on the command line): the three meanings of alpha, REFERENCE.md section 1."""
+    k: int                   #: the K in use (the highest position counted, plus one), or the most a round drafts
+    k_mean: float            #: draft tokens per draft: K, or less when K varied
+    varying_k: bool          #: whether rounds drafted different lengths (a K-by-batch table, n-gram misses)
+    drafts: float            #: drafts (rounds) counted; None when the source holds no counts
+    acceptance_rate: float   #: accepted over drafted tokens (vLLM's rate r)
+    acceptance_length: float   #: tau: tokens a round delivers, bonus included
+    per_position_rates: list   #: accepted at position i over drafts reaching it
+    per_position_alpha: list   #: conditional alpha at each position (empty when not clean)
+    alpha: float             #: the per-token alpha (a chain of K giving tau, or position 0's rate when K varied)
+    profile: list = field(metadata=NOT_IN_JSON)   #: conditional alphas by position best K runs on
+    source: str              #: where it was read, as flags and paths
+    notes: list              #: what the reading noticed, in words
+
+
+@dataclass(frozen=True)
+class MeasuredSpeedup:
+    """The speedup the measured acceptance gives at one batch size."""
+    concurrency: int
+    feasible: bool           #: whether B sequences fit in memory
+    eps: float               #: eps with the prefill share
+    speedup: float           #: tau / (1 + eps); None when B does not fit
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model beside a pair of benchmark runs, at their concurrency and lengths."""
+    concurrency: int         #: the benchmark's max_concurrency (or the target)
+    speedup: float           #: mean-TPOT speedup from the measured tau and the rounds' mean drafted length
+    p99_tpot_change: float   #: P99 TPOT over plain, minus 1, over requests spread to give the measured tau
+    requests_alpha: float    #: those requests' mean alpha
+    requests_spread: float   #: their spread
+    p99_itl_change: float    #: P99 ITL per chunk (one round, as the benchmark measures ITL) over plain, minus 1
+    p99_token_itl_change: float   #: P99 per-token ITL over plain, minus 1
+
+
+@dataclass(frozen=True)
+class BenchmarkPair:
+    """The latencies of a pair of benchmark runs as their files give them (Comparison's, for --json)."""
+    baseline: dict           #: the baseline's latency keys (mean_tpot_ms, p99_itl_ms, ...)
+    spec: dict               #: the speculative run's
+    changes: dict            #: spec over baseline, minus 1, for each key both have
+    max_concurrency: int     #: the runs' max_concurrency (None: open loop)
+
+
+@dataclass(frozen=True)
+class Measured(Measurement):
+    """The measurement (its Measurement fields), what the model predicts from it at each batch size, and beside a
+    pair of benchmark runs what they measured and what the model predicts there (measured_predictions)."""
+    by_concurrency: list     #: MeasuredSpeedup at each batch of the grid and the target
+    tpot_speedup: float = field(default=None, metadata=shown_with("benchmark"))   #: measured mean-TPOT speedup
+    throughput_speedup: float = field(default=None, metadata=shown_with("benchmark"))   #: measured throughput ratio
+    p99_tpot_change: float = field(default=None, metadata=shown_with("benchmark"))   #: measured P99 TPOT change
+    p99_itl_change: float = field(default=None, metadata=shown_with("benchmark"))    #: measured P99 ITL change
+    benchmark: BenchmarkPair = field(default=None, metadata=OPTIONAL)
+    prediction: Prediction = field(default=None, metadata=OPTIONAL)
 
 
 def measured_predictions(measured, comparison, dep, batches, target, decode, fit=FIT, requests=None):
-    """What the model predicts from the measured acceptance, beside what the benchmarks measured."""
-    k, profile = measured["k"], measured["profile"]
+    """What the model predicts from the measured acceptance, beside what the benchmarks measured: Measured."""
+    k, profile = measured.k, measured.profile
     limit = max_concurrency(dep)
     by_batch = []
     tau = profile_length(profile, k)
     for b in batches:
         eps = prefill_overhead(model_overhead(dep, b, k, fit), tau, dep, b, fit)
-        by_batch.append(dict(concurrency=b, feasible=b <= limit, eps=eps,
-                             speedup=tau / (1 + eps) if b <= limit else None))
-    out = dict(measured, by_concurrency=by_batch)
-    out.pop("profile")
-    if comparison:
-        batch = comparison["max_concurrency"] or target
-        lengths = comparison["lengths"]
-        if lengths:   # the model beside a benchmark is set at the benchmark's own lengths
-            note = length_note("the benchmark", lengths, dep)
-            out["notes"] = out["notes"] + [note] if note else out["notes"]
-            dep = run_deployment(dep, dict(input=lengths[0], output=lengths[1]))
-        eps = model_overhead(dep, batch, k, fit)
-        alpha, spread = requests or (measured["alpha"], 0.0)
-        cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
-        # The benchmark's rounds drafted k_mean tokens on average: its tau goes with their cost, not K's.
-        seen = prefill_overhead(drafted_overhead(dep, batch, measured["k_mean"], fit), measured["acceptance_length"],
-                                dep, batch, fit)
-        predicted = dict(concurrency=batch, speedup=measured["acceptance_length"] / (1 + seen),
-                         p99_tpot_change=cell["tpot_p99_change"],
-                         requests_alpha=alpha, requests_spread=spread,
-                         p99_itl_change=cell["round_itl_spec_p99_ms"] / cell["itl_plain_p99_ms"] - 1.0,
-                         p99_token_itl_change=cell["p99_change"])
-        out.update({key: comparison[key] for key in
-                    ("tpot_speedup", "throughput_speedup", "p99_tpot_change", "p99_itl_change")})
-        out["benchmark"] = dict(baseline=comparison["baseline"], spec=comparison["spec"],
-                                changes=comparison["changes"], max_concurrency=comparison["max_concurrency"])
-        out["prediction"] = predicted
-    return out
+        by_batch.append(MeasuredSpeedup(concurrency=b, feasible=b <= limit, eps=eps,
+                                        speedup=tau / (1 + eps) if b <= limit else None))
+    if not comparison:
+        return Measured(**fields_of(measured), by_concurrency=by_batch)
+    batch = comparison.max_concurrency or target
+    notes = measured.notes
+    if comparison.lengths:   # the model beside a benchmark is set at the benchmark's own lengths
+        note = length_note("the benchmark", comparison.lengths, dep)
+        notes = notes + [note] if note else notes
+        dep = at_lengths(dep, *comparison.lengths)
+    eps = model_overhead(dep, batch, k, fit)
+    alpha, spread = requests or (measured.alpha, 0.0)
+    cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
+    # The benchmark's rounds drafted k_mean tokens on average: its tau goes with their cost, not K's.
+    seen = prefill_overhead(drafted_overhead(dep, batch, measured.k_mean, fit), measured.acceptance_length,
+                            dep, batch, fit)
+    prediction = Prediction(concurrency=batch, speedup=measured.acceptance_length / (1 + seen),
+                            p99_tpot_change=cell.tpot_p99_change, requests_alpha=alpha, requests_spread=spread,
+                            p99_itl_change=cell.round_itl_spec_p99_ms / cell.itl_plain_p99_ms - 1.0,
+                            p99_token_itl_change=cell.p99_change)
+    return Measured(**fields_of(replace(measured, notes=notes)), by_concurrency=by_batch,
+                    tpot_speedup=comparison.tpot_speedup, throughput_speedup=comparison.throughput_speedup,
+                    p99_tpot_change=comparison.p99_tpot_change, p99_itl_change=comparison.p99_itl_change,
+                    benchmark=BenchmarkPair(baseline=comparison.baseline, spec=comparison.spec,
+                                            changes=comparison.changes, max_concurrency=comparison.max_concurrency),
+                    prediction=prediction)
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One check of the gate."""
+    check: str               #: "memory", "acceptance", "p99_tpot" or "throughput"
+    passed: bool
+    detail: str              #: what was compared with what
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The gate's verdict at the plan's batch and K (gate)."""
+    verdict: str             #: "pass" or "fail"
+    reasons: list            #: GateCheck rows
+    concurrency: int         #: the batch it is for
+    k: int                   #: the K it is for
+    eps: float               #: decode eps there
+    breakeven_rate: float    #: eps / K (None: none below 1)
+    required_rate: float     #: break-even + margin (None: above 1)
+    required_alpha: float    #: the per-token alpha of that rate at K
+    margin: float            #: the margin over break-even
+    p99_budget: float        #: largest P99 TPOT rise accepted, fraction
 
 
 def gate(measured, comparison, dep, plan, budget):
@@ -1847,41 +2222,45 @@ def gate(measured, comparison, dep, plan, budget):
     drafted tokens; when the rounds drafted varying lengths, whose overall rate mixes Ks, the
     rate of K-token rounds.
     """
-    k, target, margin = plan["k"], plan["shown_batch"], plan["margin"]
-    rate = acceptance_rate(measured["alpha"], k)   # at a fixed K exactly accepted / drafted tokens
-    eps, even, need, need_alpha = plan["eps"], plan["gate_rate"], plan["required_rate"], plan["required_alpha"]
+    k, target, margin = plan.k, plan.shown_batch, plan.margin
+    rate = acceptance_rate(measured.alpha, k)   # at a fixed K exactly accepted / drafted tokens
+    eps, even, need, need_alpha = plan.eps, plan.gate_rate, plan.required_rate, plan.required_alpha
     reasons = []
-    if not plan["feasible"]:
-        reasons.append(dict(check="memory", passed=False,
-                            detail=f"{plan['target']} sequences of {dep.context} tokens do not fit "
-                                   f"(at most {max_concurrency(dep)}, where the rest is checked)"))
-    reasons.append(dict(
+    if not plan.feasible:
+        reasons.append(GateCheck(check="memory", passed=False,
+                                 detail=f"{plan.target} sequences of {dep.context} tokens do not fit "
+                                        f"(at most {max_concurrency(dep)}, where the rest is checked)"))
+    reasons.append(GateCheck(
         check="acceptance", passed=need is not None and rate >= need,
-        detail=("the per-token alpha, taken for every position, gives an " if measured["varying_k"]
-                else "") +
+        detail=("the per-token alpha, taken for every position, gives an " if measured.varying_k else "") +
                f"acceptance rate {rate:.3f} at K={k} against break-even "
                + (f"{even:.3f} + margin {margin:.2f} = {need:.3f} at B={target}; as per-token alpha "
-                  f"{measured['alpha']:.3f} against {need_alpha:.3f}" if need is not None else
+                  f"{measured.alpha:.3f} against {need_alpha:.3f}" if need is not None else
                   f"{even:.3f} + margin {margin:.2f}, more than 1 at B={target}: it cannot pass" if even is not None else
                   f"a break-even above 1 at B={target} (a round costs more than K + 1 tokens give): it cannot pass")))
     if comparison:
-        change, speedup = comparison["p99_tpot_change"], comparison["throughput_speedup"]
-        reasons.append(dict(check="p99_tpot", passed=change is not None and change <= budget,
-                            detail="p99_tpot_ms missing from a benchmark file" if change is None else
-                            f"P99 TPOT {change * 100:+.1f}% against baseline; budget +{budget * 100:.0f}%"))
-        reasons.append(dict(check="throughput", passed=speedup is not None and speedup >= 1.0,
-                            detail="output_throughput missing from a benchmark file" if speedup is None else
-                            f"output throughput {speedup:.3f}x baseline (must not be lower)"))
-    return dict(verdict="pass" if all(r["passed"] for r in reasons) else "fail", reasons=reasons,
+        change, speedup = comparison.p99_tpot_change, comparison.throughput_speedup
+        reasons.append(GateCheck(check="p99_tpot", passed=change is not None and change <= budget,
+                                 detail="p99_tpot_ms missing from a benchmark file" if change is None else
+                                 f"P99 TPOT {change * 100:+.1f}% against baseline; budget +{budget * 100:.0f}%"))
+        reasons.append(GateCheck(check="throughput", passed=speedup is not None and speedup >= 1.0,
+                                 detail="output_throughput missing from a benchmark file" if speedup is None else
+                                 f"output throughput {speedup:.3f}x baseline (must not be lower)"))
+    return Gate(verdict="pass" if all(r.passed for r in reasons) else "fail", reasons=reasons,
                 concurrency=target, k=k, eps=eps, breakeven_rate=even, required_rate=need,
                 required_alpha=need_alpha, margin=margin, p99_budget=budget)
 
 
-Evidence = namedtuple("Evidence", "measured comparison target mix margin budget served_model",
-                      defaults=(None, None, None, TRAFFIC_MIX, GATE_MARGIN, P99_BUDGET, None))
-# measured: measured_acceptance(...) or None; comparison: bench_comparison(...) or None;
-# target: the concurrency the gate and plan are for (None: the grid's largest); served_model: --served-model, the
-# name the measured server served (the plan's gate command repeats it).
+@dataclass(frozen=True)
+class Evidence:
+    """What was measured, and what the gate and the plan are for (parse_evidence)."""
+    measured: object = None      #: Measurement, or None
+    comparison: object = None    #: Comparison of two benchmark runs, or None
+    target: int = None           #: the concurrency the gate and the plan are for (None: the grid's largest)
+    mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha[, output tokens])
+    margin: float = GATE_MARGIN  #: the gate's margin over the break-even rate
+    budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts, fraction
+    served_model: str = None     #: --served-model: the name the measured server served (the gate command repeats it)
 
 
 def decoder(seed, spread, output_spread, output_tokens):
@@ -1938,23 +2317,58 @@ def mix_domains(mix, output_tokens):
     return tuple((r / total, alpha, tokens) for r, alpha, tokens in rows)
 
 
+@dataclass(frozen=True)
+class MixTail:
+    """TPOT over a traffic mix's simulated requests, each domain's around its own alpha (mix_tail)."""
+    request_shares: dict     #: {domain: share of requests}
+    tau: float               #: tau the batch sees over the mix's requests
+    speedup_mc: float        #: speedup over the simulated requests
+    tpot_plain_p99_ms: float   #: P99 TPOT over requests, plain
+    tpot_spec_p99_ms: float  #: P99 TPOT with speculation
+    tpot_spec_mean_ms: float   #: mean TPOT with speculation
+    tpot_plain_mean_ms: float  #: mean TPOT, plain
+    tpot_p99_change: float   #: P99 TPOT with speculation over plain, minus 1
+    slow_alpha: float        #: mean alpha of the requests at or above P99 TPOT
+    slow_domains: dict       #: {domain: share of those requests}
+
+
+@dataclass(frozen=True)
+class Mix(MixTail, Blend):
+    """The traffic mix at the plan's K and batch: the Blend fields, then the MixTail fields (dataclasses gather the
+    bases' fields from the last base up), then whether it is the example mix."""
+    assumed: bool            #: whether the mix is TRAFFIC_MIX's example, not the user's --mix
+
+
 def mix_tail(mix, dep, k, batch, decode, fit=FIT):
     """TPOT over the mix's requests at B: each domain's requests around its own alpha."""
     domains = mix_domains(mix, dep.output_tokens)
     dec = decode(domains, k)
     plain_ms = plain_step_ms(dep, batch, fit)
     spec_ms = seen_round_ms(model_overhead(dep, batch, k, fit), dec.tau, dep, batch, fit)
-    sim = cell_latency(dec, plain_ms, spec_ms, batch)
-    return dict(request_shares={row[0]: d[0] for row, d in zip(mix, domains)}, tau=dec.tau,
-                speedup_mc=sim["speedup"], tpot_plain_p99_ms=sim["tpot_plain_p99"],
-                tpot_spec_p99_ms=sim["tpot_spec_p99"], tpot_spec_mean_ms=sim["tpot_spec_mean"],
-                tpot_plain_mean_ms=sim["tpot_plain_mean"],
-                tpot_p99_change=sim["tpot_spec_p99"] / sim["tpot_plain_p99"] - 1.0,
-                slow_alpha=dec.slow_alpha, slow_domains={row[0]: share for row, share in zip(mix, dec.slow_domains)})
+    lat = cell_latency(dec, plain_ms, spec_ms, batch)
+    return MixTail(request_shares={row[0]: d[0] for row, d in zip(mix, domains)}, tau=dec.tau,
+                   speedup_mc=lat.speedup_mc, tpot_plain_p99_ms=lat.tpot_plain_p99_ms,
+                   tpot_spec_p99_ms=lat.tpot_spec_p99_ms, tpot_spec_mean_ms=lat.tpot_spec_mean_ms,
+                   tpot_plain_mean_ms=lat.tpot_plain_mean_ms,
+                   tpot_p99_change=lat.tpot_spec_p99_ms / lat.tpot_plain_p99_ms - 1.0, slow_alpha=dec.slow_alpha,
+                   slow_domains={row[0]: share for row, share in zip(mix, dec.slow_domains)})
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """One row of the break-even table: where speculation stops paying at (K, eps at B=1, B)."""
+    k: int                   #: draft length K
+    verify_overhead: object  #: the grid's eps at B=1, or "auto"
+    concurrency: int         #: batch size B
+    feasible: bool           #: whether B sequences fit in memory
+    eps_eff: float           #: decode eps at B
+    lesson: float            #: break-even acceptance rate eps / K (the lesson's "alpha"); None: none below 1
+    exact: float             #: break-even per-token alpha, tau(alpha, K) = 1 + eps; None: none
 
 
 def analyse(grid, dep, decode, fit=FIT, progress=None):
-    """Every grid cell and the break-even table: the grid as the tables print it.
+    """Every grid cell and the break-even table, as the tables print them: (cells, break-evens, {(K, eps at B=1):
+    decode eps at B=1}).
 
     decode: decoder(...), shared with the plan so that every part sees the same requests;
     progress, if given, is called with (pairs simulated, pairs) as each (alpha, K) is simulated.
@@ -1971,62 +2385,83 @@ def analyse(grid, dep, decode, fit=FIT, progress=None):
             for batch in grid.concurrencies:
                 feasible = batch <= batch_limit
                 eps = effective_overhead(eps_b1, dep, batch, k, fit)
-                breakeven.append(dict(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
-                                      eps_eff=eps, lesson=breakeven_rate(k, eps),
-                                      exact=exact_breakeven(k, eps)))
+                breakeven.append(BreakEven(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
+                                           eps_eff=eps, lesson=breakeven_rate(k, eps), exact=exact_breakeven(k, eps)))
                 for value in grid.acceptance:
                     alpha = per_token_alpha(grid.kind, value, k)
-                    cell = dict(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch,
-                                feasible=feasible)
-                    numbers = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), fit)
-                    # An infeasible cell keeps its keys but shows no number: it cannot run.
-                    cell.update(numbers if feasible else dict.fromkeys(numbers))
-                    cells.append(cell)
-    return dict(cells=cells, breakeven=breakeven,
-                eps_b1={(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads})
+                    # An infeasible cell keeps its coordinates but shows no number: it cannot run.
+                    cells.append(evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), fit, eps_b1) if feasible
+                                 else Cell(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch, feasible=False))
+    return cells, breakeven, {(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads}
 
 
-PlanInput = namedtuple("PlanInput", "sources acceptance alpha k_in_use requests")
-# sources: (alpha shown, acceptance) pairs for the best-K table; acceptance and alpha: what the
-# plan's best K and its tail run on; k_in_use: the K a measurement was taken at (None: the
-# plan's own); requests: (mean alpha, spread) of the simulated requests behind the tail.
+@dataclass(frozen=True)
+class PlanInput:
+    """What the plan runs on (plan_input)."""
+    sources: list            #: (alpha shown, acceptance) pairs for the best-K table
+    acceptance: object       #: what best K runs on: a per-token alpha, or conditional alphas by position
+    alpha: float             #: the single per-token alpha of the plan
+    k_in_use: int            #: the K a measurement was taken at (None: the plan's own best)
+    requests: tuple          #: (mean alpha, spread) of the simulated requests behind the tail
 
 
 def plan_input(measured, grid, spread):
     """What the plan runs on: the measurement when there is one (its per-position profile), else EXPECTED_ALPHA."""
     if not measured:
-        return PlanInput([(a, a) for a in grid_alphas(grid)], EXPECTED_ALPHA, EXPECTED_ALPHA, None,
-                         (EXPECTED_ALPHA, spread))
-    tau = profile_length(measured["profile"], measured["k"])   # the K-token rounds the plan runs, as measured_predictions
-    return PlanInput([(measured["alpha"], measured["profile"])], measured["profile"], measured["alpha"],
-                     None if measured["varying_k"] else measured["k"],   # varying: the plan's own best K
-                     center_requests(tau, measured["k"], spread))
+        return PlanInput(sources=[(a, a) for a in grid_alphas(grid)], acceptance=EXPECTED_ALPHA, alpha=EXPECTED_ALPHA,
+                         k_in_use=None, requests=(EXPECTED_ALPHA, spread))
+    tau = profile_length(measured.profile, measured.k)   # the K-token rounds the plan runs, as measured_predictions
+    return PlanInput(sources=[(measured.alpha, measured.profile)], acceptance=measured.profile, alpha=measured.alpha,
+                     k_in_use=None if measured.varying_k else measured.k,   # varying: the plan's own best K
+                     requests=center_requests(tau, measured.k, spread))
+
+
+@dataclass(frozen=True)
+class BestK:
+    """The best K at one concurrency and alpha, and its speedup (best_k_table)."""
+    concurrency: int         #: batch size B
+    alpha: float             #: the per-token alpha shown
+    feasible: bool = field(metadata=NOT_IN_JSON)   #: whether B sequences fit in memory
+    k: int = None            #: best K in 0..K_MAX (0: speculation off); None when B does not fit
+    speedup: float = None    #: its speedup over plain decoding
 
 
 def best_k_table(dep, sources, batches, fit=FIT):
     """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source."""
     limit = max_concurrency(dep)
-    return [dict(concurrency=b, alpha=a, feasible=b <= limit,
-                 **dict(zip(("k", "speedup"), best_k(dep, acc, b, fit) if b <= limit else (None, None))))
-            for b in batches for a, acc in sources]
+    rows = []
+    for b in batches:
+        for a, acc in sources:
+            k, speedup = best_k(dep, acc, b, fit) if b <= limit else (None, None)
+            rows.append(BestK(concurrency=b, alpha=a, feasible=b <= limit, k=k, speedup=speedup))
+    return rows
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the deployment lines and the summary say about the deployment itself (deployment_facts)."""
+    max_concurrency: int     #: the most sequences whose KV cache fits beside the weights
+    memory_budget_bytes: float   #: bytes the engine gives weights and KV cache
+    plain_b1: dict           #: a plain step at B = 1, ms by term (pass_parts' names, and "prefill share")
+    eps_growth: EpsGrowth = None   #: what moves eps across the grid's batch sizes that fit (None: none fit)
+    moe: MoeVerify = None    #: the verify pass of a mixture of experts (None: dense, or nothing fits)
 
 
 def deployment_facts(grid, dep, fit=FIT):
     """What the deployment lines and the summary say about the deployment itself."""
     limit = max_concurrency(dep)
-    facts = dict(max_concurrency=limit, model=dep.model, verify_tokens=dep.verify_tokens, context=dep.context,
-                 memory_budget_bytes=memory_budget_bytes(dep), plain_b1=plain_step_parts(dep, 1, fit))
     feasible = [b for b in sorted(grid.concurrencies) if b <= limit]
-    if feasible:
-        facts["eps_growth"] = eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit)
-        if dep.target.moe_layers:
-            facts["moe"] = moe_verify(dep, grid.ks[0], feasible[0], fit)
-    return facts
+    return Facts(max_concurrency=limit, memory_budget_bytes=memory_budget_bytes(dep),
+                 plain_b1=plain_step_parts(dep, 1, fit),
+                 eps_growth=eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit) if feasible else None,
+                 moe=moe_verify(dep, grid.ks[0], feasible[0], fit) if feasible and dep.target.moe_layers else None)
 
 
-def mix_result(mix, dep, k, batch, decode, fit=FIT):
-    """The traffic mix at the plan's K: the closed-form blend and the simulated requests' tail."""
-    return dict(traffic_blend(mix, dep, k, batch, fit), **mix_tail(mix, dep, k, batch, decode, fit))
+def mix_result(mix, dep, k, batch, decode, fit=FIT, assumed=False):
+    """The traffic mix at the plan's K: the closed-form blend and the simulated requests' tail; assumed: whether
+    the mix is TRAFFIC_MIX's example."""
+    return Mix(**fields_of(traffic_blend(mix, dep, k, batch, fit)), **fields_of(mix_tail(mix, dep, k, batch, decode, fit)),
+               assumed=assumed)
 
 
 def alpha_for_speedup(speedup, k, eps):
@@ -2037,6 +2472,19 @@ def alpha_for_speedup(speedup, k, eps):
     """
     need = speedup * (1.0 + eps)
     return alpha_from_length(need, k) if need <= k + 1 else None
+
+
+@dataclass(frozen=True)
+class ItlDiagnosis:
+    """The eps and alpha under which per-token ITL moves as a report says, at B = 1 (diagnose_tail)."""
+    eps: float               #: decode eps
+    alpha: float             #: one per-token alpha for every request
+    tau: float               #: its acceptance length at K
+    k: int                   #: draft length K
+    p99_change: float        #: P99 per-token ITL over plain, minus 1
+    mean_change: float       #: mean per-token ITL over plain, minus 1
+    zero_accept_token_share: float   #: share of tokens from rounds that accepted nothing
+    round_mean_change: float   #: mean ITL per chunk (one round) over plain, minus 1: eps
 
 
 def diagnose_tail(mean_change, p99_change, k):
@@ -2059,9 +2507,23 @@ def diagnose_tail(mean_change, p99_change, k):
         lo, hi = (mid, hi) if p99(mid)[0] < p99_change else (lo, mid)
     eps = (lo + hi) / 2
     change, alpha, tau, per_token = p99(eps)
-    return dict(eps=eps, alpha=alpha, tau=tau, k=k, p99_change=change, mean_change=(1 + eps) / tau - 1.0,
-                zero_accept_token_share=per_token[0],
-                round_mean_change=eps)          # per chunk (vllm bench's ITL), every round costs 1 + eps
+    return ItlDiagnosis(eps=eps, alpha=alpha, tau=tau, k=k, p99_change=change, mean_change=(1 + eps) / tau - 1.0,
+                        zero_accept_token_share=per_token[0],
+                        round_mean_change=eps)   # per chunk (vllm bench's ITL), every round costs 1 + eps
+
+
+@dataclass(frozen=True)
+class TpotDiagnosis:
+    """The spread of alpha over requests under which TPOT moves as a report says (diagnose_tpot)."""
+    spread: float            #: s.d. of the requests' alphas
+    alpha: float             #: their mean alpha
+    tau: float               #: tau the batch sees over them
+    eps: float               #: eps with the prefill share
+    k: int                   #: draft length K
+    p99_change: float        #: P99 TPOT over plain, minus 1
+    mean_change: float       #: mean TPOT over plain, minus 1
+    slow_alpha: float        #: mean alpha of the requests at or above P99 TPOT
+    slow_tau: float          #: their acceptance length
 
 
 def diagnose_tpot(mean_change, p99_change, k, batch, dep, decode, fit=FIT):
@@ -2088,24 +2550,43 @@ def diagnose_tpot(mean_change, p99_change, k, batch, dep, decode, fit=FIT):
     hi = 0.5 if speedup(1.0, 0.5) >= need else 1.0 - _increasing_root(lambda u: speedup(1.0, 1.0 - u), need,
                                                                          0.5, 1.0)
     lo = 0.0
-    if tail(hi)[1]["tpot_p99_change"] < p99_change:
+    if tail(hi)[1].tpot_p99_change < p99_change:
         return None
     for _ in range(12):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if tail(mid)[1]["tpot_p99_change"] < p99_change else (lo, mid)
+        lo, hi = (mid, hi) if tail(mid)[1].tpot_p99_change < p99_change else (lo, mid)
     alpha, cell = tail(hi)
-    return dict(spread=hi, alpha=alpha, tau=cell["acceptance_length_requests"], eps=cell["eps_eff"], k=k,
-                p99_change=cell["tpot_p99_change"],
-                mean_change=cell["tpot_spec_mean_ms"] / cell["tpot_plain_mean_ms"] - 1.0, slow_alpha=cell["slow_alpha"],
-                slow_tau=acceptance_length(cell["slow_alpha"], k))
+    return TpotDiagnosis(spread=hi, alpha=alpha, tau=cell.acceptance_length_requests, eps=cell.eps_eff, k=k,
+                         p99_change=cell.tpot_p99_change,
+                         mean_change=cell.tpot_spec_mean_ms / cell.tpot_plain_mean_ms - 1.0,
+                         slow_alpha=cell.slow_alpha, slow_tau=acceptance_length(cell.slow_alpha, k))
 
 
-def exercise_speedup_targets(dep, target, fit=FIT, k=5):
+@dataclass(frozen=True)
+class SpeedupTarget:
+    """The per-token alpha a speedup of 2x and 3x needs at one eps (exercise 1)."""
+    eps: float               #: decode eps
+    source: str              #: "given", or the cost model's at a batch
+    alpha_2x: float          #: per-token alpha for 2x (None: none reaches it)
+    alpha_3x: float          #: for 3x
+    lesson_2x: float         #: the lesson's (2 (1 + eps) - 1) / K: the rate for 2x
+    lesson_3x: float         #: for 3x
+
+
+@dataclass(frozen=True)
+class SpeedupTargets:
+    """Exercise 1 at K."""
+    k: int                   #: draft length K
+    rows: list               #: SpeedupTarget by eps
+
+
+def exercise_speedup_targets(dep, batch, fit=FIT, k=5):
     """Exercise 1: the per-token alpha K = 5 (the lesson's) needs for 2x and 3x, given eps and from the model."""
     eps_rows = [(e, "given") for e in (0.0, 0.05, 0.10, 0.15, 0.25, 0.50)]
-    eps_rows += [(model_overhead(dep, 1, k, fit), "model, B=1"), (model_overhead(dep, target, k, fit), f"model, B={target}")]
-    return dict(k=k, rows=[dict(eps=e, source=src, **{f"alpha_{n}x": alpha_for_speedup(n, k, e) for n in (2, 3)},
-                                **{f"lesson_{n}x": (n * (1 + e) - 1) / k for n in (2, 3)}) for e, src in eps_rows])
+    eps_rows += [(model_overhead(dep, 1, k, fit), "model, B=1"), (model_overhead(dep, batch, k, fit), f"model, B={batch}")]
+    return SpeedupTargets(k=k, rows=[SpeedupTarget(eps=e, source=src, alpha_2x=alpha_for_speedup(2, k, e),
+                                                   alpha_3x=alpha_for_speedup(3, k, e), lesson_2x=(2 * (1 + e) - 1) / k,
+                                                   lesson_3x=(3 * (1 + e) - 1) / k) for e, src in eps_rows])
 
 
 def smaller_drafts(dep, drafts):
@@ -2127,63 +2608,144 @@ def draft_problem(draft, target):
     return None
 
 
-def exercise_methods(dep, target, fit=FIT, k=3):
+@dataclass(frozen=True)
+class Method:
+    """One of vLLM's speculative methods on this target (exercise 3)."""
+    draft: str               #: the --draft value
+    method: str              #: vLLM's method name in --speculative-config
+    params: float            #: the draft's parameters held in memory
+    weight_bytes: float      #: its weights, bytes
+    kv_bytes_per_token: float   #: its own KV cache per token of context, bytes
+    draft_step_ms: float     #: one draft step at B = 1, ms
+    eps_b1: float            #: decode eps at B = 1
+    eps_target: float        #: decode eps at the exercise's batch
+    max_concurrency: int     #: the most sequences that fit beside it
+    config: str              #: its --speculative-config JSON
+
+
+@dataclass(frozen=True)
+class Methods:
+    """Exercise 3 at K and one batch."""
+    k: int
+    concurrency: int
+    rows: list               #: Method rows
+
+
+def exercise_methods(dep, batch, fit=FIT, k=3):
     """Exercise 3: vLLM's speculative methods on this target, what each costs and holds."""
     rows = []
     for draft in smaller_drafts(dep, ("llama-3.2-1b", "eagle", "eagle3", "ngram")):
         d = with_draft(dep, draft)
-        rows.append(dict(draft=draft, method=json.loads(speculative_config(d, k))["method"],
-                         params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
-                         kv_bytes_per_token=d.drafter.kv_bytes_per_token,
-                         draft_step_ms=draft_step_ms(d, 1, 1, fit), eps_b1=model_overhead(d, 1, k, fit),
-                         eps_target=model_overhead(d, target, k, fit), max_concurrency=max_concurrency(d),
-                         config=speculative_config(d, k)))
-    return dict(k=k, concurrency=target, rows=rows)
+        rows.append(Method(draft=draft, method=json.loads(speculative_config(d, k))["method"],
+                           params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
+                           kv_bytes_per_token=d.drafter.kv_bytes_per_token,
+                           draft_step_ms=draft_step_ms(d, 1, 1, fit), eps_b1=model_overhead(d, 1, k, fit),
+                           eps_target=model_overhead(d, batch, k, fit), max_concurrency=max_concurrency(d),
+                           config=speculative_config(d, k)))
+    return Methods(k=k, concurrency=batch, rows=rows)
 
 
-def exercise_tail(dep, target, decode, fit=FIT):
+@dataclass(frozen=True)
+class RemedyCell:
+    """The symptom's requests at another K and the exercise's batch."""
+    eps: float               #: eps with the prefill share
+    speedup: float           #: over the simulated requests
+    p99_change: float        #: P99 per-token ITL over plain, minus 1
+    tpot_p99_change: float   #: P99 TPOT over plain, minus 1
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """A shorter K for the symptom, read per token (one alpha) and as TPOT (spread alphas)."""
+    k: int
+    eps: float               #: decode eps
+    token: RemedyCell = field(default=None, metadata=OPTIONAL)   #: with one alpha for every request
+    tpot: RemedyCell = field(default=None, metadata=OPTIONAL)    #: with the spread diagnose_tpot found
+
+
+@dataclass(frozen=True)
+class TailExercise(ItlDiagnosis):
+    """Exercise 4: the lesson's symptom read per token (the ItlDiagnosis fields) and as TPOT, and the remedies."""
+    remedies: list           #: Remedy by K
+    concurrency: int         #: the batch the remedies are at
+    schedule: list           #: [start, end, K] rows at the diagnosed alpha
+    tpot: TpotDiagnosis      #: None when no spread gives both figures
+    symptom: tuple           #: LESSON_SYMPTOM: (mean change, P99 change)
+    k_zero_at: int           #: where the schedule turns speculation off for good, or None
+
+
+def exercise_tail(dep, batch, decode, fit=FIT):
     """Exercise 4: LESSON_SYMPTOM read per token and as TPOT over requests, and the remedies."""
     tail = diagnose_tail(*LESSON_SYMPTOM, 3)
     tpot = diagnose_tpot(*LESSON_SYMPTOM, 3, 1, dep, decode, fit)
     remedies = []
     for kk in (1, 2, 3):
-        eps = model_overhead(dep, target, kk, fit)
-        row = dict(k=kk, eps=eps)
-        for name, alpha, s in (("token", tail["alpha"], 0.0), ("tpot", tpot and tpot["alpha"], tpot and tpot["spread"])):
+        eps = model_overhead(dep, batch, kk, fit)
+        reads = {}
+        for name, alpha, s in (("token", tail.alpha, 0.0), ("tpot", tpot and tpot.alpha, tpot and tpot.spread)):
             if alpha is not None:
-                cell = evaluate_cell(alpha, kk, eps, target, dep, decode(alpha, kk, s), fit)
-                row[name] = dict(eps=cell["eps_eff"], speedup=cell["speedup_mc"], p99_change=cell["p99_change"],
-                                 tpot_p99_change=cell["tpot_p99_change"])
-        remedies.append(row)
-    schedule = k_schedule(dep, tail["alpha"], fit)
-    return dict(tail, remedies=remedies, concurrency=target, schedule=schedule, tpot=tpot,
-                symptom=LESSON_SYMPTOM,
-                k_zero_at=k_zero_at(schedule))
+                cell = evaluate_cell(alpha, kk, eps, batch, dep, decode(alpha, kk, s), fit)
+                reads[name] = RemedyCell(eps=cell.eps_eff, speedup=cell.speedup_mc, p99_change=cell.p99_change,
+                                         tpot_p99_change=cell.tpot_p99_change)
+        remedies.append(Remedy(k=kk, eps=eps, **reads))
+    schedule = k_schedule(dep, tail.alpha, fit)
+    return TailExercise(**fields_of(tail), remedies=remedies, concurrency=batch, schedule=schedule, tpot=tpot,
+                        symptom=LESSON_SYMPTOM, k_zero_at=k_zero_at(schedule))
 
 
-def exercise_draft_memory(dep, target):
+@dataclass(frozen=True)
+class DraftMemoryRow:
+    """What one draft holds at the exercise's load (exercise 5)."""
+    draft: str               #: the --draft value
+    params: float            #: parameters held
+    weight_bytes: float      #: weights, bytes
+    kv_bytes_per_token: float   #: its own KV cache per token of context, bytes
+    kv_bytes_at_target: float   #: that KV cache at the exercise's batch and context, bytes
+    max_concurrency: int     #: the most sequences that fit beside it
+
+
+@dataclass(frozen=True)
+class DraftMemory:
+    """Exercise 5: an EAGLE-3 head's memory against a draft model's."""
+    concurrency: int
+    context: int             #: mean decode context, tokens
+    rows: list               #: DraftMemoryRow by draft
+    max_concurrency_without_draft: int   #: the most sequences that fit with no draft weights or KV
+
+
+def exercise_draft_memory(dep, batch):
     """Exercise 5: an EAGLE-3 head's memory against a draft model's, at the target load."""
     rows = []
     for draft in smaller_drafts(dep, ("eagle3", "llama-3.2-1b")):
         d = with_draft(dep, draft)
-        rows.append(dict(draft=draft, params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
-                         kv_bytes_per_token=d.drafter.kv_bytes_per_token,
-                         kv_bytes_at_target=d.drafter.kv_bytes_per_token * dep.context * target,
-                         max_concurrency=max_concurrency(d)))
-    return dict(concurrency=target, context=dep.context, rows=rows,
-                max_concurrency_without_draft=max_concurrency(with_draft(dep, "ngram")))
+        rows.append(DraftMemoryRow(draft=draft, params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
+                                   kv_bytes_per_token=d.drafter.kv_bytes_per_token,
+                                   kv_bytes_at_target=d.drafter.kv_bytes_per_token * dep.context * batch,
+                                   max_concurrency=max_concurrency(d)))
+    return DraftMemory(concurrency=batch, context=dep.context, rows=rows,
+                       max_concurrency_without_draft=max_concurrency(with_draft(dep, "ngram")))
+
+
+@dataclass(frozen=True)
+class Exercises:
+    """The lesson's five exercises, answered (solve_exercises)."""
+    speedup_targets: SpeedupTargets
+    traffic_mix: list        #: Blend at B = 1 and the exercises' batch (exercise 2)
+    methods: Methods
+    tail_diagnosis: TailExercise
+    draft_memory: DraftMemory
 
 
 def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD):
     """The lesson's five exercises, answered by the model at the grid's largest concurrency, or at the largest batch
     that fits when it does not."""
-    target = min(max(grid.concurrencies), max(max_concurrency(dep), 1))
+    batch = min(max(grid.concurrencies), max(max_concurrency(dep), 1))
     decode = decoder(seed, spread, output_spread, dep.output_tokens)
-    return dict(speedup_targets=exercise_speedup_targets(dep, target, fit),
-                traffic_mix=[traffic_blend(mix, dep, 5, b, fit) for b in sorted({1, target})],   # exercise 2
-                methods=exercise_methods(dep, target, fit),
-                tail_diagnosis=exercise_tail(dep, target, decode, fit),
-                draft_memory=exercise_draft_memory(dep, target))
+    return Exercises(speedup_targets=exercise_speedup_targets(dep, batch, fit),
+                     traffic_mix=[traffic_blend(mix, dep, 5, b, fit) for b in sorted({1, batch})],   # exercise 2
+                     methods=exercise_methods(dep, batch, fit),
+                     tail_diagnosis=exercise_tail(dep, batch, decode, fit),
+                     draft_memory=exercise_draft_memory(dep, batch))
 
 # ---------------------------------------------------------------- analysis: calibrating on your runs
 # `vllm bench serve` results of your own deployment (--calibrate) fit the constants they can
@@ -2197,18 +2759,18 @@ OWN_BOUNDS = dict(bw=(0.2, 1.0), pass_fixed=(0.0, 10.0), token_us=(0.0, 200.0), 
 OWN_WORST = 0.25   # a fit whose worst run is further off than this says the files disagree
 
 
-def run_deployment(dep, run):
+def at_lengths(dep, input_tokens, output_tokens):
     """The deployment at a run's own prompt and output lengths (its totals over completed requests)."""
-    return replace(dep, input_tokens=run["input"], output_tokens=run["output"],
-                   context=mean_context(run["input"], run["output"]))
+    return replace(dep, input_tokens=input_tokens, output_tokens=output_tokens,
+                   context=mean_context(input_tokens, output_tokens))
 
 
 def run_tpot_ms(dep, run, fit):
-    """The mean TPOT the model gives for one benchmark run."""
-    d, b = run_deployment(dep, run), run["batch"]
-    if run["k"] is None:
+    """The mean TPOT the model gives for one benchmark run (a Run)."""
+    d, b = at_lengths(dep, run.input_tokens, run.output_tokens), run.batch
+    if run.k is None:
         return plain_step_ms(d, b, fit)
-    return spec_tpot_ms(d, b, 1.0 / run["tau"], round_ms(d, b, run["k"], fit), fit)
+    return spec_tpot_ms(d, b, 1.0 / run.tau, round_ms(d, b, run.k, fit), fit)
 
 
 def own_fields(dep):
@@ -2236,84 +2798,82 @@ def coordinate_search(loss, start, bounds, rounds):
     return best
 
 
+@dataclass(frozen=True)
+class CalibrationRun:
+    """One of your runs against the model, before and after fitting it on them."""
+    path: str
+    kind: str                #: "baseline" or "speculative"
+    batch: int               #: max_concurrency B
+    k: int                   #: K of a speculative run (None: a baseline)
+    tau: float               #: its acceptance length
+    measured_tpot_ms: float  #: mean TPOT the run measured
+    published_fit_tpot_ms: float   #: the published fit's
+    fitted_tpot_ms: float    #: the fit on your runs'
+    error: float             #: fitted over measured, minus 1
+    measured_speedup: float = field(default=None, metadata=OPTIONAL)   #: over the baseline at its B, measured
+    fitted_speedup: float = field(default=None, metadata=OPTIONAL)     #: likewise, fitted
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The fit of the cost model on your runs (calibrate_on_runs)."""
+    files: list              #: the files fitted
+    fitted_fields: list      #: the Fit fields the runs moved
+    kept: list               #: the Fit fields kept at the published fit
+    before: dict             #: {Fit field: published value}
+    after: dict              #: {Fit field: fitted value}
+    runs: list               #: CalibrationRun rows
+    median_error: float      #: median |error| over the runs
+    worst_error: float       #: largest |error|
+    notes: list              #: what the fit noticed about the files
+
+
 def calibrate_on_runs(dep, runs, fit=FIT):
     """Fit what the runs identify by least squares on log error (coordinate search, deterministic).
 
     Baselines at two concurrencies fix the bandwidth share and the pass cost, a third the
     cost per token; a speculative run the draft step's fixed cost. The rest keeps the
-    published fit. Returns the fitted Fit and a report.
+    published fit. Returns the fitted Fit and a Calibration.
     """
-    fields = own_fields(dep)
-    batches = {r["batch"] for r in runs if r["k"] is None}
+    fields_of_fit = own_fields(dep)
+    batches = {r.batch for r in runs if r.k is None}
     names = ["bw", "pass_fixed"] + (["token_us"] if len(batches) >= 3 else []) + \
-        (["draft"] if runs_a_draft_model(dep) and any(r["k"] is not None for r in runs) else [])
+        (["draft"] if runs_a_draft_model(dep) and any(r.k is not None for r in runs) else [])
 
     def loss(values):
-        trial = fit._replace(**{fields[n]: v for n, v in values.items()})
-        return sum(math.log(run_tpot_ms(dep, r, trial) / r["tpot_ms"]) ** 2 for r in runs)
+        trial = fit._replace(**{fields_of_fit[n]: v for n, v in values.items()})
+        return sum(math.log(run_tpot_ms(dep, r, trial) / r.tpot_ms) ** 2 for r in runs)
 
-    best = coordinate_search(loss, {n: getattr(fit, fields[n]) for n in names}, OWN_BOUNDS, rounds=60)
-    fitted = fit._replace(**{fields[n]: round(v, 4) for n, v in best.items()})
-    rows = [dict(path=r["path"], kind="speculative" if r["k"] else "baseline", batch=r["batch"], k=r["k"],
-                 tau=r["tau"], measured_tpot_ms=r["tpot_ms"], published_fit_tpot_ms=run_tpot_ms(dep, r, fit),
-                 fitted_tpot_ms=run_tpot_ms(dep, r, fitted)) for r in runs]
-    for row in rows:
-        row["error"] = row["fitted_tpot_ms"] / row["measured_tpot_ms"] - 1.0
-    errors = [abs(row["error"]) for row in rows]
-    for r, row in zip(runs, rows):   # a speculative run's speedup over the baseline at its concurrency
-        base = next((b for b in runs if b["k"] is None and b["batch"] == r["batch"]), None)
-        if r["k"] is not None and base is not None:
-            row["measured_speedup"] = base["tpot_ms"] / r["tpot_ms"]
-            row["fitted_speedup"] = run_tpot_ms(dep, base, fitted) / row["fitted_tpot_ms"]
+    best = coordinate_search(loss, {n: getattr(fit, fields_of_fit[n]) for n in names}, OWN_BOUNDS, rounds=60)
+    fitted = fit._replace(**{fields_of_fit[n]: round(v, 4) for n, v in best.items()})
+    rows = []
+    for r in runs:
+        fitted_ms = run_tpot_ms(dep, r, fitted)
+        base = next((b for b in runs if b.k is None and b.batch == r.batch), None)
+        speedups = {}
+        if r.k is not None and base is not None:   # a speculative run's speedup over the baseline at its batch
+            speedups = dict(measured_speedup=base.tpot_ms / r.tpot_ms,
+                            fitted_speedup=run_tpot_ms(dep, base, fitted) / fitted_ms)
+        rows.append(CalibrationRun(path=r.path, kind="speculative" if r.k else "baseline", batch=r.batch, k=r.k,
+                                   tau=r.tau, measured_tpot_ms=r.tpot_ms, published_fit_tpot_ms=run_tpot_ms(dep, r, fit),
+                                   fitted_tpot_ms=fitted_ms, error=fitted_ms / r.tpot_ms - 1.0, **speedups))
+    errors = [abs(row.error) for row in rows]
     ours = [name for name in (dep.shape.get("hf"), served_model(dep)) if dep.shape.get("hf")]
-    others = sorted({r["model_id"] for r in runs if r["model_id"] is not None
-                     and ours and not any(same_model(r["model_id"], name) for name in ours)}, key=str)
+    others = sorted({r.model_id for r in runs if r.model_id is not None
+                     and ours and not any(same_model(r.model_id, name) for name in ours)}, key=str)
     notes = [f"the runs' model_id {shown(name)} is not this deployment's {ours[0]!r}: a --served-model-name alias, "
              "or runs of another model?" for name in others]
-    notes += [note for note in (length_note(Path(r["path"]).name, (r["input"], r["output"]), dep) for r in runs)
+    notes += [note for note in (length_note(Path(r.path).name, (r.input_tokens, r.output_tokens), dep) for r in runs)
               if note]
-    return fitted, dict(files=[r["path"] for r in runs], fitted_fields=[fields[n] for n in names],
-                        kept=sorted(set(Fit._fields) - {fields[n] for n in names}),
-                        before={fields[n]: getattr(fit, fields[n]) for n in names},
-                        after={fields[n]: getattr(fitted, fields[n]) for n in names},
-                        runs=rows, median_error=statistics.median(errors), worst_error=max(errors), notes=notes)
+    return fitted, Calibration(files=[r.path for r in runs], fitted_fields=[fields_of_fit[n] for n in names],
+                               kept=sorted(set(Fit._fields) - {fields_of_fit[n] for n in names}),
+                               before={fields_of_fit[n]: getattr(fit, fields_of_fit[n]) for n in names},
+                               after={fields_of_fit[n]: getattr(fitted, fields_of_fit[n]) for n in names},
+                               runs=rows, median_error=statistics.median(errors), worst_error=max(errors),
+                               notes=notes)
 
 
 # ---------------------------------------------------------------- rendering
-def eps_label(eps_b1):
-    return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
-
-
-def fmt(value, spec, missing="-"):
-    """Format a number, or show a dash for a value that does not exist."""
-    return missing if value is None else format(value, spec)
-
-
-def pct(x):
-    return f"{x * 100:+.0f}%"
-
-
-def k_words(k):
-    """A K for a sentence: 0 is speculation off."""
-    return "0 (speculation off)" if k == 0 else str(k)
-
-
-def pct1(x):
-    return f"{x * 100:+.1f}%"
-
-
-def wrap(text, width, indent):
-    """Greedy word wrap (textwrap would do; this keeps the hanging indent explicit)."""
-    words, lines, line = text.split(), [], ""
-    for word in words:
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = indent + word
-        else:
-            line = f"{line} {word}" if line else word
-    return lines + [line]
-
-
 def render_blocks(title, header_lines, rows, block=24):
     """A titled table split into blocks of at most `block` rows, header repeated."""
     out = [title]
@@ -2349,10 +2909,10 @@ def render_breakeven(result):
     columns = [("K", 3), ("eps@B=1", 7), ("B", 5), ("eps", 6), ("rate r = eps/K", 14), ("per-token alpha", 15)]
     header = column_header(columns, [("break-even", 4, 5)])
     rows = []
-    for b in result["breakeven"]:
-        mark = "" if b["feasible"] else "  (infeasible: the KV cache does not fit)"
-        rows.append(f"{b['k']:3d} {eps_label(b['verify_overhead']):>7s} {b['concurrency']:5d} {b['eps_eff']:6.3f}"
-                    f" {fmt(b['lesson'], '14.3f', 'never'):>14s} {fmt(b['exact'], '15.3f', 'never'):>15s}{mark}")
+    for b in result.breakeven:
+        mark = "" if b.feasible else "  (infeasible: the KV cache does not fit)"
+        rows.append(f"{b.k:3d} {eps_label(b.verify_overhead):>7s} {b.concurrency:5d} {b.eps_eff:6.3f}"
+                    f" {fmt(b.lesson, '14.3f', 'never'):>14s} {fmt(b.exact, '15.3f', 'never'):>15s}{mark}")
     title = ("== Break-even: below it speculation is slower than plain decoding ==\n"
              "The lesson's eps/K is the right break-even for the acceptance rate r, since tau = 1 + K*r;\n"
              "for the per-token alpha it is too low: that one solves tau(alpha, K) = 1 + eps. eps here is the\n"
@@ -2362,161 +2922,161 @@ def render_breakeven(result):
 
 def render_best_k(result):
     """Best K (0 = off) and its speedup for each concurrency and alpha, then the plan's schedule."""
-    alphas = sorted({b["alpha"] for b in result["best_k"]})
-    label = "measured" if "measured" in result else None
+    alphas = sorted({b.alpha for b in result.best_k})
+    label = "measured" if result.measured is not None else None
     columns = [("B", 5)] + [(label or f"a={a:.2f}", 10) for a in alphas]
     rows = []
-    for batch in sorted({b["concurrency"] for b in result["best_k"]}):
-        cells = [b for b in result["best_k"] if b["concurrency"] == batch]
+    for batch in sorted({b.concurrency for b in result.best_k}):
+        cells = [b for b in result.best_k if b.concurrency == batch]
         rows.append(f"{batch:5d} " + " ".join(
-            f"{'K=' + str(b['k']) + ' ' + format(b['speedup'], '.2f') + 'x':>10s}" if b["feasible"]
-            else f"{'no fit':>10s}" for b in sorted(cells, key=lambda b: b["alpha"])))
-    plan = result["plan"]
-    zero = where_it_pays(plan["schedule"])
+            f"{'K=' + str(b.k) + ' ' + format(b.speedup, '.2f') + 'x':>10s}" if b.feasible
+            else f"{'no fit':>10s}" for b in sorted(cells, key=lambda b: b.alpha)))
+    plan = result.plan
+    zero = where_it_pays(plan.schedule)
     title = f"== Best K (0..{K_MAX}, 0 = off) and its speedup over plain decoding, eps from the cost model =="
-    note = wrap(f"At alpha {plan['alpha']:.2f} {zero}. K by batch size, as vLLM's "
-                f"num_speculative_tokens_per_batch_size [start, end, K]: {plan['schedule']}", 100, "")
+    note = wrap(f"At alpha {plan.alpha:.2f} {zero}. K by batch size, as vLLM's "
+                f"num_speculative_tokens_per_batch_size [start, end, K]: {plan.schedule}", 100, "")
     return render_blocks(title, column_header(columns, []), rows) + note + [""]
 
 
 def render_measured(result):
     """What the counters and benchmark files say, beside what the model predicts from them."""
-    ms = result["measured"]
-    k = ms["k"]
-    lines = wrap(f"== Measured acceptance, from {ms['source']} ==", 100, "   ")
-    drafts = f" over {ms['drafts']:,.0f} drafts" if ms["drafts"] is not None else ""
-    lines += wrap(f"K {'up to' if ms['varying_k'] else 'in use'} {k} ({ms['k_mean']:.2f} draft tokens per draft{drafts}); "
-                  f"acceptance rate {ms['acceptance_rate']:.3f}; acceptance length {ms['acceptance_length']:.3f}; "
-                  f"per-token alpha {ms['alpha']:.3f}" + ("." if ms["varying_k"] else
+    ms = result.measured
+    k = ms.k
+    lines = wrap(f"== Measured acceptance, from {ms.source} ==", 100, "   ")
+    drafts = f" over {ms.drafts:,.0f} drafts" if ms.drafts is not None else ""
+    lines += wrap(f"K {'up to' if ms.varying_k else 'in use'} {k} ({ms.k_mean:.2f} draft tokens per draft{drafts}); "
+                  f"acceptance rate {ms.acceptance_rate:.3f}; acceptance length {ms.acceptance_length:.3f}; "
+                  f"per-token alpha {ms.alpha:.3f}" + ("." if ms.varying_k else
                                                           f" (the one alpha whose chain of {k} gives that length)."),
                   100, "")
-    for note in ms["notes"]:
+    for note in ms.notes:
         lines += wrap(f"- {note}", 100, "  ")
-    if ms["per_position_rates"]:
-        columns = [("draft position", 15)] + [(str(i), 6) for i in range(len(ms["per_position_rates"]))]
+    if ms.per_position_rates:
+        columns = [("draft position", 15)] + [(str(i), 6) for i in range(len(ms.per_position_rates))]
         lines += ["", column_header(columns, [])[0],
-                  f"{'rate':>15s} " + " ".join(f"{r:6.3f}" for r in ms["per_position_rates"])]
-        lines.append(f"{'cond. alpha':>15s} " + " ".join(f"{a:6.3f}" for a in ms["per_position_alpha"])
-                     if ms["per_position_alpha"] else
+                  f"{'rate':>15s} " + " ".join(f"{r:6.3f}" for r in ms.per_position_rates)]
+        lines.append(f"{'cond. alpha':>15s} " + " ".join(f"{a:6.3f}" for a in ms.per_position_alpha)
+                     if ms.per_position_alpha else
                      "(past position 0 the rates mix rounds that drafted fewer tokens: no conditional alpha)")
-    if "prediction" in ms:
-        pred = ms["prediction"]
-        rows = [("TPOT speedup (mean TPOT ratio)", ms["tpot_speedup"], pred["speedup"], "x"),
-                ("output throughput ratio", ms["throughput_speedup"], pred["speedup"], "x"),
-                ("P99 TPOT change", ms["p99_tpot_change"], pred["p99_tpot_change"], "%"),
-                ("P99 ITL change (per chunk: a round)", ms["p99_itl_change"], pred["p99_itl_change"], "%")]
+    if ms.prediction is not None:
+        pred = ms.prediction
+        rows = [("TPOT speedup (mean TPOT ratio)", ms.tpot_speedup, pred.speedup, "x"),
+                ("output throughput ratio", ms.throughput_speedup, pred.speedup, "x"),
+                ("P99 TPOT change", ms.p99_tpot_change, pred.p99_tpot_change, "%"),
+                ("P99 ITL change (per chunk: a round)", ms.p99_itl_change, pred.p99_itl_change, "%")]
         show = lambda v, unit: "-" if v is None else (f"{v:.2f}x" if unit == "x" else pct1(v))
         diff = lambda a, b, unit: "-" if a is None or b is None else (
             f"{a - b:+.2f}x" if unit == "x" else f"{(a - b) * 100:+.1f} pts")
-        lines += [""] + wrap(f"Benchmarks at max_concurrency {pred['concurrency']}, against the model at K={k}"
-                             + (f" (the speedups from rounds of the mean {ms['k_mean']:.2f} drafted tokens, the "
-                                f"P99 rows from rounds of K={k})" if ms["varying_k"] else "") + ":", 100, "")
+        lines += [""] + wrap(f"Benchmarks at max_concurrency {pred.concurrency}, against the model at K={k}"
+                             + (f" (the speedups from rounds of the mean {ms.k_mean:.2f} drafted tokens, the "
+                                f"P99 rows from rounds of K={k})" if ms.varying_k else "") + ":", 100, "")
         lines += [f"{'':38s}{'measured':>10s}{'model':>10s}{'difference':>12s}"]
         lines += [f"{name:38s}{show(v, u):>10s}{show(p, u):>10s}{diff(v, p, u):>12s}" for name, v, p, u in rows]
-        lines += wrap(f"(the model's P99 TPOT is over requests whose alpha spreads by s.d. {pred['requests_spread']:.3g} "
-                      f"around {pred['requests_alpha']:.3f}, so that together they deliver the measured tau "
-                      f"{ms['acceptance_length']:.3f}; its per-token ITL P99 moves "
-                      f"{pct1(pred['p99_token_itl_change'])})", 100, " ")
+        lines += wrap(f"(the model's P99 TPOT is over requests whose alpha spreads by s.d. {pred.requests_spread:.3g} "
+                      f"around {pred.requests_alpha:.3f}, so that together they deliver the measured tau "
+                      f"{ms.acceptance_length:.3f}; its per-token ITL P99 moves "
+                      f"{pct1(pred.p99_token_itl_change)})", 100, " ")
     lines += ["", f"Speedup the measured acceptance predicts at K={k}, and the best K for the measured profile:"]
-    best = {b["concurrency"]: b for b in result["best_k"]}
+    best = {b.concurrency: b for b in result.best_k}
     columns = [("B", 5), ("eps", 6), (f"at K={k}", 8), ("best K", 7), ("speedup", 8)]
     lines += column_header(columns, [])
-    for row in ms["by_concurrency"]:
-        b = best[row["concurrency"]]
-        lines.append(f"{row['concurrency']:5d} {row['eps']:6.2f} " + (
-            f"{row['speedup']:7.2f}x {b['k']:7d} {b['speedup']:7.2f}x" if row["feasible"] else "  does not fit in memory"))
+    for row in ms.by_concurrency:
+        b = best[row.concurrency]
+        lines.append(f"{row.concurrency:5d} {row.eps:6.2f} " + (
+            f"{row.speedup:7.2f}x {b.k:7d} {b.speedup:7.2f}x" if row.feasible else "  does not fit in memory"))
     return lines + [""]
 
 
 def calibration_headline(cal):
-    return (f"Calibrated on {len(cal['runs'])} of your runs: median error {cal['median_error'] * 100:.1f}%, "
-            f"worst {cal['worst_error'] * 100:.1f}%")
+    return (f"Calibrated on {len(cal.runs)} of your runs: median error {cal.median_error * 100:.1f}%, "
+            f"worst {cal.worst_error * 100:.1f}%")
 
 
 def render_calibration(cal):
     """Your runs against the model before and after fitting it on them."""
     lines = wrap(f"== {calibration_headline(cal)} ==", 100, "   ")
-    lines += wrap("fitted: " + ", ".join(f"{k} {cal['before'][k]:g} -> {cal['after'][k]:g}" for k in cal["after"])
+    lines += wrap("fitted: " + ", ".join(f"{k} {cal.before[k]:g} -> {cal.after[k]:g}" for k in cal.after)
                   + "; the other constants keep the published fit.", 100, "  ")
     columns = [("run", 34), ("B", 5), ("K", 3), ("tau", 5), ("measured", 9), ("published", 9), ("fitted", 8),
                ("error", 7)]
     lines += [""] + column_header(columns, [])
-    for r in cal["runs"]:
-        lines.append(f"{Path(r['path']).name[-34:]:>34s} {r['batch']:5d} {fmt(r['k'], '3d'):>3s} "
-                     f"{fmt(r['tau'], '5.2f'):>5s} {r['measured_tpot_ms']:9.2f} {r['published_fit_tpot_ms']:9.2f} "
-                     f"{r['fitted_tpot_ms']:8.2f} {pct1(r['error']):>7s}")
+    for r in cal.runs:
+        lines.append(f"{Path(r.path).name[-34:]:>34s} {r.batch:5d} {fmt(r.k, '3d'):>3s} "
+                     f"{fmt(r.tau, '5.2f'):>5s} {r.measured_tpot_ms:9.2f} {r.published_fit_tpot_ms:9.2f} "
+                     f"{r.fitted_tpot_ms:8.2f} {pct1(r.error):>7s}")
     lines.append("(mean TPOT in ms: measured, the published fit's, the fit on your runs')")
-    for note in cal["notes"]:
+    for note in cal.notes:
         lines += wrap(f"- {note}", 100, "  ")
     return lines + [""]
 
 
 def render_gate(g):
-    lines = [f"== Gate at B = {g['concurrency']}, K = {g['k']}: {g['verdict'].upper()} =="]
-    for r in g["reasons"]:
-        lines += wrap(f"- {'pass' if r['passed'] else 'FAIL'} {r['check']}: {r['detail']}", 100, "  ")
+    lines = [f"== Gate at B = {g.concurrency}, K = {g.k}: {g.verdict.upper()} =="]
+    for r in g.reasons:
+        lines += wrap(f"- {'pass' if r.passed else 'FAIL'} {r.check}: {r.detail}", 100, "  ")
     return lines + [""]
 
 
 def render_mix(mix, dep):
     columns = [("domain", 10), ("share", 6), ("alpha", 6), ("tau", 6), ("speedup", 8), ("time", 6)]
-    lines = [f"== Traffic mix at B = {mix['concurrency']}, K = {mix['k']}: shares of generated tokens ==", ""]
+    lines = [f"== Traffic mix at B = {mix.concurrency}, K = {mix.k}: shares of generated tokens ==", ""]
     lines += column_header(columns, [])
-    for d in mix["domains"]:
-        lines.append(f"{d['name']:>10s} {d['share']:6.2f} {d['alpha']:6.2f} {d['tau']:6.2f} {d['speedup']:7.2f}x"
-                     f" {d['time_share'] * 100:5.1f}%")
+    for d in mix.domains:
+        lines.append(f"{d.name:>10s} {d.share:6.2f} {d.alpha:6.2f} {d.tau:6.2f} {d.speedup:7.2f}x"
+                     f" {d.time_share * 100:5.1f}%")
     lines.append("")
-    lines += wrap(mix_blend_sentence(mix) + f" {mix['weak']} pulls it down: decoded without speculation "
-                  f"the mix runs {mix['routed_speedup']:.3f}x; "
-                  + (f"with {trained_draft(dep)} as good as alpha {mix['trained_alpha']:.2f}, "
-                     f"{mix['trained_speedup']:.3f}x; " if trained_draft(dep) else "") + "the best single K for the mix is "
-                  f"{k_words(mix['best_k'])} ({mix['best_k_speedup']:.3f}x).", 100, "")
+    lines += wrap(mix_blend_sentence(mix) + f" {mix.weak} pulls it down: decoded without speculation "
+                  f"the mix runs {mix.routed_speedup:.3f}x; "
+                  + (f"with {trained_draft(dep)} as good as alpha {mix.trained_alpha:.2f}, "
+                     f"{mix.trained_speedup:.3f}x; " if trained_draft(dep) else "") + "the best single K for the mix is "
+                  f"{k_words(mix.best_k)} ({mix.best_k_speedup:.3f}x).", 100, "")
     lines += wrap(mix_tail_sentence(mix), 100, "")
     return lines + [""]
 
 
 def mix_blend_sentence(mix):
     """The mix's naive blend (alpha averaged first) against the correct one (rounds per token summed)."""
-    return (f"Averaging alpha first ({mix['naive_alpha']:.3f}) promises {mix['naive_speedup']:.3f}x; weighting "
-            f"each domain's rounds by its tokens gives {mix['blended_speedup']:.3f}x "
-            f"({pct1(mix['naive_error'])} off).")
+    return (f"Averaging alpha first ({mix.naive_alpha:.3f}) promises {mix.naive_speedup:.3f}x; weighting "
+            f"each domain's rounds by its tokens gives {mix.blended_speedup:.3f}x "
+            f"({pct1(mix.naive_error)} off).")
 
 
 def mix_tail_sentence(mix):
     """The mix's simulated requests: their speedup, P99 against mean TPOT, and who the slowest 1% are."""
     return (f"Over the mix's simulated requests ({mix_requests(mix)}, alpha spread within each domain): "
-            f"{mix['speedup_mc']:.3f}x; P99 TPOT {mix['tpot_plain_p99_ms']:.2f} -> {mix['tpot_spec_p99_ms']:.2f} ms "
-            f"({pct(mix['tpot_p99_change'])}) while mean TPOT moves "
-            f"{pct(mix['tpot_spec_mean_ms'] / mix['tpot_plain_mean_ms'] - 1)}; the slowest 1% of requests accept "
-            f"at alpha {mix['slow_alpha']:.2f} on average and are {slow_domains(mix)}.")
+            f"{mix.speedup_mc:.3f}x; P99 TPOT {mix.tpot_plain_p99_ms:.2f} -> {mix.tpot_spec_p99_ms:.2f} ms "
+            f"({pct(mix.tpot_p99_change)}) while mean TPOT moves "
+            f"{pct(mix.tpot_spec_mean_ms / mix.tpot_plain_mean_ms - 1)}; the slowest 1% of requests accept "
+            f"at alpha {mix.slow_alpha:.2f} on average and are {slow_domains(mix)}.")
 
 
 def mix_requests(mix):
     """'chat 70%, code 30% of requests'."""
-    return ", ".join(f"{name} {share * 100:.0f}%" for name, share in mix["request_shares"].items()) + " of requests"
+    return ", ".join(f"{name} {share * 100:.0f}%" for name, share in mix.request_shares.items()) + " of requests"
 
 
 def slow_domains(mix):
     """'code 100%' style: which domains the slowest 1% of the mix's requests come from."""
-    return ", ".join(f"{share * 100:.0f}% {name}" for name, share in mix["slow_domains"].items() if share > 0)
+    return ", ".join(f"{share * 100:.0f}% {name}" for name, share in mix.slow_domains.items() if share > 0)
 
 
 def render_tail(result):
     """TPOT across requests at the plan's alpha and K, by concurrency: what `vllm bench serve` would report."""
-    plan = result["plan"]
+    plan = result.plan
     columns = [("B", 5), ("mean", 6), ("P99", 6), ("mean", 6), ("P50", 6), ("P99", 6), ("alike", 6), ("mean", 6),
                ("P99", 6), ("token", 6), ("chunk", 6), ("alpha", 6)]
     groups = [("plain", 1, 2), ("speculation", 3, 6), ("two-pass", 7, 8), ("P99 ITL, spec", 9, 10),
               ("slow 1%", 11, 11)]
-    rows = [f"{t['concurrency']:5d} {t['tpot_plain_mean_ms']:6.2f} {t['tpot_plain_p99_ms']:6.2f}"
-            f" {t['tpot_spec_mean_ms']:6.2f} {t['tpot_spec_p50_ms']:6.2f} {t['tpot_spec_p99_ms']:6.2f}"
-            f" {fmt(t.get('tpot_spec_p99_alike_ms'), '6.2f'):>6s}"
-            f" {t['tpot_spec_two_pass_mean_ms']:6.2f} {t['tpot_spec_two_pass_p99_ms']:6.2f}"
-            f" {t['itl_spec_p99_ms']:6.2f} {t['round_itl_spec_p99_ms']:6.2f} {t['slow_alpha']:6.2f}"
-            for t in plan["tail"]]
-    spread = result["alpha_spread"]
-    title = (f"== TPOT across requests (ms) at mean alpha {plan['request_alpha']:.2f} (s.d. {spread:g} across "
-             f"requests), K = {plan['k']} ==\n"
+    rows = [f"{t.concurrency:5d} {t.tpot_plain_mean_ms:6.2f} {t.tpot_plain_p99_ms:6.2f}"
+            f" {t.tpot_spec_mean_ms:6.2f} {t.tpot_spec_p50_ms:6.2f} {t.tpot_spec_p99_ms:6.2f}"
+            f" {fmt(t.tpot_spec_p99_alike_ms, '6.2f'):>6s}"
+            f" {t.tpot_spec_two_pass_mean_ms:6.2f} {t.tpot_spec_two_pass_p99_ms:6.2f}"
+            f" {t.itl_spec_p99_ms:6.2f} {t.round_itl_spec_p99_ms:6.2f} {t.slow_alpha:6.2f}"
+            for t in plan.tail]
+    spread = result.alpha_spread
+    title = (f"== TPOT across requests (ms) at mean alpha {plan.request_alpha:.2f} (s.d. {spread:g} across "
+             f"requests), K = {plan.k} ==\n"
              "TPOT: a request's decode time over its tokens after the first; P50 and P99 across requests.\n"
              "alike: P99 with every request at the mean alpha. slow 1%: the mean per-token alpha of the\n"
              "requests at or above P99 TPOT with speculation: the requests the head drafts badly for.")
@@ -2526,21 +3086,21 @@ def render_tail(result):
 def facts_lesson(result):
     """The lesson's formula against the exact one, over the grid's cells."""
     facts = []
-    cells = [c for c in result["cells"] if c["feasible"]]
+    cells = [c for c in result.cells if c.feasible]
     if cells:
-        gap = max(cells, key=lambda c: c["speedup_lesson"] - c["speedup_exact"])
+        gap = max(cells, key=lambda c: c.speedup_lesson - c.speedup_exact)
         facts.append(
-            f"The lesson's 1 + K*alpha counts {1 + gap['k'] * gap['alpha']:.2f} tokens per round at alpha "
-            f"{gap['alpha']:.2f}, K = {gap['k']}; a per-token alpha gives tau = {gap['acceptance_length']:.2f}. "
-            f"1 + K*alpha is exact only when alpha is vLLM's rate r (here {gap['acceptance_rate']:.2f}), "
-            f"so its speedup {gap['speedup_lesson']:.2f}x is really {gap['speedup_exact']:.2f}x.")
-        wrong = [c for c in cells if c["speedup_lesson"] > 1.0 > c["speedup_exact"]]
+            f"The lesson's 1 + K*alpha counts {1 + gap.k * gap.alpha:.2f} tokens per round at alpha "
+            f"{gap.alpha:.2f}, K = {gap.k}; a per-token alpha gives tau = {gap.acceptance_length:.2f}. "
+            f"1 + K*alpha is exact only when alpha is vLLM's rate r (here {gap.acceptance_rate:.2f}), "
+            f"so its speedup {gap.speedup_lesson:.2f}x is really {gap.speedup_exact:.2f}x.")
+        wrong = [c for c in cells if c.speedup_lesson > 1.0 > c.speedup_exact]
         if wrong:
-            w = min(wrong, key=lambda c: c["speedup_exact"])
+            w = min(wrong, key=lambda c: c.speedup_exact)
             facts.append(
                 f"{len(wrong)} of {len(cells)} cells look profitable by the lesson's formula but are slower than "
-                f"plain decoding: worst at alpha {w['alpha']:.2f}, K = {w['k']}, B = {w['concurrency']} "
-                f"({w['speedup_lesson']:.2f}x claimed, {w['speedup_exact']:.2f}x exact).")
+                f"plain decoding: worst at alpha {w.alpha:.2f}, K = {w.k}, B = {w.concurrency} "
+                f"({w.speedup_lesson:.2f}x claimed, {w.speedup_exact:.2f}x exact).")
     return facts
 
 
@@ -2550,80 +3110,80 @@ def facts_eps(result, grid):
     moves = []
     for k in grid.ks:
         for eps_b1 in grid.overheads:
-            rows = [b for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == eps_b1 and b["feasible"]]
+            rows = [b for b in result.breakeven if b.k == k and b.verify_overhead == eps_b1 and b.feasible]
             if rows:
                 first, last = rows[0], rows[-1]
                 moves.append(
-                    f"K = {k}, eps {eps_label(eps_b1)}: eps {first['eps_eff']:.2f} -> {last['eps_eff']:.2f}, "
-                    f"alpha {fmt(first['exact'], '.2f', 'never')} -> {fmt(last['exact'], '.2f', 'never')} "
-                    f"(rate {fmt(first['lesson'], '.3f', 'never')} -> {fmt(last['lesson'], '.3f', 'never')})")
+                    f"K = {k}, eps {eps_label(eps_b1)}: eps {first.eps_eff:.2f} -> {last.eps_eff:.2f}, "
+                    f"alpha {fmt(first.exact, '.2f', 'never')} -> {fmt(last.exact, '.2f', 'never')} "
+                    f"(rate {fmt(first.lesson, '.3f', 'never')} -> {fmt(last.lesson, '.3f', 'never')})")
     if moves:
-        g = result["eps_growth"]
-        direction = "rises" if g["eps_b1"] > g["eps_b0"] else "falls"
+        g = result.facts.eps_growth
+        direction = "rises" if g.eps_b1 > g.eps_b0 else "falls"
         facts.append(
-            f"From B = {g['b0']} to B = {g['b1']} the decode eps {direction} (K = {g['k']}: {g['eps_b0']:.2f} -> "
-            f"{g['eps_b1']:.2f}). The term of a round that moves it most is {g['term']}: a round spends "
-            f"{g['extra_b0']:.2f} ms more on it than a {g['plain_b0']:.2f} ms plain step at B = {g['b0']}, and "
-            f"{g['extra_b1']:.2f} ms more than a {g['plain_b1']:.2f} ms step at B = {g['b1']} "
-            f"({g['change'] * 100:+.0f} points of eps). By K and overhead: " + "; ".join(moves) + ".")
+            f"From B = {g.b0} to B = {g.b1} the decode eps {direction} (K = {g.k}: {g.eps_b0:.2f} -> "
+            f"{g.eps_b1:.2f}). The term of a round that moves it most is {g.term}: a round spends "
+            f"{g.extra_b0:.2f} ms more on it than a {g.plain_b0:.2f} ms plain step at B = {g.b0}, and "
+            f"{g.extra_b1:.2f} ms more than a {g.plain_b1:.2f} ms step at B = {g.b1} "
+            f"({g.change * 100:+.0f} points of eps). By K and overhead: " + "; ".join(moves) + ".")
     return facts
 
 
-def facts_moe(result):
+def facts_moe(result, dep):
     """Why a mixture-of-experts target's verify pass costs more than a dense one's."""
     facts = []
-    if "moe" in result:
-        e = result["moe"]
+    if result.facts.moe is not None:
+        e = result.facts.moe
         facts.append(
-            f"{result['model']} routes each token to {e['experts_per_token']} of {e['experts']} experts per MoE layer. "
-            f"At B = {e['batch']} a plain step's {e['batch']} tokens touch {e['plain_experts']:.1f} experts a layer, "
-            f"the verify pass's {e['batch'] * e['verify_tokens']} tokens "
-            f"{e['verify_experts']:.1f}: the round reads {e['verify_experts'] / e['plain_experts']:.1f}x the expert "
-            f"weights of a plain step, so eps is {e['eps']:.2f} at K = {e['k']}, where a dense model of the same active "
-            f"size would have {e['eps_dense']:.2f}" + (" and speculation cannot pay at any acceptance."
-                                                      if e["eps"] >= e["k"] else "."))
+            f"{dep.model} routes each token to {e.experts_per_token} of {e.experts} experts per MoE layer. "
+            f"At B = {e.batch} a plain step's {e.batch} tokens touch {e.plain_experts:.1f} experts a layer, "
+            f"the verify pass's {e.batch * e.verify_tokens} tokens "
+            f"{e.verify_experts:.1f}: the round reads {e.verify_experts / e.plain_experts:.1f}x the expert "
+            f"weights of a plain step, so eps is {e.eps:.2f} at K = {e.k}, where a dense model of the same active "
+            f"size would have {e.eps_dense:.2f}" + (" and speculation cannot pay at any acceptance."
+                                                      if e.eps >= e.k else "."))
     return facts
 
 
 def facts_tail(result):
     """P99 TPOT over requests, the per-token and per-chunk tails, and what spread costs."""
     facts = []
-    plan = result["plan"]
-    tail = {t["concurrency"]: t for t in plan["tail"]}
-    if plan["shown_batch"] in tail:
-        t = tail[plan["shown_batch"]]
-        slow_tau = acceptance_length(t["slow_alpha"], plan["k"])
+    plan = result.plan
+    tail = {t.concurrency: t for t in plan.tail}
+    if plan.shown_batch in tail:
+        t = tail[plan.shown_batch]
+        slow_tau = acceptance_length(t.slow_alpha, plan.k)
         facts.append(
-            f"P99 TPOT at B = {plan['shown_batch']} (K = {plan['k']}, requests' alpha {plan['request_alpha']:.2f} + "
-            f"{t['alpha_spread']:.3g} z): {t['tpot_plain_p99_ms']:.2f} -> {t['tpot_spec_p99_ms']:.2f} ms "
-            f"({pct(t['tpot_p99_change'])}) while mean TPOT moves "
-            f"{pct(t['tpot_spec_mean_ms'] / t['tpot_plain_mean_ms'] - 1)}"
-            + (f". The slowest 1% of requests accept at alpha {t['slow_alpha']:.2f} on average, where a round "
-               f"delivers {slow_tau:.2f} tokens for {1 + t['eps_eff']:.2f} plain steps. Were every request at alpha "
-               f"{plan['request_alpha']:.2f}, P99 TPOT would move "
-               f"{pct(t['tpot_spec_p99_alike_ms'] / t['tpot_plain_p99_ms'] - 1)}"
+            f"P99 TPOT at B = {plan.shown_batch} (K = {plan.k}, requests' alpha {plan.request_alpha:.2f} + "
+            f"{t.alpha_spread:.3g} z): {t.tpot_plain_p99_ms:.2f} -> {t.tpot_spec_p99_ms:.2f} ms "
+            f"({pct(t.tpot_p99_change)}) while mean TPOT moves "
+            f"{pct(t.tpot_spec_mean_ms / t.tpot_plain_mean_ms - 1)}"
+            + (f". The slowest 1% of requests accept at alpha {t.slow_alpha:.2f} on average, where a round "
+               f"delivers {slow_tau:.2f} tokens for {1 + t.eps_eff:.2f} plain steps. Were every request at alpha "
+               f"{plan.request_alpha:.2f}, P99 TPOT would move "
+               f"{pct(t.tpot_spec_p99_alike_ms / t.tpot_plain_p99_ms - 1)}"
                + (": the tail is the requests the head drafts badly for"
-                  if t["tpot_spec_p99_ms"] > t["tpot_spec_p99_alike_ms"] else "")
-               if "tpot_spec_p99_alike_ms" in t else
+                  if t.tpot_spec_p99_ms > t.tpot_spec_p99_alike_ms else "")
+               if t.tpot_spec_p99_alike_ms is not None else
                ". With one alpha for every request, the slowest differ only by round-to-round luck, which "
                "weighs most in short requests") + ".")
         facts.append(
-            f"Per token the tail is different: P99 per-token ITL moves {pct(t['p99_change'])}, because "
-            f"{t['zero_accept_token_share'] * 100:.1f}% of tokens come from rounds that accepted nothing and carry "
-            "a whole round alone" + ("; that is more than the 1% P99 looks at." if t["zero_accept_token_share"] > 0.01
+            f"Per token the tail is different: P99 per-token ITL moves {pct(t.p99_change)}, because "
+            f"{t.zero_accept_token_share * 100:.1f}% of tokens come from rounds that accepted nothing and carry "
+            "a whole round alone" + ("; that is more than the 1% P99 looks at." if t.zero_accept_token_share > 0.01
                                      else "; that is under the 1% P99 looks at.")
-            + f" Per chunk (vLLM's ITL, one round) every round costs {1 + t['eps_eff']:.2f} plain steps. The lesson's "
+            + f" Per chunk (vLLM's ITL, one round) every round costs {1 + t.eps_eff:.2f} plain steps. The lesson's "
               f"two-pass model adds a plain step to every round with a rejection anywhere in the batch: P99 TPOT "
-              f"{pct(t['tpot_p99_change_two_pass'])}. vLLM and SGLang run no second pass: rejection sampling "
+              f"{pct(t.tpot_p99_change_two_pass)}. vLLM and SGLang run no second pass: rejection sampling "
               "resamples from the verify pass.")   # vllm/v1/sample/rejection_sampler.py; SGLang's EAGLE verify
-        if t["alpha_spread"] > 0 and not plan["measured"]:
-            lower = t["acceptance_length_requests"] < t["acceptance_length"]
+        if t.alpha_spread > 0 and not plan.measured:
+            lower = t.acceptance_length_requests < t.acceptance_length
             facts.append(
                 f"Spread {'costs' if lower else 'changes'} throughput too: the simulated requests run "
-                f"{t['speedup_mc']:.3f}x (±{t['speedup_mc_se']:.3f}) against {t['speedup_exact']:.3f}x at the mean "
+                f"{t.speedup_mc:.3f}x (±{t.speedup_mc_se:.3f}) against {t.speedup_exact:.3f}x at the mean "
                 f"alpha. A batch slot spends its rounds on each request in proportion to its tokens over its tau, so "
-                f"the batch sees tau = 1/E[1/tau] = {t['acceptance_length_requests']:.3f} over requests, not "
-                f"tau(mean alpha) = {t['acceptance_length']:.3f}: {t['speedup_requests']:.3f}x"
+                f"the batch sees tau = 1/E[1/tau] = {t.acceptance_length_requests:.3f} over requests, not "
+                f"tau(mean alpha) = {t.acceptance_length:.3f}: {t.speedup_requests:.3f}x"
                 + ("." if lower else " (clipping alphas at 0 raises it here)."))
     return facts
 
@@ -2631,32 +3191,32 @@ def facts_tail(result):
 def facts_mix(result):
     """The traffic mix: naive against correct blend, and its tail."""
     facts = []
-    mix = result["mix"]
+    mix = result.mix
     if mix:
-        facts.append(f"Traffic mix at B = {mix['concurrency']}, K = {mix['k']}. " + mix_blend_sentence(mix)
-                     + f" {mix['weak']} pulls it down. " + mix_tail_sentence(mix))
+        facts.append(f"Traffic mix at B = {mix.concurrency}, K = {mix.k}. " + mix_blend_sentence(mix)
+                     + f" {mix.weak} pulls it down. " + mix_tail_sentence(mix))
     return facts
 
 
 def facts_gate(result):
     """The gate's verdict and its reasons."""
     facts = []
-    if "gate" in result:
-        g = result["gate"]
-        facts.append(f"Gate at B = {g['concurrency']}, K = {g['k']}: {g['verdict'].upper()} ("
-                     + "; ".join(f"{r['check']} {'passed' if r['passed'] else 'FAILED'}" for r in g["reasons"]) + ").")
+    if result.gate is not None:
+        g = result.gate
+        facts.append(f"Gate at B = {g.concurrency}, K = {g.k}: {g.verdict.upper()} ("
+                     + "; ".join(f"{r.check} {'passed' if r.passed else 'FAILED'}" for r in g.reasons) + ").")
     return facts
 
 
-def summary_facts(result, grid):
+def summary_facts(result, grid, dep):
     """Sentences the summary prints, each built from computed numbers."""
-    return (facts_lesson(result) + facts_eps(result, grid) + facts_moe(result) + facts_tail(result)
+    return (facts_lesson(result) + facts_eps(result, grid) + facts_moe(result, dep) + facts_tail(result)
             + facts_mix(result) + facts_gate(result))
 
 
-def render_summary(result, grid):
+def render_summary(result, grid, dep):
     lines = ["== Summary =="]
-    for i, fact in enumerate(summary_facts(result, grid)):
+    for i, fact in enumerate(summary_facts(result, grid, dep)):
         lines += ([""] if i else []) + wrap("- " + fact, 100, "  ")
     return lines
 
@@ -2667,17 +3227,17 @@ def deployment_lines(dep, result):
         f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.held_bytes / GIB:.1f} GiB), "
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {dep.engine.name},",
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
-        f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result['max_concurrency']} sequences fit in "
-        f"{result['memory_budget_bytes'] / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens in, {dep.output_tokens} out.",
-    ] + wrap(f"Plain step at B=1, {sum(result['plain_b1'].values()):.2f} ms = "
-             + " + ".join(f"{name} {ms:.2f}" for name, ms in result["plain_b1"].items() if ms > 0.0005)
+        f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result.facts.max_concurrency} sequences fit in "
+        f"{result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens in, {dep.output_tokens} out.",
+    ] + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
+             + " + ".join(f"{name} {ms:.2f}" for name, ms in result.facts.plain_b1.items() if ms > 0.0005)
              + " (ms; a closed-loop benchmark's mean TPOT).", 100, "  ") + (
         [f"No calibration point on {GPU_FAMILY.get(dep.gpu, 'custom')} GPUs: their bandwidth share is Hopper's, "
          "an assumption; calibrate on your own runs."] if not fitted_family(dep) else []) + [
         "alpha: per-token acceptance; rate: accepted/drafted; tau: tokens per round (bonus included).",
         "eps: a round's cost over a plain step, minus 1, with the prefill a round of tau tokens carries.",
         "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at alpha; sim: simulated requests, their alphas",
-        f"alpha + {result['alpha_spread']:g} z clipped to [0, 1] (z standard normal); ±se its standard error.",
+        f"alpha + {result.alpha_spread:g} z clipped to [0, 1] (z standard normal); ±se its standard error.",
         "P99 TPOT: across requests (decode time over tokens, as `vllm bench serve`); change: spec vs plain.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
         "P99 ITL: plain, a plain step; token, a round's time split over its tokens; chunk, a round (vLLM's).",
@@ -2686,29 +3246,29 @@ def deployment_lines(dep, result):
 
 def grid_row(c, dep, max_fit):
     """One line of the grid table; infeasible cells say so instead of showing numbers."""
-    if not c["feasible"]:
-        return (f"{c['concurrency']:5d} {c['alpha']:5.2f}  infeasible: the KV cache of {c['concurrency']} x "
+    if not c.feasible:
+        return (f"{c.concurrency:5d} {c.alpha:5.2f}  infeasible: the KV cache of {c.concurrency} x "
                 f"{dep.context} tokens does not fit (at most {max_fit} sequences)")
-    return (f"{c['concurrency']:5d} {c['alpha']:5.2f} {c['acceptance_rate']:4.2f} {c['acceptance_length']:4.2f}"
-            f" {c['eps_eff']:4.2f} {c['speedup_lesson']:6.2f} {c['speedup_exact']:5.2f} {c['speedup_mc']:5.2f}"
-            f" {c['speedup_mc_se']:5.3f} {c['tpot_plain_p99_ms']:6.2f} {c['tpot_spec_p99_ms']:6.2f}"
-            f" {c['tpot_spec_two_pass_p99_ms']:6.2f} {pct(c['tpot_p99_change']):>6s} {c['itl_plain_p99_ms']:6.2f}"
-            f" {c['itl_spec_p99_ms']:6.2f} {c['round_itl_spec_p99_ms']:6.2f}")
+    return (f"{c.concurrency:5d} {c.alpha:5.2f} {c.acceptance_rate:4.2f} {c.acceptance_length:4.2f}"
+            f" {c.eps_eff:4.2f} {c.speedup_lesson:6.2f} {c.speedup_exact:5.2f} {c.speedup_mc:5.2f}"
+            f" {c.speedup_mc_se:5.3f} {c.tpot_plain_p99_ms:6.2f} {c.tpot_spec_p99_ms:6.2f}"
+            f" {c.tpot_spec_two_pass_p99_ms:6.2f} {pct(c.tpot_p99_change):>6s} {c.itl_plain_p99_ms:6.2f}"
+            f" {c.itl_spec_p99_ms:6.2f} {c.round_itl_spec_p99_ms:6.2f}")
 
 
 def render_tables(result, dep, grid):
     """The printed report: grid cells, break-even, the tail, and a summary."""
     lines = deployment_lines(dep, result) + [""]
-    if "calibration" in result:
-        lines += render_calibration(result["calibration"])
-    if "measured" in result:
-        lines += render_measured(result) + render_gate(result["gate"])
+    if result.calibration is not None:
+        lines += render_calibration(result.calibration)
+    if result.measured is not None:
+        lines += render_measured(result) + render_gate(result.gate)
     header = column_header(GRID_COLUMNS, GRID_GROUPS)
     for k in grid.ks:
         for eps_b1 in grid.overheads:
-            rows = [grid_row(c, dep, result["max_concurrency"]) for c in result["cells"]
-                    if c["k"] == k and c["verify_overhead"] == eps_b1]
-            eps1 = result["eps_b1"][k, eps_b1]
+            rows = [grid_row(c, dep, result.facts.max_concurrency) for c in result.cells
+                    if c.k == k and c.verify_overhead == eps_b1]
+            eps1 = result.eps_b1[k, eps_b1]
             source = ("from the cost model" if eps_b1 == "auto" else "given" if eps1 <= eps_b1 + 5e-5 else
                       f"given {eps_b1:.2f}, raised: the verify pass over {verify_tokens(dep, k)} tokens alone costs "
                       "that much over a plain step")
@@ -2717,100 +3277,100 @@ def render_tables(result, dep, grid):
             lines += render_blocks(title, header, rows) + [""]
     lines += render_breakeven(result)
     lines += render_best_k(result)
-    if result["mix"]:
-        lines += render_mix(result["mix"], dep)
+    if result.mix:
+        lines += render_mix(result.mix, dep)
     lines += render_tail(result)
-    lines += render_summary(result, grid)
+    lines += render_summary(result, grid, dep)
     return "\n".join(lines) + "\n"
 
 
 def render_exercise_1(t):
     """The alpha for 2x and 3x, by eps."""
-    lines = [f"== Exercise 1: the per-token alpha K = {t['k']} needs for 2x and 3x ==",
+    lines = [f"== Exercise 1: the per-token alpha K = {t.k} needs for 2x and 3x ==",
              "alpha solves tau(alpha, K) = S * (1 + eps); the lesson's (S(1+eps) - 1)/K is the same target",
              "read as vLLM's acceptance rate. eps is the decode eps: these are decode speedups, without the",
              "prefill share that dilutes a closed-loop benchmark's (the grid's speedups include it).",
              ""]
     lines += column_header([("eps", 6), ("from", 12), ("2x alpha", 9), ("as rate", 8), ("3x alpha", 9),
                             ("as rate", 8)], [])
-    for r in t["rows"]:
-        lines.append(f"{r['eps']:6.3f} {r['source']:>12s} {fmt(r['alpha_2x'], '9.3f', 'never'):>9s} "
-                     f"{fmt(r['lesson_2x'] if r['alpha_2x'] is not None else None, '8.3f', '-'):>8s} "
-                     f"{fmt(r['alpha_3x'], '9.3f', 'never'):>9s} "
-                     f"{fmt(r['lesson_3x'] if r['alpha_3x'] is not None else None, '8.3f', '-'):>8s}")
-    given = [r for r in t["rows"] if r["source"] == "given"]
+    for r in t.rows:
+        lines.append(f"{r.eps:6.3f} {r.source:>12s} {fmt(r.alpha_2x, '9.3f', 'never'):>9s} "
+                     f"{fmt(r.lesson_2x if r.alpha_2x is not None else None, '8.3f', '-'):>8s} "
+                     f"{fmt(r.alpha_3x, '9.3f', 'never'):>9s} "
+                     f"{fmt(r.lesson_3x if r.alpha_3x is not None else None, '8.3f', '-'):>8s}")
+    given = [r for r in t.rows if r.source == "given"]
     first, last = given[0], given[-1]
-    lines += wrap(f"From eps {first['eps']:.2f} to {last['eps']:.2f} the alpha for 2x moves "
-                  f"{first['alpha_2x']:.3f} -> {fmt(last['alpha_2x'], '.3f', 'never')}, for 3x "
-                  f"{fmt(first['alpha_3x'], '.3f', 'never')} -> {fmt(last['alpha_3x'], '.3f', 'never')}: near the "
+    lines += wrap(f"From eps {first.eps:.2f} to {last.eps:.2f} the alpha for 2x moves "
+                  f"{first.alpha_2x:.3f} -> {fmt(last.alpha_2x, '.3f', 'never')}, for 3x "
+                  f"{fmt(first.alpha_3x, '.3f', 'never')} -> {fmt(last.alpha_3x, '.3f', 'never')}: near the "
                   "top of the curve every bit of overhead costs a lot of alpha.", 100, "")
     return lines
 
 
 def render_exercise_2(mixes):
     """The traffic mix (the lesson's is 70/30 chat/code) at B = 1 and at the target."""
-    domains = mixes[0]["domains"]
-    lines = ["", f"== Exercise 2: a {'/'.join(format(d['share'] * 100, '.0f') for d in domains)} "
-                 f"{'/'.join(d['name'] for d in domains)} mix =="]
+    domains = mixes[0].domains
+    lines = ["", f"== Exercise 2: a {'/'.join(format(d.share * 100, '.0f') for d in domains)} "
+                 f"{'/'.join(d.name for d in domains)} mix =="]
     for mix in mixes:
-        verdict = "pays" if mix["blended_speedup"] > 1 else "does not pay"
-        lines += wrap(f"B = {mix['concurrency']}, K = {mix['k']}: naive blended alpha {mix['naive_alpha']:.3f} promises "
-                      f"{mix['naive_speedup']:.3f}x; the token-weighted blend is {mix['blended_speedup']:.3f}x, so "
-                      f"speculation {verdict} ({' / '.join(d['name'] + ' ' + format(d['speedup'], '.2f') + 'x' for d in mix['domains'])} "
-                      f"alone; best K for the mix {k_words(mix['best_k'])}: {mix['best_k_speedup']:.3f}x).", 100, "  ")
+        verdict = "pays" if mix.blended_speedup > 1 else "does not pay"
+        lines += wrap(f"B = {mix.concurrency}, K = {mix.k}: naive blended alpha {mix.naive_alpha:.3f} promises "
+                      f"{mix.naive_speedup:.3f}x; the token-weighted blend is {mix.blended_speedup:.3f}x, so "
+                      f"speculation {verdict} ({' / '.join(d.name + ' ' + format(d.speedup, '.2f') + 'x' for d in mix.domains)} "
+                      f"alone; best K for the mix {k_words(mix.best_k)}: {mix.best_k_speedup:.3f}x).", 100, "  ")
     return lines
 
 
 def render_exercise_3(m, dep):
     """vLLM's speculative methods on this target: cost, memory, config."""
-    lines = ["", f"== Exercise 3: vLLM's speculative methods on {dep.model}, K = {m['k']} (eps from the cost model) ==",
+    lines = ["", f"== Exercise 3: vLLM's speculative methods on {dep.model}, K = {m.k} (eps from the cost model) ==",
               ""]
     lines += column_header([("draft", 13), ("method", 11), ("params", 8), ("weights", 8), ("KV/token", 9),
-                            ("step ms", 8), ("eps B=1", 8), (f"eps B={m['concurrency']}", 9), ("max B", 6)], [])
-    for r in m["rows"]:
-        lines.append(f"{r['draft']:>13s} {r['method']:>11s} {r['params'] / 1e9:7.3f}B {r['weight_bytes'] / GIB:5.2f}GiB"
-                     f" {r['kv_bytes_per_token']:9,d} {r['draft_step_ms']:8.2f} {r['eps_b1']:8.2f} "
-                     f"{r['eps_target']:9.2f} {r['max_concurrency']:6d}")
+                            ("step ms", 8), ("eps B=1", 8), (f"eps B={m.concurrency}", 9), ("max B", 6)], [])
+    for r in m.rows:
+        lines.append(f"{r.draft:>13s} {r.method:>11s} {r.params / 1e9:7.3f}B {r.weight_bytes / GIB:5.2f}GiB"
+                     f" {r.kv_bytes_per_token:9,d} {r.draft_step_ms:8.2f} {r.eps_b1:8.2f} "
+                     f"{r.eps_target:9.2f} {r.max_concurrency:6d}")
     lines.append("Configs (--speculative-config), one per draft:")
-    for r in m["rows"]:
-        lines += wrap(r["config"], 100, "    ")
+    for r in m.rows:
+        lines += wrap(r.config, 100, "    ")
     lines.append("Which features each combines with depends on the vLLM version: check its compatibility matrix.")
     return lines
 
 
 def render_exercise_4(d):
     """The lesson's symptom (mean ITL down, P99 up): per token, as TPOT over requests, and the remedies."""
-    mean, p99 = d["symptom"]
+    mean, p99 = d.symptom
     lines = ["", f"== Exercise 4: mean ITL {pct(mean)} but P99 ITL {pct(p99)} =="]
-    lines += wrap(f"Read per token, at B = 1: K = {d['k']}, eps = {d['eps']:.3f} and one per-token alpha "
-                  f"{d['alpha']:.3f} for every request (tau {d['tau']:.2f}) give mean per-token ITL "
-                  f"{pct1(d['mean_change'])} and P99 {pct1(d['p99_change'])}. Every round costs 1 + eps plain steps and "
-                  f"{d['zero_accept_token_share'] * 100:.0f}% of tokens come from rounds that accepted nothing, "
+    lines += wrap(f"Read per token, at B = 1: K = {d.k}, eps = {d.eps:.3f} and one per-token alpha "
+                  f"{d.alpha:.3f} for every request (tau {d.tau:.2f}) give mean per-token ITL "
+                  f"{pct1(d.mean_change)} and P99 {pct1(d.p99_change)}. Every round costs 1 + eps plain steps and "
+                  f"{d.zero_accept_token_share * 100:.0f}% of tokens come from rounds that accepted nothing, "
                   f"so P99 follows eps while the mean follows tau/(1+eps). The ITL `vllm bench serve` reports is per "
-                  f"chunk, one round: its mean rises by eps ({pct1(d['round_mean_change'])}) too, so the {pct(mean)} must "
+                  f"chunk, one round: its mean rises by eps ({pct1(d.round_mean_change)}) too, so the {pct(mean)} must "
                   "be a per-token figure (TPOT).", 100, "  ")
-    t = d["tpot"]
+    t = d.tpot
     if t:
         lines += wrap(f"Read as TPOT across requests, at B = 1 where the model's eps is "
-                      f"{t['eps']:.2f} (K = {t['k']}): mean TPOT {pct1(t['mean_change'])} and P99 TPOT "
-                      f"{pct1(t['p99_change'])} need requests whose alpha spreads by s.d. {t['spread']:.3f} around "
-                      f"{t['alpha']:.3f} (tau over requests {t['tau']:.2f}). The requests at P99 accept at alpha "
-                      f"{t['slow_alpha']:.2f} on average: {t['slow_tau']:.2f} tokens a round for {1 + t['eps']:.2f} "
-                      f"plain steps, {(1 + t['eps']) / t['slow_tau']:.2f}x a plain step per token, while the rest carry "
+                      f"{t.eps:.2f} (K = {t.k}): mean TPOT {pct1(t.mean_change)} and P99 TPOT "
+                      f"{pct1(t.p99_change)} need requests whose alpha spreads by s.d. {t.spread:.3f} around "
+                      f"{t.alpha:.3f} (tau over requests {t.tau:.2f}). The requests at P99 accept at alpha "
+                      f"{t.slow_alpha:.2f} on average: {t.slow_tau:.2f} tokens a round for {1 + t.eps:.2f} "
+                      f"plain steps, {(1 + t.eps) / t.slow_tau:.2f}x a plain step per token, while the rest carry "
                       "the mean.", 100, "  ")
     else:
         lines += wrap("Read as TPOT across requests at B = 1, no spread of alpha gives both figures at the model's "
                       "eps.", 100, "  ")
-    lines.append(f"Remedies: the same requests at B = {d['concurrency']} (eps from the cost model):")
-    for r in d["remedies"]:
-        parts = [f"K = {r['k']}: eps {r['eps']:.2f}"]
-        if "token" in r:
-            parts.append(f"one alpha: {r['token']['speedup']:.2f}x, per-token P99 {pct1(r['token']['p99_change'])}")
-        if "tpot" in r:
-            parts.append(f"spread: {r['tpot']['speedup']:.2f}x, P99 TPOT {pct1(r['tpot']['tpot_p99_change'])}")
+    lines.append(f"Remedies: the same requests at B = {d.concurrency} (eps from the cost model):")
+    for r in d.remedies:
+        parts = [f"K = {r.k}: eps {r.eps:.2f}"]
+        if r.token is not None:
+            parts.append(f"one alpha: {r.token.speedup:.2f}x, per-token P99 {pct1(r.token.p99_change)}")
+        if r.tpot is not None:
+            parts.append(f"spread: {r.tpot.speedup:.2f}x, P99 TPOT {pct1(r.tpot.tpot_p99_change)}")
         lines.append("  " + "; ".join(parts))
-    lines += wrap(f"  K by batch size (num_speculative_tokens_per_batch_size): {d['schedule']}; "
-                  + where_it_pays(d["schedule"]) + "."
+    lines += wrap(f"  K by batch size (num_speculative_tokens_per_batch_size): {d.schedule}; "
+                  + where_it_pays(d.schedule) + "."
                   + " A shorter K shortens every round; the slow requests gain only by skipping speculation "
                     "(routing) or by a head that drafts them better.", 100, "  ")
     return lines
@@ -2818,21 +3378,21 @@ def render_exercise_4(d):
 
 def render_exercise_5(mem, dep):
     """Draft memory: an EAGLE-3 head against a draft model."""
-    lines = ["", f"== Exercise 5: draft memory on {dep.model} at {mem['concurrency']} x {mem['context']} tokens =="]
-    for r in mem["rows"]:
-        lines.append(f"  {r['draft']:>13s}: {r['params'] / 1e9:.3f} B parameters = {r['weight_bytes'] / GIB:.2f} GiB "
-                     f"bf16; own KV {r['kv_bytes_per_token']:,} B/token")
-        lines.append(f"  {'':>13s}  = {r['kv_bytes_at_target'] / GIB:.2f} GiB at this load; {r['max_concurrency']} "
+    lines = ["", f"== Exercise 5: draft memory on {dep.model} at {mem.concurrency} x {mem.context} tokens =="]
+    for r in mem.rows:
+        lines.append(f"  {r.draft:>13s}: {r.params / 1e9:.3f} B parameters = {r.weight_bytes / GIB:.2f} GiB "
+                     f"bf16; own KV {r.kv_bytes_per_token:,} B/token")
+        lines.append(f"  {'':>13s}  = {r.kv_bytes_at_target / GIB:.2f} GiB at this load; {r.max_concurrency} "
                      "sequences fit")
-    lines.append(f"  without a draft model's weights or KV: {mem['max_concurrency_without_draft']} sequences fit.")
+    lines.append(f"  without a draft model's weights or KV: {mem.max_concurrency_without_draft} sequences fit.")
     return lines
 
 
 def render_exercises(ex, dep):
     """The five exercises with the model's answers."""
-    return (render_exercise_1(ex["speedup_targets"]) + render_exercise_2(ex["traffic_mix"])
-            + render_exercise_3(ex["methods"], dep) + render_exercise_4(ex["tail_diagnosis"])
-            + render_exercise_5(ex["draft_memory"], dep) + [""])
+    return (render_exercise_1(ex.speedup_targets) + render_exercise_2(ex.traffic_mix)
+            + render_exercise_3(ex.methods, dep) + render_exercise_4(ex.tail_diagnosis)
+            + render_exercise_5(ex.draft_memory, dep) + [""])
 
 
 # ---------------------------------------------------------------- rendering: engine commands
@@ -3141,14 +3701,14 @@ def vllm_k_by_batch(plan, dep):
     downgrades CUDA graphs to PIECEWISE for the table on the V1 runner only, and ignores the table when data
     parallel > 1. On V2 the drafter ignores the table's K altogether (issue #51510, open; PRs #51575, #57053).
     """
-    schedule = plan["schedule"]
-    method = json.loads(speculative_config(dep, plan["k"]))["method"]
+    schedule = plan.schedule
+    method = json.loads(speculative_config(dep, plan.k))["method"]
     v2 = method in V2_METHODS
     table = json.dumps(schedule)
     zero = " (a row with K = 0 switches speculation off at its batch sizes)" if any(row[2] == 0 for row in schedule) else ""
     if can_serve(dep):
         out = [f"vLLM's dynamic speculative decoding takes this table as it stands{zero}:", "", "```"] + vllm_command(
-            dep, speculative_config(dep, plan["k"], schedule), ["VLLM_USE_V2_MODEL_RUNNER=0"] if v2 else []) + ["```", ""]
+            dep, speculative_config(dep, plan.k, schedule), ["VLLM_USE_V2_MODEL_RUNNER=0"] if v2 else []) + ["```", ""]
     else:
         out = [f"vLLM's dynamic speculative decoding takes this table as `num_speculative_tokens_per_batch_size` "
                f"{table} in `--speculative-config`{zero}, once stage 1 has a head to serve.", ""]
@@ -3176,7 +3736,7 @@ def sglang_k_by_batch(plan, dep):
     its built-in candidates.
     """
     route = (" Route the batch sizes where K is 0 to a replica without speculation."
-             if any(row[2] == 0 for row in plan["schedule"]) else "")
+             if any(row[2] == 0 for row in plan.schedule) else "")
     if dep.topk > 1:
         return ["`--speculative-adaptive` adapts chains only (topk 1; with a tree SGLang warns and keeps its static "
                 "parameters, adaptive_spec_params.py): keep the tree of stage 1 where it pays." + route, ""]
@@ -3184,12 +3744,12 @@ def sglang_k_by_batch(plan, dep):
         what = "n-gram lookup" if dep.draft == "ngram" else "a draft model"
         return [f"SGLang's adaptive step count works for EAGLE heads and MTP only (EAGLE and EAGLE3): with {what}, "
                 "run the fixed K of stage 1." + route, ""]
-    ks = sorted({row[2] for row in plan["schedule"]})
+    ks = sorted({row[2] for row in plan.schedule})
     tried = {k for candidates in SGLANG_ADAPTIVE_DEFAULT.values() for k in candidates}
     untried = [k for k in ks if k not in tried]
     off_from = min((b for b, candidates in SGLANG_ADAPTIVE_DEFAULT.items() if candidates == (0,)), default=None)
     unlike = []
-    still_on = [row for row in plan["schedule"] if row[2] > 0 and row[1] >= (off_from or 0)]
+    still_on = [row for row in plan.schedule if row[2] > 0 and row[1] >= (off_from or 0)]
     if off_from is not None and still_on:
         unlike.append(f"they turn speculation off from batch {off_from}, where this table still runs K = "
                       f"{', '.join(str(k) for k in sorted({row[2] for row in still_on}, reverse=True))}")
@@ -3212,7 +3772,7 @@ def trtllm_k_by_batch(plan, dep):
     1}, larger batches draft nothing). max_concurrency (speculation off above it) is the
     same in both and excludes the schedule.
     """
-    schedule = plan["schedule"]
+    schedule = plan.schedule
     on = [row for row in schedule if row[2] > 0]
     upper = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
     monotone = all(a[2] >= b[2] for a, b in zip(on, on[1:]))
@@ -3222,11 +3782,11 @@ def trtllm_k_by_batch(plan, dep):
                 f"{where_it_pays(schedule)}. Serve the batch sizes where it is off from a replica without "
                 "speculation, or keep the fixed K of stage 1 where it pays.", ""]
     out = []
-    if plan["k_zero_at"]:
+    if plan.k_zero_at:
         out += ["The simple switch: `max_concurrency` in `speculative_config` turns speculation off above a batch "
-                "size:", "", "```yaml", f"  max_concurrency: {plan['k_zero_at'] - 1}", "```", ""]
+                "size:", "", "```yaml", f"  max_concurrency: {plan.k_zero_at - 1}", "```", ""]
     if monotone and len(on) > 1 and dep.draft == "eagle3":
-        out += [("Or, instead (the two exclude each other), the whole table: " if plan["k_zero_at"] else
+        out += [("Or, instead (the two exclude each other), the whole table: " if plan.k_zero_at else
                  "The whole table is ") + f"`draft_len_schedule: {upper}` (with `max_draft_len: {on[0][2]}`) in "
                 "newer releases, whose keys are each tier's last batch size and which run it in the one-model "
                 "Eagle3 mode (the default). Older releases read the keys as each tier's first batch size, the "
@@ -3237,7 +3797,7 @@ def trtllm_k_by_batch(plan, dep):
 
 def vllm_measure(result, dep, plan):
     """vLLM's spec-decode counters, per position and per request."""
-    engine, spread = dep.engine, result["alpha_spread"]
+    engine, spread = dep.engine, result.alpha_spread
     page = f"localhost:{engine.port}{engine.metrics_path}"
     return [
         "The lesson's `spec_decode_metrics.accepted_tokens_per_request` was never a vLLM metric. For the",
@@ -3253,8 +3813,8 @@ def vllm_measure(result, dep, plan):
         "Per request, the lesson's metric has a real counterpart since vLLM PR #48915 (after 0.28): with",
         "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
         "with an `acceptance_histogram`.",
-        f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan['alpha']:.2f} "
-        f"it should be {1 - plan['alpha']:.2f}. Each request's histogram also gives that request's own alpha; "
+        f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan.alpha:.2f} "
+        f"it should be {1 - plan.alpha:.2f}. Each request's histogram also gives that request's own alpha; "
         f"their standard deviation across requests, less the sampling noise of each estimate (about "
         f"sqrt(a(1-a)/drafts)), is what `--alpha-spread` takes ({spread:g} assumed here), and it sets P99 TPOT.",
         "",
@@ -3264,9 +3824,9 @@ def vllm_measure(result, dep, plan):
 
 def sglang_measure(result, dep, plan):
     """SGLang's acceptance gauges, averaged over time."""
-    k, engine = plan["k"], dep.engine
+    k, engine = plan.k, dep.engine
     width = verify_tokens(dep, k) - 1
-    tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
+    tau = result.measured.acceptance_length if plan.measured else acceptance_length(plan.alpha, k)
     return [
         "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau, bonus",
         "token included) and `sglang:spec_accept_rate`, accepted drafts over rounds x the tokens a round drafts",
@@ -3284,7 +3844,7 @@ def sglang_measure(result, dep, plan):
 
 def trtllm_measure(result, dep, plan):
     """TensorRT-LLM's Prometheus counters of draft and accepted tokens."""
-    k, engine = plan["k"], dep.engine
+    k, engine = plan.k, dep.engine
     return [
         "trtllm-serve, with `return_perf_metrics: true` in its YAML (stage 0), serves Prometheus text at",
         f"`{engine.metrics_path}`, with the counters `trtllm_spec_decode_num_draft_tokens_total` and",
@@ -3299,7 +3859,7 @@ def trtllm_measure(result, dep, plan):
 
 def vllm_dashboard(dep, plan):
     """vLLM: the acceptance rate, the first position's alpha, and an alert at the break-even alpha."""
-    k, target, gate_a = plan["k"], plan["shown_batch"], plan["gate_alpha"]
+    k, target, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
     out = []
     rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
@@ -3322,7 +3882,7 @@ def vllm_dashboard(dep, plan):
 
 def sglang_dashboard(dep, plan):
     """SGLang: its gauges over time, and an alert at the break-even accept length."""
-    k, target, gate_a = plan["k"], plan["shown_batch"], plan["gate_alpha"]
+    k, target, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
     out = []
     length = "avg by (model_name) (avg_over_time(sglang:spec_accept_length[5m]))"
     out += ["SGLang's acceptance gauges, averaged over time:", "", "```promql", length,
@@ -3330,17 +3890,17 @@ def sglang_dashboard(dep, plan):
     if gate_a is not None:
         shape = f"the tree of {k} steps" if dep.topk > 1 else f"the fixed chain of K={k}"
         out += [f"Kill switch: at B={target} {shape} breaks even at an accept length of "
-                f"{1 + plan['eps']:.3f} (1 + eps). SGLang exports no per-position figure, so this alert holds "
+                f"{1 + plan.eps:.3f} (1 + eps). SGLang exports no per-position figure, so this alert holds "
                 "for the fixed K of stage 1 only (not under `--speculative-adaptive`); 10 minutes is a choice.",
                 "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
-                f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan['eps']:.3f}", "  for: 10m", "```", ""]
+                f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan.eps:.3f}", "  for: 10m", "```", ""]
     return out
     return out
 
 
 def trtllm_dashboard(dep, plan):
     """TensorRT-LLM: the acceptance rate, and its built-in kill switch at the break-even rate."""
-    k, target, gate_a = plan["k"], plan["shown_batch"], plan["gate_alpha"]
+    k, target, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
     out = []
     rate = ("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(trtllm_spec_decode_num_draft_tokens_total[5m]))")
@@ -3350,32 +3910,32 @@ def trtllm_dashboard(dep, plan):
     # speculation-enabled decoding iterations (each a round of the batch), acceptance_rate_threshold is a rate in
     # [0, 1], and the executor's SpeculationGate turns speculation off for good once the rolling mean falls under
     # it. Older releases had acceptance_window (completed requests) and acceptance_length_threshold (in tau).
-    t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["shown_batch"])
+    t = {row.concurrency: row for row in plan.tail}.get(plan.shown_batch)
     if gate_a is not None and t is not None:
         drafted = verify_tokens(dep, k) - 1   # tokens a round drafts per request: K, or a tree's width
-        threshold = plan["eps"] / drafted
-        window = max(100, round(TRTLLM_GATE_MINUTES * 60_000 / t["round_ms"], -2))
+        threshold = plan.eps / drafted
+        window = max(100, round(TRTLLM_GATE_MINUTES * 60_000 / t.round_ms, -2))
         out += [f"Kill switch, built in: at B={target} a round breaks even at an acceptance rate of {threshold:.3f} "
-                f"(eps {plan['eps']:.3f} over the {drafted} token{'s' if drafted > 1 else ''} a round drafts). TensorRT-LLM averages each "
+                f"(eps {plan.eps:.3f} over the {drafted} token{'s' if drafted > 1 else ''} a round drafts). TensorRT-LLM averages each "
                 "speculation-enabled iteration's rate over a window of iterations and turns speculation off for good "
-                f"once the average falls under the threshold. One iteration is one round, about {t['round_ms']:.0f} ms "
-                f"at B={plan['shown_batch']}, so {window:,.0f} iterations span about {TRTLLM_GATE_MINUTES} minutes "
+                f"once the average falls under the threshold. One iteration is one round, about {t.round_ms:.0f} ms "
+                f"at B={plan.shown_batch}, so {window:,.0f} iterations span about {TRTLLM_GATE_MINUTES} minutes "
                 "of traffic (the minutes are a choice: a short window lets one bad patch switch speculation off for "
                 "the server's life). Add to `speculative_config`:", "", "```yaml",
                 f"  acceptance_rate_window_size: {window:.0f}",
                 f"  acceptance_rate_threshold: {threshold:.3f}", "```", "",
                 "These are the field names of current `llm_args.py`; earlier releases had `acceptance_window` "
                 "(counted in completed requests) and `acceptance_length_threshold` (in tau: "
-                f"{1 + plan['eps']:.3f}).", ""]
+                f"{1 + plan.eps:.3f}).", ""]
     if gate_a is not None and dep.topk == 1:
-        rates = [(kk, acceptance_rate(plan["alpha"], kk)) for kk in sorted({row[2] for row in plan["schedule"]})
+        rates = [(kk, acceptance_rate(plan.alpha, kk)) for kk in sorted({row[2] for row in plan.schedule})
                  if kk > 0]
-        low = [(kk, r) for kk, r in rates if r < plan["gate_rate"]]
+        low = [(kk, r) for kk, r in rates if r < plan.gate_rate]
         if low:
             out += ["The rate depends on K: use this switch with the fixed K of stage 1 only. Under "
                     "`draft_len_schedule` it would fire where a longer K runs well: at alpha "
-                    f"{plan['alpha']:.2f}, " + ", ".join(f"K = {kk} shows a rate of {r:.3f}" for kk, r in low) +
-                    f", under {plan['gate_rate']:.3f}.", ""]
+                    f"{plan.alpha:.2f}, " + ", ".join(f"K = {kk} shows a rate of {r:.3f}" for kk, r in low) +
+                    f", under {plan.gate_rate:.3f}.", ""]
     return out
 
 
@@ -3431,44 +3991,44 @@ def trained_draft(dep):
 
 def plan_mix(mix, dep):
     """The traffic-mix section: naive against correct blend, and what to do about the weak domain."""
-    out = [f"## Traffic mix (at B={mix['concurrency']}, K={mix['k']})", ""]
-    out += ["An example mix (TRAFFIC_MIX); give your traffic's own domains with `--mix`.", ""] if mix["assumed"] else []
+    out = [f"## Traffic mix (at B={mix.concurrency}, K={mix.k})", ""]
+    out += ["An example mix (TRAFFIC_MIX); give your traffic's own domains with `--mix`.", ""] if mix.assumed else []
     out += [
            "| domain | share of tokens | per-token alpha | tau | speedup alone | share of decode time |",
            "|---|---|---|---|---|---|"]
-    out += [f"| {d['name']} | {d['share']:.2f} | {d['alpha']:.2f} | {d['tau']:.2f} | {d['speedup']:.2f}x | "
-            f"{d['time_share'] * 100:.1f}% |" for d in mix["domains"]]
-    weak = next(d for d in mix["domains"] if d["name"] == mix["weak"])
+    out += [f"| {d.name} | {d.share:.2f} | {d.alpha:.2f} | {d.tau:.2f} | {d.speedup:.2f}x | "
+            f"{d.time_share * 100:.1f}% |" for d in mix.domains]
+    weak = next(d for d in mix.domains if d.name == mix.weak)
     out += ["", mix_blend_sentence(mix), "",
-            f"{mix['weak']} pulls the blend down: its tokens take {weak['time_share'] * 100:.1f}% of decode time "
-            f"for {weak['share'] * 100:.0f}% of the tokens. What each remedy would give the whole mix:", ""]
+            f"{mix.weak} pulls the blend down: its tokens take {weak.time_share * 100:.1f}% of decode time "
+            f"for {weak.share * 100:.0f}% of the tokens. What each remedy would give the whole mix:", ""]
     trained = trained_draft(dep)
-    out += [f"- {trained} on {mix['weak']} traffic, reaching alpha {mix['trained_alpha']:.2f}: "
-            f"{mix['trained_speedup']:.3f}x;"] if trained else []
+    out += [f"- {trained} on {mix.weak} traffic, reaching alpha {mix.trained_alpha:.2f}: "
+            f"{mix.trained_speedup:.3f}x;"] if trained else []
     out += [
-            f"- routing {mix['weak']} to replicas without speculation: {mix['routed_speedup']:.3f}x;",
-            f"- one K for all traffic: K={k_words(mix['best_k'])} is best for this mix, {mix['best_k_speedup']:.3f}x.", "",
+            f"- routing {mix.weak} to replicas without speculation: {mix.routed_speedup:.3f}x;",
+            f"- one K for all traffic: K={k_words(mix.best_k)} is best for this mix, {mix.best_k_speedup:.3f}x.", "",
             mix_tail_sentence(mix)]
     return out
 
 
 def lesson_rule_sentence(plan):
     """Compare the lesson's rule with this run's break-even, reading its number in each unit."""
-    k, gate_a, gate_r = plan["k"], plan["gate_alpha"], plan["gate_rate"]
+    k, gate_a, gate_r = plan.k, plan.gate_alpha, plan.gate_rate
     as_alpha = "above" if LESSON_RULE > gate_a else "below"
     as_rate = "above" if LESSON_RULE > gate_r else "below"
     return (f"Read as a per-token alpha, {LESSON_RULE} is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
-            f"shows as a rate of {plan['lesson_gate_as_rate']:.3f}); read as the acceptance rate, it is {as_rate} the "
-            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan['lesson_gate_as_alpha']:.3f}). "
+            f"shows as a rate of {plan.lesson_gate_as_rate:.3f}); read as the acceptance rate, it is {as_rate} the "
+            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan.lesson_gate_as_alpha:.3f}). "
             "Gate on the computed break-even, in a named unit, at the K you run.")
 
 
 def plan_when_not(plan):
     """Bullets for 'when not to use': the break-even alpha at the plan's K and the grid's, by concurrency."""
     out = []
-    for row in plan["break_evens"]:
-        k, b, alpha = row["k"], row["concurrency"], row["alpha"]
-        mark = " (the plan's K)" if k == plan["k"] else ""
+    for row in plan.break_evens:
+        k, b, alpha = row.k, row.concurrency, row.alpha
+        mark = " (the plan's K)" if k == plan.k else ""
         if alpha is None:
             out.append(f"- K={k}{mark} at B={b}: a round costs more than {k + 1} plain steps; no acceptance pays.")
         else:
@@ -3485,15 +4045,15 @@ def memory_setting(dep):
 
 def plan_front(result, dep, plan):
     """Front matter and the deployment table."""
-    k, target, alpha = plan["k"], plan["shown_batch"], plan["alpha"]
+    k, target, alpha = plan.k, plan.shown_batch, plan.alpha
     engine = dep.engine.name
     draft_params = dep.drafter.held_params
-    if plan["k_target"] == k:
+    if plan.k_target == k:
         k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
-                  f"{plan['speedup_target']:.2f}x over plain decoding")
-    elif plan["k_target"]:
-        k_line = (f"{k}, the K measured; at B={target} and alpha {alpha:.2f} the best is K = {plan['k_target']}, "
-                  f"{plan['speedup_target']:.2f}x over plain decoding")
+                  f"{plan.speedup_target:.2f}x over plain decoding")
+    elif plan.k_target:
+        k_line = (f"{k}, the K measured; at B={target} and alpha {alpha:.2f} the best is K = {plan.k_target}, "
+                  f"{plan.speedup_target:.2f}x over plain decoding")
     else:
         k_line = (f"{k} where speculation pays; at B={target} and alpha {alpha:.2f} no K beats plain decoding "
                   "(see K by batch size)")
@@ -3520,21 +4080,21 @@ def plan_front(result, dep, plan):
            if dep.target.experts else "") + f", {dep.weights_dtype} weights "
         f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
         f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
-        f"{result['memory_budget_bytes'] / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
+        f"{result.facts.memory_budget_bytes / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
         "activations and CUDA graphs are not counted, so the sequences that fit are an upper bound) |",
         f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token; at {dep.context} tokens of "
-        f"context {result['max_concurrency']} sequences fit |",
+        f"context {result.facts.max_concurrency} sequences fit |",
         f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
         + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
-        f"| target concurrency | {plan['target']}" + ("" if plan["feasible"] else
+        f"| target concurrency | {plan.target}" + ("" if plan.feasible else
                                                      f" (does not fit in memory: this plan is for {target}, the most "
                                                      "that fits)") + " |",
-        f"| plain decode step | {plan['plain_ms_b1']:.2f} ms at B=1, {plan['plain_ms_shown']:.2f} ms at "
-        f"B={plan['shown_batch']} |",
-        (f"| measured per-token alpha | {alpha:.3f} (from {md(result['measured']['source'])}) |" if plan["measured"]
+        f"| plain decode step | {plan.plain_ms_b1:.2f} ms at B=1, {plan.plain_ms_shown:.2f} ms at "
+        f"B={plan.shown_batch} |",
+        (f"| measured per-token alpha | {alpha:.3f} (from {md(result.measured.source)}) |" if plan.measured
          else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
-        f"| spread over requests | alpha s.d. {result['alpha_spread']:g}, ln(output tokens) s.d. "
-        f"{result['output_spread']:g} (assumed; `--alpha-spread`, `--output-spread`) |",
+        f"| spread over requests | alpha s.d. {result.alpha_spread:g}, ln(output tokens) s.d. "
+        f"{result.output_spread:g} (assumed; `--alpha-spread`, `--output-spread`) |",
         f"| K | {k_line} |",
         "",
         f"![Speedup against per-token alpha]({CHART_FILES['speedup']})",
@@ -3588,9 +4148,9 @@ def spec_batches(target):
 
 
 def plan_stage0(dep, plan):
-    batch = plan["shown_batch"]
+    batch = plan.shown_batch
     others = [b for b in calibration_batches(batch) if b != batch]
-    fits = ("" if plan["feasible"] else f"Concurrency {plan['target']} does not fit in memory: every command below runs "
+    fits = ("" if plan.feasible else f"Concurrency {plan.target} does not fit in memory: every command below runs "
             f"at {batch}, the most that fits. ")
     out = ["## Stage 0: baseline, speculation off", "",
            fits + f"Two kinds of run, each at your traffic's temperature ({TEMPERATURE:g} here: acceptance depends on "
@@ -3611,8 +4171,8 @@ def plan_stage0(dep, plan):
 
 
 def plan_stage1(dep, plan):
-    k, batch = plan["k"], plan["shown_batch"]
-    t = {row["concurrency"]: row for row in plan["tail"]}.get(batch)
+    k, batch = plan.k, plan.shown_batch
+    t = {row.concurrency: row for row in plan.tail}.get(batch)
     engine = dep.engine
     shape = (f"a tree: top-{dep.topk} at each of {k} steps, {dep.verify_tokens} tokens a sequence in the verify pass, "
              "with the acceptance length you measured for it" if dep.topk > 1 else
@@ -3636,26 +4196,26 @@ def plan_stage1(dep, plan):
     if t is not None:
         out += [
             f"What the model expects at B={batch} "
-            + ("with the measured acceptance" if plan["measured"] else
-               f"if requests accept at alpha {plan['request_alpha']:.2f} on average") + ": tau = "
-            f"{t['acceptance_length_requests']:.2f} tokens per round over requests whose alpha spreads by s.d. "
-            f"{t['alpha_spread']:.3g}, round overhead eps = {t['eps_eff']:.2f} (with the prefill a round of that tau "
-            f"carries; stage 3's break-even uses the decode eps alone), speedup {t['speedup_requests']:.2f}x "
-            f"(simulated: {t['speedup_mc']:.2f}x"
-            + ("" if plan["measured"] else f"; at one alpha for all, {t['speedup_exact']:.2f}x; the lesson's "
-               f"formula would claim {t['speedup_lesson']:.2f}x") + ").", ""]
+            + ("with the measured acceptance" if plan.measured else
+               f"if requests accept at alpha {plan.request_alpha:.2f} on average") + ": tau = "
+            f"{t.acceptance_length_requests:.2f} tokens per round over requests whose alpha spreads by s.d. "
+            f"{t.alpha_spread:.3g}, round overhead eps = {t.eps_eff:.2f} (with the prefill a round of that tau "
+            f"carries; stage 3's break-even uses the decode eps alone), speedup {t.speedup_requests:.2f}x "
+            f"(simulated: {t.speedup_mc:.2f}x"
+            + ("" if plan.measured else f"; at one alpha for all, {t.speedup_exact:.2f}x; the lesson's "
+               f"formula would claim {t.speedup_lesson:.2f}x") + ").", ""]
     return out
 
 
 def plan_k_by_batch(plan, dep):
     """The plan's "K by batch size" section: the table, and how each engine can follow it."""
-    schedule, alpha = plan["schedule"], plan["alpha"]
+    schedule, alpha = plan.schedule, plan.alpha
     if not schedule:
         return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
     out = ["## K by batch size", "",
            f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
            "| batch sizes | K | speedup over plain |", "|---|---|---|"]
-    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan["schedule_speedups"]):
+    for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan.schedule_speedups):
         span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
         out.append(f"| {lo}-{hi} | {k} | {span} |")
     out.append("")
@@ -3673,25 +4233,25 @@ def plan_k_by_batch(plan, dep):
 
 def plan_stage2(result, dep, plan):
     """How to measure acceptance on each engine, and how to hand it to this program."""
-    k = plan["k"]
+    k = plan.k
     out = ["## Stage 2: measure acceptance on production traffic", ""]
     out += ENGINE_PLANS[dep.engine.key].measure(result, dep, plan)
     if dep.topk > 1:
         drafted = verify_tokens(dep, k) - 1
-        tau = result["measured"]["acceptance_length"] if plan["measured"] else acceptance_length(plan["alpha"], k)
+        tau = result.measured.acceptance_length if plan.measured else acceptance_length(plan.alpha, k)
         out += [f"A round of this tree drafts {drafted} tokens for {k} steps: accepted over drafted tokens, "
                 f"(tau - 1) / {drafted} = {(tau - 1) / drafted:.2f} at tau {tau:.2f}, is neither a per-token alpha "
                 "nor a chain's rate.", ""]
     else:
-        out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan['rate_at_alpha']:.2f} is what "
-                f"a per-token alpha of {plan['alpha']:.2f} shows.", ""]
-    if plan["measured"]:
-        ms = result["measured"]
-        out += [f"Measured ({md(ms['source'])}): K = {ms['k']}, acceptance rate {ms['acceptance_rate']:.3f}, "
-                f"acceptance length {ms['acceptance_length']:.3f}, per-token alpha {ms['alpha']:.3f}"
-                + (", conditional alpha by position " + ", ".join(f"{a:.3f}" for a in ms["per_position_alpha"])
-                   if ms["per_position_alpha"] else "") + ".", ""]
-        out += [f"- {md(note)}" for note in ms["notes"]] + ([""] if ms["notes"] else [])
+        out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan.rate_at_alpha:.2f} is what "
+                f"a per-token alpha of {plan.alpha:.2f} shows.", ""]
+    if plan.measured:
+        ms = result.measured
+        out += [f"Measured ({md(ms.source)}): K = {ms.k}, acceptance rate {ms.acceptance_rate:.3f}, "
+                f"acceptance length {ms.acceptance_length:.3f}, per-token alpha {ms.alpha:.3f}"
+                + (", conditional alpha by position " + ", ".join(f"{a:.3f}" for a in ms.per_position_alpha)
+                   if ms.per_position_alpha else "") + ".", ""]
+        out += [f"- {md(note)}" for note in ms.notes] + ([""] if ms.notes else [])
     return out
 
 
@@ -3702,7 +4262,7 @@ def gate_command(dep, plan):
     too; elsewhere only the baselines do. Acceptance comes from the scrapes of stage 2: gauges need one scrape and
     counters two, and a scrape that counts no drafts needs K (--ks).
     """
-    batch = plan["shown_batch"]
+    batch = plan.shown_batch
     files = [f"baseline_c{b}.json" for b in calibration_batches(batch)]
     engine = dep.engine
     if engine.bench_records_acceptance:
@@ -3710,58 +4270,58 @@ def gate_command(dep, plan):
     words = tool_words(dep) + [f"--bench-baseline sharegpt_baseline_c{batch}.json",
                                f"--bench-spec sharegpt_spec_c{batch}.json", f"--target-concurrency {batch}",
                                "--calibrate " + ",".join(files)]
-    words += [f"--gate-margin {plan['margin']:g}"] if plan["margin"] != GATE_MARGIN else []
-    words += [f"--p99-budget {plan['p99_budget']:g}"] if plan["p99_budget"] != P99_BUDGET else []
-    words += [f"--served-model {shlex.quote(plan['served_model'])}"] if plan["served_model"] else []
+    words += [f"--gate-margin {plan.margin:g}"] if plan.margin != GATE_MARGIN else []
+    words += [f"--p99-budget {plan.p99_budget:g}"] if plan.p99_budget != P99_BUDGET else []
+    words += [f"--served-model {shlex.quote(plan.served_model)}"] if plan.served_model else []
     words += ["--metrics after.prom"] + ([] if engine.acceptance_gauges else ["--metrics-before before.prom"])
-    words += [] if engine.counts_drafts else [f"--ks {plan['k']}"]
+    words += [] if engine.counts_drafts else [f"--ks {plan.k}"]
     return ["```"] + shell_lines(words + ["--gate"]) + ["```", ""]
 
 
 def plan_calibration(cal):
     """The plan's account of the fit on your runs."""
-    out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal['fitted_fields'])}; the rest is the published fit).",
+    out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal.fitted_fields)}; the rest is the published fit).",
            "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
-    for r in cal["runs"]:
-        out.append(f"| `{md(Path(r['path']).name)}` | {r['batch']} | {fmt(r['k'], 'd')} | {fmt(r['tau'], '.2f')} | "
-                   f"{r['measured_tpot_ms']:.2f} ms | {r['fitted_tpot_ms']:.2f} ms | {pct1(r['error'])} |")
-    return out + [""] + [f"- {md(note)}" for note in cal["notes"]] + ([""] if cal["notes"] else [])
+    for r in cal.runs:
+        out.append(f"| `{md(Path(r.path).name)}` | {r.batch} | {fmt(r.k, 'd')} | {fmt(r.tau, '.2f')} | "
+                   f"{r.measured_tpot_ms:.2f} ms | {r.fitted_tpot_ms:.2f} ms | {pct1(r.error)} |")
+    return out + [""] + [f"- {md(note)}" for note in cal.notes] + ([""] if cal.notes else [])
 
 
 def plan_stage3(result, dep, plan):
-    k, target = plan["k"], plan["shown_batch"]
-    gate_a, gate_r = plan["gate_alpha"], plan["gate_rate"]
+    k, target = plan.k, plan.shown_batch
+    gate_a, gate_r = plan.gate_alpha, plan.gate_rate
     out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input). "
            "With `--calibrate` the model first fits your runs, and every number it then prints is your "
            "deployment's:", ""] + gate_command(dep, plan)
-    if "calibration" in result:
-        out += plan_calibration(result["calibration"])
-    if "gate" in result:
-        g = result["gate"]
-        out += [f"**Verdict at B={g['concurrency']}, K={g['k']}: {g['verdict'].upper()}**", ""]
-        out += [f"- {'pass' if r['passed'] else 'FAIL'}, {r['check']}: {r['detail']}" for r in g["reasons"]]
+    if result.calibration is not None:
+        out += plan_calibration(result.calibration)
+    if result.gate is not None:
+        g = result.gate
+        out += [f"**Verdict at B={g.concurrency}, K={g.k}: {g.verdict.upper()}**", ""]
+        out += [f"- {'pass' if r.passed else 'FAIL'}, {r.check}: {r.detail}" for r in g.reasons]
         return out + [""]
     if gate_a is None:
-        return out + [f"At B={target} and K={k} the round costs {1 + plan['eps']:.2f} plain steps, more than the "
+        return out + [f"At B={target} and K={k} the round costs {1 + plan.eps:.2f} plain steps, more than the "
                       f"{k + 1} tokens a round can deliver: no acceptance pays. Do not enable speculation here.", ""]
     return out + [
-        f"At B={target}, K={k}: eps = {plan['eps']:.3f}, so speculation pays only when the per-token alpha "
+        f"At B={target}, K={k}: eps = {plan.eps:.3f}, so speculation pays only when the per-token alpha "
         f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
-        f"(tau >= {1 + plan['eps']:.2f}).",
-        f"Go on only if the measured rate is at least {plan['required_rate']:.3f} "
-        f"(break-even + {plan['margin']:.2f}), per-token alpha {plan['required_alpha']:.3f}."
-        if plan["required_rate"] is not None else
-        f"Break-even + {plan['margin']:.2f} is a rate above 1: no measurement can pass the gate here.",
+        f"(tau >= {1 + plan.eps:.2f}).",
+        f"Go on only if the measured rate is at least {plan.required_rate:.3f} "
+        f"(break-even + {plan.margin:.2f}), per-token alpha {plan.required_alpha:.3f}."
+        if plan.required_rate is not None else
+        f"Break-even + {plan.margin:.2f} is a rate above 1: no measurement can pass the gate here.",
         "",
         f"The lesson's rule \"alpha >= {LESSON_RULE}\" names no unit. " + lesson_rule_sentence(plan),
         ""]
 
 
 def plan_stage4(dep, plan):
-    t = {row["concurrency"]: row for row in plan["tail"]}.get(plan["shown_batch"])
+    t = {row.concurrency: row for row in plan.tail}.get(plan.shown_batch)
     if t is None:
         return []
-    alike = t.get("tpot_spec_p99_alike_ms")
+    alike = t.tpot_spec_p99_alike_ms
     return [
         "## Stage 4: watch the tail", "",
         "Three latencies, easy to confuse. `p99_tpot_ms` is across requests, each request's decode time over",
@@ -3769,21 +4329,21 @@ def plan_stage4(dep, plan):
         "per streamed chunk, and a round's accepted tokens arrive in one chunk, so `p99_itl_ms` is a round's",
         "time. Per-token ITL (a round's time split over its tokens) is what the rounds themselves look like.",
         "",
-        f"- expected `p99_tpot_ms` at B={plan['shown_batch']}: {t['tpot_plain_p99_ms']:.2f} ms plain, "
-        f"{t['tpot_spec_p99_ms']:.2f} ms with speculation ({pct(t['tpot_p99_change'])}), mean TPOT "
-        f"{t['tpot_plain_mean_ms']:.2f} -> {t['tpot_spec_mean_ms']:.2f} ms, if requests' alpha spreads by s.d. "
-        f"{t['alpha_spread']:g} around {plan['request_alpha']:.2f}"
+        f"- expected `p99_tpot_ms` at B={plan.shown_batch}: {t.tpot_plain_p99_ms:.2f} ms plain, "
+        f"{t.tpot_spec_p99_ms:.2f} ms with speculation ({pct(t.tpot_p99_change)}), mean TPOT "
+        f"{t.tpot_plain_mean_ms:.2f} -> {t.tpot_spec_mean_ms:.2f} ms, if requests' alpha spreads by s.d. "
+        f"{t.alpha_spread:g} around {plan.request_alpha:.2f}"
         + (f" ({alike:.2f} ms if every request accepted alike)" if alike else "") + ";",
-        f"- the requests at P99 TPOT accept at alpha {t['slow_alpha']:.2f} on average: find them "
+        f"- the requests at P99 TPOT accept at alpha {t.slow_alpha:.2f} on average: find them "
         + ("with stage 2's per-request acceptance" if dep.engine.per_request_acceptance
            else "by measuring acceptance per route")
         + ", and route or retrain for them, not for the mean;",
-        f"- expected `p99_itl_ms` (per chunk, one round): {t['round_itl_spec_p99_ms']:.2f} ms against "
-        f"{t['itl_plain_p99_ms']:.2f} ms plain; per-token ITL P99 {t['itl_spec_p99_ms']:.2f} ms "
-        f"({pct(t['p99_change'])}), from the {t['zero_accept_token_share'] * 100:.1f}% of tokens whose rounds "
-        f"accepted nothing and cost {1 + t['eps_eff']:.2f} plain steps each;",
-        f"- the lesson's two-pass reroll (P99 TPOT {t['tpot_spec_two_pass_p99_ms']:.2f} ms, "
-        f"{pct(t['tpot_p99_change_two_pass'])}) is not what {dep.engine.name} runs: a rejected draft "
+        f"- expected `p99_itl_ms` (per chunk, one round): {t.round_itl_spec_p99_ms:.2f} ms against "
+        f"{t.itl_plain_p99_ms:.2f} ms plain; per-token ITL P99 {t.itl_spec_p99_ms:.2f} ms "
+        f"({pct(t.p99_change)}), from the {t.zero_accept_token_share * 100:.1f}% of tokens whose rounds "
+        f"accepted nothing and cost {1 + t.eps_eff:.2f} plain steps each;",
+        f"- the lesson's two-pass reroll (P99 TPOT {t.tpot_spec_two_pass_p99_ms:.2f} ms, "
+        f"{pct(t.tpot_p99_change_two_pass)}) is not what {dep.engine.name} runs: a rejected draft "
         "ends the round inside the verify pass already run, and the round's last token comes from that pass.",
         "",
         "Kill switch: turn speculation off if acceptance falls below the break-even of the dashboard below, or "
@@ -3797,7 +4357,7 @@ def plan_dashboard(dep, plan):
 
 
 def plan_next(dep, plan):
-    k, target = plan["k"], plan["shown_batch"]
+    k, target = plan.k, plan.shown_batch
     engine = dep.engine
     if not engine.per_position_why:
         depth = (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
@@ -3818,12 +4378,12 @@ def plan_next(dep, plan):
 
 def render_plan(result, dep):
     """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
-    plan = result["plan"]
-    if result["max_concurrency"] < 1:
+    plan = result.plan
+    if result.facts.max_concurrency < 1:
         return "\n".join(plan_front(result, dep, plan) + [
             "## Nothing fits", "",
             f"The weights ({static_bytes(dep) / GIB:.0f} GiB with the draft's) and the KV cache of one sequence of "
-            f"{dep.context} tokens do not fit in the {result['memory_budget_bytes'] / GIB:.0f} GiB "
+            f"{dep.context} tokens do not fit in the {result.facts.memory_budget_bytes / GIB:.0f} GiB "
             f"{dep.engine.name} gives them ({memory_setting(dep)}), so no command here could run. More "
             "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
             "larger memory share would: run this program again with them.", ""])
@@ -3835,22 +4395,35 @@ def render_plan(result, dep):
         out += ["## Stages 2 to 4", "", "Measuring acceptance, the gate and the tail watch need the server of stage 1: "
                 "run this program again once it has a head to serve.", ""]
     out += ["## When not to use speculation here", ""] + plan_when_not(plan)
-    if result["mix"]:
-        out += [""] + plan_mix(result["mix"], dep)
+    if result.mix:
+        out += [""] + plan_mix(result.mix, dep)
     out += [""] + plan_next(dep, plan)
     return "\n".join(out)
 
 
 # ---------------------------------------------------------------- rendering: JSON
 def clean(value):
-    """JSON-safe value: floats rounded, inf/NaN as null."""
+    """JSON-safe value: a record as a dict of its fields in order (less NOT_IN_JSON ones, and OPTIONAL or shown_with
+    ones that hold nothing), floats rounded, inf/NaN as null."""
     if isinstance(value, float):
         return round(value, 6) if math.isfinite(value) else None
+    if hasattr(value, "__dataclass_fields__"):
+        return {f.name: clean(getattr(value, f.name)) for f in fields(value) if shown_in_json(value, f)}
     if isinstance(value, dict):
         return {k: clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]
     return value
+
+
+def shown_in_json(record, f):
+    """Whether --json shows the record's field f (its metadata: NOT_IN_JSON, OPTIONAL, shown_with)."""
+    meta = f.metadata
+    if not meta.get("json", True):
+        return False
+    if meta.get("optional") and getattr(record, f.name) is None:
+        return False
+    return "shown_with" not in meta or getattr(record, meta["shown_with"]) is not None
 
 
 def render_json(result, dep, grid):
@@ -3860,7 +4433,7 @@ def render_json(result, dep, grid):
                       gpu_memory_gib=dep.memory_gib, gpu_memory_utilization=dep.memory_fraction,
                       gpu_memory_utilization_of=("memory free after the weights"
                                                  if dep.engine.memory_of_free else "all memory"),
-                      memory_setting=memory_setting(dep), memory_budget_bytes=result["memory_budget_bytes"],
+                      memory_setting=memory_setting(dep), memory_budget_bytes=result.facts.memory_budget_bytes,
                       gpu_bandwidth_tbs=dep.bandwidth_tbs,
                       gpu_tflops=dep.target.tflops,
                       target_params=dep.target.held_params, active_params=dep.target.active_params,
@@ -3870,17 +4443,15 @@ def render_json(result, dep, grid):
                       weight_bytes=dep.target.held_bytes,
                       draft_weight_bytes=dep.drafter.held_bytes,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
-                      max_concurrency=result["max_concurrency"], input_tokens=dep.input_tokens,
-                      output_tokens=dep.output_tokens, plain_step_b1=result["plain_b1"],
-                      plain_step_ms_b1=result["plan"]["plain_ms_b1"])
-    plan = {key: v for key, v in result["plan"].items() if key not in ("tail", "schedule_speedups")}
-    best = [{key: b[key] for key in ("concurrency", "alpha", "k", "speedup")} for b in result["best_k"]]
-    data = dict(deployment=deployment, cells=result["cells"], breakeven=result["breakeven"], best_k=best,
-                plan=plan, mix=result["mix"])
-    for key in ("measured", "gate", "exercises", "calibration"):
-        if key in result:
-            data[key] = result[key]
-    data["summary"] = summary_facts(result, grid)
+                      max_concurrency=result.facts.max_concurrency, input_tokens=dep.input_tokens,
+                      output_tokens=dep.output_tokens, plain_step_b1=result.facts.plain_b1,
+                      plain_step_ms_b1=result.plan.plain_ms_b1)
+    data = dict(deployment=deployment, cells=result.cells, breakeven=result.breakeven, best_k=result.best_k,
+                plan=result.plan, mix=result.mix)
+    for key in ("measured", "gate", "exercises", "calibration"):   # the JSON's keys, in order, where there is one
+        if getattr(result, key) is not None:
+            data[key] = getattr(result, key)
+    data["summary"] = summary_facts(result, grid, dep)
     return json.dumps(clean(data), indent=1) + "\n"
 
 
@@ -3971,63 +4542,63 @@ def ticks(low, high, step):
 
 
 def render_speedup_chart(charts, dep):
-    data = charts["speedup"]
-    top = max([1.5] + [max(y for _, y in c["points"]) for c in data["curves"]])
+    data = charts
+    top = max([1.5] + [max(y for _, y in c.points) for c in data.curves])
     step = nice_step(top)
     y_high = step * math.ceil(top / step)
-    series = [(f"B = {c['concurrency']} (eps {c['eps']:.2f})", c["points"], i) for i, c in enumerate(data["curves"])]
+    series = [(f"B = {c.concurrency} (eps {c.eps:.2f})", c.points, i) for i, c in enumerate(data.curves)]
     series.append(("speedup 1.0", [(0.0, 1.0), (1.0, 1.0)], 5))
-    markers = [(c["breakeven"], 1.0, f"{c['breakeven']:.2f}") for c in data["curves"] if c["breakeven"] is not None]
+    markers = [(c.breakeven, 1.0, f"{c.breakeven:.2f}") for c in data.curves if c.breakeven is not None]
     notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, draft {dep.draft}; circles: break-even alpha."]
-    if data["left_out"]:
-        notes.append("Left out, KV cache does not fit: B = " + ", ".join(map(str, data["left_out"])) + ".")
-    return svg_chart(f"Speedup against per-token alpha, K = {data['k']}", "per-token acceptance alpha",
+    if data.left_out:
+        notes.append("Left out, KV cache does not fit: B = " + ", ".join(map(str, data.left_out)) + ".")
+    return svg_chart(f"Speedup against per-token alpha, K = {data.k}", "per-token acceptance alpha",
                      "speedup over plain decoding (x)", (0.0, 1.0, ticks(0, 1, 0.1), False),
                      (0.0, y_high, ticks(0, y_high, step), False), series, markers, notes)
 
 
 def render_best_k_chart(charts, dep):
-    data = charts["best_k"]
-    limit = max(data["limit"], 2)
+    data = charts
+    limit = max(data.limit, 2)
     x_ticks = [2 ** i for i in range(int(math.log2(limit)) + 1)]
     series, markers = [], []
-    for i, c in enumerate(data["curves"]):
+    for i, c in enumerate(data.steps):
         offset = 0.06 * (i - 1)            # keeps steps that coincide visible
         points = []
-        for lo, hi, k in c["schedule"]:
+        for lo, hi, k in c.schedule:
             points += [(lo, k + offset), (hi, k + offset)]
-        series.append((f"alpha {c['alpha']:.2f}", points or [(1, offset), (1, offset)], i))
-        if c["zero_at"] is not None:
-            markers.append((c["zero_at"], 0 + offset, f"off at {c['zero_at']}"))
+        series.append((f"alpha {c.alpha:.2f}", points or [(1, offset), (1, offset)], i))
+        if c.zero_at is not None:
+            markers.append((c.zero_at, 0 + offset, f"off at {c.zero_at}"))
     notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, context {dep.context}; batch sizes up to the "
-             f"{data['limit']} that fit in memory.", "K = 0: speculation off. Lines drawn 0.06 apart where they coincide."]
+             f"{data.limit} that fit in memory.", "K = 0: speculation off. Lines drawn 0.06 apart where they coincide."]
     return svg_chart("Best draft length K against batch size", "concurrency B (sequences, log scale)",
                      "best K (0 = off)", (1, limit, x_ticks, True), (-0.3, K_MAX + 0.3, list(range(K_MAX + 1)), False),
                      series, markers, notes)
 
 
 def render_itl_chart(charts, dep):
-    data = charts["itl"]
+    data = charts.itl
     if data is None:
         return svg_chart("Per-token ITL distribution", "ms", "share of tokens", (0, 1, [0, 1], False),
                          (0, 1, [0, 1], False), [], notes=["No concurrency in the grid fits in memory."])
     names = {"plain": "plain", "spec": "spec", "two_pass": "two-pass"}
-    series = [(f"{names[n]}: P99 {data['p99'][n]:.1f} ms", data["cdf"][n], i) for i, n in enumerate(names)]
-    series.append(("share 0.99", [(0.0, 0.99), (data["x_max"], 0.99)], 5))
-    markers = [(data["p99"][n], 0.99, f"{data['p99'][n]:.1f}") for n in names]
-    step = nice_step(data["x_max"])
-    notes = [f"B = {data['concurrency']}, alpha {data['alpha']:.2f}, K = {data['k']}. Per-token ITL: a round's time "
+    series = [(f"{names[n]}: P99 {getattr(data.p99, n):.1f} ms", getattr(data.cdf, n), i) for i, n in enumerate(names)]
+    series.append(("share 0.99", [(0.0, 0.99), (data.x_max, 0.99)], 5))
+    markers = [(getattr(data.p99, n), 0.99, f"{getattr(data.p99, n):.1f}") for n in names]
+    step = nice_step(data.x_max)
+    notes = [f"B = {data.concurrency}, alpha {data.alpha:.2f}, K = {data.k}. Per-token ITL: a round's time "
              "split over its tokens. spec: rejection", "sampling as vLLM runs it; two-pass: the lesson's model. "
              "Thin vertical lines: each model's P99."]
     return svg_chart("Per-token inter-token latency, cumulative", "per-token ITL (ms)", "share of tokens at or below",
-                     (0.0, data["x_max"], ticks(0, data["x_max"], step), False),
+                     (0.0, data.x_max, ticks(0, data.x_max, step), False),
                      (0.0, 1.0, ticks(0, 1, 0.1), False), series, markers, notes,
-                     drops=[(data["p99"][n], i) for i, n in enumerate(names)])
+                     drops=[(getattr(data.p99, n), i) for i, n in enumerate(names)])
 
 
 def render_charts(result, dep):
     """{file name: SVG text} for the three charts."""
-    charts = result["charts"]
+    charts = result.charts
     return {CHART_FILES["speedup"]: render_speedup_chart(charts, dep),
             CHART_FILES["best_k"]: render_best_k_chart(charts, dep),
             CHART_FILES["itl"]: render_itl_chart(charts, dep)}
@@ -4099,19 +4670,26 @@ LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 LABEL_SET = re.compile(r'\{\s*(?:[A-Za-z_][A-Za-z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"\s*(?:,\s*(?=[A-Za-z_}])|(?=\})))*\}')
 MODEL_LIMIT = 1000   # models one scrape may hold speculative metrics for (a federated scrape of many servers)
 
-Counters = namedtuple("Counters", "drafts draft_tokens accepted per_position drafted_per_position gauges emitted "
-                                  "engine", defaults=({}, {}, {}, None, "vllm"))
-# drafts, draft_tokens, accepted (and V0's emitted): sums over engines, None where the
-# scrape has no such counter (a missing counter is not zero); per_position,
-# drafted_per_position: {i: count}; gauges: {key of SPEC_GAUGES: mean over the label sets
-# that report a value, an SGLang rank with no speculative step (0) left out}; engine: whose metrics they are
-# ("vllm", or "trtllm" for TensorRT-LLM's counters; SGLang's gauges tell themselves apart, is_sglang).
+@dataclass(frozen=True)
+class Counters:
+    """A scrape's speculative-decoding metrics for one model (read_metrics), or a window between two scrapes.
+    Counts are sums over the other labels (data-parallel engines); None where the scrape has no such counter (a
+    missing counter is not zero)."""
+    drafts: float            #: drafts (rounds)
+    draft_tokens: float      #: drafted tokens
+    accepted: float          #: accepted draft tokens
+    per_position: dict = field(default_factory=dict)   #: {position: accepted tokens}
+    drafted_per_position: dict = field(default_factory=dict)   #: {position: drafted tokens}
+    gauges: dict = field(default_factory=dict)   #: {SPEC_GAUGES value: mean over the label sets that report one, an
+                                                 #: SGLang rank with no speculative step (0) left out}
+    emitted: float = None    #: vLLM V0's emitted tokens
+    engine: str = "vllm"     #: whose metrics: "vllm", or "trtllm" (SGLang's gauges tell themselves apart, is_sglang)
 
 
 def one_average_draft(tau, k):
     """Counters of one average draft of K tokens: a measurement that gives tau at K but no counts
     (a gauge, a bench file's rate and length, a value typed on the command line)."""
-    return Counters(1.0, float(k), tau - 1.0)
+    return Counters(drafts=1.0, draft_tokens=float(k), accepted=tau - 1.0)
 
 
 ESCAPE = re.compile(r"\\(.)")
@@ -4325,10 +4903,11 @@ def read_metrics(path, flag):
                              "speculation on, and the server started with --enable-metrics?")
         raise UsageError(f"{flag}: {path} has no speculative-decoding counters (vllm:spec_decode_*, "
                          "trtllm_spec_decode_*): is speculative decoding on?")
-    return {model: Counters(*(e["totals"].get(key) for key in ("drafts", "draft_tokens", "accepted")),
-                            e["accepted"], e["drafted"],
-                            {k: sum(v) / len(v) if v else 0.0 for k, v in e["gauges"].items()},
-                            e["totals"].get("emitted"), "trtllm" if e["trtllm"] else "vllm")
+    return {model: Counters(drafts=e["totals"].get("drafts"), draft_tokens=e["totals"].get("draft_tokens"),
+                            accepted=e["totals"].get("accepted"), per_position=e["accepted"],
+                            drafted_per_position=e["drafted"],
+                            gauges={k: sum(v) / len(v) if v else 0.0 for k, v in e["gauges"].items()},
+                            emitted=e["totals"].get("emitted"), engine="trtllm" if e["trtllm"] else "vllm")
             for model, e in models.items()}
 
 
@@ -4369,8 +4948,10 @@ def counters_window(after, before, flags):
             per[field][position] = value - earlier
     difference = lambda name: None if getattr(after, name) is None else getattr(after, name) - getattr(before, name)
     # Gauges hold a value, not a count: the window is the later scrape's.
-    return Counters(difference("drafts"), difference("draft_tokens"), difference("accepted"), per["per_position"],
-                    per["drafted_per_position"], after.gauges, difference("emitted"), after.engine)
+    return Counters(drafts=difference("drafts"), draft_tokens=difference("draft_tokens"),
+                    accepted=difference("accepted"), per_position=per["per_position"],
+                    drafted_per_position=per["drafted_per_position"], gauges=after.gauges,
+                    emitted=difference("emitted"), engine=after.engine)
 
 
 def profile_problem(c, k):
@@ -4423,14 +5004,14 @@ def v0_drafts(c, source, k_given, notes, ask):
                                  f"{drafts:g} drafts (emitted - accepted) of {round(k)} tokens")
             notes.append(f"vLLM V0: drafts = emitted - accepted tokens = {drafts:g}, so K = {round(k)}"
                          + (" (its efficiency gauge agrees)" if efficiency is not None else ""))
-            return c._replace(drafts=drafts), round(k)
+            return replace(c, drafts=drafts), round(k)
     if k_given is None:
         raise UsageError(f"{source}: has no vllm:spec_decode_num_drafts_total: vLLM V0 and V1 before 0.8.5 do not "
                          f"export it (PR #16665). Its acceptance rate is {rate:.3f}; {ask}, the server's "
                          "num_speculative_tokens, to complete the measurement")
     notes.append(f"no num_drafts counter (vLLM before 0.8.5): drafts = draft tokens / K, with K = {k_given} "
                  "from --ks")
-    return c._replace(drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={}), k_given
+    return replace(c, drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={}), k_given
 
 
 def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted=True, width=None):
@@ -4506,7 +5087,7 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
         per_round = width or k_given   # tokens each iteration drafts per request: max_draft_len, or the tree's
         notes.append(f"TensorRT-LLM counts no drafts: each round drafted {per_round} tokens a request "
                      f"({'the tree' if width else '--ks'}), so drafts = draft tokens / {per_round}")
-        c = c._replace(drafts=c.draft_tokens / per_round)
+        c = replace(c, drafts=c.draft_tokens / per_round)
         if width:   # a tree's tau, as one average draft of its K steps
             tau = 1.0 + c.accepted / c.drafts
             if tau > k_given + 1.0 + 1e-9:
@@ -4572,11 +5153,10 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
     else:
         alpha = alpha_from_length(min(tau, k + 1.0), k)
         profile = [alpha]
-    return dict(k=k, k_mean=k_mean, varying_k=varying, drafts=c.drafts if counted else None,
-                acceptance_rate=c.accepted / c.draft_tokens,
-                acceptance_length=tau, per_position_rates=rates,
-                per_position_alpha=conditional if clean_profile else [], alpha=alpha, profile=profile, source=source,
-                notes=notes)
+    return Measurement(k=k, k_mean=k_mean, varying_k=varying, drafts=c.drafts if counted else None,
+                       acceptance_rate=c.accepted / c.draft_tokens, acceptance_length=tau, per_position_rates=rates,
+                       per_position_alpha=conditional if clean_profile else [], alpha=alpha, profile=profile,
+                       source=source, notes=notes)
 
 
 LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el)_ms$")
@@ -4633,6 +5213,24 @@ def json_amount(data, key, where, least=AMOUNT_RANGE[0]):
     return value
 
 
+@dataclass(frozen=True)
+class Bench:
+    """What this tool uses of a `vllm bench serve --save-result` JSON, each value checked (read_bench)."""
+    path: str
+    flag: str                #: the flag that named it
+    latency: dict            #: its latency keys (mean_tpot_ms, p99_itl_ms, ...) with a value
+    output_throughput: float   #: output tokens per second
+    max_concurrency: int     #: max_concurrency (or multi_turn_concurrency); None: open loop or unknown
+    open_loop: bool          #: whether it recorded no concurrency
+    completed: int           #: completed requests
+    total_input_tokens: int
+    total_output_tokens: int
+    spec: dict               #: its spec_decode_* keys
+    workload: dict           #: its WORKLOAD_KEYS, which a pair must share
+    model_id: str
+    notes: list              #: what the reading noticed
+
+
 def read_bench(path, flag):
     """The numbers of a `vllm bench serve --save-result` JSON that the comparison uses, each checked."""
     data, note = bench_object(path, flag)
@@ -4660,13 +5258,12 @@ def read_bench(path, flag):
         notes.append(f"{path} records no max_concurrency (files before mid-2024 do not): the concurrency it ran at "
                      "is unknown")
     spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
-    return dict(path=str(path), flag=flag, latency=latency,
-                output_throughput=json_amount(data, "output_throughput", where), max_concurrency=concurrency,
-                open_loop=concurrency is None, completed=json_whole(data, "completed", where),
-                total_input_tokens=json_whole(data, "total_input_tokens", where),
-                total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
-                workload={key: data.get(key) for key in WORKLOAD_KEYS},
-                model_id=data.get("model_id"), notes=notes)
+    return Bench(path=str(path), flag=flag, latency=latency,
+                 output_throughput=json_amount(data, "output_throughput", where), max_concurrency=concurrency,
+                 open_loop=concurrency is None, completed=json_whole(data, "completed", where),
+                 total_input_tokens=json_whole(data, "total_input_tokens", where),
+                 total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
+                 workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes)
 
 
 def same_model(a, b):
@@ -4689,9 +5286,9 @@ def workload_value(value):
 def same_workload(base, spec):
     """Refuse a pair that did not run the same workload (model, backend, prompts, rate, concurrency)."""
     for key in WORKLOAD_KEYS:
-        if workload_value(base["workload"][key]) != workload_value(spec["workload"][key]):
-            raise UsageError(f"--bench-spec: {key} {spec['workload'][key]!r} differs from --bench-baseline's "
-                             f"{base['workload'][key]!r}: not the same workload")
+        if workload_value(base.workload[key]) != workload_value(spec.workload[key]):
+            raise UsageError(f"--bench-spec: {key} {spec.workload[key]!r} differs from --bench-baseline's "
+                             f"{base.workload[key]!r}: not the same workload")
 
 
 def bench_acceptance(bench, flag):
@@ -4702,7 +5299,7 @@ def bench_acceptance(bench, flag):
     K = (length - 1) / rate. The per-position rates are fractions; a list that is not
     K numbers in [0, 1] is dropped with a note.
     """
-    spec, source = bench["spec"], f"{flag} {bench['path']}"
+    spec, source = bench.spec, f"{flag} {bench.path}"
     counts = ("spec_decode_num_drafts", "spec_decode_draft_tokens", "spec_decode_accepted_tokens")
     present = [key for key in counts if key in spec]
     for key in present + [k for k in ("spec_decode_acceptance_rate", "spec_decode_acceptance_length") if k in spec]:
@@ -4731,8 +5328,8 @@ def bench_acceptance(bench, flag):
                   or not all(finite_number(r) and 0 <= r <= 1 for r in rates)):
         notes.append("spec_decode_per_position_acceptance_rates dropped (not one fraction per draft position)")
         rates = []
-    return measured_acceptance(Counters(drafts, draft_tokens, accepted, {i: r * drafts for i, r in enumerate(rates)}),
-                               source, notes=notes)
+    return measured_acceptance(Counters(drafts=drafts, draft_tokens=draft_tokens, accepted=accepted,
+                                        per_position={i: r * drafts for i, r in enumerate(rates)}), source, notes=notes)
 
 
 def read_json(path, flag):
@@ -4908,19 +5505,32 @@ def head_from_config(path, m, flag="--draft-config"):
                 head_context=size("max_position_embeddings", least=0, most=TOKENS_LIMIT * 100, default=0) or None)
 
 
+@dataclass(frozen=True)
+class Run:
+    """One benchmark run as the calibration fits it, or a probe of run_tpot_ms."""
+    batch: int               #: max_concurrency B
+    k: int                   #: K of a speculative run (None: a baseline)
+    tau: float               #: its acceptance length (None: a baseline)
+    input_tokens: int        #: mean prompt tokens (its totals over completed requests)
+    output_tokens: int       #: mean output tokens
+    tpot_ms: float = None    #: its measured mean TPOT, ms
+    path: str = None         #: the file
+    model_id: str = None     #: the model it names
+
+
 def read_calibration_runs(paths, flag="--calibrate"):
     """Your `vllm bench serve` results for --calibrate: one deployment, one workload, baselines at several
     concurrencies and optionally speculative runs (their K and tau from their spec_decode_* keys)."""
     runs = []
     for path in paths:
         bench = read_bench(path, flag)
-        if bench["max_concurrency"] is None:
+        if bench.max_concurrency is None:
             raise UsageError(f"{flag}: {path} records no max_concurrency: calibration needs closed-loop runs "
                              "(vllm bench serve --max-concurrency B)")
-        if not bench["latency"].get("mean_tpot_ms"):
+        if not bench.latency.get("mean_tpot_ms"):
             raise UsageError(f"{flag}: {path} has no mean_tpot_ms above 0 (a TPOT needs requests of two or more "
                              "output tokens)")
-        completed, prompts, outputs = bench["completed"], bench["total_input_tokens"], bench["total_output_tokens"]
+        completed, prompts, outputs = bench.completed, bench.total_input_tokens, bench.total_output_tokens
         if not completed or prompts is None or outputs is None:
             raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
                              "its prompt and output lengths")
@@ -4928,26 +5538,26 @@ def read_calibration_runs(paths, flag="--calibrate"):
             if not least <= total / completed <= TOKENS_LIMIT:
                 raise UsageError(f"{flag}: {path}: its requests average {total / completed:.3g} {what} "
                                  f"(total over completed); a run this tool fits has {least} to {TOKENS_LIMIT:,}")
-        run = dict(path=str(path), batch=bench["max_concurrency"], tpot_ms=bench["latency"]["mean_tpot_ms"],
-                   input=round(prompts / completed), output=round(outputs / completed), k=None, tau=None,
-                   model_id=bench["model_id"])
-        if bench["spec"]:
+        k = tau = None
+        if bench.spec:
             measured = bench_acceptance(bench, flag)
-            if measured is None or measured["varying_k"]:
+            if measured is None or measured.varying_k:
                 raise UsageError(f"{flag}: {path} is a speculative run without one K and its acceptance in its "
                                  "spec_decode_* keys: run it on vLLM with a fixed num_speculative_tokens")
-            run.update(k=measured["k"], tau=measured["acceptance_length"])
-        runs.append(run)
-    models = {r["model_id"] for r in runs}
+            k, tau = measured.k, measured.acceptance_length
+        runs.append(Run(batch=bench.max_concurrency, k=k, tau=tau, input_tokens=round(prompts / completed),
+                        output_tokens=round(outputs / completed), tpot_ms=bench.latency["mean_tpot_ms"],
+                        path=str(path), model_id=bench.model_id))
+    models = {r.model_id for r in runs}
     if len(models) > 1:
         raise UsageError(f"{flag}: the files are of different models ({', '.join(sorted(map(repr, models)))}): "
                          "calibrate on one deployment")
-    lengths = [(r["input"], r["output"]) for r in runs]
+    lengths = [(r.input_tokens, r.output_tokens) for r in runs]
     for i, o in lengths:
         if abs(i / lengths[0][0] - 1) > 0.25 or abs(o / lengths[0][1] - 1) > 0.25:
             raise UsageError(f"{flag}: the runs differ in prompt or output length by more than 25% "
                              f"({lengths[0][0]}/{lengths[0][1]} against {i}/{o} tokens): one workload shape, please")
-    baselines = sorted({r["batch"] for r in runs if r["k"] is None})
+    baselines = sorted({r.batch for r in runs if r.k is None})
     if len(runs) < 2 or len(baselines) < 2:
         have = f"baselines at {', '.join(map(str, baselines))}" if baselines else "no baseline"
         raise UsageError(f"{flag}: too little to fit ({len(runs)} file(s), {have}): run speculation off at three "
@@ -4955,24 +5565,39 @@ def read_calibration_runs(paths, flag="--calibrate"):
     return runs
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """A speculative benchmark run against its baseline (bench_comparison): ratios and changes are fractions, None
+    where a file lacks the key."""
+    tpot_speedup: float      #: baseline mean TPOT over the speculative run's
+    throughput_speedup: float   #: speculative output throughput over the baseline's
+    p99_tpot_change: float   #: P99 TPOT, speculative over baseline, minus 1
+    p99_itl_change: float    #: P99 ITL (per chunk), speculative over baseline, minus 1
+    changes: dict            #: every latency key both files have: speculative over baseline, minus 1
+    baseline: dict           #: the baseline's latency keys
+    spec: dict               #: the speculative run's
+    max_concurrency: int     #: the baseline's max_concurrency (None: open loop)
+    lengths: tuple           #: the speculative run's (mean prompt, mean output) tokens, or None
+
+
 def bench_comparison(base, spec):
     """Measured speedups and P99 changes of the spec run against the baseline (fractions)."""
     def ratio(a, b):   # None unless both were measured above 0 (a 0 mean TPOT measured nothing)
         return a / b if a and b and math.isfinite(a / b) else None
-    lat_b, lat_s = base["latency"], spec["latency"]
+    lat_b, lat_s = base.latency, spec.latency
     change = lambda key: None if ratio(lat_s.get(key), lat_b.get(key)) is None else ratio(lat_s[key], lat_b[key]) - 1.0
     keys = sorted(set(lat_b) & set(lat_s))
-    return dict(tpot_speedup=ratio(lat_b.get("mean_tpot_ms"), lat_s.get("mean_tpot_ms")),
-                throughput_speedup=ratio(spec["output_throughput"], base["output_throughput"]),
-                p99_tpot_change=change("p99_tpot_ms"), p99_itl_change=change("p99_itl_ms"),
-                changes={key: change(key) for key in keys},
-                baseline=lat_b, spec=lat_s, max_concurrency=base["max_concurrency"], lengths=run_lengths(spec))
+    return Comparison(tpot_speedup=ratio(lat_b.get("mean_tpot_ms"), lat_s.get("mean_tpot_ms")),
+                      throughput_speedup=ratio(spec.output_throughput, base.output_throughput),
+                      p99_tpot_change=change("p99_tpot_ms"), p99_itl_change=change("p99_itl_ms"),
+                      changes={key: change(key) for key in keys}, baseline=lat_b, spec=lat_s,
+                      max_concurrency=base.max_concurrency, lengths=run_lengths(spec))
 
 
 def run_lengths(bench):
     """(mean prompt, mean output tokens) of a benchmark run, from its totals over completed requests; None when the
     file lacks them."""
-    done, prompts, outputs = bench["completed"], bench["total_input_tokens"], bench["total_output_tokens"]
+    done, prompts, outputs = bench.completed, bench.total_input_tokens, bench.total_output_tokens
     return (round(prompts / done), round(outputs / done)) if done and prompts and outputs else None
 
 
@@ -5145,7 +5770,7 @@ def parse_grid(args):
         raise UsageError(f"the grid has {cells:,} cells ({len(values)} acceptance values x {len(ks)} Ks x "
                          f"{len(overheads)} overheads x {len(concurrencies)} concurrencies), more than "
                          f"{GRID_CELL_LIMIT:,}: split it into several runs")
-    return Grid(values, ks, overheads, concurrencies, kind)
+    return Grid(acceptance=values, ks=ks, overheads=overheads, concurrencies=concurrencies, kind=kind)
 
 
 def parse_deployment(args):
@@ -5310,7 +5935,7 @@ def read_scrapes(args, k_given, width=None):
             notes.append(f"per-position counters dropped (in --metrics, {problem}); the acceptance rate and length "
                          "are used")
             k_known = max(counts.per_position) + 1
-            counts = counts._replace(per_position={}, drafted_per_position={})
+            counts = replace(counts, per_position={}, drafted_per_position={})
     return model, measured_acceptance(counts, source, k_given, notes, k_known, width=width)
 
 
@@ -5324,25 +5949,30 @@ def read_benches(args):
     base = read_bench(args.bench_baseline, "--bench-baseline") if args.bench_baseline else None
     spec = read_bench(args.bench_spec, "--bench-spec") if args.bench_spec else None
     if base:
-        drafted = [key for key in ("spec_decode_num_drafts", "spec_decode_draft_tokens") if base["spec"].get(key)]
+        drafted = [key for key in ("spec_decode_num_drafts", "spec_decode_draft_tokens") if base.spec.get(key)]
         if drafted:
-            raise UsageError(f"--bench-baseline: {base['path']} has {drafted[0]} {shown(base['spec'][drafted[0]])}: "
+            raise UsageError(f"--bench-baseline: {base.path} has {drafted[0]} {shown(base.spec[drafted[0]])}: "
                              "a run with speculation on, not a baseline")
         same_workload(base, spec)
     if args.gate and base:
         for run in (base, spec):
-            if not run["latency"].get("p99_tpot_ms"):
-                raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable p99_tpot_ms (missing, null, NaN "
+            if not run.latency.get("p99_tpot_ms"):
+                raise UsageError(f"--gate: {run.flag} {run.path} has no usable p99_tpot_ms (missing, null, NaN "
                                  "or 0): run the benchmark with --percentile-metrics ttft,tpot,itl,e2el "
                                  "--metric-percentiles 50,99")
-            if not run["output_throughput"]:
-                raise UsageError(f"--gate: {run['flag']} {run['path']} has no usable output_throughput (missing, null, "
+            if not run.output_throughput:
+                raise UsageError(f"--gate: {run.flag} {run.path} has no usable output_throughput (missing, null, "
                                  "NaN or 0): save the whole result (--save-result), not an excerpt")
     return base, spec
 
 
 GATE_MIN_DRAFTS = 100   # counted drafts a gate needs: a rate over n drafts has a standard error up to 0.5 / sqrt(n),
                         # 0.05 at 100, half the gate's default margin
+
+
+def noted(measured, *notes):
+    """The measurement with notes added."""
+    return replace(measured, notes=list(measured.notes) + list(notes))
 
 
 def check_model(name, dep, flag, served):
@@ -5366,66 +5996,90 @@ def parse_evidence(args, grid, dep):
     if args.metrics:
         model, measured = read_scrapes(args, k_given, dep.verify_tokens - 1 if dep.topk > 1 else None)
         check_model(model, dep, "--metrics", args.served_model)
+    if typed and measured:
+        raise UsageError(f"{typed.source.split()[0]}: {measured.source} measures acceptance already: give the "
+                         "measurement one way")
     base, spec = read_benches(args)
     if spec:
-        if model and spec["model_id"] and not same_model(model, spec["model_id"]):
+        if model and spec.model_id and not same_model(model, spec.model_id):
             if args.served_model is None:
-                raise UsageError(f"--bench-spec: model_id {spec['model_id']!r} is not the scrape's model_name "
+                raise UsageError(f"--bench-spec: model_id {spec.model_id!r} is not the scrape's model_name "
                                  f"{model!r}: the files come from different servers (if the server runs with "
                                  "--served-model-name, confirm the pair with --served-model NAME)")
-            measured["notes"].append(f"the scrape's model {model!r} is taken to be the benchmark's "
-                                     f"{spec['model_id']!r} (--served-model)")
-        check_model(spec["model_id"], dep, "--bench-spec", args.served_model)
+            measured = noted(measured, f"the scrape's model {model!r} is taken to be the benchmark's "
+                                       f"{spec.model_id!r} (--served-model)")
+        check_model(spec.model_id, dep, "--bench-spec", args.served_model)
         own = bench_acceptance(spec, "--bench-spec")
-        if typed and (measured or own):
-            raise UsageError(f"{typed['source'].split()[0]}: {(measured or own)['source']} measures acceptance "
+        if typed and own:
+            raise UsageError(f"{typed.source.split()[0]}: {own.source} measures acceptance "
                              "already: give the measurement one way")
         if measured and own:
-            measured["notes"].append(f"acceptance from {measured['source']}; the benchmark's own counts "
-                                     f"(rate {own['acceptance_rate']:.3f}) were not used")
+            measured = noted(measured, f"acceptance from {measured.source}; the benchmark's own counts "
+                                       f"(rate {own.acceptance_rate:.3f}) were not used")
         measured = measured or own or typed
         if measured is None:
             raise UsageError(f"--bench-spec: {args.bench_spec} has no spec_decode_* keys; give --metrics, or the "
                              "acceptance your engine reports as --acceptance-length or --acceptance-rates with one --ks")
-        measured["notes"] += spec["notes"] + (base["notes"] if base else [])
+        measured = noted(measured, *spec.notes, *(base.notes if base else []))
     if base:
         comparison = bench_comparison(base, spec)
-    if typed and measured and measured is not typed:
-        raise UsageError(f"{typed['source'].split()[0]}: {measured['source']} measures acceptance already: give the "
-                         "measurement one way")
     measured = measured or typed
     if args.gate and measured is None:
         raise UsageError("--gate: needs a measurement: --metrics, --bench-spec, or one --acceptance-length or "
                          "--acceptance-rates value at one --ks")
-    if args.gate and measured["drafts"] is not None and measured["drafts"] < GATE_MIN_DRAFTS:
-        raise UsageError(f"--gate: {measured['source']} counts {measured['drafts']:g} drafts, fewer than the "
+    if args.gate and measured.drafts is not None and measured.drafts < GATE_MIN_DRAFTS:
+        raise UsageError(f"--gate: {measured.source} counts {measured.drafts:g} drafts, fewer than the "
                          f"{GATE_MIN_DRAFTS} a gate needs: measure over more traffic")
-    if comparison and comparison["tpot_speedup"] and comparison["tpot_speedup"] > 1.1 * (measured["k"] + 1):
-        raise UsageError(f"--bench-spec: a {comparison['tpot_speedup']:.1f}x mean-TPOT speedup at K = "
-                         f"{measured['k']} is more than K + 1 tokens a round can give: not one deployment's pair of "
+    if comparison and comparison.tpot_speedup and comparison.tpot_speedup > 1.1 * (measured.k + 1):
+        raise UsageError(f"--bench-spec: a {comparison.tpot_speedup:.1f}x mean-TPOT speedup at K = "
+                         f"{measured.k} is more than K + 1 tokens a round can give: not one deployment's pair of "
                          "runs")
     target = None
     if args.target_concurrency is not None:
         target = parse_one("--target-concurrency", args.target_concurrency, int,
                            f"an integer from 1 to {CONCURRENCY_LIMIT:,}", lambda b: 1 <= b <= CONCURRENCY_LIMIT)
-    elif spec and spec["max_concurrency"]:
-        target = int(spec["max_concurrency"])
-    if spec and spec["open_loop"]:
-        measured["notes"].append("the benchmark's concurrency is not known (an open-loop request-rate run, or a file "
-                                 "without max_concurrency): the gate is for B = " +
-                                 (f"{target}, from --target-concurrency" if target else
-                                  f"{max(grid.concurrencies)}, the grid's largest concurrency"))
+    elif spec and spec.max_concurrency:
+        target = int(spec.max_concurrency)
+    if spec and spec.open_loop:
+        measured = noted(measured, "the benchmark's concurrency is not known (an open-loop request-rate run, or a "
+                                   "file without max_concurrency): the gate is for B = " +
+                                   (f"{target}, from --target-concurrency" if target else
+                                    f"{max(grid.concurrencies)}, the grid's largest concurrency"))
     margin = parse_one("--gate-margin", args.gate_margin, _finite, "a number in [0, 1)", lambda x: 0 <= x < 1) \
         if args.gate_margin is not None else GATE_MARGIN
     budget = parse_one("--p99-budget", args.p99_budget, _finite, "a number from 0 to 100 (a fraction)",
                        lambda x: 0 <= x <= 100) \
         if args.p99_budget is not None else P99_BUDGET
     mix = parse_mix(args.mix) if args.mix is not None else TRAFFIC_MIX
-    return Evidence(measured, comparison, target, mix, margin, budget, args.served_model)
+    return Evidence(measured=measured, comparison=comparison, target=target, mix=mix, margin=margin, budget=budget,
+                    served_model=args.served_model)
 
 
-Traffic = namedtuple("Traffic", "seed alpha_spread output_spread", defaults=(SEED, ALPHA_SPREAD, OUTPUT_SPREAD))
-# what the simulated requests are drawn from
+@dataclass(frozen=True)
+class Traffic:
+    """What the simulated requests are drawn from."""
+    seed: int = SEED                     #: seeds every simulated request
+    alpha_spread: float = ALPHA_SPREAD   #: s.d. of a request's per-token alpha around the mean
+    output_spread: float = OUTPUT_SPREAD   #: s.d. of ln(output tokens) over requests
+
+
+@dataclass(frozen=True)
+class Result:
+    """Everything the tables, the plan and --json show (run_model; compute adds the calibration and exercises)."""
+    cells: list              #: Cell per grid cell
+    breakeven: list          #: BreakEven rows
+    eps_b1: dict = field(metadata=NOT_IN_JSON)   #: {(K, the grid's eps at B=1): decode eps at B=1}
+    facts: Facts = None      #: what the deployment lines and the summary say about the deployment
+    alpha_spread: float = ALPHA_SPREAD   #: the simulated requests' spread of alpha
+    output_spread: float = OUTPUT_SPREAD   #: their spread of ln(output tokens)
+    best_k: list = None      #: BestK rows
+    plan: Plan = None
+    mix: Mix = None          #: None when no mix is given
+    charts: Charts = None    #: None unless the plan's files are written
+    measured: Measured = None
+    gate: Gate = None
+    calibration: Calibration = None
+    exercises: Exercises = None
 
 
 def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True):
@@ -5434,27 +6088,23 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     charts: whether to compute the charts' data too (only the plan's files show them).
     """
     decode = decoder(traffic.seed, traffic.alpha_spread, traffic.output_spread, dep.output_tokens)
-    result = analyse(grid, dep, decode, fit, progress)
-    result.update(deployment_facts(grid, dep, fit), alpha_spread=traffic.alpha_spread,
-                  output_spread=traffic.output_spread)
+    cells, breakeven, eps_b1 = analyse(grid, dep, decode, fit, progress)
+    facts = deployment_facts(grid, dep, fit)
     measured = evidence.measured
     target = evidence.target or max(grid.concurrencies)
     inputs = plan_input(measured, grid, traffic.alpha_spread)
     batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
-    result["best_k"] = best_k_table(dep, inputs.sources, batches, fit)
-    plan = result["plan"] = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target,
-                                         evidence.margin, inputs.k_in_use, measured is not None, inputs.requests)
-    plan.update(p99_budget=evidence.budget, served_model=evidence.served_model)   # for the plan's gate command
-    result["mix"] = mix_result(evidence.mix, dep, plan["k"], plan["shown_batch"], decode, fit) if evidence.mix else None
-    if result["mix"]:
-        result["mix"]["assumed"] = evidence.mix is TRAFFIC_MIX   # the constant's example, not the user's --mix
-    if charts:
-        result["charts"] = chart_data(grid, dep, plan, decode, fit)
-    if measured:
-        result["measured"] = measured_predictions(measured, evidence.comparison, dep, batches, target, decode, fit,
-                                                  inputs.requests)
-        result["gate"] = gate(measured, evidence.comparison, dep, plan, evidence.budget)
-    return result
+    best = best_k_table(dep, inputs.sources, batches, fit)
+    plan = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target, evidence.margin,
+                        inputs.k_in_use, measured is not None, inputs.requests, evidence.budget, evidence.served_model)
+    mix = mix_result(evidence.mix, dep, plan.k, plan.shown_batch, decode, fit,
+                     assumed=evidence.mix is TRAFFIC_MIX) if evidence.mix else None   # the constant's example
+    return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
+                  output_spread=traffic.output_spread, best_k=best, plan=plan, mix=mix,
+                  charts=chart_data(grid, dep, plan, decode, fit) if charts else None,
+                  measured=measured_predictions(measured, evidence.comparison, dep, batches, target, decode, fit,
+                                                inputs.requests) if measured else None,
+                  gate=gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None)
 
 
 def parse_args(argv):
@@ -5484,17 +6134,17 @@ def parse_args(argv):
         dep = replace(dep, tree_steps=steps)
     evidence = parse_evidence(args, grid, dep)
     if dep.topk > 1 and grid.kind != "length":   # a tree measured by a scrape: its grid is the length measured
-        tau = evidence.measured["acceptance_length"]
+        tau = evidence.measured.acceptance_length
         if tau > dep.verify_tokens:
             raise UsageError(f"--metrics: the scrape's acceptance length {tau:.3f} is more than the {dep.verify_tokens} "
                              "tokens the tree verifies: not this tree's server")
-        grid = grid._replace(acceptance=(round(tau, 6),), kind="length")
+        grid = replace(grid, acceptance=(round(tau, 6),), kind="length")
     seed = parse_one("--seed", args.seed, int, "an integer") if args.seed is not None else SEED
     spread = parse_one("--alpha-spread", args.alpha_spread, _finite, "a number in [0, 0.5]",
                        lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else ALPHA_SPREAD
     output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
                               lambda s: 0.0 <= s <= 2.0) if args.output_spread is not None else OUTPUT_SPREAD
-    traffic = Traffic(seed, spread, output_spread)
+    traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread)
     paths = [p.strip() for p in args.calibrate.split(",")] if args.calibrate is not None else list(CALIBRATION_FILES)
     if any(not p for p in paths):
         raise UsageError(f"--calibrate: expected a comma list of files; got {args.calibrate!r}")
@@ -5620,29 +6270,27 @@ def compute(argv):
     """Everything a run prints and writes, computed before anything is written: (exit status, report, files)."""
     grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs = parse_args(argv)
     fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
-    if calibration and calibration["worst_error"] > OWN_WORST:
-        worst = max(calibration["runs"], key=lambda r: abs(r["error"]))
-        raise UsageError(f"--calibrate: the files disagree beyond what the model can fit: {worst['path']} is "
-                         f"{worst['error'] * 100:+.0f}% off after fitting; check they are one deployment and one "
+    if calibration and calibration.worst_error > OWN_WORST:
+        worst = max(calibration.runs, key=lambda r: abs(r.error))
+        raise UsageError(f"--calibrate: the files disagree beyond what the model can fit: {worst.path} is "
+                         f"{worst.error * 100:+.0f}% off after fitting; check they are one deployment and one "
                          "workload, and rerun that one")
     result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr), charts=out is not None)
-    if calibration:
-        result["calibration"] = calibration
-    if exercises:
-        result["exercises"] = solve_exercises(dep, grid, evidence.mix or TRAFFIC_MIX, traffic.seed, fit,
-                                              traffic.alpha_spread, traffic.output_spread)
+    result = replace(result, calibration=calibration, exercises=solve_exercises(
+        dep, grid, evidence.mix or TRAFFIC_MIX, traffic.seed, fit, traffic.alpha_spread, traffic.output_spread)
+        if exercises else None)
     if as_json:
         report = render_json(result, dep, grid)
     elif exercises:
-        report = "\n".join(deployment_lines(dep, result)[:3] + [""] + render_exercises(result["exercises"], dep)
-                           + (render_gate(result["gate"]) if as_gate else [])) + "\n"
+        report = "\n".join(deployment_lines(dep, result)[:3] + [""] + render_exercises(result.exercises, dep)
+                           + (render_gate(result.gate) if as_gate else [])) + "\n"
     else:
         report = render_tables(result, dep, grid)
     files = {}
     if out is not None:
         files = {out.parent / name: svg for name, svg in render_charts(result, dep).items()}
         files[out] = render_plan(result, dep)
-    status = (0 if result["gate"]["verdict"] == "pass" else 1) if as_gate else 0
+    status = (0 if result.gate.verdict == "pass" else 1) if as_gate else 0
     return status, printable(report), {path: printable(text) for path, text in files.items()}
 
 

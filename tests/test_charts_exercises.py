@@ -53,10 +53,10 @@ class Charts(unittest.TestCase):
         self.assertIn("Left out, KV cache does not fit: B = 1000", text)
 
     def test_break_even_markers_sit_where_the_curves_cross_one(self):
-        grid = m.Grid(m.ALPHAS, m.KS, m.VERIFY_OVERHEADS, m.CONCURRENCIES)
-        charts = m.run_model(grid, m.make_deployment())["charts"]
-        for curve in charts["speedup"]["curves"]:
-            self.assertAlmostEqual(m.exact_speedup(curve["breakeven"], charts["speedup"]["k"], curve["eps"]), 1.0)
+        grid = m.Grid(acceptance=m.ALPHAS, ks=m.KS, overheads=m.VERIFY_OVERHEADS, concurrencies=m.CONCURRENCIES)
+        charts = m.run_model(grid, m.make_deployment()).charts
+        for curve in charts.curves:
+            self.assertAlmostEqual(m.exact_speedup(curve.breakeven, charts.k, curve.eps), 1.0)
 
 
 class Readme(unittest.TestCase):
@@ -120,9 +120,9 @@ class Exercises(unittest.TestCase):
                 rounds = sum(share / m.acceptance_length(alpha, k) for _, share, alpha in m.TRAFFIC_MIX)
                 by_k[k] = (d + q) / (rounds * m.round_ms(dep, batch, k) + q)
             best = max(by_k, key=lambda k: (by_k[k], -k))
-            self.assertEqual(mix["best_k"], best)
+            self.assertEqual(mix.best_k, best)
             self.assertEqual(best == 0, want_off)
-            self.assertAlmostEqual(mix["best_k_speedup"], by_k[best], places=9)
+            self.assertAlmostEqual(mix.best_k_speedup, by_k[best], places=9)
 
     def test_methods_and_their_costs(self):
         rows = {r["draft"]: r for r in self.ex["methods"]["rows"]}

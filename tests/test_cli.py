@@ -105,6 +105,72 @@ class JsonOutput(unittest.TestCase):
         self.assertIsNone(cell["breakeven_alpha_lesson"])
 
 
+# The --json keys a dashboard or script may read (a public interface): a change may add keys, never drop or rename
+# one. Written out by hand from the JSON of the release that typed the records (issue 20).
+JSON_KEYS = {
+    "": "deployment cells breakeven best_k plan mix measured gate exercises summary",
+    "deployment": "engine model gpu tp weights_dtype kv_dtype context draft draft_model draft_trained_context "
+                  "gpu_memory_gib gpu_memory_utilization gpu_memory_utilization_of memory_setting memory_budget_bytes "
+                  "gpu_bandwidth_tbs gpu_tflops target_params active_params experts experts_per_token draft_topk "
+                  "verify_tokens draft_params weight_bytes draft_weight_bytes kv_bytes_per_token max_concurrency "
+                  "input_tokens output_tokens plain_step_b1 plain_step_ms_b1",
+    "cells.0": "alpha k verify_overhead concurrency feasible eps_eff eps_decode acceptance_length acceptance_rate "
+               "alpha_spread acceptance_length_requests speedup_lesson speedup_exact speedup_requests speedup_mc "
+               "speedup_mc_se speedup_two_pass_mc breakeven_alpha_lesson breakeven_alpha_exact plain_step_ms round_ms "
+               "tpot_plain_mean_ms tpot_plain_p99_ms tpot_spec_mean_ms tpot_spec_p50_ms tpot_spec_p99_ms "
+               "tpot_spec_two_pass_mean_ms tpot_spec_two_pass_p99_ms tpot_p99_change tpot_p99_change_two_pass "
+               "itl_plain_mean_ms itl_plain_p50_ms itl_plain_p99_ms itl_spec_mean_ms itl_spec_p50_ms itl_spec_p99_ms "
+               "itl_spec_two_pass_mean_ms itl_spec_two_pass_p50_ms itl_spec_two_pass_p99_ms round_itl_spec_p99_ms "
+               "round_itl_two_pass_p99_ms p99_change p99_change_two_pass zero_accept_token_share slow_alpha "
+               "simulated_requests tpot_p99_halfwidth",
+    "breakeven.0": "k verify_overhead concurrency feasible eps_eff lesson exact",
+    "best_k.0": "concurrency alpha k speedup",
+    "plan": "target feasible alpha request_alpha request_spread measured k rate_at_alpha margin required_rate "
+            "required_alpha plain_ms_b1 shown_batch plain_ms_shown k_target speedup_target schedule k_zero_at eps "
+            "gate_alpha gate_rate break_evens lesson_gate_as_rate lesson_gate_as_alpha p99_budget served_model",
+    "mix": "k concurrency eps prefill_share domains naive_alpha naive_speedup blended_speedup naive_error weak "
+           "routed_speedup trained_speedup trained_alpha best_k best_k_speedup request_shares tau speedup_mc "
+           "tpot_plain_p99_ms tpot_spec_p99_ms tpot_spec_mean_ms tpot_plain_mean_ms tpot_p99_change slow_alpha "
+           "slow_domains assumed",
+    "mix.domains.0": "name share alpha tau speedup time_share",
+    "measured": "k k_mean varying_k drafts acceptance_rate acceptance_length per_position_rates per_position_alpha "
+                "alpha source notes by_concurrency tpot_speedup throughput_speedup p99_tpot_change p99_itl_change "
+                "benchmark prediction",
+    "measured.by_concurrency.0": "concurrency feasible eps speedup",
+    "measured.benchmark": "baseline spec changes max_concurrency",
+    "measured.prediction": "concurrency speedup p99_tpot_change requests_alpha requests_spread p99_itl_change "
+                           "p99_token_itl_change",
+    "gate": "verdict reasons concurrency k eps breakeven_rate required_rate required_alpha margin p99_budget",
+    "gate.reasons.0": "check passed detail",
+    "exercises": "speedup_targets traffic_mix methods tail_diagnosis draft_memory",
+    "exercises.speedup_targets.rows.0": "eps source alpha_2x alpha_3x lesson_2x lesson_3x",
+    "exercises.methods.rows.0": "draft method params weight_bytes kv_bytes_per_token draft_step_ms eps_b1 eps_target "
+                                "max_concurrency config",
+    "exercises.tail_diagnosis": "eps alpha tau k p99_change mean_change zero_accept_token_share round_mean_change "
+                                "remedies concurrency schedule tpot symptom k_zero_at",
+    "exercises.tail_diagnosis.remedies.0": "k eps token",
+    "exercises.draft_memory.rows.0": "draft params weight_bytes kv_bytes_per_token kv_bytes_at_target max_concurrency",
+}
+
+
+class JsonSchema(unittest.TestCase):
+    def test_every_documented_key_is_still_there(self):
+        fixtures = ROOT / "tests" / "fixtures"
+        status, out, err = run(SMALL + ["--json", "--no-write", "--exercises", "--metrics",
+                                        str(fixtures / "metrics_after.prom"), "--bench-baseline",
+                                        str(fixtures / "bench_baseline.json"), "--bench-spec",
+                                        str(fixtures / "bench_spec.json")])
+        self.assertEqual(status, 0, err)
+        data = json.loads(out)
+        for path, keys in JSON_KEYS.items():
+            node = data
+            for part in filter(None, path.split(".")):
+                node = node[int(part)] if part.isdigit() else node[part]
+            with self.subTest(path=path):
+                missing = [key for key in keys.split() if key not in node]
+                self.assertEqual(missing, [])
+
+
 class Progress(unittest.TestCase):
     class Terminal(io.StringIO):
         def isatty(self):
@@ -121,7 +187,7 @@ class Progress(unittest.TestCase):
         show(208, 208)                                     # the last call clears the line
         self.assertTrue(stream.getvalue().endswith("\r"))
         self.assertIsNone(m.progress_meter(big, io.StringIO()))                     # not a terminal
-        default = m.Grid(m.ALPHAS, m.KS, m.VERIFY_OVERHEADS, m.CONCURRENCIES)
+        default = m.Grid(acceptance=m.ALPHAS, ks=m.KS, overheads=m.VERIFY_OVERHEADS, concurrencies=m.CONCURRENCIES)
         self.assertIsNone(m.progress_meter(default, self.Terminal()))               # a short run
 
 

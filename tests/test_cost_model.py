@@ -117,7 +117,7 @@ class PrefillShare(unittest.TestCase):
         # A one-domain mix is the one-alpha speedup tau / (1 + eps with prefill).
         blend = m.traffic_blend((("only", 1.0, 0.7),), dep, 3, 32)
         tau, eps = m.acceptance_length(0.7, 3), m.model_overhead(dep, 32, 3)
-        self.assertAlmostEqual(blend["blended_speedup"], tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
+        self.assertAlmostEqual(blend.blended_speedup, tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
 
 
 class DraftsAndK(unittest.TestCase):

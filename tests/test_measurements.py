@@ -83,7 +83,7 @@ class Counters(unittest.TestCase):
 def at_the_benchmarks_lengths(dep):
     """The deployment at the spec fixture's own lengths: 215,037 prompt and 198,643 output tokens over 1,000
     requests, 215 and 199 a request (the model beside a benchmark is set at its lengths)."""
-    return m.run_deployment(dep, dict(input=215, output=199))
+    return m.at_lengths(dep, 215, 199)
 
 
 class Gate(unittest.TestCase):
@@ -189,13 +189,13 @@ class TrafficMix(unittest.TestCase):
         self.assertEqual(m.prefill_tokens(dep, 64), 64.0)
         q = m.prefill_share_ms(dep, 64) / m.decode_step_ms(dep, 64)
         tau = m.acceptance_length
-        self.assertAlmostEqual(mix["naive_alpha"], 0.7 * 0.7 + 0.3 * 0.4)
-        self.assertAlmostEqual(mix["blended_speedup"],
+        self.assertAlmostEqual(mix.naive_alpha, 0.7 * 0.7 + 0.3 * 0.4)
+        self.assertAlmostEqual(mix.blended_speedup,
                                (1 + q) / ((0.7 / tau(0.7, 3) + 0.3 / tau(0.4, 3)) * (1 + eps) + q))
-        self.assertAlmostEqual(mix["naive_speedup"], (1 + q) / ((1 + eps) / tau(0.61, 3) + q))
-        self.assertGreater(mix["naive_speedup"], mix["blended_speedup"])   # concave tau: averaging alpha flatters
-        self.assertEqual(mix["weak"], "code")
-        self.assertAlmostEqual(mix["routed_speedup"], (1 + q) / (0.7 / tau(0.7, 3) * (1 + eps) + 0.3 + q))
+        self.assertAlmostEqual(mix.naive_speedup, (1 + q) / ((1 + eps) / tau(0.61, 3) + q))
+        self.assertGreater(mix.naive_speedup, mix.blended_speedup)   # concave tau: averaging alpha flatters
+        self.assertEqual(mix.weak, "code")
+        self.assertAlmostEqual(mix.routed_speedup, (1 + q) / (0.7 / tau(0.7, 3) * (1 + eps) + 0.3 + q))
 
     def test_mix_flag(self):
         status, data, _ = run_json(["--mix", "chat:0.5:0.8,code:0.25:0.5,legal:0.25:0.3"])

@@ -165,9 +165,9 @@ class Drafts(unittest.TestCase):
         # eps_growth splits a round into the verify pass's terms and the rest at the tree's 8 tokens too:
         # what is not the verify pass is the draft steps, one wide, four topk wide, and the bookkeeping.
         growth = m.eps_growth(tree, 5, 1, 32)
-        self.assertEqual(growth["term"], "the draft steps and bookkeeping")
+        self.assertEqual(growth.term, "the draft steps and bookkeeping")
         steps = lambda width: m.pass_ms(tree.drafter, tree, 32, width, m.fixed_ms(tree, "draft"))
-        self.assertAlmostEqual(growth["extra_b1"], m.fixed_ms(tree, "round") + steps(1) + 4 * steps(4), places=9)
+        self.assertAlmostEqual(growth.extra_b1, m.fixed_ms(tree, "round") + steps(1) + 4 * steps(4), places=9)
         status, out, err = run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8", "--ks", "5",
                                 "--acceptance-length", "3.0", "--concurrency", "8", "--no-write", "--json"])
         self.assertEqual(status, 0, err)

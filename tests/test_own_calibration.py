@@ -17,7 +17,7 @@ TAU = {2: 2.0, 3: 2.35, 5: 2.8}                # acceptance length the runs meas
 
 def bench_file(folder, batch, k=None, fit=TRUE, scale=1.0):
     """A `vllm bench serve --save-result` JSON as vLLM writes it, its mean TPOT from `fit`."""
-    spec_run = dict(batch=batch, k=k, tau=TAU.get(k), input=PROMPT, output=OUTPUT)
+    spec_run = m.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT)
     tpot = m.run_tpot_ms(DEP, spec_run, fit) * scale
     completed = max(200, 10 * batch)
     data = dict(date="20261129-120000", backend="openai-chat", model_id="meta-llama/Llama-3.3-70B-Instruct",
@@ -51,26 +51,26 @@ class OwnRuns(unittest.TestCase):
         cls.tmp.cleanup()
 
     def test_the_runs_are_read_as_written(self):
-        self.assertEqual([(r["batch"], r["k"]) for r in self.runs],
+        self.assertEqual([(r.batch, r.k) for r in self.runs],
                          [(1, None), (8, None), (32, None), (128, None), (1, 3), (32, 3)])
-        self.assertEqual((self.runs[0]["input"], self.runs[0]["output"]), (PROMPT, OUTPUT))
-        self.assertAlmostEqual(self.runs[-1]["tau"], 2.35, places=9)
+        self.assertEqual((self.runs[0].input_tokens, self.runs[0].output_tokens), (PROMPT, OUTPUT))
+        self.assertAlmostEqual(self.runs[-1].tau, 2.35, places=9)
 
     def test_the_fit_reproduces_its_own_runs(self):
-        self.assertLess(self.report["worst_error"], 0.02)
-        self.assertEqual(set(self.report["fitted_fields"]),
+        self.assertLess(self.report.worst_error, 0.02)
+        self.assertEqual(set(self.report.fitted_fields),
                          {"bw_hopper", "pass_fixed_ms_vllm", "token_us", "draft_fixed_ms_vllm"})
 
     def test_predictions_at_unseen_batches_and_ks_within_three_percent(self):
         errors = []
         for batch, k in ((16, None), (64, None), (256, None), (16, 2), (64, 2), (16, 5), (128, 5)):
-            probe = dict(batch=batch, k=k, tau=TAU.get(k), input=PROMPT, output=OUTPUT)
+            probe = m.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT)
             errors.append(abs(m.run_tpot_ms(DEP, probe, self.fit) / m.run_tpot_ms(DEP, probe, TRUE) - 1))
         errors.sort()
         self.assertLessEqual(errors[len(errors) // 2], 0.03)
         # The published fit, for comparison, misses this deployment by far more.
-        before = [abs(m.run_tpot_ms(DEP, dict(batch=b, k=None, tau=None, input=PROMPT, output=OUTPUT), m.FIT)
-                      / m.run_tpot_ms(DEP, dict(batch=b, k=None, tau=None, input=PROMPT, output=OUTPUT), TRUE) - 1)
+        before = [abs(m.run_tpot_ms(DEP, m.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), m.FIT)
+                      / m.run_tpot_ms(DEP, m.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), TRUE) - 1)
                   for b in (16, 64, 256)]
         self.assertGreater(min(before), 0.10)
 
@@ -92,7 +92,7 @@ class OwnRuns(unittest.TestCase):
             status, _, err = run(["--calibrate", ",".join(self.files), "--out", str(plan)])
             self.assertEqual(status, 0, err)
             text = plan.read_text()
-        self.assertIn(f"Calibrated on 6 of your runs: median error {self.report['median_error'] * 100:.1f}%", text)
+        self.assertIn(f"Calibrated on 6 of your runs: median error {self.report.median_error * 100:.1f}%", text)
         self.assertIn("| `baseline_c128.json` | 128 |", text)
 
 

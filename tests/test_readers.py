@@ -350,13 +350,14 @@ class EdgesOfRealFiles(Files):
         # K = 3, 10,000 drafts, 100 of them one token short: drafted per position 10,000, 10,000, 9,900.
         # Accepted 8,000, 6,000, 3,960: rates 0.8, 0.6, 0.4 over the drafts that reached each position, so
         # K-token rounds deliver 2.8, where the short rounds measured 1 + 17,960 / 10,000 = 2.796.
-        c = m.Counters(10_000.0, 29_900.0, 17_960.0, {0: 8000.0, 1: 6000.0, 2: 3960.0},
-                       {0: 10_000.0, 1: 10_000.0, 2: 9900.0})
+        c = m.Counters(drafts=10_000.0, draft_tokens=29_900.0, accepted=17_960.0,
+                       per_position={0: 8000.0, 1: 6000.0, 2: 3960.0},
+                       drafted_per_position={0: 10_000.0, 1: 10_000.0, 2: 9900.0})
         ms = m.measured_acceptance(c, "by hand")
-        self.assertAlmostEqual(m.acceptance_length(ms["alpha"], 3), 2.8, places=9)
-        grid = m.Grid((0.7,), (3,), (0.1,), (1,))
+        self.assertAlmostEqual(m.acceptance_length(ms.alpha, 3), 2.8, places=9)
+        grid = m.Grid(acceptance=(0.7,), ks=(3,), overheads=(0.1,), concurrencies=(1,))
         alpha, spread = m.plan_input(ms, grid, 0.0).requests            # no spread: the requests are alpha itself
-        self.assertAlmostEqual(alpha, ms["alpha"], places=6)
+        self.assertAlmostEqual(alpha, ms.alpha, places=6)
 
     def test_escaped_label_values(self):
         name = 'my "fast" llama'

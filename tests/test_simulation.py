@@ -12,8 +12,8 @@ DEP = m.make_deployment()
 
 
 def default_result(seed=m.SEED):
-    grid = m.Grid(m.ALPHAS, m.KS, m.VERIFY_OVERHEADS, m.CONCURRENCIES)
-    return grid, m.run_model(grid, DEP, traffic=m.Traffic(seed))
+    grid = m.Grid(acceptance=m.ALPHAS, ks=m.KS, overheads=m.VERIFY_OVERHEADS, concurrencies=m.CONCURRENCIES)
+    return grid, m.run_model(grid, DEP, traffic=m.Traffic(seed=seed))
 
 
 class CostModel(unittest.TestCase):
@@ -81,7 +81,7 @@ class CostModel(unittest.TestCase):
         grid, result = default_result()
         for k in grid.ks:
             for eps in grid.overheads:
-                alphas = [b["exact"] for b in result["breakeven"] if b["k"] == k and b["verify_overhead"] == eps]
+                alphas = [b.exact for b in result.breakeven if b.k == k and b.verify_overhead == eps]
                 self.assertEqual(alphas, sorted(alphas), msg=(k, eps))
 
 
@@ -164,34 +164,34 @@ class DecodeSimulation(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.grid, cls.result = default_result()
-        cls.cells = [c for c in cls.result["cells"] if c["feasible"]]
-        cls.small = m.Grid((0.3, 0.6, 0.8), (1, 3, 5), ("auto",), (1, 32, 256))
-        cls.alike = m.run_model(cls.small, DEP, traffic=m.Traffic(0, 0.0))["cells"]
-        cls.spread = m.run_model(cls.small, DEP, traffic=m.Traffic(0, 0.15))["cells"]
+        cls.cells = [c for c in cls.result.cells if c.feasible]
+        cls.small = m.Grid(acceptance=(0.3, 0.6, 0.8), ks=(1, 3, 5), overheads=("auto",), concurrencies=(1, 32, 256))
+        cls.alike = m.run_model(cls.small, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.0)).cells
+        cls.spread = m.run_model(cls.small, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.15)).cells
 
     def test_without_spread_the_simulated_speedup_is_the_closed_form(self):
         for c in self.alike:
-            error = c["speedup_mc"] - c["speedup_exact"]
-            self.assertLess(abs(error), 4 * c["speedup_mc_se"], msg=c)
-            self.assertLess(abs(error) / c["speedup_exact"], 0.005, msg=c)
+            error = c.speedup_mc - c.speedup_exact
+            self.assertLess(abs(error), 4 * c.speedup_mc_se, msg=c)
+            self.assertLess(abs(error) / c.speedup_exact, 0.005, msg=c)
 
     def test_with_spread_the_speedup_is_one_over_the_mean_of_one_over_tau(self):
         # Numerical integration over the alpha distribution, independent of main.py's quadrature.
         for c in self.spread:
-            expected = 1 / inverse_tau_mean(c["alpha"], c["k"], 0.15) / (1 + c["eps_eff"])
-            self.assertAlmostEqual(c["speedup_requests"] / expected, 1, delta=1e-3, msg=c)
-            self.assertLess(abs(c["speedup_mc"] - expected), 4 * c["speedup_mc_se"], msg=c)
-            self.assertLess(abs(c["speedup_mc"] / expected - 1), 0.01, msg=c)
-            if 0.15 < c["alpha"] < 0.85:
-                self.assertLess(c["speedup_mc"], c["speedup_exact"], msg=c)
+            expected = 1 / inverse_tau_mean(c.alpha, c.k, 0.15) / (1 + c.eps_eff)
+            self.assertAlmostEqual(c.speedup_requests / expected, 1, delta=1e-3, msg=c)
+            self.assertLess(abs(c.speedup_mc - expected), 4 * c.speedup_mc_se, msg=c)
+            self.assertLess(abs(c.speedup_mc / expected - 1), 0.01, msg=c)
+            if 0.15 < c.alpha < 0.85:
+                self.assertLess(c.speedup_mc, c.speedup_exact, msg=c)
 
     def test_spread_raises_p99_tpot(self):
         # The case: alpha 0.6, K 3, B 32.
-        grid = m.Grid((0.6,), (3,), ("auto",), (32,))
-        wide = m.run_model(grid, DEP, traffic=m.Traffic(0, 0.15))["cells"][0]
-        alike = m.run_model(grid, DEP, traffic=m.Traffic(0, 0.0))["cells"][0]
-        self.assertGreater(wide["tpot_spec_p99_ms"], 1.1 * alike["tpot_spec_p99_ms"])
-        self.assertLess(wide["speedup_mc"], alike["speedup_mc"])
+        grid = m.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(32,))
+        wide = m.run_model(grid, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.15)).cells[0]
+        alike = m.run_model(grid, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.0)).cells[0]
+        self.assertGreater(wide.tpot_spec_p99_ms, 1.1 * alike.tpot_spec_p99_ms)
+        self.assertLess(wide.speedup_mc, alike.speedup_mc)
 
     def test_p99_tpot_is_numpys_percentile_of_the_requests(self):
         # Exactly what vllm bench computes from the same requests (np.percentile, linear).
@@ -200,10 +200,10 @@ class DecodeSimulation(unittest.TestCase):
             for batch, plain_ms, spec_ms in ((1, 10.0, 11.0), (64, 20.0, 35.0)):
                 cell = m.cell_latency(dec, plain_ms, spec_ms, batch)
                 skip = plain_ms * dec.full_share ** (batch - 1)
-                self.assertAlmostEqual(cell["tpot_spec_p99"], spec_ms * numpy_p99(dec.per_token[0]), places=9)
-                self.assertAlmostEqual(cell["tpot_spec_p50"], spec_ms * statistics.median(dec.per_token[0]), places=9)
-                self.assertAlmostEqual(cell["tpot_plain_p99"], plain_ms * numpy_p99(dec.tpot_plain), places=9)
-                self.assertAlmostEqual(cell["tpot_two_pass_p99"], numpy_p99(
+                self.assertAlmostEqual(cell.tpot_spec_p99_ms, spec_ms * numpy_p99(dec.per_token[0]), places=9)
+                self.assertAlmostEqual(cell.tpot_spec_p50_ms, spec_ms * statistics.median(dec.per_token[0]), places=9)
+                self.assertAlmostEqual(cell.tpot_plain_p99_ms, plain_ms * numpy_p99(dec.tpot_plain), places=9)
+                self.assertAlmostEqual(cell.tpot_spec_two_pass_p99_ms, numpy_p99(
                     [spec_ms * s + plain_ms * n - skip * f for s, n, f in zip(*dec.per_token)]), places=9)
 
     def test_p99_tpot_against_the_loop_on_every_request(self):
@@ -219,11 +219,11 @@ class DecodeSimulation(unittest.TestCase):
                                  batch, plain_ms / spec_ms)
             self.assertEqual(len(ref), dec.requests)
             case = (alpha, k, spread, output_spread)
-            self.assertAlmostEqual(cell["tpot_spec_p99"] / spec_ms / numpy_p99([r[0] for r in ref]), 1, delta=0.03,
+            self.assertAlmostEqual(cell.tpot_spec_p99_ms / spec_ms / numpy_p99([r[0] for r in ref]), 1, delta=0.03,
                                    msg=case)
-            self.assertAlmostEqual(cell["tpot_two_pass_p99"] / spec_ms / numpy_p99([r[1] for r in ref]), 1,
+            self.assertAlmostEqual(cell.tpot_spec_two_pass_p99_ms / spec_ms / numpy_p99([r[1] for r in ref]), 1,
                                    delta=0.03, msg=case)
-            self.assertAlmostEqual(cell["tpot_spec_mean"] / spec_ms / statistics.fmean(r[0] for r in ref), 1,
+            self.assertAlmostEqual(cell.tpot_spec_mean_ms / spec_ms / statistics.fmean(r[0] for r in ref), 1,
                                    delta=0.005, msg=case)
 
     def test_per_token_and_per_chunk_itl_against_sampled_tokens(self):
@@ -240,8 +240,8 @@ class DecodeSimulation(unittest.TestCase):
                     chunks.append(time)
                     tokens += [time / (a + 1)] * (a + 1)
             cell = m.cell_latency(dec, 1.0, 1.0, 1)
-            self.assertAlmostEqual(cell["itl_spec_p99"] / numpy_p99(tokens), 1, delta=0.01, msg=(alpha, k))
-            self.assertAlmostEqual(cell["chunk_spec_p99"] / numpy_p99(chunks), 1, delta=0.01, msg=(alpha, k))
+            self.assertAlmostEqual(cell.itl_spec_p99_ms / numpy_p99(tokens), 1, delta=0.01, msg=(alpha, k))
+            self.assertAlmostEqual(cell.round_itl_spec_p99_ms / numpy_p99(chunks), 1, delta=0.01, msg=(alpha, k))
             zero = sum(a == 0 for _, _, acc in ref for a in acc) / sum(a + 1 for _, _, acc in ref for a in acc)
             self.assertAlmostEqual(dec.by_accepted[0] / zero, 1, delta=0.03, msg=(alpha, k))
 
@@ -254,7 +254,7 @@ class DecodeSimulation(unittest.TestCase):
             chunks = [(13.0 + (10.0 if rng.random() < second else 0.0)) * rng.lognormvariate(-0.03 ** 2 / 2, 0.03)
                       for _ in range(100_000)]
             cell = m.cell_latency(dec, 10.0, 13.0, batch)
-            self.assertAlmostEqual(cell["chunk_two_pass_p99"] / numpy_p99(chunks), 1, delta=0.005, msg=(alpha, k, batch))
+            self.assertAlmostEqual(cell.round_itl_two_pass_p99_ms / numpy_p99(chunks), 1, delta=0.005, msg=(alpha, k, batch))
 
     def test_the_chart_draws_the_itl_the_tables_print(self):
         # itl_parts (the chart's distributions) and cell_latency (the tables) agree at P99 and P50.
@@ -263,9 +263,9 @@ class DecodeSimulation(unittest.TestCase):
             parts = m.itl_parts(dec, 10.0, 14.0, batch)
             cell = m.cell_latency(dec, 10.0, 14.0, batch)
             for q, name in ((0.99, "p99"), (0.5, "p50")):
-                self.assertAlmostEqual(m.mixture_quantile(q, parts["spec"]), cell[f"itl_spec_{name}"], places=6)
-                self.assertAlmostEqual(m.mixture_quantile(q, parts["two_pass"]), cell[f"itl_two_pass_{name}"], places=6)
-                self.assertAlmostEqual(m.mixture_quantile(q, parts["plain"]), cell[f"itl_plain_{name}"], places=6)
+                self.assertAlmostEqual(m.mixture_quantile(q, parts.spec), getattr(cell, f"itl_spec_{name}_ms"), places=6)
+                self.assertAlmostEqual(m.mixture_quantile(q, parts.two_pass), getattr(cell, f"itl_spec_two_pass_{name}_ms"), places=6)
+                self.assertAlmostEqual(m.mixture_quantile(q, parts.plain), getattr(cell, f"itl_plain_{name}_ms"), places=6)
 
     def test_two_pass_shortcut_falls_back_when_the_slowest_do_not_hold_the_tail(self):
         dec = m.decoder(0, 0.11, 0.8, 1024)(0.7, 3)
@@ -274,11 +274,11 @@ class DecodeSimulation(unittest.TestCase):
         p_other = 1 - dec.full_share
         expected = numpy_p99([spec_ms * s + plain_ms * n - plain_ms * (1 - p_other) * f
                               for s, n, f in zip(*dec.per_token)])
-        self.assertAlmostEqual(m.cell_latency(dec, plain_ms, spec_ms, batch)["tpot_two_pass_p99"], expected, places=9)
+        self.assertAlmostEqual(m.cell_latency(dec, plain_ms, spec_ms, batch).tpot_spec_two_pass_p99_ms, expected, places=9)
         # Candidates that cannot hold the tail (the fastest requests): the guard must see it and sort everyone.
         fastest = sorted(zip(*dec.per_token))[:len(dec.heavy)]
-        wrong = dec._replace(heavy=fastest, rest_max=(max(dec.per_token[0]), max(dec.per_token[1])))
-        self.assertAlmostEqual(m.cell_latency(wrong, plain_ms, spec_ms, batch)["tpot_two_pass_p99"], expected,
+        wrong = m.replace(dec, heavy=fastest, rest_max=(max(dec.per_token[0]), max(dec.per_token[1])))
+        self.assertAlmostEqual(m.cell_latency(wrong, plain_ms, spec_ms, batch).tpot_spec_two_pass_p99_ms, expected,
                                places=9)
         self.assertTrue(everyone)
 
@@ -321,32 +321,32 @@ class DecodeSimulation(unittest.TestCase):
 
     def test_mean_tpot_and_itl_are_round_time_over_the_requests_tau(self):
         for c in self.cells:
-            per_token = c["round_ms"] / c["acceptance_length_requests"]
-            self.assertAlmostEqual(c["itl_spec_mean_ms"] / per_token, 1, delta=0.01, msg=c)
-            self.assertAlmostEqual(c["tpot_spec_mean_ms"] / per_token, 1, delta=0.01, msg=c)
-            self.assertAlmostEqual(c["itl_plain_mean_ms"] / c["plain_step_ms"], 1, delta=0.001)
-            self.assertAlmostEqual(c["tpot_plain_mean_ms"] / c["plain_step_ms"], 1, delta=0.001)
+            per_token = c.round_ms / c.acceptance_length_requests
+            self.assertAlmostEqual(c.itl_spec_mean_ms / per_token, 1, delta=0.01, msg=c)
+            self.assertAlmostEqual(c.tpot_spec_mean_ms / per_token, 1, delta=0.01, msg=c)
+            self.assertAlmostEqual(c.itl_plain_mean_ms / c.plain_step_ms, 1, delta=0.001)
+            self.assertAlmostEqual(c.tpot_plain_mean_ms / c.plain_step_ms, 1, delta=0.001)
 
     def test_two_pass_speedup_closed_form(self):
         # Without spread a round pays one plain step more unless all B sequences accept all K: 1 - a^(K*B).
         for c in self.alike:
-            p = 1 - c["alpha"] ** (c["k"] * c["concurrency"])
-            expected = c["acceptance_length"] / (1 + c["eps_eff"] + p)
-            self.assertAlmostEqual(c["speedup_two_pass_mc"] / expected, 1, delta=0.005, msg=c)
+            p = 1 - c.alpha ** (c.k * c.concurrency)
+            expected = c.acceptance_length / (1 + c.eps_eff + p)
+            self.assertAlmostEqual(c.speedup_two_pass_mc / expected, 1, delta=0.005, msg=c)
 
     def test_per_token_p99_exceeds_plain_when_empty_rounds_hold_the_tail(self):
         # Above plain once eps > 0, while rounds that accept nothing hold over 1% of tokens; and the sample
         # stopped where P99 TPOT was precise, or at its cap.
         for c in self.cells:
-            if c["eps_eff"] > 0.05 and c["zero_accept_token_share"] > 0.01:
-                self.assertGreater(c["itl_spec_p99_ms"], c["itl_plain_p99_ms"], msg=c)
-            self.assertTrue(c["tpot_p99_halfwidth"] <= m.PRECISION
-                            or c["simulated_requests"] == m.MAX_REPLICATES * m.REPLICATE_REQUESTS, msg=c)
+            if c.eps_eff > 0.05 and c.zero_accept_token_share > 0.01:
+                self.assertGreater(c.itl_spec_p99_ms, c.itl_plain_p99_ms, msg=c)
+            self.assertTrue(c.tpot_p99_halfwidth <= m.PRECISION
+                            or c.simulated_requests == m.MAX_REPLICATES * m.REPLICATE_REQUESTS, msg=c)
 
     def test_zero_accept_share_without_spread(self):
         # Tokens from rounds that accepted nothing: (1 - a) / tau of all tokens.
         for c in self.alike:
-            self.assertAlmostEqual(c["zero_accept_token_share"], (1 - c["alpha"]) / c["acceptance_length"], places=9)
+            self.assertAlmostEqual(c.zero_accept_token_share, (1 - c.alpha) / c.acceptance_length, places=9)
 
     def test_default_spread_is_specbundles_median(self):
         data = json.loads((ROOT / "bench" / "specbundle_h200_bs8.json").read_text())
@@ -363,23 +363,23 @@ class DecodeSimulation(unittest.TestCase):
         self.assertAlmostEqual(statistics.median(spreads), m.ALPHA_SPREAD, delta=0.005)
 
     def test_alpha_edges(self):
-        grid = m.Grid((0.0, 1.0), (4,), (0.2,), (1, 8))
-        cells = m.run_model(grid, DEP, traffic=m.Traffic(0, 0.0))["cells"]
+        grid = m.Grid(acceptance=(0.0, 1.0), ks=(4,), overheads=(0.2,), concurrencies=(1, 8))
+        cells = m.run_model(grid, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.0)).cells
         for c in cells:
-            tau = 1.0 if c["alpha"] == 0.0 else 5.0
-            self.assertEqual(c["acceptance_length"], tau)
-            self.assertAlmostEqual(c["speedup_mc"] / c["speedup_exact"], 1, delta=0.005)
-        zero = next(c for c in cells if c["alpha"] == 0.0 and c["concurrency"] == 1)
-        self.assertAlmostEqual(zero["speedup_exact"], 1 / (1 + zero["eps_eff"]))
+            tau = 1.0 if c.alpha == 0.0 else 5.0
+            self.assertEqual(c.acceptance_length, tau)
+            self.assertAlmostEqual(c.speedup_mc / c.speedup_exact, 1, delta=0.005)
+        zero = next(c for c in cells if c.alpha == 0.0 and c.concurrency == 1)
+        self.assertAlmostEqual(zero.speedup_exact, 1 / (1 + zero.eps_eff))
 
     def test_infeasible_cells_carry_no_numbers(self):
         too_many = m.max_concurrency(DEP) + 1
-        grid = m.Grid((0.6,), (3,), ("auto",), (1, too_many))
-        cells = m.run_model(grid, DEP)["cells"]
-        self.assertTrue(cells[0]["feasible"])
-        self.assertFalse(cells[1]["feasible"])
-        self.assertIsNone(cells[1]["speedup_exact"])
-        self.assertIsNone(cells[1]["tpot_spec_p99_ms"])
+        grid = m.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(1, too_many))
+        cells = m.run_model(grid, DEP).cells
+        self.assertTrue(cells[0].feasible)
+        self.assertFalse(cells[1].feasible)
+        self.assertIsNone(cells[1].speedup_exact)
+        self.assertIsNone(cells[1].tpot_spec_p99_ms)
 
 
 if __name__ == "__main__":
