@@ -167,7 +167,7 @@ def predict(point, fit):
         return main.decode_step_ms(dep, batch, fit)
     if point["kind"] == "tpot":
         return main.plain_step_ms(dep, batch, fit)
-    eps = main.effective_overhead("auto", dep, batch, point["k"], fit)
+    eps = main.eps_grown("auto", dep, batch, point["k"], fit)
     return point["tau"] / (1.0 + eps)
 
 

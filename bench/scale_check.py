@@ -22,15 +22,15 @@ GUARD = '\nif __name__ == "__main__":'
 # The functions of the two sections that return numbers (the rest build deployments, find
 # roots or look things up). Each is checked on its own.
 ACCEPTANCE = ["acceptance_length", "acceptance_rate", "alpha_from_length", "alpha_from_rate", "profile_length",
-              "lesson_speedup", "exact_speedup", "breakeven_rate", "required_rate", "exact_breakeven",
-              "round_moments"]
+              "speedup", "lesson_speedup", "exact_speedup", "breakeven_rate", "required_rate", "exact_breakeven",
+              "round_distribution", "round_moments"]
 COST_MODEL = ["attention_params", "expert_params", "mlp_params", "embedding_params", "model_params", "mtp_params",
               "eagle_head_params", "kv_bytes_per_layer", "kv_bytes_per_token", "weight_split", "expected_experts",
               "peak_tflops", "attention_width", "mean_context", "memory_budget_bytes", "static_bytes",
               "kv_bytes_per_sequence", "max_concurrency", "bandwidth_share", "allreduce_ms", "attended",
               "pass_parts", "pass_ms", "target_parts", "target_pass_ms", "fixed_ms", "prefill_tokens",
-              "decode_step_ms", "plain_step_ms", "prefill_share_ms", "draft_step_ms", "round_ms", "model_overhead",
-              "spec_tpot_ms", "seen_round_ms", "prefill_overhead", "drafted_overhead", "effective_overhead"]
+              "decode_step_ms", "plain_step_ms", "prefill_share_ms", "draft_step_ms", "round_ms", "eps_decode",
+              "spec_tpot_ms", "tpot_speedup", "eps_seen", "eps_grown"]
 
 WRAPPER = '''
 
@@ -41,8 +41,8 @@ def _scaled_by_the_check(f, scale={scale}):
             if isinstance(v, (int, float)) and not isinstance(v, bool) else v
         if isinstance(value, dict):
             return {{key: one(v) for key, v in value.items()}}
-        if isinstance(value, tuple):
-            return tuple(one(v) for v in value)
+        if isinstance(value, (tuple, list)):
+            return type(value)(one(v) for v in value)
         return one(value)
     return wrong
 

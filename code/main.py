@@ -479,13 +479,23 @@ def lesson_speedup(alpha, k, eps):
     return (1.0 + k * alpha) / (1.0 + eps)
 
 
+def speedup(tau, eps):
+    """S = tau / (1 + eps): tau tokens a round for a round of 1 + eps plain steps (Leviathan Thm 3.8 with K*c + 1
+    written as 1 + eps). With eps_seen, what a closed-loop benchmark measures.
+
+    >>> round(speedup(2.941, 0.1), 2), speedup(4.0, 0.0)
+    (2.67, 4.0)
+    """
+    return tau / (1.0 + eps)
+
+
 def exact_speedup(alpha, k, eps):
-    """S = tau / (1 + eps) (Leviathan Thm 3.8 with K*c + 1 written as 1 + eps).
+    """S = tau(alpha, K) / (1 + eps): the exact counterpart of the lesson's formula.
 
     >>> round(exact_speedup(0.7, 5, 0.1), 2), exact_speedup(1.0, 3, 0.0)
     (2.67, 4.0)
     """
-    return acceptance_length(alpha, k) / (1.0 + eps)
+    return speedup(acceptance_length(alpha, k), eps)
 
 
 LESSON_RULE = 0.55   # the lesson's rule of thumb, "alpha >= 0.55", which names no unit
@@ -523,10 +533,28 @@ def exact_breakeven(k, eps):
     return _increasing_root(lambda a: acceptance_length(a, k), 1.0 + eps)
 
 
-def round_moments(alpha, k):
-    """Tokens T one round delivers: (E[T] = tau, E[T^2], P(all K accepted)).
+def round_distribution(alpha, k):
+    """P(A = a) for a = 0..K: the drafts one round accepts. The target keeps each draft of the chain with
+    probability alpha until the first rejection: P(A = a) = alpha^a (1 - alpha) below K, alpha^K at K.
 
-    P(T >= t) = a^(t-1) for t = 1..K+1, so E[T^2] = sum (2t - 1) a^(t-1), summed in closed form.
+    This is the one round process: decode_request draws from it draft by draft, round_moments gives its moments
+    (the renewal shortcut of long requests, renewal_draw, runs on them), and round_mix averages it over requests
+    (the ITL mixtures and the tail's per-token quantiles).
+    >>> round_distribution(0.5, 2), round_distribution(1.0, 2), round_distribution(0.0, 2)
+    ([0.5, 0.25, 0.25], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0])
+    """
+    probs, survive = [], 1.0
+    for _ in range(k):
+        probs.append(survive * (1.0 - alpha))
+        survive *= alpha
+    return probs + [survive]
+
+
+def round_moments(alpha, k):
+    """Tokens T = A + 1 one round delivers (round_distribution): (E[T] = tau, E[T^2], P(all K accepted)).
+
+    P(T >= t) = a^(t-1) for t = 1..K+1, so E[T^2] = sum (2t - 1) a^(t-1), summed in closed form (a request's
+    rounds need it once each: the sum over the distribution would cost K + 1 terms).
     >>> round_moments(0.5, 1), round_moments(1.0, 3), round_moments(0.0, 2)
     ((1.5, 2.5, 0.5), (4.0, 16.0, 1.0), (1.0, 1.0, 0.0))
     """
@@ -540,11 +568,12 @@ def round_moments(alpha, k):
 
 
 # ---------------------------------------------------------------- the decode loop
-# One request decodes round by round, the way gpt-fast's speculative_decode runs on a GPU.
-# The simulation over requests (below the cost model) runs this loop as it is for short
-# requests; a longer one, most requests of a run, draws what the loop would return from its
-# normal limit (renewal theory, round_moments), and tests/test_simulation.py checks those
-# draws, and the P99s built on them, against this loop.
+# One request decodes round by round, the way gpt-fast's speculative_decode runs on a GPU,
+# each round accepting A drafts with round_distribution's probabilities. The simulation over
+# requests (below the cost model) runs this loop as it is for requests of at most LOOP_TOKENS
+# decode tokens; a longer one, most requests of a run, draws what the loop would return from
+# its normal limit (renewal_draw: renewal theory on round_moments), and tests/test_simulation.py
+# checks those draws, and the P99s built on them, against this loop.
 JITTER_MU = -ROUND_JITTER ** 2 / 2   # log-mean of a round's lognormal jitter: its mean is 1
 
 
@@ -552,7 +581,9 @@ def decode_request(alpha, k, tokens, rng):
     """Decode `tokens` tokens of one request with a chain of K drafts: (drafts accepted each round, time in rounds).
 
     Every round costs one draft and one verify pass whatever it accepts: the caller multiplies
-    the time by round_ms. alpha = 1 gives K + 1 tokens a round, alpha = 0 one.
+    the time by round_ms. alpha = 1 gives K + 1 tokens a round, alpha = 0 one. run_requests runs
+    it for requests of at most LOOP_TOKENS tokens (a few in a run: their lengths spread around
+    OUTPUT_TOKENS) and draws longer ones from renewal_draw, which tests check against this loop.
     >>> decode_request(1.0, 3, 10, random.Random(0))[0], decode_request(0.0, 3, 3, random.Random(0))[0]
     ([3, 3, 3], [0, 0, 0])
     """
@@ -1129,8 +1160,8 @@ def moe_verify(dep, k, batch, fit=FIT):
     return MoeVerify(k=k, batch=batch, verify_tokens=verify, experts=t.experts, experts_per_token=t.experts_per_token,
                      plain_experts=expected_experts(t.experts, t.experts_per_token, batch),
                      verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify),
-                     eps=model_overhead(dep, batch, k, fit),
-                     eps_dense=model_overhead(dense_equivalent(dep), batch, k, fit))
+                     eps=eps_decode(dep, batch, k, fit),
+                     eps_dense=eps_decode(dense_equivalent(dep), batch, k, fit))
 
 
 def plain_step_parts(dep, batch, fit=FIT):
@@ -1168,8 +1199,8 @@ def eps_growth(dep, k, b0, b1, fit=FIT):
     change = {t: e1[t] / p1 - e0[t] / p0 for t in e0}
     term = max(change, key=lambda t: abs(change[t]))
     return EpsGrowth(k=k, b0=b0, b1=b1, term=term, change=change[term], extra_b0=e0[term], extra_b1=e1[term],
-                     plain_b0=p0, plain_b1=p1, eps_b0=model_overhead(dep, b0, k, fit),
-                     eps_b1=model_overhead(dep, b1, k, fit))
+                     plain_b0=p0, plain_b1=p1, eps_b0=eps_decode(dep, b0, k, fit),
+                     eps_b1=eps_decode(dep, b1, k, fit))
 
 
 def plain_step_ms(dep, batch, fit=FIT):
@@ -1206,13 +1237,25 @@ def round_ms(dep, batch, k, fit=FIT):
     return fixed_ms(dep, "round", fit) + draft + target_pass_ms(dep, batch, verify, fit)
 
 
-def model_overhead(dep, batch, k, fit=FIT):
-    """eps of decoding: a round's time over a plain step's, minus one, prefill left out.
+# eps, a round's cost over a plain step's minus one, has two meanings, each a function: eps_decode, the decode
+# step's alone, which sets the break-even (tau = 1 + eps); and eps_seen, a round with the prefill its tau tokens
+# bring in a closed loop, which a benchmark's speedup divides by. Both come from the same cost, spec_tpot_ms.
 
-    The break-even does not depend on the prefill share: a round of tau tokens carries tau
-    steps' prefill, so per token both sides pay the same (prefill_overhead).
+def eps_decode(dep, batch, k, fit=FIT):
+    """eps of decoding: a round's time over a plain decode step's, minus one, prefill left out.
+
+    The break-even does not depend on the prefill share: a round of tau tokens carries tau steps' prefill, so per
+    token both sides pay the same (eps_seen). K may be a mean, for rounds that drafted different lengths (K varied
+    with the batch, a K-by-batch table): a round's cost is close to linear in K (K draft steps, a verify pass over
+    K + 1 tokens), so it is interpolated between the two whole Ks around it. Below 1, K = 1's: newer vLLM leaves
+    draft tokens a grammar rejected out of the count (scheduler.py, make_spec_decoding_stats,
+    num_invalid_spec_tokens), so a round can count fewer tokens than it drafted and paid for.
     """
-    return round_ms(dep, batch, k, fit) / decode_step_ms(dep, batch, fit) - 1.0
+    whole = max(1, math.floor(k))
+    share = k - whole
+    if share > 0.0:
+        return (1.0 - share) * eps_decode(dep, batch, whole, fit) + share * eps_decode(dep, batch, whole + 1, fit)
+    return round_ms(dep, batch, whole, fit) / decode_step_ms(dep, batch, fit) - 1.0
 
 
 def spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit=FIT, plain_tokens=0.0):
@@ -1221,52 +1264,39 @@ def spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit=FIT, plain_tokens
     A token costs its share of rounds (1/tau of a round at one alpha; a traffic mix sums
     share/tau over its domains), any plain steps, and one plain step's prefill share q: the
     prompts arriving per generated token are the same with speculation or without
-    (prefill_tokens). Every speedup with the prefill share is plain_step_ms over this.
+    (prefill_tokens). Every speedup with the prefill share is plain_step_ms over this (tpot_speedup).
     """
     return (rounds_per_token * round_cost + plain_tokens * decode_step_ms(dep, batch, fit)
             + prefill_share_ms(dep, batch, fit))
 
 
-def seen_round_ms(eps, tau, dep, batch, fit=FIT):
-    """A round of decode eps as a closed-loop benchmark sees it: (1 + eps) D + tau q, its tau tokens' prefill in."""
-    return tau * spec_tpot_ms(dep, batch, 1.0 / tau, (1.0 + eps) * decode_step_ms(dep, batch, fit), fit)
+def tpot_speedup(dep, batch, rounds_per_token, round_cost, fit=FIT, plain_tokens=0.0):
+    """The speedup of tokens that cost spec_tpot_ms over plain decoding's: for one tau, speedup(tau, eps_seen)."""
+    return plain_step_ms(dep, batch, fit) / spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
 
 
-def prefill_overhead(eps, tau, dep, batch, fit=FIT):
-    """eps with the prefill share: ((1 + eps) D + tau q) / (D + q) - 1 for decode step D and prefill share q.
+def eps_seen(eps, tau, dep, batch, fit=FIT):
+    """eps with the prefill share: ((1 + eps) D + tau q) / (D + q) - 1 for decode eps, decode step D and prefill
+    share q.
 
     A round delivers tau tokens a sequence, so in a closed loop it carries tau steps' worth
     of arriving prompts; the speedup tau / (1 + this) is diluted towards 1, the break-even
     (tau = 1 + eps) is unchanged.
     """
-    return seen_round_ms(eps, tau, dep, batch, fit) / plain_step_ms(dep, batch, fit) - 1.0
+    seen_round = tau * spec_tpot_ms(dep, batch, 1.0 / tau, (1.0 + eps) * decode_step_ms(dep, batch, fit), fit)
+    return seen_round / plain_step_ms(dep, batch, fit) - 1.0
 
 
-def drafted_overhead(dep, batch, k_mean, fit=FIT):
-    """Decode eps of rounds that drafted k_mean tokens on average (K varied with the batch, or a
-    K-by-batch table): a round's cost is close to linear in K (K draft steps, a verify pass over
-    K + 1 tokens), so mixed rounds cost about what K = k_mean would, interpolated between the two
-    whole Ks around it; at a whole K, model_overhead itself. Below 1, K = 1's: newer vLLM leaves
-    draft tokens a grammar rejected out of the count (scheduler.py, make_spec_decoding_stats,
-    num_invalid_spec_tokens), so a round can count fewer tokens than it drafted and paid for.
-    """
-    lo = max(1, math.floor(k_mean))
-    share = k_mean - lo
-    if share <= 0.0:
-        return model_overhead(dep, batch, lo, fit)
-    return (1.0 - share) * model_overhead(dep, batch, lo, fit) + share * model_overhead(dep, batch, lo + 1, fit)
+def eps_grown(eps_b1, dep, batch, k, fit=FIT):
+    """The grid's decode eps at batch B: a given eps at B=1 ("auto" = the model's) grown as the model's own grows.
 
-
-def effective_overhead(eps_b1, dep, batch, k, fit=FIT):
-    """Decode eps at batch B: the B=1 overhead ("auto" = the model's) grown as the model's round/step ratio grows.
-
-    1 + eps(B) = (1 + eps(1)) * [(1 + eps_model(B)) / (1 + eps_model(1))], so "auto" is
+    1 + eps(B) = (1 + eps(1)) * [(1 + eps_decode(B)) / (1 + eps_decode(1))], so "auto" is
     exactly the cost model and a given eps keeps its value at B=1. It never falls below
     what the verify pass alone costs over a plain step (no draft can make a round cheaper).
     """
-    at_one = model_overhead(dep, 1, k, fit)
+    at_one = eps_decode(dep, 1, k, fit)
     base = at_one if eps_b1 == "auto" else eps_b1
-    scaled = (1.0 + base) * (1.0 + model_overhead(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
+    scaled = (1.0 + base) * (1.0 + eps_decode(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
     verify_only = (target_pass_ms(dep, batch, verify_tokens(dep, k), fit)
                    / decode_step_ms(dep, batch, fit) - 1.0)
     return max(scaled, verify_only, 0.0)
@@ -1376,11 +1406,9 @@ def round_mix(domains, k, spread):
         weight = share * tokens / token_total / len(nodes)
         for z in nodes:
             a = clip01(alpha + spread * z)
-            p = weight / acceptance_length(a, k)
-            for accepted in range(k):
-                per_token[accepted] += p * (1.0 - a)
-                p *= a
-            per_token[k] += p
+            rounds = weight / acceptance_length(a, k)      # this node's rounds per token
+            for accepted, p in enumerate(round_distribution(a, k)):
+                per_token[accepted] += rounds * p
     return 1.0 / sum(per_token), per_token
 
 
@@ -1434,6 +1462,30 @@ def draw_requests(n, seed, replicate, output_spread):
     return Draws(z=z, length=length, domain=domain, g=g, seeds=[rng.getrandbits(32) for _ in range(n)])
 
 
+def renewal_draw(alpha, k, tokens, g_rounds, g_full):
+    """(rounds, rounds that accepted all K) of a request of `tokens` decode tokens, from their joint normal limit
+    given two standard normals: what decode_request would return, without its hundreds of rounds.
+
+    Rounds: N / tau plus the last round's overshoot, variance N var(T) / tau^3 (renewal theory, T = A + 1 of
+    round_distribution). Full rounds: p_full per round (Wald); their variance and covariance with the rounds from the
+    renewal-reward CLT, with Cov(T, 1{A = K}) = p_full (K + 1 - tau).
+    """
+    tau, square, p_full = round_moments(alpha, k)
+    var = square - tau * tau if square > tau * tau else 0.0          # var(T), tokens a round
+    mean_rounds = tokens / tau + (square - tau) / (2 * tau * tau)   # the last round overshoots N
+    sd_rounds = math.sqrt(tokens * var / tau) / tau
+    rounds = mean_rounds + sd_rounds * g_rounds
+    rounds = tokens / (k + 1) if rounds < tokens / (k + 1) else tokens if rounds > tokens else rounds
+    cov_tf = p_full * (k + 1 - tau)
+    var_full = tokens * (p_full * (1 - p_full) - 2 * p_full / tau * cov_tf + (p_full / tau) ** 2 * var) / tau
+    # slope: their covariance over sd(rounds), the part of F that moves with the rounds; rest: the variance of F
+    # left over.
+    slope = tokens * (p_full * var / tau - cov_tf) / (tau * tau * sd_rounds) if sd_rounds > 0 else 0.0
+    rest = var_full - slope * slope
+    full = p_full * mean_rounds + slope * g_rounds + (math.sqrt(rest) * g_full if rest > 0 else 0.0)
+    return rounds, 0.0 if full < 0.0 else rounds if full > rounds else full
+
+
 def run_requests(domains, k, spread, draws):
     """Decode one replicate's requests (draw_requests) around each domain's alpha: Requests."""
     ends = list(itertools.accumulate(share for share, _, _ in domains))
@@ -1448,22 +1500,7 @@ def run_requests(domains, k, spread, draws):
             accepted, spec = decode_request(alpha, k, tokens, random.Random(seed))
             rounds, full = len(accepted), accepted.count(k)
         else:
-            tau, square, p_full = round_moments(alpha, k)
-            var = square - tau * tau if square > tau * tau else 0.0          # var(T), tokens a round
-            mean_rounds = tokens / tau + (square - tau) / (2 * tau * tau)   # the last round overshoots N
-            sd_rounds = math.sqrt(tokens * var / tau) / tau
-            rounds = mean_rounds + sd_rounds * g_rounds
-            rounds = tokens / (k + 1) if rounds < tokens / (k + 1) else tokens if rounds > tokens else rounds
-            # Full rounds: p_full per round (Wald); their variance and covariance with the rounds
-            # from the renewal-reward CLT, with Cov(T, 1{A = K}) = p_full (K + 1 - tau).
-            cov_tf = p_full * (k + 1 - tau)
-            var_full = tokens * (p_full * (1 - p_full) - 2 * p_full / tau * cov_tf + (p_full / tau) ** 2 * var) / tau
-            # slope: their covariance over sd(rounds), the part of F that moves with the rounds;
-            # rest: the variance of F left over.
-            slope = tokens * (p_full * var / tau - cov_tf) / (tau * tau * sd_rounds) if sd_rounds > 0 else 0.0
-            rest = var_full - slope * slope
-            full = p_full * mean_rounds + slope * g_rounds + (math.sqrt(rest) * g_full if rest > 0 else 0.0)
-            full = 0.0 if full < 0.0 else rounds if full > rounds else full
+            rounds, full = renewal_draw(alpha, k, tokens, g_rounds, g_full)
             spec = rounds + JITTER_SD * math.sqrt(rounds) * g_spec
         plain = tokens + JITTER_SD * math.sqrt(tokens) * g_plain
         out.append((alpha, tokens, rounds, full, spec, plain, domain,
@@ -1739,15 +1776,15 @@ def evaluate_cell(alpha, k, eps, batch, dep, dec, fit, verify_overhead="auto"):
     round (prefill_overhead); the speedups divide by it; the break-even uses the decode eps.
     """
     tau = acceptance_length(alpha, k)
-    plain_ms, spec_ms = plain_step_ms(dep, batch, fit), seen_round_ms(eps, dec.tau, dep, batch, fit)
-    cell_eps = spec_ms / plain_ms - 1.0
+    plain_ms, cell_eps = plain_step_ms(dep, batch, fit), eps_seen(eps, dec.tau, dep, batch, fit)
+    spec_ms = (1.0 + cell_eps) * plain_ms   # a round as the benchmark sees it
     lat = cell_latency(dec, plain_ms, spec_ms, batch)
     return Cell(
         alpha=alpha, k=k, verify_overhead=verify_overhead, concurrency=batch, feasible=True,
         eps_eff=cell_eps, eps_decode=eps, acceptance_length=tau, acceptance_rate=acceptance_rate(alpha, k),
         alpha_spread=dec.spread, acceptance_length_requests=dec.tau,
         speedup_lesson=lesson_speedup(alpha, k, cell_eps), speedup_exact=exact_speedup(alpha, k, cell_eps),
-        speedup_requests=dec.tau / (1.0 + cell_eps),
+        speedup_requests=speedup(dec.tau, cell_eps),
         breakeven_alpha_lesson=breakeven_rate(k, eps), breakeven_alpha_exact=exact_breakeven(k, eps),
         plain_step_ms=plain_ms, round_ms=spec_ms, **fields_of(lat),
         tpot_p99_change=lat.tpot_spec_p99_ms / lat.tpot_plain_p99_ms - 1.0,
@@ -1771,8 +1808,8 @@ def best_k(dep, acceptance, batch, fit=FIT):
     Leviathan section 3.5: maximise tau(a, K) / T_round(B, K); the draft's cost is in T_round,
     and a round of tau tokens carries tau steps' prefill share q: tau (D + q) / (R + tau q).
     """
-    plain, rounds = plain_step_ms(dep, batch, fit), round_costs(dep, batch, fit)
-    speedups = {0: 1.0, **{k: plain / spec_tpot_ms(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit)
+    rounds = round_costs(dep, batch, fit)
+    speedups = {0: 1.0, **{k: tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit)
                            for k in rounds}}
     top = max(speedups.values())
     k = min(k for k, speedup in speedups.items() if speedup >= top / (1.0 + K_TIE))
@@ -1917,14 +1954,14 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     # The K to run where speculation is on: the one measured, else the target's best, else
     # the largest K in the schedule.
     k = k_in_use or k_target or max([row[2] for row in schedule] + [1])
-    eps = model_overhead(dep, shown_batch, k, fit)   # every figure of the plan is at the batch its commands run
+    eps = eps_decode(dep, shown_batch, k, fit)   # every figure of the plan is at the batch its commands run
     request_alpha, request_spread = requests or (alpha, 0.0)
     dec = decode(request_alpha, k, request_spread)
     alike = decode(request_alpha, k, 0.0) if dec.spread > 0 else None   # every request at the mean alpha
     tail = []
     for b in sorted(set(grid.concurrencies) | {shown_batch}):
         if b <= limit:
-            eps_b = model_overhead(dep, b, k, fit)
+            eps_b = eps_decode(dep, b, k, fit)
             cell = evaluate_cell(request_alpha, k, eps_b, b, dep, dec, fit)
             if alike:
                 cell = replace(cell, tpot_spec_p99_alike_ms=evaluate_cell(request_alpha, k, eps_b, b, dep, alike,
@@ -1932,7 +1969,7 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
             tail.append(cell)
     required = required_rate(k, eps, margin)
     # Break-even alpha at the plan's K and the grid's, at each concurrency that fits (eps from the model).
-    break_evens = [BreakEvenAt(k=kk, concurrency=b, alpha=exact_breakeven(kk, model_overhead(dep, b, kk, fit)))
+    break_evens = [BreakEvenAt(k=kk, concurrency=b, alpha=exact_breakeven(kk, eps_decode(dep, b, kk, fit)))
                    for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {shown_batch})
                    if b <= limit]
     return Plan(target=target, feasible=target <= limit, alpha=alpha, request_alpha=request_alpha,
@@ -2000,10 +2037,10 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
         if batch > limit:
             left_out.append(batch)
             continue
-        eps = model_overhead(dep, batch, k, fit)
+        eps = eps_decode(dep, batch, k, fit)
         curves.append(SpeedupCurve(
             concurrency=batch, eps=eps, breakeven=exact_breakeven(k, eps),
-            points=[(a, exact_speedup(a, k, prefill_overhead(eps, acceptance_length(a, k), dep, batch, fit)))
+            points=[(a, exact_speedup(a, k, eps_seen(eps, acceptance_length(a, k), dep, batch, fit)))
                     for a in alphas]))
     steps = []
     for a in CHART_ALPHAS:
@@ -2014,7 +2051,7 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
         batch, alpha, kk = plan.shown_batch, plan.request_alpha, plan.k
         dec = decode(alpha, kk, plan.request_spread)
         plain_ms = plain_step_ms(dep, batch, fit)
-        spec_ms = seen_round_ms(model_overhead(dep, batch, kk, fit), dec.tau, dep, batch, fit)
+        spec_ms = (1.0 + eps_seen(eps_decode(dep, batch, kk, fit), dec.tau, dep, batch, fit)) * plain_ms
         mixtures = fields_of(itl_parts(dec, plain_ms, spec_ms, batch))
         x_max = 1.05 * max(mixture_quantile(0.999, parts) for parts in mixtures.values())
         xs = [x_max * i / 240 for i in range(241)]
@@ -2064,33 +2101,33 @@ def traffic_blend(mix, dep, k, batch, fit=FIT):
     average of alphas or of speedups. A token costs its rounds plus the prefill share, the same
     with speculation or without (spec_tpot_ms).
     """
-    eps = model_overhead(dep, batch, k, fit)
+    eps = eps_decode(dep, batch, k, fit)
     q = prefill_share_ms(dep, batch, fit) / decode_step_ms(dep, batch, fit)
-    plain, rounds = plain_step_ms(dep, batch, fit), round_costs(dep, batch, fit)
+    rounds = round_costs(dep, batch, fit)
 
-    def speedup(rounds_per_token, plain_tokens=0.0, kk=k):
+    def mix_speedup(rounds_per_token, plain_tokens=0.0, kk=k):
         round_cost = rounds[kk] if kk in rounds else round_ms(dep, batch, kk, fit)   # a measured K past K_MAX
-        return plain / spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
+        return tpot_speedup(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
 
     taus = [acceptance_length(alpha, k) for _, _, alpha, *_ in mix]
     rounds_per_token = sum(share / tau for (_, share, *_), tau in zip(mix, taus))
-    domains = [Domain(name=name, share=share, alpha=alpha, tau=tau, speedup=speedup(1.0 / tau),
+    domains = [Domain(name=name, share=share, alpha=alpha, tau=tau, speedup=mix_speedup(1.0 / tau),
                       time_share=share / tau / rounds_per_token) for (name, share, alpha, *_), tau in zip(mix, taus)]
     naive_alpha = sum(d.share * d.alpha for d in domains)
     weak = min(domains, key=lambda d: d.tau)
     others = rounds_per_token - weak.share / weak.tau
     best_alpha = max(d.alpha for d in domains)
     # The mix's best single K over the Ks best_k tries, K = 0 (plain decoding) included, ties to the smaller.
-    blend_at = {0: 1.0, **{kk: speedup(sum(d.share / acceptance_length(d.alpha, kk) for d in domains), kk=kk)
+    blend_at = {0: 1.0, **{kk: mix_speedup(sum(d.share / acceptance_length(d.alpha, kk) for d in domains), kk=kk)
                            for kk in rounds}}
     mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
-    blended, naive = speedup(rounds_per_token), speedup(1.0 / acceptance_length(naive_alpha, k))
+    blended, naive = mix_speedup(rounds_per_token), mix_speedup(1.0 / acceptance_length(naive_alpha, k))
     return Blend(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
                  naive_speedup=naive, blended_speedup=blended, naive_error=naive / blended - 1.0, weak=weak.name,
                  # What-ifs for the weak domain: decoded without speculation (1 plain step a token),
                  # or given a head as good as the best domain's.
-                 routed_speedup=speedup(others, weak.share),
-                 trained_speedup=speedup(others + weak.share / acceptance_length(best_alpha, k)),
+                 routed_speedup=mix_speedup(others, weak.share),
+                 trained_speedup=mix_speedup(others + weak.share / acceptance_length(best_alpha, k)),
                  trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
 
 
@@ -2162,9 +2199,9 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, fit
     by_batch = []
     tau = profile_length(profile, k)
     for b in batches:
-        eps = prefill_overhead(model_overhead(dep, b, k, fit), tau, dep, b, fit)
+        eps = eps_seen(eps_decode(dep, b, k, fit), tau, dep, b, fit)
         by_batch.append(MeasuredSpeedup(concurrency=b, feasible=b <= limit, eps=eps,
-                                        speedup=tau / (1 + eps) if b <= limit else None))
+                                        speedup=speedup(tau, eps) if b <= limit else None))
     if not comparison:
         return Measured(**fields_of(measured), by_concurrency=by_batch)
     batch = comparison.max_concurrency or target
@@ -2173,13 +2210,13 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, fit
         note = length_note("the benchmark", comparison.lengths, dep)
         notes = notes + [note] if note else notes
         dep = at_lengths(dep, *comparison.lengths)
-    eps = model_overhead(dep, batch, k, fit)
+    eps = eps_decode(dep, batch, k, fit)
     alpha, spread = requests or (measured.alpha, 0.0)
     cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
     # The benchmark's rounds drafted k_mean tokens on average: its tau goes with their cost, not K's.
-    seen = prefill_overhead(drafted_overhead(dep, batch, measured.k_mean, fit), measured.acceptance_length,
+    seen = eps_seen(eps_decode(dep, batch, measured.k_mean, fit), measured.acceptance_length,
                             dep, batch, fit)
-    prediction = Prediction(concurrency=batch, speedup=measured.acceptance_length / (1 + seen),
+    prediction = Prediction(concurrency=batch, speedup=speedup(measured.acceptance_length, seen),
                             p99_tpot_change=cell.tpot_p99_change, requests_alpha=alpha, requests_spread=spread,
                             p99_itl_change=cell.round_itl_spec_p99_ms / cell.itl_plain_p99_ms - 1.0,
                             p99_token_itl_change=cell.p99_change)
@@ -2344,7 +2381,7 @@ def mix_tail(mix, dep, k, batch, decode, fit=FIT):
     domains = mix_domains(mix, dep.output_tokens)
     dec = decode(domains, k)
     plain_ms = plain_step_ms(dep, batch, fit)
-    spec_ms = seen_round_ms(model_overhead(dep, batch, k, fit), dec.tau, dep, batch, fit)
+    spec_ms = (1.0 + eps_seen(eps_decode(dep, batch, k, fit), dec.tau, dep, batch, fit)) * plain_ms
     lat = cell_latency(dec, plain_ms, spec_ms, batch)
     return MixTail(request_shares={row[0]: d[0] for row, d in zip(mix, domains)}, tau=dec.tau,
                    speedup_mc=lat.speedup_mc, tpot_plain_p99_ms=lat.tpot_plain_p99_ms,
@@ -2384,7 +2421,7 @@ def analyse(grid, dep, decode, fit=FIT, progress=None):
         for eps_b1 in grid.overheads:
             for batch in grid.concurrencies:
                 feasible = batch <= batch_limit
-                eps = effective_overhead(eps_b1, dep, batch, k, fit)
+                eps = eps_grown(eps_b1, dep, batch, k, fit)
                 breakeven.append(BreakEven(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
                                            eps_eff=eps, lesson=breakeven_rate(k, eps), exact=exact_breakeven(k, eps)))
                 for value in grid.acceptance:
@@ -2392,7 +2429,7 @@ def analyse(grid, dep, decode, fit=FIT, progress=None):
                     # An infeasible cell keeps its coordinates but shows no number: it cannot run.
                     cells.append(evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), fit, eps_b1) if feasible
                                  else Cell(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch, feasible=False))
-    return cells, breakeven, {(k, e): effective_overhead(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads}
+    return cells, breakeven, {(k, e): eps_grown(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads}
 
 
 @dataclass(frozen=True)
@@ -2533,21 +2570,21 @@ def diagnose_tpot(mean_change, p99_change, k, batch, dep, decode, fit=FIT):
     speedup over requests, round_mix's tau over 1 + eps. P99 TPOT then rises with s, so bisection
     finds s. None when no alpha gives the mean, or no spread that keeps the mean reaches the P99.
     """
-    eps = model_overhead(dep, batch, k, fit)
+    eps = eps_decode(dep, batch, k, fit)
 
-    def speedup(alpha, spread):
+    def speedup_at(alpha, spread):
         tau = round_mix(((1.0, alpha, 1),), k, spread)[0]
-        return tau / (1.0 + prefill_overhead(eps, tau, dep, batch, fit))
+        return speedup(tau, eps_seen(eps, tau, dep, batch, fit))
 
     def tail(spread):
-        alpha = _increasing_root(lambda a: speedup(a, spread), need)
+        alpha = _increasing_root(lambda a: speedup_at(a, spread), need)
         return alpha, evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
 
     need = 1.0 / (1.0 + mean_change)
-    if speedup(1.0, 0.0) < need:
+    if speedup_at(1.0, 0.0) < need:
         return None
     # A wider spread lowers the best speedup (alpha 1 on average): search only the spreads that reach the mean.
-    hi = 0.5 if speedup(1.0, 0.5) >= need else 1.0 - _increasing_root(lambda u: speedup(1.0, 1.0 - u), need,
+    hi = 0.5 if speedup_at(1.0, 0.5) >= need else 1.0 - _increasing_root(lambda u: speedup_at(1.0, 1.0 - u), need,
                                                                          0.5, 1.0)
     lo = 0.0
     if tail(hi)[1].tpot_p99_change < p99_change:
@@ -2583,7 +2620,7 @@ class SpeedupTargets:
 def exercise_speedup_targets(dep, batch, fit=FIT, k=5):
     """Exercise 1: the per-token alpha K = 5 (the lesson's) needs for 2x and 3x, given eps and from the model."""
     eps_rows = [(e, "given") for e in (0.0, 0.05, 0.10, 0.15, 0.25, 0.50)]
-    eps_rows += [(model_overhead(dep, 1, k, fit), "model, B=1"), (model_overhead(dep, batch, k, fit), f"model, B={batch}")]
+    eps_rows += [(eps_decode(dep, 1, k, fit), "model, B=1"), (eps_decode(dep, batch, k, fit), f"model, B={batch}")]
     return SpeedupTargets(k=k, rows=[SpeedupTarget(eps=e, source=src, alpha_2x=alpha_for_speedup(2, k, e),
                                                    alpha_3x=alpha_for_speedup(3, k, e), lesson_2x=(2 * (1 + e) - 1) / k,
                                                    lesson_3x=(3 * (1 + e) - 1) / k) for e, src in eps_rows])
@@ -2639,8 +2676,8 @@ def exercise_methods(dep, batch, fit=FIT, k=3):
         rows.append(Method(draft=draft, method=json.loads(speculative_config(d, k))["method"],
                            params=d.drafter.held_params, weight_bytes=d.drafter.held_bytes,
                            kv_bytes_per_token=d.drafter.kv_bytes_per_token,
-                           draft_step_ms=draft_step_ms(d, 1, 1, fit), eps_b1=model_overhead(d, 1, k, fit),
-                           eps_target=model_overhead(d, batch, k, fit), max_concurrency=max_concurrency(d),
+                           draft_step_ms=draft_step_ms(d, 1, 1, fit), eps_b1=eps_decode(d, 1, k, fit),
+                           eps_target=eps_decode(d, batch, k, fit), max_concurrency=max_concurrency(d),
                            config=speculative_config(d, k)))
     return Methods(k=k, concurrency=batch, rows=rows)
 
@@ -2680,7 +2717,7 @@ def exercise_tail(dep, batch, decode, fit=FIT):
     tpot = diagnose_tpot(*LESSON_SYMPTOM, 3, 1, dep, decode, fit)
     remedies = []
     for kk in (1, 2, 3):
-        eps = model_overhead(dep, batch, kk, fit)
+        eps = eps_decode(dep, batch, kk, fit)
         reads = {}
         for name, alpha, s in (("token", tail.alpha, 0.0), ("tpot", tpot and tpot.alpha, tpot and tpot.spread)):
             if alpha is not None:

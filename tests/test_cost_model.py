@@ -96,14 +96,14 @@ class PrefillShare(unittest.TestCase):
     def test_prefill_dilutes_the_speedup_but_not_the_break_even(self):
         heavy = m.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
         light = m.make_deployment(context=5250, input_tokens=5000, output_tokens=50_000)
-        eps = m.model_overhead(heavy, 32, 3)
-        self.assertAlmostEqual(eps, m.model_overhead(light, 32, 3), places=12)      # decode eps: no prefill
+        eps = m.eps_decode(heavy, 32, 3)
+        self.assertAlmostEqual(eps, m.eps_decode(light, 32, 3), places=12)      # decode eps: no prefill
         for dep in (heavy, light):
             # At tau = 1 + eps the round's tau steps of prefill cost what tau plain steps' do: still break-even.
-            self.assertAlmostEqual(m.prefill_overhead(eps, 1 + eps, dep, 32), eps, places=12)
+            self.assertAlmostEqual(m.eps_seen(eps, 1 + eps, dep, 32), eps, places=12)
         tau = 2.5
-        diluted = tau / (1 + m.prefill_overhead(eps, tau, heavy, 32))
-        clean = tau / (1 + m.prefill_overhead(eps, tau, light, 32))
+        diluted = tau / (1 + m.eps_seen(eps, tau, heavy, 32))
+        clean = tau / (1 + m.eps_seen(eps, tau, light, 32))
         self.assertLess(diluted, clean)
         # By hand: ((1 + eps) D + tau q) / (D + q) with D the decode step and q the prefill share.
         d, q = m.decode_step_ms(heavy, 32), m.prefill_share_ms(heavy, 32)
@@ -116,7 +116,7 @@ class PrefillShare(unittest.TestCase):
         self.assertAlmostEqual(m.spec_tpot_ms(dep, 32, 0.25, 80.0, plain_tokens=0.5), 20.0 + 0.5 * d + q, places=12)
         # A one-domain mix is the one-alpha speedup tau / (1 + eps with prefill).
         blend = m.traffic_blend((("only", 1.0, 0.7),), dep, 3, 32)
-        tau, eps = m.acceptance_length(0.7, 3), m.model_overhead(dep, 32, 3)
+        tau, eps = m.acceptance_length(0.7, 3), m.eps_decode(dep, 32, 3)
         self.assertAlmostEqual(blend.blended_speedup, tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
 
 
@@ -139,7 +139,7 @@ class DraftsAndK(unittest.TestCase):
                     speeds = {}
                     for k in range(1, m.K_MAX + 1):
                         tau = m.acceptance_length(alpha, k)
-                        speeds[k] = tau / (1 + m.prefill_overhead(m.model_overhead(dep, batch, k), tau, dep, batch))
+                        speeds[k] = tau / (1 + m.eps_seen(m.eps_decode(dep, batch, k), tau, dep, batch))
                     speeds[0] = 1.0
                     # Within 1% of the best is a tie, won by the smallest K (K = 0 is plain decoding).
                     k_best = min(k for k in speeds if speeds[k] * 1.01 >= max(speeds.values()))
@@ -161,7 +161,7 @@ class DraftsAndK(unittest.TestCase):
                 for given in (0.1, 0.3):
                     scaled = (1 + given) * growth_at(dep, batch, k) - 1
                     floors += floor > scaled
-                    self.assertAlmostEqual(m.effective_overhead(given, dep, batch, k), max(scaled, floor), places=9)
+                    self.assertAlmostEqual(m.eps_grown(given, dep, batch, k), max(scaled, floor), places=9)
         self.assertTrue(0 < floors < 8)           # both branches are exercised
         # What the tables print for K = 3, eps 0.10 at B = 32: 1.1 x the model's growth - 1 (the floor is below).
         status, out, _ = run(["--alphas", "0.7", "--ks", "3", "--verify-overheads", "0.1", "--concurrency", "32",
@@ -171,7 +171,7 @@ class DraftsAndK(unittest.TestCase):
 
 
 def growth_at(dep, batch, k):
-    return (1 + m.model_overhead(dep, batch, k)) / (1 + m.model_overhead(dep, 1, k))
+    return (1 + m.eps_decode(dep, batch, k)) / (1 + m.eps_decode(dep, 1, k))
 
 
 class FitComment(unittest.TestCase):

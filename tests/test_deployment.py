@@ -81,7 +81,7 @@ class CostShape(unittest.TestCase):
         self.assertGreater(verify_extra(short, 16), 2 * verify_extra(long, 16))
         # From 16 to 64 sequences at 32k the KV read grows for plain and verify alike: eps falls and the
         # speedup grows (MagicDec). Below 16 one sequence's attention latency, not bandwidth, sets the step.
-        self.assertLess(m.model_overhead(long, 64, 3), m.model_overhead(long, 16, 3))
+        self.assertLess(m.eps_decode(long, 64, 3), m.eps_decode(long, 16, 3))
         self.assertGreater(m.best_k(long, 0.8, 64)[1], m.best_k(long, 0.8, 16)[1])
 
     def test_best_k_falls_as_concurrency_rises(self):
@@ -103,7 +103,7 @@ class CostShape(unittest.TestCase):
 
     def test_ngram_draft_is_nearly_free(self):
         dep = m.make_deployment(draft="ngram")
-        self.assertLess(m.model_overhead(dep, 1, 3), m.model_overhead(m.make_deployment(), 1, 3) / 2)
+        self.assertLess(m.eps_decode(dep, 1, 3), m.eps_decode(m.make_deployment(), 1, 3) / 2)
 
     def test_ngram_round_is_the_verify_pass_and_bookkeeping(self):
         # n-gram lookup runs no model: a round is the target's pass over K+1 tokens plus the

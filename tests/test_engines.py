@@ -301,7 +301,7 @@ class EngineDrafts(unittest.TestCase):
         window = int(re.search(r"acceptance_rate_window_size: (\d+)", plan).group(1))
         dep, k = m.make_deployment(engine="trtllm"), data["plan"]["k"]
         tau = m.round_mix(((1.0, 0.7, dep.output_tokens),), k, m.ALPHA_SPREAD)[0]   # the requests' tau, closed form
-        round_ms = m.seen_round_ms(m.model_overhead(dep, 32, k), tau, dep, 32)
+        round_ms = (1 + m.eps_seen(m.eps_decode(dep, 32, k), tau, dep, 32)) * m.plain_step_ms(dep, 32)
         self.assertAlmostEqual(window, 600_000 / round_ms, delta=50)
         self.assertIn("speculation-enabled iteration", plan)
 

@@ -138,6 +138,32 @@ class DecodeLoop(unittest.TestCase):
                 self.assertAlmostEqual(full, probs[k], places=12)
                 self.assertAlmostEqual(tau, m.acceptance_length(alpha, k), places=9)
 
+    def test_one_round_process(self):
+        """round_distribution is the truncated geometric written out by hand; round_mix's rounds per token are it
+        over tau; the loop draws from it (test_accepted_drafts_follow_the_truncated_geometric)."""
+        for alpha in (0.0, 0.45, 1.0):
+            for k in (1, 4):
+                probs = [(1 - alpha) * alpha ** j for j in range(k)] + [alpha ** k]
+                got = m.round_distribution(alpha, k)
+                self.assertEqual(len(got), k + 1)
+                for p, q in zip(got, probs):
+                    self.assertAlmostEqual(p, q, places=15)
+                tau, per_token = m.round_mix(((1.0, alpha, 100),), k, 0.0)
+                self.assertAlmostEqual(tau, m.acceptance_length(alpha, k), places=12)
+                for p, q in zip(per_token, probs):
+                    self.assertAlmostEqual(p, q / tau, places=12)
+
+    def test_one_speedup_with_the_prefill_share(self):
+        """For one tau the token-cost form (best K, the mix) and the eps form (the cells) are the same speedup:
+        tau (D + q) / ((1 + eps) D + tau q), D the decode step and q its prefill share, worked out by hand."""
+        dep = m.make_deployment(input_tokens=4000, output_tokens=400)
+        for batch, k, alpha in ((1, 3, 0.7), (64, 5, 0.5)):
+            d, q = m.decode_step_ms(dep, batch), m.prefill_share_ms(dep, batch)
+            eps, tau = m.eps_decode(dep, batch, k), m.acceptance_length(alpha, k)
+            by_hand = tau * (d + q) / ((1 + eps) * d + tau * q)
+            self.assertAlmostEqual(m.speedup(tau, m.eps_seen(eps, tau, dep, batch)), by_hand, places=12)
+            self.assertAlmostEqual(m.tpot_speedup(dep, batch, 1 / tau, m.round_ms(dep, batch, k)), by_hand, places=12)
+
 
 if __name__ == "__main__":
     unittest.main()

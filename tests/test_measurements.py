@@ -102,7 +102,7 @@ class Gate(unittest.TestCase):
     def test_break_even_is_eps_over_k_at_the_benchmark_concurrency(self):
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
         g = data["gate"]
-        eps = m.model_overhead(m.make_deployment(), 64, 3)
+        eps = m.eps_decode(m.make_deployment(), 64, 3)
         self.assertEqual(g["concurrency"], 64)
         self.assertAlmostEqual(g["breakeven_rate"], eps / 3, places=6)
         self.assertAlmostEqual(g["required_rate"], eps / 3 + 0.10, places=6)
@@ -134,7 +134,7 @@ class Gate(unittest.TestCase):
         # eps with the prefill share a round of the measured tau carries. Per token it is another figure.
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
         dep, ms = at_the_benchmarks_lengths(m.make_deployment()), data["measured"]
-        eps = m.prefill_overhead(m.model_overhead(dep, 64, 3), ms["acceptance_length"], dep, 64)
+        eps = m.eps_seen(m.eps_decode(dep, 64, 3), ms["acceptance_length"], dep, 64)
         self.assertAlmostEqual(ms["prediction"]["p99_itl_change"], eps, places=3)
         self.assertGreater(abs(ms["prediction"]["p99_token_itl_change"] - eps), 0.02)
 
@@ -151,8 +151,8 @@ class Gate(unittest.TestCase):
         tau = ms["acceptance_length"]
         want = tau * m.plain_step_ms(dep, 64) / (mean_round + tau * m.prefill_share_ms(dep, 64))
         self.assertAlmostEqual(ms["prediction"]["speedup"], want, delta=5e-6 * want)
-        self.assertAlmostEqual(m.drafted_overhead(dep, 64, 3.0), m.model_overhead(dep, 64, 3), places=12)
-        self.assertAlmostEqual(m.drafted_overhead(dep, 64, 10 / 3), mean_round / d - 1, places=9)
+        self.assertAlmostEqual(m.eps_decode(dep, 64, 3.0), m.eps_decode(dep, 64, 3), places=12)
+        self.assertAlmostEqual(m.eps_decode(dep, 64, 10 / 3), mean_round / d - 1, places=9)
 
     def test_target_concurrency_moves_the_break_even(self):
         low = run_json(["--metrics", AFTER, "--target-concurrency", "1"])[1]["gate"]
@@ -184,7 +184,7 @@ class TrafficMix(unittest.TestCase):
     def test_default_mix_against_the_closed_form(self):
         dep = m.make_deployment()
         mix = m.traffic_blend(m.TRAFFIC_MIX, dep, 3, 64)
-        eps = m.model_overhead(dep, 64, 3)
+        eps = m.eps_decode(dep, 64, 3)
         # Prefill per token in decode steps: 64 x 1024 / 1024 = 64 prompt tokens a step.
         self.assertEqual(m.prefill_tokens(dep, 64), 64.0)
         q = m.prefill_share_ms(dep, 64) / m.decode_step_ms(dep, 64)

@@ -132,8 +132,8 @@ class ExpertReads(unittest.TestCase):
         # At B = 1 a plain step's token touches 8 experts; the verify pass's 4 tokens 128 (1 - (120/128)^4) = 29.1.
         self.assertIn("touch 8.0 experts a layer, the verify pass's 4 tokens 29.1", summary)
         dep = m.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", None, "eagle3", engine="sglang")
-        self.assertGreater(m.model_overhead(dep, 1, 3), m.model_overhead(m.dense_equivalent(dep), 1, 3) + 0.2)
-        self.assertIn(f"a dense model of the same active size would have {m.model_overhead(m.dense_equivalent(dep), 1, 3):.2f}",
+        self.assertGreater(m.eps_decode(dep, 1, 3), m.eps_decode(m.dense_equivalent(dep), 1, 3) + 0.2)
+        self.assertIn(f"a dense model of the same active size would have {m.eps_decode(m.dense_equivalent(dep), 1, 3):.2f}",
                       summary)
 
     def test_a_dense_model_has_no_expert_reads(self):

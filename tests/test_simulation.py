@@ -59,13 +59,13 @@ class CostModel(unittest.TestCase):
 
     def test_eps_rises_with_batch(self):
         for k in (1, 3, 5):
-            eps = [m.model_overhead(DEP, b, k) for b in (32, 64, 128, 256, 512)]
+            eps = [m.eps_decode(DEP, b, k) for b in (32, 64, 128, 256, 512)]
             self.assertEqual(eps, sorted(eps), msg=f"K={k}")
 
     def test_given_overhead_is_kept_at_batch_one_and_auto_is_the_model(self):
-        self.assertAlmostEqual(m.effective_overhead(0.1, DEP, 1, 3), 0.1)
+        self.assertAlmostEqual(m.eps_grown(0.1, DEP, 1, 3), 0.1)
         for b in (1, 64, 256):
-            self.assertAlmostEqual(m.effective_overhead("auto", DEP, b, 3), m.model_overhead(DEP, b, 3))
+            self.assertAlmostEqual(m.eps_grown("auto", DEP, b, 3), m.eps_decode(DEP, b, 3))
 
     def test_given_overhead_never_undercuts_the_verify_pass(self):
         # At 32k context the model's own eps falls with B; a small given eps must not go below
@@ -73,7 +73,7 @@ class CostModel(unittest.TestCase):
         long = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
         for b in (1, 4, 16):
             verify_only = m.pass_ms(long.target, long, b, 4, m.fixed_ms(long, "pass")) / m.decode_step_ms(long, b) - 1
-            eps = m.effective_overhead(0.1, long, b, 3)
+            eps = m.eps_grown(0.1, long, b, 3)
             self.assertGreaterEqual(eps, verify_only - 1e-12)
             self.assertGreaterEqual(eps, 0.0)
 
