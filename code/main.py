@@ -78,12 +78,13 @@ CALIBRATION_FILES = ()  # your `vllm bench serve` result files to fit the cost m
 MODEL = "llama-3.3-70b"        # catalog name of the target model
 GPU = "h100-sxm"               # catalog name of the GPU
 TP = 4                         # tensor-parallel degree (GPUs per replica)
-WEIGHTS_DTYPE = "fp8"          # target weights: "bf16" or "fp8"
+WEIGHTS_DTYPE = "fp8"          # target weights: "bf16", "fp8" or "fp4" (MXFP4, as gpt-oss ships its experts)
 KV_DTYPE = "bf16"              # KV cache element type: "bf16" or "fp8"
 INPUT_TOKENS = 1024            # mean prompt length of the traffic, tokens
 OUTPUT_TOKENS = 1024           # mean generated length, tokens: 1k in / 1k out, a common serving-benchmark shape
 CONTEXT = None                 # mean decode context, tokens; None: INPUT_TOKENS + OUTPUT_TOKENS / 2
-DRAFT = "eagle3"               # "eagle3", "eagle", "ngram" or a catalog model as a draft model
+DRAFT = "eagle3"               # "eagle3", "eagle", "mtp", "ngram", or a catalog model as a draft model ("model" with
+                               # --draft-config: any draft model)
 DRAFT_MODEL = None             # Hugging Face id of the draft head or model; None: the catalog's for this engine
 ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (ENGINES below)
 TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own
@@ -1592,10 +1593,10 @@ def percentile_top(values, q):
     return percentile_of_top(heapq.nlargest(top_needed(len(values), q), values), len(values), q)
 
 
-def token_itl_parts(by_accepted, round_ms):
+def token_itl_parts(by_accepted, round_cost_ms):
     """Per-token ITL as mixture_quantile parts: a round that accepted A drafts gives each of its A + 1
-    tokens round_ms x jitter / (A + 1), so it enters with weight A + 1."""
-    return [(round_ms / (a + 1), w * (a + 1)) for a, w in enumerate(by_accepted)]
+    tokens round_cost_ms x jitter / (A + 1), so it enters with weight A + 1."""
+    return [(round_cost_ms / (a + 1), w * (a + 1)) for a, w in enumerate(by_accepted)]
 
 
 def other_rejects(dec, batch):
@@ -1937,8 +1938,8 @@ class Plan:
     served_model: str = None   #: --served-model, repeated by the plan's gate command
 
 
-def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in_use=None, measured=False,
-                 requests=None, p99_budget=P99_BUDGET, served=None):
+def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, margin, k_in_use=None,
+                 measured=False, requests=None, p99_budget=P99_BUDGET, served=None):
     """The rollout plan's K, schedule, gate and tail expectations at the target concurrency: a Plan.
 
     acceptance drives best K (a per-token alpha or a measured profile); alpha is the single
@@ -1949,7 +1950,7 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     """
     limit = max_concurrency(dep)
     schedule = k_schedule(dep, acceptance, fit)
-    shown_batch = min(target, max(limit, 1))   # the target, or the largest batch that fits when it does not
+    shown_batch = min(target_concurrency, max(limit, 1))   # the target, or the largest batch that fits if it does not
     k_target, speedup_target = best_k(dep, acceptance, shown_batch, fit)
     # The K to run where speculation is on: the one measured, else the target's best, else
     # the largest K in the schedule.
@@ -1972,8 +1973,8 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target, margin, k_in
     break_evens = [BreakEvenAt(k=kk, concurrency=b, alpha=exact_breakeven(kk, eps_decode(dep, b, kk, fit)))
                    for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {shown_batch})
                    if b <= limit]
-    return Plan(target=target, feasible=target <= limit, alpha=alpha, request_alpha=request_alpha,
-                request_spread=request_spread, measured=measured, k=k, rate_at_alpha=acceptance_rate(alpha, k),
+    return Plan(target=target_concurrency, feasible=target_concurrency <= limit, alpha=alpha,
+                request_alpha=request_alpha, request_spread=request_spread, measured=measured, k=k, rate_at_alpha=acceptance_rate(alpha, k),
                 margin=margin, required_rate=required,
                 required_alpha=None if required is None else alpha_from_rate(required, k),
                 plain_ms_b1=plain_step_ms(dep, 1, fit), shown_batch=shown_batch,
@@ -2192,7 +2193,7 @@ class Measured(Measurement):
     prediction: Prediction = field(default=None, metadata=OPTIONAL)
 
 
-def measured_predictions(measured, comparison, dep, batches, target, decode, fit=FIT, requests=None):
+def measured_predictions(measured, comparison, dep, batches, target_concurrency, decode, fit=FIT, requests=None):
     """What the model predicts from the measured acceptance, beside what the benchmarks measured: Measured."""
     k, profile = measured.k, measured.profile
     limit = max_concurrency(dep)
@@ -2204,7 +2205,7 @@ def measured_predictions(measured, comparison, dep, batches, target, decode, fit
                                         speedup=speedup(tau, eps) if b <= limit else None))
     if not comparison:
         return Measured(**fields_of(measured), by_concurrency=by_batch)
-    batch = comparison.max_concurrency or target
+    batch = comparison.max_concurrency or target_concurrency
     notes = measured.notes
     if comparison.lengths:   # the model beside a benchmark is set at the benchmark's own lengths
         note = length_note("the benchmark", comparison.lengths, dep)
@@ -2254,12 +2255,12 @@ class Gate:
 def gate(measured, comparison, dep, plan, budget):
     """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds.
 
-    The break-even, margin and required rate are the plan's, at its target and its K. The rate
+    The break-even, margin and required rate are the plan's, at its batch and its K. The rate
     compared is the one the measured per-token alpha gives at that K: at a fixed K, accepted over
     drafted tokens; when the rounds drafted varying lengths, whose overall rate mixes Ks, the
     rate of K-token rounds.
     """
-    k, target, margin = plan.k, plan.shown_batch, plan.margin
+    k, batch, margin = plan.k, plan.shown_batch, plan.margin
     rate = acceptance_rate(measured.alpha, k)   # at a fixed K exactly accepted / drafted tokens
     eps, even, need, need_alpha = plan.eps, plan.gate_rate, plan.required_rate, plan.required_alpha
     reasons = []
@@ -2271,10 +2272,10 @@ def gate(measured, comparison, dep, plan, budget):
         check="acceptance", passed=need is not None and rate >= need,
         detail=("the per-token alpha, taken for every position, gives an " if measured.varying_k else "") +
                f"acceptance rate {rate:.3f} at K={k} against break-even "
-               + (f"{even:.3f} + margin {margin:.2f} = {need:.3f} at B={target}; as per-token alpha "
+               + (f"{even:.3f} + margin {margin:.2f} = {need:.3f} at B={batch}; as per-token alpha "
                   f"{measured.alpha:.3f} against {need_alpha:.3f}" if need is not None else
-                  f"{even:.3f} + margin {margin:.2f}, more than 1 at B={target}: it cannot pass" if even is not None else
-                  f"a break-even above 1 at B={target} (a round costs more than K + 1 tokens give): it cannot pass")))
+                  f"{even:.3f} + margin {margin:.2f}, more than 1 at B={batch}: it cannot pass" if even is not None else
+                  f"a break-even above 1 at B={batch} (a round costs more than K + 1 tokens give): it cannot pass")))
     if comparison:
         change, speedup = comparison.p99_tpot_change, comparison.throughput_speedup
         reasons.append(GateCheck(check="p99_tpot", passed=change is not None and change <= budget,
@@ -2284,7 +2285,7 @@ def gate(measured, comparison, dep, plan, budget):
                                  detail="output_throughput missing from a benchmark file" if speedup is None else
                                  f"output throughput {speedup:.3f}x baseline (must not be lower)"))
     return Gate(verdict="pass" if all(r.passed for r in reasons) else "fail", reasons=reasons,
-                concurrency=target, k=k, eps=eps, breakeven_rate=even, required_rate=need,
+                concurrency=batch, k=k, eps=eps, breakeven_rate=even, required_rate=need,
                 required_alpha=need_alpha, margin=margin, p99_budget=budget)
 
 
@@ -2293,7 +2294,7 @@ class Evidence:
     """What was measured, and what the gate and the plan are for (parse_evidence)."""
     measured: object = None      #: Measurement, or None
     comparison: object = None    #: Comparison of two benchmark runs, or None
-    target: int = None           #: the concurrency the gate and the plan are for (None: the grid's largest)
+    target_concurrency: int = None   #: the concurrency the gate and the plan are for (None: the grid's largest)
     mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha[, output tokens])
     margin: float = GATE_MARGIN  #: the gate's margin over the break-even rate
     budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts, fraction
@@ -2794,6 +2795,7 @@ def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, out
 
 OWN_BOUNDS = dict(bw=(0.2, 1.0), pass_fixed=(0.0, 10.0), token_us=(0.0, 200.0), draft=(0.0, 10.0))
 OWN_WORST = 0.25   # a fit whose worst run is further off than this says the files disagree
+OWN_LENGTHS = 0.25   # runs one calibration fits may differ in mean prompt or output length by at most this
 
 
 def at_lengths(dep, input_tokens, output_tokens):
@@ -3547,7 +3549,7 @@ def vllm_command(dep, config=None, env=()):
 
 
 
-def vllm_serve(dep, target, k=None, schedule=None):
+def vllm_serve(dep, batch, k=None, schedule=None):
     """vLLM's server, speculation off or on (its --speculative-config); target: vLLM sizes its own batches."""
     return vllm_command(dep, speculative_config(dep, k, schedule) if k else None)
 
@@ -3567,13 +3569,13 @@ SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE", "ngram
 SGLANG_ADAPTIVE_DEFAULT = {1: (1, 3, 5, 7), 8: (0, 1, 3), 32: (0, 1), 64: (0,)}
 
 
-def sglang_serve(dep, target, k=None, schedule=None):
+def sglang_serve(dep, batch, k=None, schedule=None):
     """`python -m sglang.launch_server` flags: python/sglang/srt/server_args.py.
 
     Steps, topk and draft tokens are given together (omitting steps makes SGLang choose
     all three; for a Llama target it picks a tree of 5 steps, topk 4, 8 tokens). A chain
     is topk 1 with steps + 1 draft tokens. Speculation resets --max-running-requests to
-    48 unless it is set, so both runs set it to the target concurrency. It takes no K-by-batch table
+    48 unless it is set, so both runs set it to the batch the plan runs at. It takes no K-by-batch table
     (schedule): sglang_k_by_batch says what it offers instead.
     """
     # A draft whose max_position_embeddings is below the target's context length stops the
@@ -3583,7 +3585,7 @@ def sglang_serve(dep, target, k=None, schedule=None):
                    f"--tp-size {dep.tp}"]
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
-    words += [f"--mem-fraction-static {dep.memory_fraction:g}", f"--max-running-requests {target}",
+    words += [f"--mem-fraction-static {dep.memory_fraction:g}", f"--max-running-requests {batch}",
               "--enable-metrics"]
     if k:
         kind = draft_kind(dep.draft)
@@ -3630,24 +3632,24 @@ def trtllm_yaml(dep, name, k=None):
 TRTLLM_DECODING = {"eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
 
 
-def trtllm_command(dep, target, config_name):
+def trtllm_command(dep, batch, config_name):
     """`trtllm-serve` flags: tensorrt_llm/commands/serve.py (underscores, PyTorch backend by default)."""
     return shell_lines(["trtllm-serve", shlex.quote(served_model(dep)), "--backend pytorch", f"--tp_size {dep.tp}",
-                        f"--max_batch_size {target}",
+                        f"--max_batch_size {batch}",
                         f"--kv_cache_free_gpu_memory_fraction {dep.memory_fraction:g}",
                         f"--extra_llm_api_options {config_name}"])
 
 
 
-def trtllm_serve(dep, target, k=None, schedule=None):
+def trtllm_serve(dep, batch, k=None, schedule=None):
     """TensorRT-LLM's YAML and server, speculation off or on; trtllm_k_by_batch gives the table's switches."""
     name = "spec.yaml" if k else "baseline.yaml"
-    return trtllm_yaml(dep, name, k) + trtllm_command(dep, target, name)
+    return trtllm_yaml(dep, name, k) + trtllm_command(dep, batch, name)
 
 
-def bench_prompts(target):
+def bench_prompts(batch):
     """Prompts per benchmark run: ten per concurrent slot, so ramp-up and drain stay a small share."""
-    return max(200, 10 * target)
+    return max(200, 10 * batch)
 
 
 def bench_lines(dep, batch, filename, realistic=False):
@@ -3896,7 +3898,7 @@ def trtllm_measure(result, dep, plan):
 
 def vllm_dashboard(dep, plan):
     """vLLM: the acceptance rate, the first position's alpha, and an alert at the break-even alpha."""
-    k, target, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
     out = []
     rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
@@ -3907,7 +3909,7 @@ def vllm_dashboard(dep, plan):
             "Per-token alpha of the first draft position, the same whatever K a round used:", "",
             "```promql", alpha0, "```", ""]
     if gate_a is not None:
-        out += [f"Kill switch: at B={target} and K={k} speculation breaks even at a per-token alpha of "
+        out += [f"Kill switch: at B={batch} and K={k} speculation breaks even at a per-token alpha of "
                 f"{gate_a:.3f}. Alert, and turn speculation off, when the first position's alpha stays under it "
                 "(10 minutes is a choice, not a computed number). Later positions can accept less than the "
                 "first: check the per-position rates when it fires late.", "",
@@ -3919,14 +3921,14 @@ def vllm_dashboard(dep, plan):
 
 def sglang_dashboard(dep, plan):
     """SGLang: its gauges over time, and an alert at the break-even accept length."""
-    k, target, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
     out = []
     length = "avg by (model_name) (avg_over_time(sglang:spec_accept_length[5m]))"
     out += ["SGLang's acceptance gauges, averaged over time:", "", "```promql", length,
             "avg by (model_name) (avg_over_time(sglang:spec_accept_rate[5m]))", "```", ""]
     if gate_a is not None:
         shape = f"the tree of {k} steps" if dep.topk > 1 else f"the fixed chain of K={k}"
-        out += [f"Kill switch: at B={target} {shape} breaks even at an accept length of "
+        out += [f"Kill switch: at B={batch} {shape} breaks even at an accept length of "
                 f"{1 + plan.eps:.3f} (1 + eps). SGLang exports no per-position figure, so this alert holds "
                 "for the fixed K of stage 1 only (not under `--speculative-adaptive`); 10 minutes is a choice.",
                 "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
@@ -3937,7 +3939,7 @@ def sglang_dashboard(dep, plan):
 
 def trtllm_dashboard(dep, plan):
     """TensorRT-LLM: the acceptance rate, and its built-in kill switch at the break-even rate."""
-    k, target, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
     out = []
     rate = ("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(trtllm_spec_decode_num_draft_tokens_total[5m]))")
@@ -3952,7 +3954,7 @@ def trtllm_dashboard(dep, plan):
         drafted = verify_tokens(dep, k) - 1   # tokens a round drafts per request: K, or a tree's width
         threshold = plan.eps / drafted
         window = max(100, round(TRTLLM_GATE_MINUTES * 60_000 / t.round_ms, -2))
-        out += [f"Kill switch, built in: at B={target} a round breaks even at an acceptance rate of {threshold:.3f} "
+        out += [f"Kill switch, built in: at B={batch} a round breaks even at an acceptance rate of {threshold:.3f} "
                 f"(eps {plan.eps:.3f} over the {drafted} token{'s' if drafted > 1 else ''} a round drafts). TensorRT-LLM averages each "
                 "speculation-enabled iteration's rate over a window of iterations and turns speculation off for good "
                 f"once the average falls under the threshold. One iteration is one round, about {t.round_ms:.0f} ms "
@@ -4006,9 +4008,9 @@ ENGINE_PLANS = {
 assert ENGINE_PLANS.keys() == ENGINES.keys(), "every engine needs its row in both tables"
 
 
-def serve_lines(dep, target, k=None, schedule=None):
+def serve_lines(dep, batch, k=None, schedule=None):
     """The server command, speculation off (k None) or on: the engine's own (ENGINE_PLANS)."""
-    return ENGINE_PLANS[dep.engine.key].serve(dep, target, k, schedule)
+    return ENGINE_PLANS[dep.engine.key].serve(dep, batch, k, schedule)
 
 
 # ---------------------------------------------------------------- rendering: the rollout plan
@@ -4082,23 +4084,23 @@ def memory_setting(dep):
 
 def plan_front(result, dep, plan):
     """Front matter and the deployment table."""
-    k, target, alpha = plan.k, plan.shown_batch, plan.alpha
+    k, batch, alpha = plan.k, plan.shown_batch, plan.alpha
     engine = dep.engine.name
     draft_params = dep.drafter.held_params
     if plan.k_target == k:
-        k_line = (f"{k}: the best of K = 0..{K_MAX} at B={target} and alpha {alpha:.2f}, "
+        k_line = (f"{k}: the best of K = 0..{K_MAX} at B={batch} and alpha {alpha:.2f}, "
                   f"{plan.speedup_target:.2f}x over plain decoding")
     elif plan.k_target:
-        k_line = (f"{k}, the K measured; at B={target} and alpha {alpha:.2f} the best is K = {plan.k_target}, "
+        k_line = (f"{k}, the K measured; at B={batch} and alpha {alpha:.2f} the best is K = {plan.k_target}, "
                   f"{plan.speedup_target:.2f}x over plain decoding")
     else:
-        k_line = (f"{k} where speculation pays; at B={target} and alpha {alpha:.2f} no K beats plain decoding "
+        k_line = (f"{k} where speculation pays; at B={batch} and alpha {alpha:.2f} no K beats plain decoding "
                   "(see K by batch size)")
     return [
         "---",
         "name: eagle3-rollout",
         f"description: Staged rollout of {dep.draft} speculative decoding on {engine} for {dep.model} "
-        f"({dep.weights_dtype}) on {dep.tp} x {dep.gpu} at concurrency {target}, gated on measured acceptance.",
+        f"({dep.weights_dtype}) on {dep.tp} x {dep.gpu} at concurrency {batch}, gated on measured acceptance.",
         f"tags: [speculative-decoding, eagle3, {dep.engine.key}, rollout, p99]",
         "---",
         "",
@@ -4124,7 +4126,7 @@ def plan_front(result, dep, plan):
         f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
         + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
         f"| target concurrency | {plan.target}" + ("" if plan.feasible else
-                                                     f" (does not fit in memory: this plan is for {target}, the most "
+                                                     f" (does not fit in memory: this plan is for {batch}, the most "
                                                      "that fits)") + " |",
         f"| plain decode step | {plan.plain_ms_b1:.2f} ms at B=1, {plan.plain_ms_shown:.2f} ms at "
         f"B={plan.shown_batch} |",
@@ -4174,14 +4176,14 @@ def head_notes(dep):
             f"it, but requests past {trained} tokens will accept less.{crash}", ""]
 
 
-def calibration_batches(target):
+def calibration_batches(batch):
     """Concurrencies the plan benchmarks without speculation: 1, the geometric middle and the target."""
-    return sorted({1, max(2, round(target ** 0.5)), target})
+    return sorted({1, max(2, round(batch ** 0.5)), batch})
 
 
-def spec_batches(target):
+def spec_batches(batch):
     """Concurrencies the plan benchmarks with speculation: 1, where the draft's cost shows most, and the target."""
-    return sorted({1, target})
+    return sorted({1, batch})
 
 
 def plan_stage0(dep, plan):
@@ -4326,7 +4328,7 @@ def plan_calibration(cal):
 
 
 def plan_stage3(result, dep, plan):
-    k, target = plan.k, plan.shown_batch
+    k, batch = plan.k, plan.shown_batch
     gate_a, gate_r = plan.gate_alpha, plan.gate_rate
     out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input). "
            "With `--calibrate` the model first fits your runs, and every number it then prints is your "
@@ -4339,10 +4341,10 @@ def plan_stage3(result, dep, plan):
         out += [f"- {'pass' if r.passed else 'FAIL'}, {r.check}: {r.detail}" for r in g.reasons]
         return out + [""]
     if gate_a is None:
-        return out + [f"At B={target} and K={k} the round costs {1 + plan.eps:.2f} plain steps, more than the "
+        return out + [f"At B={batch} and K={k} the round costs {1 + plan.eps:.2f} plain steps, more than the "
                       f"{k + 1} tokens a round can deliver: no acceptance pays. Do not enable speculation here.", ""]
     return out + [
-        f"At B={target}, K={k}: eps = {plan.eps:.3f}, so speculation pays only when the per-token alpha "
+        f"At B={batch}, K={k}: eps = {plan.eps:.3f}, so speculation pays only when the per-token alpha "
         f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
         f"(tau >= {1 + plan.eps:.2f}).",
         f"Go on only if the measured rate is at least {plan.required_rate:.3f} "
@@ -4394,7 +4396,7 @@ def plan_dashboard(dep, plan):
 
 
 def plan_next(dep, plan):
-    k, target = plan.k, plan.shown_batch
+    k, batch = plan.k, plan.shown_batch
     engine = dep.engine
     if not engine.per_position_why:
         depth = (f"- the per-position rates: if late positions fall off, a K below {k} wastes less;" if k > 1 else
@@ -4408,7 +4410,7 @@ def plan_next(dep, plan):
         "## What to measure next", "",
         "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
         depth,
-        f"- P99 TPOT and P99 ITL at B={target} and at the batch sizes you actually run, against baseline;",
+        f"- P99 TPOT and P99 ITL at B={batch} and at the batch sizes you actually run, against baseline;",
         f"- the batch size where the measured alpha meets the break-even table above: {engine.off_past}.",
         ""]
 
@@ -5591,8 +5593,8 @@ def read_calibration_runs(paths, flag="--calibrate"):
                          "calibrate on one deployment")
     lengths = [(r.input_tokens, r.output_tokens) for r in runs]
     for i, o in lengths:
-        if abs(i / lengths[0][0] - 1) > 0.25 or abs(o / lengths[0][1] - 1) > 0.25:
-            raise UsageError(f"{flag}: the runs differ in prompt or output length by more than 25% "
+        if abs(i / lengths[0][0] - 1) > OWN_LENGTHS or abs(o / lengths[0][1] - 1) > OWN_LENGTHS:
+            raise UsageError(f"{flag}: the runs differ in prompt or output length by more than {OWN_LENGTHS:.0%} "
                              f"({lengths[0][0]}/{lengths[0][1]} against {i}/{o} tokens): one workload shape, please")
     baselines = sorted({r.batch for r in runs if r.k is None})
     if len(runs) < 2 or len(baselines) < 2:
@@ -6071,16 +6073,16 @@ def parse_evidence(args, grid, dep):
         raise UsageError(f"--bench-spec: a {comparison.tpot_speedup:.1f}x mean-TPOT speedup at K = "
                          f"{measured.k} is more than K + 1 tokens a round can give: not one deployment's pair of "
                          "runs")
-    target = None
+    target_concurrency = None
     if args.target_concurrency is not None:
-        target = parse_one("--target-concurrency", args.target_concurrency, int,
+        target_concurrency = parse_one("--target-concurrency", args.target_concurrency, int,
                            f"an integer from 1 to {CONCURRENCY_LIMIT:,}", lambda b: 1 <= b <= CONCURRENCY_LIMIT)
     elif spec and spec.max_concurrency:
-        target = int(spec.max_concurrency)
+        target_concurrency = int(spec.max_concurrency)
     if spec and spec.open_loop:
         measured = noted(measured, "the benchmark's concurrency is not known (an open-loop request-rate run, or a "
                                    "file without max_concurrency): the gate is for B = " +
-                                   (f"{target}, from --target-concurrency" if target else
+                                   (f"{target_concurrency}, from --target-concurrency" if target_concurrency else
                                     f"{max(grid.concurrencies)}, the grid's largest concurrency"))
     margin = parse_one("--gate-margin", args.gate_margin, _finite, "a number in [0, 1)", lambda x: 0 <= x < 1) \
         if args.gate_margin is not None else GATE_MARGIN
@@ -6088,8 +6090,8 @@ def parse_evidence(args, grid, dep):
                        lambda x: 0 <= x <= 100) \
         if args.p99_budget is not None else P99_BUDGET
     mix = parse_mix(args.mix) if args.mix is not None else TRAFFIC_MIX
-    return Evidence(measured=measured, comparison=comparison, target=target, mix=mix, margin=margin, budget=budget,
-                    served_model=args.served_model)
+    return Evidence(measured=measured, comparison=comparison, target_concurrency=target_concurrency, mix=mix,
+                    margin=margin, budget=budget, served_model=args.served_model)
 
 
 @dataclass(frozen=True)
@@ -6128,19 +6130,19 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     cells, breakeven, eps_b1 = analyse(grid, dep, decode, fit, progress)
     facts = deployment_facts(grid, dep, fit)
     measured = evidence.measured
-    target = evidence.target or max(grid.concurrencies)
+    target_concurrency = evidence.target_concurrency or max(grid.concurrencies)
     inputs = plan_input(measured, grid, traffic.alpha_spread)
-    batches = sorted(set(grid.concurrencies) | ({target} if measured else set()))
+    batches = sorted(set(grid.concurrencies) | ({target_concurrency} if measured else set()))
     best = best_k_table(dep, inputs.sources, batches, fit)
-    plan = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target, evidence.margin,
-                        inputs.k_in_use, measured is not None, inputs.requests, evidence.budget, evidence.served_model)
+    plan = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target_concurrency,
+                        evidence.margin, inputs.k_in_use, measured is not None, inputs.requests, evidence.budget, evidence.served_model)
     mix = mix_result(evidence.mix, dep, plan.k, plan.shown_batch, decode, fit,
                      assumed=evidence.mix is TRAFFIC_MIX) if evidence.mix else None   # the constant's example
     return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
                   output_spread=traffic.output_spread, best_k=best, plan=plan, mix=mix,
                   charts=chart_data(grid, dep, plan, decode, fit) if charts else None,
-                  measured=measured_predictions(measured, evidence.comparison, dep, batches, target, decode, fit,
-                                                inputs.requests) if measured else None,
+                  measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
+                                                decode, fit, inputs.requests) if measured else None,
                   gate=gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None)
 
 
