@@ -5729,7 +5729,7 @@ def build_parser():
     dep.add_argument("--model", help=f"target model: {', '.join(MODELS)}")
     dep.add_argument("--gpu", help=f"GPU: {', '.join(GPUS)}, or custom (with the three numbers below)")
     dep.add_argument("--tp", help="tensor-parallel degree")
-    dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (MXFP4/NVFP4 checkpoints)")
+    dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (sized as MXFP4: 4.25 bits a weight)")
     dep.add_argument("--kv-dtype", help="bf16 or fp8")
     dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {INPUT_TOKENS})")
     dep.add_argument("--output-tokens", help=f"mean output length, tokens (default {OUTPUT_TOKENS})")
