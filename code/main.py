@@ -16,13 +16,26 @@ acceptance and gate the rollout, and writes a staged plan with charts to outputs
     $ python code/main.py --exercises                      # the lesson's five exercises, answered
     $ python code/main.py --engine sglang                  # the plan's commands for SGLang (or trtllm)
 
-Sections, in order: the grid and the deployment (constants to edit); catalog (GPUs,
-models, engines, heads); acceptance mathematics (tau, rate, break-even); the decode loop
-(decode_request: one request, round by round: draft, verify, accept); cost model (a pass's
-terms, eps); simulation over requests (TPOT and ITL as vllm bench measures them); analysis
-(grid, best K, plan, mix, gate, calibration on your runs); rendering (tables, exercises, the
-engines' commands, the plan, SVG charts); reading measurements (/metrics, bench JSON,
-config.json), next to the CLI that calls them; CLI (run_model puts the parts together).
+Start here: the eight things a reader of the lesson looks for, and where they are.
+
+    1. tau and the three meanings of alpha   acceptance_length, acceptance_rate, alpha_from_rate (acceptance
+                                             mathematics; REFERENCE.md section 1)
+    2. the lesson's speedup and the exact one  lesson_speedup, speedup, exact_speedup
+    3. the break-even, in both units         breakeven_rate (the rate: eps / K), exact_breakeven (per-token alpha)
+    4. one round: draft, verify, accept      round_distribution, decode_request (the decode loop)
+    5. what a round costs: eps               round_ms, eps_decode, eps_seen (cost model)
+    6. the best K at each batch size         best_k, k_schedule (analysis: best K)
+    7. the P99 tail, and the two-pass model  cell_latency, itl_parts (simulation over requests)
+    8. the gate and the rollout plan         gate, plan_choices, render_plan
+
+Sections, in order: the grid and the deployment (constants to edit); helpers (records and
+text); catalog (GPUs, models, engines, heads); acceptance mathematics; the decode loop; cost
+model (a pass's terms, eps); simulation over requests (TPOT and ITL as vllm bench measures
+them); analysis (the grid, best K, the traffic mix, measurements with the plan and the gate,
+the exercises, calibrating on your runs); rendering (tables and exercises, engine commands,
+the rollout plan, JSON, SVG charts); reading measurements (/metrics, bench JSON,
+config.json); CLI (run_model puts the parts together, main runs them). Results are frozen
+dataclasses; each engine is a row of ENGINES and of ENGINE_PLANS.
 
 Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
 2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
@@ -50,6 +63,24 @@ import unicodedata
 from collections import namedtuple
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+
+__all__ = [   # the public functions and records, by section: what tests, bench/ scripts and a notebook use
+    # acceptance mathematics and the decode loop
+    "acceptance_length", "acceptance_rate", "alpha_from_length", "alpha_from_rate", "profile_length",
+    "lesson_speedup", "speedup", "exact_speedup", "breakeven_rate", "required_rate", "exact_breakeven",
+    "round_distribution", "round_moments", "decode_request",
+    # the cost model
+    "Fit", "FIT", "Net", "Deployment", "Engine", "ENGINES", "make_deployment", "with_draft", "max_concurrency",
+    "pass_parts", "round_ms", "decode_step_ms", "plain_step_ms", "prefill_share_ms", "spec_tpot_ms", "tpot_speedup",
+    "eps_decode", "eps_seen", "eps_grown",
+    # simulation and analysis
+    "decoder", "cell_latency", "itl_parts", "Latency", "Grid", "Cell", "analyse", "best_k", "k_schedule",
+    "traffic_blend", "Blend", "Mix", "plan_choices", "Plan", "gate", "Gate", "Measurement", "Measured",
+    "solve_exercises", "calibrate_on_runs", "Calibration", "run_model", "Result", "Evidence", "Traffic",
+    # reading measurements and the CLI
+    "read_metrics", "measured_acceptance", "read_bench", "bench_comparison", "read_calibration_runs",
+    "shape_from_config", "UsageError", "render_tables", "render_plan", "render_json", "compute", "main",
+]
 
 # ---------------------------------------------------------------- the grid (edit me)
 ALPHAS = (0.30, 0.40, 0.50, 0.60, 0.70, 0.80)  # per-token acceptance probability a
@@ -138,7 +169,6 @@ def wrap(text, width, indent):
         else:
             line = f"{line} {word}" if line else word
     return lines + [line]
-
 
 
 # ---------------------------------------------------------------- catalog
@@ -643,6 +673,8 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us: engine
 # cost per token a pass processes. Fitted together by bench/calibrate.py (its output says which points set
 # which constant), against bench/published.json and bench/plain_step.json.
+# Fit is a namedtuple, not a dataclass like the results: a vector of constants that the fitters (--calibrate,
+# bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
 FIT = Fit(bw_hopper=0.9188, bw_ampere=0.764, bw_ada=0.7124, flop_eff=0.75, fp8_eff=0.9723, fp8_kv_eff=0.4876,
           attn_ns=8.0, layer_us=20.8594, ar_us=13.248, ar_tp_us=3.6445, link_eff=0.6703,
           pass_fixed_ms_vllm=1.0205, pass_fixed_ms_sglang=0.2588, pass_fixed_ms_trtllm=1.8232,
@@ -1336,14 +1368,18 @@ JITTER_SD = math.sqrt(math.exp(ROUND_JITTER ** 2) - 1.0)          # s.d. of one 
 JITTER_P50 = math.exp(JITTER_MU)                                       # its median
 JITTER_P99 = math.exp(JITTER_MU + ROUND_JITTER * NORMAL.inv_cdf(0.99))   # its 99th percentile
 
-Draws = namedtuple("Draws", "z length domain g seeds")   # columns over requests: a tuple, unpacked row by row
+# Draws and Requests are columns over requests, tuples on purpose: run_requests unpacks a replicate's draws row by
+# row (zip(*draws)) and builds Requests from its rows (zip(*rows)), in the order of their fields.
+Draws = namedtuple("Draws", "z length domain g seeds")
 # One replicate's randomness: z and a length multiplier (mean 1) per request, a uniform that
 # picks its domain, four standard normals (rounds, full rounds, spec and plain jitter) and a
 # seed for decode_request; shared by every (alpha, K).
 Requests = namedtuple("Requests", "alpha tokens rounds full spec plain domain spec_n rounds_n full_n plain_n")
-# (a tuple too: run_requests builds it from its rows, zip(*rows), in this order) One replicate's decoded requests, a list over requests in each field: per-token alpha,
+# One replicate's decoded requests, a list over requests in each field: per-token alpha,
 # decode tokens N (after the first), rounds, rounds that accepted all K, spec and plain time
 # (in rounds and in plain steps, jitter included), domain index; the _n fields per decode token.
+
+
 @dataclass(frozen=True)
 class Decode:
     """The simulated requests of one (alpha or traffic mix, K, spread), pooled over replicates (simulate_requests):
@@ -1687,7 +1723,9 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
         speedup_mc=dec.speedup_ratio * plain_ms / spec_ms, speedup_mc_se=dec.speedup_ratio_se * plain_ms / spec_ms,
         speedup_two_pass_mc=plain_ms * dec.plain / two_pass_time)
 
-# ---------------------------------------------------------------- analysis
+# ---------------------------------------------------------------- analysis: the grid
+# Every (acceptance, K, eps, B) cell: the closed forms beside the simulated requests.
+
 @dataclass(frozen=True)
 class Grid:
     """The grid the tables sweep: every acceptance value at every K, eps at B=1 and concurrency B."""
@@ -1697,7 +1735,11 @@ class Grid:
     concurrencies: tuple     #: batch sizes B
     kind: str = "alpha"      #: "alpha" (per-token), "rate" (vLLM's accepted/drafted, read as measured at each K) or
                              #: "length" (tau, measured at the single K of ks)
+
+
 K_MAX = 8   # the best-K search tries K = 0 (speculation off) .. K_MAX
+
+
 K_LIMIT = 32   # the largest K the flags and the readers accept: a sanity bound, not an engine's
 
 
@@ -1724,7 +1766,7 @@ class Cell:
     verify_overhead: object          #: the grid's eps at B=1 ("auto": the cost model's)
     concurrency: int                 #: batch size B
     feasible: bool                   #: whether B sequences' KV cache fits beside the weights
-    eps_eff: float = None            #: eps with the prefill share a round of the batch's tau carries (prefill_overhead)
+    eps_eff: float = None            #: eps with the prefill share a round of the batch's tau carries (eps_seen)
     eps_decode: float = None         #: eps of decoding alone: a round over a plain step, minus 1
     acceptance_length: float = None  #: tau(alpha, K), bonus token included
     acceptance_rate: float = None    #: vLLM's rate at that alpha and K: (tau - 1) / K
@@ -1774,7 +1816,7 @@ def evaluate_cell(alpha, k, eps, batch, dep, dec, fit, verify_overhead="auto"):
 
     alpha is the mean of the requests' per-token alphas; dec, their simulation (simulate_requests).
     eps_eff adds the prefill share a round carries for the tau tokens the batch delivers per
-    round (prefill_overhead); the speedups divide by it; the break-even uses the decode eps.
+    round (eps_seen); the speedups divide by it; the break-even uses the decode eps.
     """
     tau = acceptance_length(alpha, k)
     plain_ms, cell_eps = plain_step_ms(dep, batch, fit), eps_seen(eps, dec.tau, dep, batch, fit)
@@ -1795,6 +1837,68 @@ def evaluate_cell(alpha, k, eps, batch, dep, dec, fit, verify_overhead="auto"):
         zero_accept_token_share=dec.by_accepted[0],   # tokens from rounds that accepted nothing: one a round
         slow_alpha=dec.slow_alpha, simulated_requests=dec.requests, tpot_p99_halfwidth=dec.precision)
 
+
+@dataclass(frozen=True)
+class BreakEven:
+    """One row of the break-even table: where speculation stops paying at (K, eps at B=1, B)."""
+    k: int                   #: draft length K
+    verify_overhead: object  #: the grid's eps at B=1, or "auto"
+    concurrency: int         #: batch size B
+    feasible: bool           #: whether B sequences fit in memory
+    eps_eff: float           #: decode eps at B
+    lesson: float            #: break-even acceptance rate eps / K (the lesson's "alpha"); None: none below 1
+    exact: float             #: break-even per-token alpha, tau(alpha, K) = 1 + eps; None: none
+
+
+def decoder(seed, spread, output_spread, output_tokens):
+    """decode(alpha or domains, K, spread) -> Decode, memoised; each replicate's draws are made once."""
+    draws, done = {}, {}
+
+    def draws_for(replicate):
+        if replicate not in draws:
+            draws[replicate] = draw_requests(REPLICATE_REQUESTS, seed, replicate, output_spread)
+        return draws[replicate]
+
+    def decode(acceptance, k, spread=spread):
+        domains = acceptance if isinstance(acceptance, tuple) else ((1.0, acceptance, output_tokens),)
+        if (domains, k, spread) not in done:
+            done[domains, k, spread] = simulate_requests(domains, k, spread, draws_for)
+        return done[domains, k, spread]
+
+    return decode
+
+
+def analyse(grid, dep, decode, fit=FIT, progress=None):
+    """Every grid cell and the break-even table, as the tables print them: (cells, break-evens, {(K, eps at B=1):
+    decode eps at B=1}).
+
+    decode: decoder(...), shared with the plan so that every part sees the same requests;
+    progress, if given, is called with (pairs simulated, pairs) as each (alpha, K) is simulated.
+    """
+    pairs = [(per_token_alpha(grid.kind, value, k), k) for k in grid.ks for value in grid.acceptance]
+    for done, (alpha, k) in enumerate(pairs, 1):
+        decode(alpha, k)
+        if progress:
+            progress(done, len(pairs))
+    batch_limit = max_concurrency(dep)
+    cells, breakeven = [], []
+    for k in grid.ks:
+        for eps_b1 in grid.overheads:
+            for batch in grid.concurrencies:
+                feasible = batch <= batch_limit
+                eps = eps_grown(eps_b1, dep, batch, k, fit)
+                breakeven.append(BreakEven(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
+                                           eps_eff=eps, lesson=breakeven_rate(k, eps), exact=exact_breakeven(k, eps)))
+                for value in grid.acceptance:
+                    alpha = per_token_alpha(grid.kind, value, k)
+                    # An infeasible cell keeps its coordinates but shows no number: it cannot run.
+                    cells.append(evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), fit, eps_b1) if feasible
+                                 else Cell(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch, feasible=False))
+    return cells, breakeven, {(k, e): eps_grown(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads}
+
+
+# ---------------------------------------------------------------- analysis: best K
+# The K (0 = off) with the most tokens a second at each batch size, and vLLM's K-by-batch table.
 
 K_TIE = 0.01   # speedups within 1% of the best are a tie, won by the smallest K: the cost model cannot tell them apart
                # (its error is several times that), and a shorter draft loses less when acceptance falls
@@ -1897,6 +2001,300 @@ def k_schedule(dep, acceptance, fit=FIT):
 
 
 @dataclass(frozen=True)
+class BestK:
+    """The best K at one concurrency and alpha, and its speedup (best_k_table)."""
+    concurrency: int         #: batch size B
+    alpha: float             #: the per-token alpha shown
+    feasible: bool = field(metadata=NOT_IN_JSON)   #: whether B sequences fit in memory
+    k: int = None            #: best K in 0..K_MAX (0: speculation off); None when B does not fit
+    speedup: float = None    #: its speedup over plain decoding
+
+
+def best_k_table(dep, sources, batches, fit=FIT):
+    """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source."""
+    limit = max_concurrency(dep)
+    rows = []
+    for b in batches:
+        for a, acc in sources:
+            k, speedup = best_k(dep, acc, b, fit) if b <= limit else (None, None)
+            rows.append(BestK(concurrency=b, alpha=a, feasible=b <= limit, k=k, speedup=speedup))
+    return rows
+
+
+# ---------------------------------------------------------------- analysis: the traffic mix
+# Domains of different alpha share one round time: their tau blends harmonically.
+
+@dataclass(frozen=True)
+class Domain:
+    """One domain of a traffic mix at the mix's K and B (traffic_blend)."""
+    name: str                #: the domain's name
+    share: float             #: its share of generated tokens
+    alpha: float             #: its per-token alpha
+    tau: float               #: its acceptance length at K
+    speedup: float           #: the speedup were all traffic this domain
+    time_share: float        #: its share of the decode time
+
+
+@dataclass(frozen=True)
+class Blend:
+    """A traffic mix's speedup, blended right (rounds per token summed) and naively (alpha averaged first)."""
+    k: int                   #: draft length K
+    concurrency: int         #: batch size B
+    eps: float               #: decode eps at (B, K)
+    prefill_share: float     #: a plain step's prefill share over its decode step
+    domains: list            #: Domain rows
+    naive_alpha: float       #: token-weighted mean alpha
+    naive_speedup: float     #: the speedup that alpha promises
+    blended_speedup: float   #: the speedup of the mix: each domain's tau over one shared round time
+    naive_error: float       #: naive over blended, minus 1
+    weak: str                #: the domain with the lowest tau
+    routed_speedup: float    #: the mix's speedup with the weak domain decoded without speculation
+    trained_speedup: float   #: ... with a draft as good on the weak domain as on the best
+    trained_alpha: float     #: the best domain's alpha
+    best_k: int              #: the mix's best single K (0: off)
+    best_k_speedup: float    #: its speedup
+
+
+def traffic_blend(mix, dep, k, batch, fit=FIT):
+    """Speedup of a traffic mix: each domain's tau over one shared round time, weighted by tokens.
+
+    A domain with share s of generated tokens and acceptance length tau needs s/tau rounds
+    per token, so the mix runs sum(s/tau) rounds per token: a harmonic blend of tau, not an
+    average of alphas or of speedups. A token costs its rounds plus the prefill share, the same
+    with speculation or without (spec_tpot_ms).
+    """
+    eps = eps_decode(dep, batch, k, fit)
+    q = prefill_share_ms(dep, batch, fit) / decode_step_ms(dep, batch, fit)
+    rounds = round_costs(dep, batch, fit)
+
+    def mix_speedup(rounds_per_token, plain_tokens=0.0, kk=k):
+        round_cost = rounds[kk] if kk in rounds else round_ms(dep, batch, kk, fit)   # a measured K past K_MAX
+        return tpot_speedup(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
+
+    taus = [acceptance_length(alpha, k) for _, _, alpha, *_ in mix]
+    rounds_per_token = sum(share / tau for (_, share, *_), tau in zip(mix, taus))
+    domains = [Domain(name=name, share=share, alpha=alpha, tau=tau, speedup=mix_speedup(1.0 / tau),
+                      time_share=share / tau / rounds_per_token) for (name, share, alpha, *_), tau in zip(mix, taus)]
+    naive_alpha = sum(d.share * d.alpha for d in domains)
+    weak = min(domains, key=lambda d: d.tau)
+    others = rounds_per_token - weak.share / weak.tau
+    best_alpha = max(d.alpha for d in domains)
+    # The mix's best single K over the Ks best_k tries, K = 0 (plain decoding) included, ties to the smaller.
+    blend_at = {0: 1.0, **{kk: mix_speedup(sum(d.share / acceptance_length(d.alpha, kk) for d in domains), kk=kk)
+                           for kk in rounds}}
+    mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
+    blended, naive = mix_speedup(rounds_per_token), mix_speedup(1.0 / acceptance_length(naive_alpha, k))
+    return Blend(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
+                 naive_speedup=naive, blended_speedup=blended, naive_error=naive / blended - 1.0, weak=weak.name,
+                 # What-ifs for the weak domain: decoded without speculation (1 plain step a token),
+                 # or given a head as good as the best domain's.
+                 routed_speedup=mix_speedup(others, weak.share),
+                 trained_speedup=mix_speedup(others + weak.share / acceptance_length(best_alpha, k)),
+                 trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
+
+
+def mix_domains(mix, output_tokens):
+    """Traffic-mix rows -> (share of requests, alpha, output tokens); a token share over a length is a request share.
+
+    >>> mix_domains((("chat", 0.5, 0.7, 300), ("code", 0.5, 0.4, 100)), 1024)
+    ((0.25, 0.7, 300), (0.75, 0.4, 100))
+    """
+    lengths = [row[3] if len(row) > 3 else output_tokens for row in mix]
+    rows = [(row[1] / tokens, row[2], tokens) for row, tokens in zip(mix, lengths)]
+    total = sum(r for r, _, _ in rows)
+    return tuple((r / total, alpha, tokens) for r, alpha, tokens in rows)
+
+
+@dataclass(frozen=True)
+class MixTail:
+    """TPOT over a traffic mix's simulated requests, each domain's around its own alpha (mix_tail)."""
+    request_shares: dict     #: {domain: share of requests}
+    tau: float               #: tau the batch sees over the mix's requests
+    speedup_mc: float        #: speedup over the simulated requests
+    tpot_plain_p99_ms: float   #: P99 TPOT over requests, plain
+    tpot_spec_p99_ms: float  #: P99 TPOT with speculation
+    tpot_spec_mean_ms: float   #: mean TPOT with speculation
+    tpot_plain_mean_ms: float  #: mean TPOT, plain
+    tpot_p99_change: float   #: P99 TPOT with speculation over plain, minus 1
+    slow_alpha: float        #: mean alpha of the requests at or above P99 TPOT
+    slow_domains: dict       #: {domain: share of those requests}
+
+
+@dataclass(frozen=True)
+class Mix(MixTail, Blend):
+    """The traffic mix at the plan's K and batch: the Blend fields, then the MixTail fields (dataclasses gather the
+    bases' fields from the last base up), then whether it is the example mix."""
+    assumed: bool            #: whether the mix is TRAFFIC_MIX's example, not the user's --mix
+
+
+def mix_tail(mix, dep, k, batch, decode, fit=FIT):
+    """TPOT over the mix's requests at B: each domain's requests around its own alpha."""
+    domains = mix_domains(mix, dep.output_tokens)
+    dec = decode(domains, k)
+    plain_ms = plain_step_ms(dep, batch, fit)
+    spec_ms = (1.0 + eps_seen(eps_decode(dep, batch, k, fit), dec.tau, dep, batch, fit)) * plain_ms
+    lat = cell_latency(dec, plain_ms, spec_ms, batch)
+    return MixTail(request_shares={row[0]: d[0] for row, d in zip(mix, domains)}, tau=dec.tau,
+                   speedup_mc=lat.speedup_mc, tpot_plain_p99_ms=lat.tpot_plain_p99_ms,
+                   tpot_spec_p99_ms=lat.tpot_spec_p99_ms, tpot_spec_mean_ms=lat.tpot_spec_mean_ms,
+                   tpot_plain_mean_ms=lat.tpot_plain_mean_ms,
+                   tpot_p99_change=lat.tpot_spec_p99_ms / lat.tpot_plain_p99_ms - 1.0, slow_alpha=dec.slow_alpha,
+                   slow_domains={row[0]: share for row, share in zip(mix, dec.slow_domains)})
+
+
+def mix_result(mix, dep, k, batch, decode, fit=FIT, assumed=False):
+    """The traffic mix at the plan's K: the closed-form blend and the simulated requests' tail; assumed: whether
+    the mix is TRAFFIC_MIX's example."""
+    return Mix(**fields_of(traffic_blend(mix, dep, k, batch, fit)), **fields_of(mix_tail(mix, dep, k, batch, decode, fit)),
+               assumed=assumed)
+
+
+# ---------------------------------------------------------------- analysis: measurements, the plan and the gate
+# What the plan runs on (measured or assumed), its choices, the gate, and the charts' numbers.
+
+@dataclass(frozen=True)
+class Measurement:
+    """Acceptance as measured (measured_acceptance, from /metrics counters or gauges, a benchmark file's spec_decode_*
+    keys, or a length or rate typed on the command line): the three meanings of alpha, REFERENCE.md section 1."""
+    k: int                   #: the K in use (the highest position counted, plus one), or the most a round drafts
+    k_mean: float            #: draft tokens per draft: K, or less when K varied
+    varying_k: bool          #: whether rounds drafted different lengths (a K-by-batch table, n-gram misses)
+    drafts: float            #: drafts (rounds) counted; None when the source holds no counts
+    acceptance_rate: float   #: accepted over drafted tokens (vLLM's rate r)
+    acceptance_length: float   #: tau: tokens a round delivers, bonus included
+    per_position_rates: list   #: accepted at position i over drafts reaching it
+    per_position_alpha: list   #: conditional alpha at each position (empty when not clean)
+    alpha: float             #: the per-token alpha (a chain of K giving tau, or position 0's rate when K varied)
+    profile: list = field(metadata=NOT_IN_JSON)   #: conditional alphas by position best K runs on
+    source: str              #: where it was read, as flags and paths
+    notes: list              #: what the reading noticed, in words
+
+
+@dataclass(frozen=True)
+class MeasuredSpeedup:
+    """The speedup the measured acceptance gives at one batch size."""
+    concurrency: int
+    feasible: bool           #: whether B sequences fit in memory
+    eps: float               #: eps with the prefill share
+    speedup: float           #: tau / (1 + eps); None when B does not fit
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model beside a pair of benchmark runs, at their concurrency and lengths."""
+    concurrency: int         #: the benchmark's max_concurrency (or the target)
+    speedup: float           #: mean-TPOT speedup from the measured tau and the rounds' mean drafted length
+    p99_tpot_change: float   #: P99 TPOT over plain, minus 1, over requests spread to give the measured tau
+    requests_alpha: float    #: those requests' mean alpha
+    requests_spread: float   #: their spread
+    p99_itl_change: float    #: P99 ITL per chunk (one round, as the benchmark measures ITL) over plain, minus 1
+    p99_token_itl_change: float   #: P99 per-token ITL over plain, minus 1
+
+
+@dataclass(frozen=True)
+class BenchmarkPair:
+    """The latencies of a pair of benchmark runs as their files give them (Comparison's, for --json)."""
+    baseline: dict           #: the baseline's latency keys (mean_tpot_ms, p99_itl_ms, ...)
+    spec: dict               #: the speculative run's
+    changes: dict            #: spec over baseline, minus 1, for each key both have
+    max_concurrency: int     #: the runs' max_concurrency (None: open loop)
+
+
+@dataclass(frozen=True)
+class Measured(Measurement):
+    """The measurement (its Measurement fields), what the model predicts from it at each batch size, and beside a
+    pair of benchmark runs what they measured and what the model predicts there (measured_predictions)."""
+    by_concurrency: list     #: MeasuredSpeedup at each batch of the grid and the target
+    tpot_speedup: float = field(default=None, metadata=shown_with("benchmark"))   #: measured mean-TPOT speedup
+    throughput_speedup: float = field(default=None, metadata=shown_with("benchmark"))   #: measured throughput ratio
+    p99_tpot_change: float = field(default=None, metadata=shown_with("benchmark"))   #: measured P99 TPOT change
+    p99_itl_change: float = field(default=None, metadata=shown_with("benchmark"))    #: measured P99 ITL change
+    benchmark: BenchmarkPair = field(default=None, metadata=OPTIONAL)
+    prediction: Prediction = field(default=None, metadata=OPTIONAL)
+
+
+def center_requests(tau, k, spread):
+    """(mean alpha, spread) of requests whose rounds deliver tau in aggregate, as a measured tau is.
+
+    Counters add up all rounds (vLLM's spec_decode_num_* totals, vllm/v1/spec_decode/metrics.py; SGLang's
+    accept-length gauge over recent steps, python/sglang/srt/metrics/collector.py), so a measured tau is
+    round_mix's, not tau(mean alpha). Near alpha 1 (or 0) clipping caps what spread requests can reach: the spread then
+    narrows until they reproduce tau, at mean alpha 1 (or 0).
+    >>> alpha, s = center_requests(acceptance_length(0.7, 3), 3, 0.0); round(alpha, 6), s
+    (0.7, 0.0)
+    >>> alpha, s = center_requests(2.0, 3, 0.1); round(round_mix(((1.0, alpha, 1),), k=3, spread=s)[0], 6), s
+    (2.0, 0.1)
+    >>> alpha, s = center_requests(3.9, 3, 0.11); round(alpha, 9), round(round_mix(((1.0, alpha, 1),), 3, s)[0], 6)
+    (1.0, 3.9)
+    """
+    def tau_at(alpha, s):
+        return round_mix(((1.0, alpha, 1),), k, s)[0]
+
+    if tau > tau_at(1.0, spread):                   # above what the spread allows: narrow it, alpha 1
+        spread *= 1.0 - _increasing_root(lambda x: tau_at(1.0, spread * (1.0 - x)), tau)
+    elif tau < tau_at(0.0, spread):                 # below: narrow it, alpha 0
+        spread *= 1.0 - _increasing_root(lambda x: -tau_at(0.0, spread * (1.0 - x)), -tau)
+    return _increasing_root(lambda a: tau_at(a, spread), tau), spread
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    """What the plan runs on (plan_input)."""
+    sources: list            #: (alpha shown, acceptance) pairs for the best-K table
+    acceptance: object       #: what best K runs on: a per-token alpha, or conditional alphas by position
+    alpha: float             #: the single per-token alpha of the plan
+    k_in_use: int            #: the K a measurement was taken at (None: the plan's own best)
+    requests: tuple          #: (mean alpha, spread) of the simulated requests behind the tail
+
+
+def plan_input(measured, grid, spread):
+    """What the plan runs on: the measurement when there is one (its per-position profile), else EXPECTED_ALPHA."""
+    if not measured:
+        return PlanInput(sources=[(a, a) for a in grid_alphas(grid)], acceptance=EXPECTED_ALPHA, alpha=EXPECTED_ALPHA,
+                         k_in_use=None, requests=(EXPECTED_ALPHA, spread))
+    tau = profile_length(measured.profile, measured.k)   # the K-token rounds the plan runs, as measured_predictions
+    return PlanInput(sources=[(measured.alpha, measured.profile)], acceptance=measured.profile, alpha=measured.alpha,
+                     k_in_use=None if measured.varying_k else measured.k,   # varying: the plan's own best K
+                     requests=center_requests(tau, measured.k, spread))
+
+
+def measured_predictions(measured, comparison, dep, batches, target_concurrency, decode, fit=FIT, requests=None):
+    """What the model predicts from the measured acceptance, beside what the benchmarks measured: Measured."""
+    k, profile = measured.k, measured.profile
+    limit = max_concurrency(dep)
+    by_batch = []
+    tau = profile_length(profile, k)
+    for b in batches:
+        eps = eps_seen(eps_decode(dep, b, k, fit), tau, dep, b, fit)
+        by_batch.append(MeasuredSpeedup(concurrency=b, feasible=b <= limit, eps=eps,
+                                        speedup=speedup(tau, eps) if b <= limit else None))
+    if not comparison:
+        return Measured(**fields_of(measured), by_concurrency=by_batch)
+    batch = comparison.max_concurrency or target_concurrency
+    notes = measured.notes
+    if comparison.lengths:   # the model beside a benchmark is set at the benchmark's own lengths
+        note = length_note("the benchmark", comparison.lengths, dep)
+        notes = notes + [note] if note else notes
+        dep = at_lengths(dep, *comparison.lengths)
+    eps = eps_decode(dep, batch, k, fit)
+    alpha, spread = requests or (measured.alpha, 0.0)
+    cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
+    # The benchmark's rounds drafted k_mean tokens on average: its tau goes with their cost, not K's.
+    seen = eps_seen(eps_decode(dep, batch, measured.k_mean, fit), measured.acceptance_length,
+                            dep, batch, fit)
+    prediction = Prediction(concurrency=batch, speedup=speedup(measured.acceptance_length, seen),
+                            p99_tpot_change=cell.tpot_p99_change, requests_alpha=alpha, requests_spread=spread,
+                            p99_itl_change=cell.round_itl_spec_p99_ms / cell.itl_plain_p99_ms - 1.0,
+                            p99_token_itl_change=cell.p99_change)
+    return Measured(**fields_of(replace(measured, notes=notes)), by_concurrency=by_batch,
+                    tpot_speedup=comparison.tpot_speedup, throughput_speedup=comparison.throughput_speedup,
+                    p99_tpot_change=comparison.p99_tpot_change, p99_itl_change=comparison.p99_itl_change,
+                    benchmark=BenchmarkPair(baseline=comparison.baseline, spec=comparison.spec,
+                                            changes=comparison.changes, max_concurrency=comparison.max_concurrency),
+                    prediction=prediction)
+
+
+@dataclass(frozen=True)
 class BreakEvenAt:
     """The per-token alpha below which speculation is slower than plain decoding, at one (K, B)."""
     k: int                   #: draft length K
@@ -1990,6 +2388,98 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
 
 
 @dataclass(frozen=True)
+class GateCheck:
+    """One check of the gate."""
+    check: str               #: "memory", "acceptance", "p99_tpot" or "throughput"
+    passed: bool
+    detail: str              #: what was compared with what
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The gate's verdict at the plan's batch and K (gate)."""
+    verdict: str             #: "pass" or "fail"
+    reasons: list            #: GateCheck rows
+    concurrency: int         #: the batch it is for
+    k: int                   #: the K it is for
+    eps: float               #: decode eps there
+    breakeven_rate: float    #: eps / K (None: none below 1)
+    required_rate: float     #: break-even + margin (None: above 1)
+    required_alpha: float    #: the per-token alpha of that rate at K
+    margin: float            #: the margin over break-even
+    p99_budget: float        #: largest P99 TPOT rise accepted, fraction
+
+
+def gate(measured, comparison, dep, plan, budget):
+    """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds.
+
+    The break-even, margin and required rate are the plan's, at its batch and its K. The rate
+    compared is the one the measured per-token alpha gives at that K: at a fixed K, accepted over
+    drafted tokens; when the rounds drafted varying lengths, whose overall rate mixes Ks, the
+    rate of K-token rounds.
+    """
+    k, batch, margin = plan.k, plan.shown_batch, plan.margin
+    rate = acceptance_rate(measured.alpha, k)   # at a fixed K exactly accepted / drafted tokens
+    eps, even, need, need_alpha = plan.eps, plan.gate_rate, plan.required_rate, plan.required_alpha
+    reasons = []
+    if not plan.feasible:
+        reasons.append(GateCheck(check="memory", passed=False,
+                                 detail=f"{plan.target} sequences of {dep.context} tokens do not fit "
+                                        f"(at most {max_concurrency(dep)}, where the rest is checked)"))
+    reasons.append(GateCheck(
+        check="acceptance", passed=need is not None and rate >= need,
+        detail=("the per-token alpha, taken for every position, gives an " if measured.varying_k else "") +
+               f"acceptance rate {rate:.3f} at K={k} against break-even "
+               + (f"{even:.3f} + margin {margin:.2f} = {need:.3f} at B={batch}; as per-token alpha "
+                  f"{measured.alpha:.3f} against {need_alpha:.3f}" if need is not None else
+                  f"{even:.3f} + margin {margin:.2f}, more than 1 at B={batch}: it cannot pass" if even is not None else
+                  f"a break-even above 1 at B={batch} (a round costs more than K + 1 tokens give): it cannot pass")))
+    if comparison:
+        change, speedup = comparison.p99_tpot_change, comparison.throughput_speedup
+        reasons.append(GateCheck(check="p99_tpot", passed=change is not None and change <= budget,
+                                 detail="p99_tpot_ms missing from a benchmark file" if change is None else
+                                 f"P99 TPOT {change * 100:+.1f}% against baseline; budget +{budget * 100:.0f}%"))
+        reasons.append(GateCheck(check="throughput", passed=speedup is not None and speedup >= 1.0,
+                                 detail="output_throughput missing from a benchmark file" if speedup is None else
+                                 f"output throughput {speedup:.3f}x baseline (must not be lower)"))
+    return Gate(verdict="pass" if all(r.passed for r in reasons) else "fail", reasons=reasons,
+                concurrency=batch, k=k, eps=eps, breakeven_rate=even, required_rate=need,
+                required_alpha=need_alpha, margin=margin, p99_budget=budget)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What was measured, and what the gate and the plan are for (parse_evidence)."""
+    measured: object = None      #: Measurement, or None
+    comparison: object = None    #: Comparison of two benchmark runs, or None
+    target_concurrency: int = None   #: the concurrency the gate and the plan are for (None: the grid's largest)
+    mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha[, output tokens])
+    margin: float = GATE_MARGIN  #: the gate's margin over the break-even rate
+    budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts, fraction
+    served_model: str = None     #: --served-model: the name the measured server served (the gate command repeats it)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the deployment lines and the summary say about the deployment itself (deployment_facts)."""
+    max_concurrency: int     #: the most sequences whose KV cache fits beside the weights
+    memory_budget_bytes: float   #: bytes the engine gives weights and KV cache
+    plain_b1: dict           #: a plain step at B = 1, ms by term (pass_parts' names, and "prefill share")
+    eps_growth: EpsGrowth = None   #: what moves eps across the grid's batch sizes that fit (None: none fit)
+    moe: MoeVerify = None    #: the verify pass of a mixture of experts (None: dense, or nothing fits)
+
+
+def deployment_facts(grid, dep, fit=FIT):
+    """What the deployment lines and the summary say about the deployment itself."""
+    limit = max_concurrency(dep)
+    feasible = [b for b in sorted(grid.concurrencies) if b <= limit]
+    return Facts(max_concurrency=limit, memory_budget_bytes=memory_budget_bytes(dep),
+                 plain_b1=plain_step_parts(dep, 1, fit),
+                 eps_growth=eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit) if feasible else None,
+                 moe=moe_verify(dep, grid.ks[0], feasible[0], fit) if feasible and dep.target.moe_layers else None)
+
+
+@dataclass(frozen=True)
 class SpeedupCurve:
     """Speedup against per-token alpha at one batch size (the speedup chart)."""
     concurrency: int         #: batch size B
@@ -2063,444 +2553,8 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
     return Charts(k=k, curves=curves, left_out=left_out, limit=limit, steps=steps, itl=itl)
 
 
-@dataclass(frozen=True)
-class Domain:
-    """One domain of a traffic mix at the mix's K and B (traffic_blend)."""
-    name: str                #: the domain's name
-    share: float             #: its share of generated tokens
-    alpha: float             #: its per-token alpha
-    tau: float               #: its acceptance length at K
-    speedup: float           #: the speedup were all traffic this domain
-    time_share: float        #: its share of the decode time
-
-
-@dataclass(frozen=True)
-class Blend:
-    """A traffic mix's speedup, blended right (rounds per token summed) and naively (alpha averaged first)."""
-    k: int                   #: draft length K
-    concurrency: int         #: batch size B
-    eps: float               #: decode eps at (B, K)
-    prefill_share: float     #: a plain step's prefill share over its decode step
-    domains: list            #: Domain rows
-    naive_alpha: float       #: token-weighted mean alpha
-    naive_speedup: float     #: the speedup that alpha promises
-    blended_speedup: float   #: the speedup of the mix: each domain's tau over one shared round time
-    naive_error: float       #: naive over blended, minus 1
-    weak: str                #: the domain with the lowest tau
-    routed_speedup: float    #: the mix's speedup with the weak domain decoded without speculation
-    trained_speedup: float   #: ... with a draft as good on the weak domain as on the best
-    trained_alpha: float     #: the best domain's alpha
-    best_k: int              #: the mix's best single K (0: off)
-    best_k_speedup: float    #: its speedup
-
-
-def traffic_blend(mix, dep, k, batch, fit=FIT):
-    """Speedup of a traffic mix: each domain's tau over one shared round time, weighted by tokens.
-
-    A domain with share s of generated tokens and acceptance length tau needs s/tau rounds
-    per token, so the mix runs sum(s/tau) rounds per token: a harmonic blend of tau, not an
-    average of alphas or of speedups. A token costs its rounds plus the prefill share, the same
-    with speculation or without (spec_tpot_ms).
-    """
-    eps = eps_decode(dep, batch, k, fit)
-    q = prefill_share_ms(dep, batch, fit) / decode_step_ms(dep, batch, fit)
-    rounds = round_costs(dep, batch, fit)
-
-    def mix_speedup(rounds_per_token, plain_tokens=0.0, kk=k):
-        round_cost = rounds[kk] if kk in rounds else round_ms(dep, batch, kk, fit)   # a measured K past K_MAX
-        return tpot_speedup(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
-
-    taus = [acceptance_length(alpha, k) for _, _, alpha, *_ in mix]
-    rounds_per_token = sum(share / tau for (_, share, *_), tau in zip(mix, taus))
-    domains = [Domain(name=name, share=share, alpha=alpha, tau=tau, speedup=mix_speedup(1.0 / tau),
-                      time_share=share / tau / rounds_per_token) for (name, share, alpha, *_), tau in zip(mix, taus)]
-    naive_alpha = sum(d.share * d.alpha for d in domains)
-    weak = min(domains, key=lambda d: d.tau)
-    others = rounds_per_token - weak.share / weak.tau
-    best_alpha = max(d.alpha for d in domains)
-    # The mix's best single K over the Ks best_k tries, K = 0 (plain decoding) included, ties to the smaller.
-    blend_at = {0: 1.0, **{kk: mix_speedup(sum(d.share / acceptance_length(d.alpha, kk) for d in domains), kk=kk)
-                           for kk in rounds}}
-    mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
-    blended, naive = mix_speedup(rounds_per_token), mix_speedup(1.0 / acceptance_length(naive_alpha, k))
-    return Blend(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
-                 naive_speedup=naive, blended_speedup=blended, naive_error=naive / blended - 1.0, weak=weak.name,
-                 # What-ifs for the weak domain: decoded without speculation (1 plain step a token),
-                 # or given a head as good as the best domain's.
-                 routed_speedup=mix_speedup(others, weak.share),
-                 trained_speedup=mix_speedup(others + weak.share / acceptance_length(best_alpha, k)),
-                 trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """Acceptance as measured (measured_acceptance, from /metrics counters or gauges, a benchmark file's spec_decode_*
-    keys, or a length or rate typed on the command line): the three meanings of alpha, REFERENCE.md section 1."""
-    k: int                   #: the K in use (the highest position counted, plus one), or the most a round drafts
-    k_mean: float            #: draft tokens per draft: K, or less when K varied
-    varying_k: bool          #: whether rounds drafted different lengths (a K-by-batch table, n-gram misses)
-    drafts: float            #: drafts (rounds) counted; None when the source holds no counts
-    acceptance_rate: float   #: accepted over drafted tokens (vLLM's rate r)
-    acceptance_length: float   #: tau: tokens a round delivers, bonus included
-    per_position_rates: list   #: accepted at position i over drafts reaching it
-    per_position_alpha: list   #: conditional alpha at each position (empty when not clean)
-    alpha: float             #: the per-token alpha (a chain of K giving tau, or position 0's rate when K varied)
-    profile: list = field(metadata=NOT_IN_JSON)   #: conditional alphas by position best K runs on
-    source: str              #: where it was read, as flags and paths
-    notes: list              #: what the reading noticed, in words
-
-
-@dataclass(frozen=True)
-class MeasuredSpeedup:
-    """The speedup the measured acceptance gives at one batch size."""
-    concurrency: int
-    feasible: bool           #: whether B sequences fit in memory
-    eps: float               #: eps with the prefill share
-    speedup: float           #: tau / (1 + eps); None when B does not fit
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """The model beside a pair of benchmark runs, at their concurrency and lengths."""
-    concurrency: int         #: the benchmark's max_concurrency (or the target)
-    speedup: float           #: mean-TPOT speedup from the measured tau and the rounds' mean drafted length
-    p99_tpot_change: float   #: P99 TPOT over plain, minus 1, over requests spread to give the measured tau
-    requests_alpha: float    #: those requests' mean alpha
-    requests_spread: float   #: their spread
-    p99_itl_change: float    #: P99 ITL per chunk (one round, as the benchmark measures ITL) over plain, minus 1
-    p99_token_itl_change: float   #: P99 per-token ITL over plain, minus 1
-
-
-@dataclass(frozen=True)
-class BenchmarkPair:
-    """The latencies of a pair of benchmark runs as their files give them (Comparison's, for --json)."""
-    baseline: dict           #: the baseline's latency keys (mean_tpot_ms, p99_itl_ms, ...)
-    spec: dict               #: the speculative run's
-    changes: dict            #: spec over baseline, minus 1, for each key both have
-    max_concurrency: int     #: the runs' max_concurrency (None: open loop)
-
-
-@dataclass(frozen=True)
-class Measured(Measurement):
-    """The measurement (its Measurement fields), what the model predicts from it at each batch size, and beside a
-    pair of benchmark runs what they measured and what the model predicts there (measured_predictions)."""
-    by_concurrency: list     #: MeasuredSpeedup at each batch of the grid and the target
-    tpot_speedup: float = field(default=None, metadata=shown_with("benchmark"))   #: measured mean-TPOT speedup
-    throughput_speedup: float = field(default=None, metadata=shown_with("benchmark"))   #: measured throughput ratio
-    p99_tpot_change: float = field(default=None, metadata=shown_with("benchmark"))   #: measured P99 TPOT change
-    p99_itl_change: float = field(default=None, metadata=shown_with("benchmark"))    #: measured P99 ITL change
-    benchmark: BenchmarkPair = field(default=None, metadata=OPTIONAL)
-    prediction: Prediction = field(default=None, metadata=OPTIONAL)
-
-
-def measured_predictions(measured, comparison, dep, batches, target_concurrency, decode, fit=FIT, requests=None):
-    """What the model predicts from the measured acceptance, beside what the benchmarks measured: Measured."""
-    k, profile = measured.k, measured.profile
-    limit = max_concurrency(dep)
-    by_batch = []
-    tau = profile_length(profile, k)
-    for b in batches:
-        eps = eps_seen(eps_decode(dep, b, k, fit), tau, dep, b, fit)
-        by_batch.append(MeasuredSpeedup(concurrency=b, feasible=b <= limit, eps=eps,
-                                        speedup=speedup(tau, eps) if b <= limit else None))
-    if not comparison:
-        return Measured(**fields_of(measured), by_concurrency=by_batch)
-    batch = comparison.max_concurrency or target_concurrency
-    notes = measured.notes
-    if comparison.lengths:   # the model beside a benchmark is set at the benchmark's own lengths
-        note = length_note("the benchmark", comparison.lengths, dep)
-        notes = notes + [note] if note else notes
-        dep = at_lengths(dep, *comparison.lengths)
-    eps = eps_decode(dep, batch, k, fit)
-    alpha, spread = requests or (measured.alpha, 0.0)
-    cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
-    # The benchmark's rounds drafted k_mean tokens on average: its tau goes with their cost, not K's.
-    seen = eps_seen(eps_decode(dep, batch, measured.k_mean, fit), measured.acceptance_length,
-                            dep, batch, fit)
-    prediction = Prediction(concurrency=batch, speedup=speedup(measured.acceptance_length, seen),
-                            p99_tpot_change=cell.tpot_p99_change, requests_alpha=alpha, requests_spread=spread,
-                            p99_itl_change=cell.round_itl_spec_p99_ms / cell.itl_plain_p99_ms - 1.0,
-                            p99_token_itl_change=cell.p99_change)
-    return Measured(**fields_of(replace(measured, notes=notes)), by_concurrency=by_batch,
-                    tpot_speedup=comparison.tpot_speedup, throughput_speedup=comparison.throughput_speedup,
-                    p99_tpot_change=comparison.p99_tpot_change, p99_itl_change=comparison.p99_itl_change,
-                    benchmark=BenchmarkPair(baseline=comparison.baseline, spec=comparison.spec,
-                                            changes=comparison.changes, max_concurrency=comparison.max_concurrency),
-                    prediction=prediction)
-
-
-@dataclass(frozen=True)
-class GateCheck:
-    """One check of the gate."""
-    check: str               #: "memory", "acceptance", "p99_tpot" or "throughput"
-    passed: bool
-    detail: str              #: what was compared with what
-
-
-@dataclass(frozen=True)
-class Gate:
-    """The gate's verdict at the plan's batch and K (gate)."""
-    verdict: str             #: "pass" or "fail"
-    reasons: list            #: GateCheck rows
-    concurrency: int         #: the batch it is for
-    k: int                   #: the K it is for
-    eps: float               #: decode eps there
-    breakeven_rate: float    #: eps / K (None: none below 1)
-    required_rate: float     #: break-even + margin (None: above 1)
-    required_alpha: float    #: the per-token alpha of that rate at K
-    margin: float            #: the margin over break-even
-    p99_budget: float        #: largest P99 TPOT rise accepted, fraction
-
-
-def gate(measured, comparison, dep, plan, budget):
-    """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds.
-
-    The break-even, margin and required rate are the plan's, at its batch and its K. The rate
-    compared is the one the measured per-token alpha gives at that K: at a fixed K, accepted over
-    drafted tokens; when the rounds drafted varying lengths, whose overall rate mixes Ks, the
-    rate of K-token rounds.
-    """
-    k, batch, margin = plan.k, plan.shown_batch, plan.margin
-    rate = acceptance_rate(measured.alpha, k)   # at a fixed K exactly accepted / drafted tokens
-    eps, even, need, need_alpha = plan.eps, plan.gate_rate, plan.required_rate, plan.required_alpha
-    reasons = []
-    if not plan.feasible:
-        reasons.append(GateCheck(check="memory", passed=False,
-                                 detail=f"{plan.target} sequences of {dep.context} tokens do not fit "
-                                        f"(at most {max_concurrency(dep)}, where the rest is checked)"))
-    reasons.append(GateCheck(
-        check="acceptance", passed=need is not None and rate >= need,
-        detail=("the per-token alpha, taken for every position, gives an " if measured.varying_k else "") +
-               f"acceptance rate {rate:.3f} at K={k} against break-even "
-               + (f"{even:.3f} + margin {margin:.2f} = {need:.3f} at B={batch}; as per-token alpha "
-                  f"{measured.alpha:.3f} against {need_alpha:.3f}" if need is not None else
-                  f"{even:.3f} + margin {margin:.2f}, more than 1 at B={batch}: it cannot pass" if even is not None else
-                  f"a break-even above 1 at B={batch} (a round costs more than K + 1 tokens give): it cannot pass")))
-    if comparison:
-        change, speedup = comparison.p99_tpot_change, comparison.throughput_speedup
-        reasons.append(GateCheck(check="p99_tpot", passed=change is not None and change <= budget,
-                                 detail="p99_tpot_ms missing from a benchmark file" if change is None else
-                                 f"P99 TPOT {change * 100:+.1f}% against baseline; budget +{budget * 100:.0f}%"))
-        reasons.append(GateCheck(check="throughput", passed=speedup is not None and speedup >= 1.0,
-                                 detail="output_throughput missing from a benchmark file" if speedup is None else
-                                 f"output throughput {speedup:.3f}x baseline (must not be lower)"))
-    return Gate(verdict="pass" if all(r.passed for r in reasons) else "fail", reasons=reasons,
-                concurrency=batch, k=k, eps=eps, breakeven_rate=even, required_rate=need,
-                required_alpha=need_alpha, margin=margin, p99_budget=budget)
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What was measured, and what the gate and the plan are for (parse_evidence)."""
-    measured: object = None      #: Measurement, or None
-    comparison: object = None    #: Comparison of two benchmark runs, or None
-    target_concurrency: int = None   #: the concurrency the gate and the plan are for (None: the grid's largest)
-    mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha[, output tokens])
-    margin: float = GATE_MARGIN  #: the gate's margin over the break-even rate
-    budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts, fraction
-    served_model: str = None     #: --served-model: the name the measured server served (the gate command repeats it)
-
-
-def decoder(seed, spread, output_spread, output_tokens):
-    """decode(alpha or domains, K, spread) -> Decode, memoised; each replicate's draws are made once."""
-    draws, done = {}, {}
-
-    def draws_for(replicate):
-        if replicate not in draws:
-            draws[replicate] = draw_requests(REPLICATE_REQUESTS, seed, replicate, output_spread)
-        return draws[replicate]
-
-    def decode(acceptance, k, spread=spread):
-        domains = acceptance if isinstance(acceptance, tuple) else ((1.0, acceptance, output_tokens),)
-        if (domains, k, spread) not in done:
-            done[domains, k, spread] = simulate_requests(domains, k, spread, draws_for)
-        return done[domains, k, spread]
-
-    return decode
-
-
-def center_requests(tau, k, spread):
-    """(mean alpha, spread) of requests whose rounds deliver tau in aggregate, as a measured tau is.
-
-    Counters add up all rounds (vLLM's spec_decode_num_* totals, vllm/v1/spec_decode/metrics.py; SGLang's
-    accept-length gauge over recent steps, python/sglang/srt/metrics/collector.py), so a measured tau is
-    round_mix's, not tau(mean alpha). Near alpha 1 (or 0) clipping caps what spread requests can reach: the spread then
-    narrows until they reproduce tau, at mean alpha 1 (or 0).
-    >>> alpha, s = center_requests(acceptance_length(0.7, 3), 3, 0.0); round(alpha, 6), s
-    (0.7, 0.0)
-    >>> alpha, s = center_requests(2.0, 3, 0.1); round(round_mix(((1.0, alpha, 1),), k=3, spread=s)[0], 6), s
-    (2.0, 0.1)
-    >>> alpha, s = center_requests(3.9, 3, 0.11); round(alpha, 9), round(round_mix(((1.0, alpha, 1),), 3, s)[0], 6)
-    (1.0, 3.9)
-    """
-    def tau_at(alpha, s):
-        return round_mix(((1.0, alpha, 1),), k, s)[0]
-
-    if tau > tau_at(1.0, spread):                   # above what the spread allows: narrow it, alpha 1
-        spread *= 1.0 - _increasing_root(lambda x: tau_at(1.0, spread * (1.0 - x)), tau)
-    elif tau < tau_at(0.0, spread):                 # below: narrow it, alpha 0
-        spread *= 1.0 - _increasing_root(lambda x: -tau_at(0.0, spread * (1.0 - x)), -tau)
-    return _increasing_root(lambda a: tau_at(a, spread), tau), spread
-
-
-def mix_domains(mix, output_tokens):
-    """Traffic-mix rows -> (share of requests, alpha, output tokens); a token share over a length is a request share.
-
-    >>> mix_domains((("chat", 0.5, 0.7, 300), ("code", 0.5, 0.4, 100)), 1024)
-    ((0.25, 0.7, 300), (0.75, 0.4, 100))
-    """
-    lengths = [row[3] if len(row) > 3 else output_tokens for row in mix]
-    rows = [(row[1] / tokens, row[2], tokens) for row, tokens in zip(mix, lengths)]
-    total = sum(r for r, _, _ in rows)
-    return tuple((r / total, alpha, tokens) for r, alpha, tokens in rows)
-
-
-@dataclass(frozen=True)
-class MixTail:
-    """TPOT over a traffic mix's simulated requests, each domain's around its own alpha (mix_tail)."""
-    request_shares: dict     #: {domain: share of requests}
-    tau: float               #: tau the batch sees over the mix's requests
-    speedup_mc: float        #: speedup over the simulated requests
-    tpot_plain_p99_ms: float   #: P99 TPOT over requests, plain
-    tpot_spec_p99_ms: float  #: P99 TPOT with speculation
-    tpot_spec_mean_ms: float   #: mean TPOT with speculation
-    tpot_plain_mean_ms: float  #: mean TPOT, plain
-    tpot_p99_change: float   #: P99 TPOT with speculation over plain, minus 1
-    slow_alpha: float        #: mean alpha of the requests at or above P99 TPOT
-    slow_domains: dict       #: {domain: share of those requests}
-
-
-@dataclass(frozen=True)
-class Mix(MixTail, Blend):
-    """The traffic mix at the plan's K and batch: the Blend fields, then the MixTail fields (dataclasses gather the
-    bases' fields from the last base up), then whether it is the example mix."""
-    assumed: bool            #: whether the mix is TRAFFIC_MIX's example, not the user's --mix
-
-
-def mix_tail(mix, dep, k, batch, decode, fit=FIT):
-    """TPOT over the mix's requests at B: each domain's requests around its own alpha."""
-    domains = mix_domains(mix, dep.output_tokens)
-    dec = decode(domains, k)
-    plain_ms = plain_step_ms(dep, batch, fit)
-    spec_ms = (1.0 + eps_seen(eps_decode(dep, batch, k, fit), dec.tau, dep, batch, fit)) * plain_ms
-    lat = cell_latency(dec, plain_ms, spec_ms, batch)
-    return MixTail(request_shares={row[0]: d[0] for row, d in zip(mix, domains)}, tau=dec.tau,
-                   speedup_mc=lat.speedup_mc, tpot_plain_p99_ms=lat.tpot_plain_p99_ms,
-                   tpot_spec_p99_ms=lat.tpot_spec_p99_ms, tpot_spec_mean_ms=lat.tpot_spec_mean_ms,
-                   tpot_plain_mean_ms=lat.tpot_plain_mean_ms,
-                   tpot_p99_change=lat.tpot_spec_p99_ms / lat.tpot_plain_p99_ms - 1.0, slow_alpha=dec.slow_alpha,
-                   slow_domains={row[0]: share for row, share in zip(mix, dec.slow_domains)})
-
-
-@dataclass(frozen=True)
-class BreakEven:
-    """One row of the break-even table: where speculation stops paying at (K, eps at B=1, B)."""
-    k: int                   #: draft length K
-    verify_overhead: object  #: the grid's eps at B=1, or "auto"
-    concurrency: int         #: batch size B
-    feasible: bool           #: whether B sequences fit in memory
-    eps_eff: float           #: decode eps at B
-    lesson: float            #: break-even acceptance rate eps / K (the lesson's "alpha"); None: none below 1
-    exact: float             #: break-even per-token alpha, tau(alpha, K) = 1 + eps; None: none
-
-
-def analyse(grid, dep, decode, fit=FIT, progress=None):
-    """Every grid cell and the break-even table, as the tables print them: (cells, break-evens, {(K, eps at B=1):
-    decode eps at B=1}).
-
-    decode: decoder(...), shared with the plan so that every part sees the same requests;
-    progress, if given, is called with (pairs simulated, pairs) as each (alpha, K) is simulated.
-    """
-    pairs = [(per_token_alpha(grid.kind, value, k), k) for k in grid.ks for value in grid.acceptance]
-    for done, (alpha, k) in enumerate(pairs, 1):
-        decode(alpha, k)
-        if progress:
-            progress(done, len(pairs))
-    batch_limit = max_concurrency(dep)
-    cells, breakeven = [], []
-    for k in grid.ks:
-        for eps_b1 in grid.overheads:
-            for batch in grid.concurrencies:
-                feasible = batch <= batch_limit
-                eps = eps_grown(eps_b1, dep, batch, k, fit)
-                breakeven.append(BreakEven(k=k, verify_overhead=eps_b1, concurrency=batch, feasible=feasible,
-                                           eps_eff=eps, lesson=breakeven_rate(k, eps), exact=exact_breakeven(k, eps)))
-                for value in grid.acceptance:
-                    alpha = per_token_alpha(grid.kind, value, k)
-                    # An infeasible cell keeps its coordinates but shows no number: it cannot run.
-                    cells.append(evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k), fit, eps_b1) if feasible
-                                 else Cell(alpha=alpha, k=k, verify_overhead=eps_b1, concurrency=batch, feasible=False))
-    return cells, breakeven, {(k, e): eps_grown(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads}
-
-
-@dataclass(frozen=True)
-class PlanInput:
-    """What the plan runs on (plan_input)."""
-    sources: list            #: (alpha shown, acceptance) pairs for the best-K table
-    acceptance: object       #: what best K runs on: a per-token alpha, or conditional alphas by position
-    alpha: float             #: the single per-token alpha of the plan
-    k_in_use: int            #: the K a measurement was taken at (None: the plan's own best)
-    requests: tuple          #: (mean alpha, spread) of the simulated requests behind the tail
-
-
-def plan_input(measured, grid, spread):
-    """What the plan runs on: the measurement when there is one (its per-position profile), else EXPECTED_ALPHA."""
-    if not measured:
-        return PlanInput(sources=[(a, a) for a in grid_alphas(grid)], acceptance=EXPECTED_ALPHA, alpha=EXPECTED_ALPHA,
-                         k_in_use=None, requests=(EXPECTED_ALPHA, spread))
-    tau = profile_length(measured.profile, measured.k)   # the K-token rounds the plan runs, as measured_predictions
-    return PlanInput(sources=[(measured.alpha, measured.profile)], acceptance=measured.profile, alpha=measured.alpha,
-                     k_in_use=None if measured.varying_k else measured.k,   # varying: the plan's own best K
-                     requests=center_requests(tau, measured.k, spread))
-
-
-@dataclass(frozen=True)
-class BestK:
-    """The best K at one concurrency and alpha, and its speedup (best_k_table)."""
-    concurrency: int         #: batch size B
-    alpha: float             #: the per-token alpha shown
-    feasible: bool = field(metadata=NOT_IN_JSON)   #: whether B sequences fit in memory
-    k: int = None            #: best K in 0..K_MAX (0: speculation off); None when B does not fit
-    speedup: float = None    #: its speedup over plain decoding
-
-
-def best_k_table(dep, sources, batches, fit=FIT):
-    """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source."""
-    limit = max_concurrency(dep)
-    rows = []
-    for b in batches:
-        for a, acc in sources:
-            k, speedup = best_k(dep, acc, b, fit) if b <= limit else (None, None)
-            rows.append(BestK(concurrency=b, alpha=a, feasible=b <= limit, k=k, speedup=speedup))
-    return rows
-
-
-@dataclass(frozen=True)
-class Facts:
-    """What the deployment lines and the summary say about the deployment itself (deployment_facts)."""
-    max_concurrency: int     #: the most sequences whose KV cache fits beside the weights
-    memory_budget_bytes: float   #: bytes the engine gives weights and KV cache
-    plain_b1: dict           #: a plain step at B = 1, ms by term (pass_parts' names, and "prefill share")
-    eps_growth: EpsGrowth = None   #: what moves eps across the grid's batch sizes that fit (None: none fit)
-    moe: MoeVerify = None    #: the verify pass of a mixture of experts (None: dense, or nothing fits)
-
-
-def deployment_facts(grid, dep, fit=FIT):
-    """What the deployment lines and the summary say about the deployment itself."""
-    limit = max_concurrency(dep)
-    feasible = [b for b in sorted(grid.concurrencies) if b <= limit]
-    return Facts(max_concurrency=limit, memory_budget_bytes=memory_budget_bytes(dep),
-                 plain_b1=plain_step_parts(dep, 1, fit),
-                 eps_growth=eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit) if feasible else None,
-                 moe=moe_verify(dep, grid.ks[0], feasible[0], fit) if feasible and dep.target.moe_layers else None)
-
-
-def mix_result(mix, dep, k, batch, decode, fit=FIT, assumed=False):
-    """The traffic mix at the plan's K: the closed-form blend and the simulated requests' tail; assumed: whether
-    the mix is TRAFFIC_MIX's example."""
-    return Mix(**fields_of(traffic_blend(mix, dep, k, batch, fit)), **fields_of(mix_tail(mix, dep, k, batch, decode, fit)),
-               assumed=assumed)
-
+# ---------------------------------------------------------------- analysis: the lesson's exercises
+# The five exercises, answered by the model.
 
 def alpha_for_speedup(speedup, k, eps):
     """Per-token alpha with tau(a, K) / (1 + eps) = speedup; None when even a = 1 falls short.
@@ -2785,6 +2839,7 @@ def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, out
                      tail_diagnosis=exercise_tail(dep, batch, decode, fit),
                      draft_memory=exercise_draft_memory(dep, batch))
 
+
 # ---------------------------------------------------------------- analysis: calibrating on your runs
 # `vllm bench serve` results of your own deployment (--calibrate) fit the constants they can
 # identify, holding the published fit for the rest. A closed-loop run at max_concurrency B
@@ -2912,7 +2967,7 @@ def calibrate_on_runs(dep, runs, fit=FIT):
                                notes=notes)
 
 
-# ---------------------------------------------------------------- rendering
+# ---------------------------------------------------------------- rendering: tables and exercises
 def render_blocks(title, header_lines, rows, block=24):
     """A titled table split into blocks of at most `block` rows, header repeated."""
     out = [title]
@@ -3548,7 +3603,6 @@ def vllm_command(dep, config=None, env=()):
     return shell_lines(words)
 
 
-
 def vllm_serve(dep, batch, k=None, schedule=None):
     """vLLM's server, speculation off or on (its --speculative-config); target: vLLM sizes its own batches."""
     return vllm_command(dep, speculative_config(dep, k, schedule) if k else None)
@@ -3638,7 +3692,6 @@ def trtllm_command(dep, batch, config_name):
                         f"--max_batch_size {batch}",
                         f"--kv_cache_free_gpu_memory_fraction {dep.memory_fraction:g}",
                         f"--extra_llm_api_options {config_name}"])
-
 
 
 def trtllm_serve(dep, batch, k=None, schedule=None):
@@ -4466,6 +4519,7 @@ def shown_in_json(record, f):
 
 
 def render_json(result, dep, grid):
+    """--json: the deployment, then the run's records as clean() shows them, then the summary's sentences."""
     deployment = dict(engine=dep.engine.key, model=dep.model, gpu=dep.gpu, tp=dep.tp, weights_dtype=dep.weights_dtype,
                       kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft, draft_model=draft_head(dep)[0],
                       draft_trained_context=draft_head(dep)[1],

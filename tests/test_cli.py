@@ -171,6 +171,24 @@ class JsonSchema(unittest.TestCase):
                 self.assertEqual(missing, [])
 
 
+class Navigation(unittest.TestCase):
+    def test_the_public_names_exist_and_say_what_they_are(self):
+        self.assertEqual(len(set(m.__all__)), len(m.__all__))
+        for name in m.__all__:
+            with self.subTest(name=name):
+                self.assertTrue(hasattr(m, name))
+                value = getattr(m, name)
+                if callable(value) and not isinstance(value, type(m.FIT)):
+                    self.assertTrue((value.__doc__ or "").strip())
+
+    def test_the_start_here_index_names_real_functions(self):
+        index = m.__doc__.split("Start here")[1].split("Sections, in order")[0]
+        names = [word for word in index.replace(",", " ").split() if "_" in word and word.isidentifier()]
+        self.assertGreaterEqual(len(names), 12)
+        for name in names:
+            self.assertTrue(callable(getattr(m, name, None)), name)
+
+
 class Progress(unittest.TestCase):
     class Terminal(io.StringIO):
         def isatty(self):
