@@ -32,10 +32,10 @@ Sections, in order: the grid and the deployment (constants to edit); helpers (re
 text); catalog (GPUs, models, engines, heads); acceptance mathematics; the decode loop; cost
 model (a pass's terms, eps); simulation over requests (TPOT and ITL as vllm bench measures
 them); analysis (the grid, best K, the traffic mix, measurements with the plan and the gate,
-the exercises, calibrating on your runs); rendering (tables and exercises, engine commands,
-the rollout plan, JSON, SVG charts); reading measurements (/metrics, bench JSON,
-config.json); CLI (run_model puts the parts together, main runs them). Results are frozen
-dataclasses; each engine is a row of ENGINES and of ENGINE_PLANS.
+facts and chart data, the exercises, calibrating on your runs); rendering (tables and
+exercises, engine commands, the rollout plan, JSON, SVG charts); reading measurements
+(/metrics, bench JSON, config.json); CLI (run_model puts the parts together, main runs
+them). Results are frozen dataclasses; each engine is a row of ENGINES and of ENGINE_PLANS.
 
 Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
 2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
@@ -64,7 +64,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-__all__ = [   # the public functions and records, by section: what tests, bench/ scripts and a notebook use
+__all__ = [   # the main public functions and records, by section: where tests, bench/ and a notebook start
     # acceptance mathematics and the decode loop
     "acceptance_length", "acceptance_rate", "alpha_from_length", "alpha_from_rate", "profile_length",
     "lesson_speedup", "speedup", "exact_speedup", "breakeven_rate", "required_rate", "exact_breakeven",
@@ -269,7 +269,10 @@ DRAFTS = EAGLE_DRAFTS + ("ngram", "mtp", "model")   # model: a draft model read 
 class Engine:
     """A serving engine as the plan and the model know it: one row per engine in ENGINES, each fact
     checked against the engine's own source, cited in the row. The commands themselves are built by the
-    functions of ENGINE_PLANS (rendering); adding an engine is a row here, a row there, and their tests."""
+    functions of ENGINE_PLANS (rendering). Adding an engine is a row here, a row there and their tests, plus
+    what the model needs to know of it: its public heads in EAGLE3_HEADS, and either its own fixed costs in
+    Fit (pass_fixed_ms_<key>, draft_fixed_ms_<key>, round_fixed_ms_<key>, fitted in bench/calibrate.py) or an
+    engine's to borrow (pass_cost_of, draft_costs_of)."""
     key: str                 #: the --engine value
     name: str                #: as sentences print it
     port: int                #: where its server listens by default
@@ -2280,8 +2283,7 @@ def measured_predictions(measured, comparison, dep, batches, target_concurrency,
     alpha, spread = requests or (measured.alpha, 0.0)
     cell = evaluate_cell(alpha, k, eps, batch, dep, decode(alpha, k, spread), fit)
     # The benchmark's rounds drafted k_mean tokens on average: its tau goes with their cost, not K's.
-    seen = eps_seen(eps_decode(dep, batch, measured.k_mean, fit), measured.acceptance_length,
-                            dep, batch, fit)
+    seen = eps_seen(eps_decode(dep, batch, measured.k_mean, fit), measured.acceptance_length, dep, batch, fit)
     prediction = Prediction(concurrency=batch, speedup=speedup(measured.acceptance_length, seen),
                             p99_tpot_change=cell.tpot_p99_change, requests_alpha=alpha, requests_spread=spread,
                             p99_itl_change=cell.round_itl_spec_p99_ms / cell.itl_plain_p99_ms - 1.0,
@@ -2450,8 +2452,8 @@ def gate(measured, comparison, dep, plan, budget):
 @dataclass(frozen=True)
 class Evidence:
     """What was measured, and what the gate and the plan are for (parse_evidence)."""
-    measured: object = None      #: Measurement, or None
-    comparison: object = None    #: Comparison of two benchmark runs, or None
+    measured: Measurement = None      #: or None
+    comparison: Comparison = None     #: of two benchmark runs, or None
     target_concurrency: int = None   #: the concurrency the gate and the plan are for (None: the grid's largest)
     mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha[, output tokens])
     margin: float = GATE_MARGIN  #: the gate's margin over the break-even rate
@@ -2459,6 +2461,7 @@ class Evidence:
     served_model: str = None     #: --served-model: the name the measured server served (the gate command repeats it)
 
 
+# ---------------------------------------------------------------- analysis: facts and chart data
 @dataclass(frozen=True)
 class Facts:
     """What the deployment lines and the summary say about the deployment itself (deployment_facts)."""
@@ -3598,13 +3601,13 @@ def vllm_command(dep, config=None, env=()):
     words = list(env) + ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {dep.tp}"]
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8"] if dep.kv_dtype == "fp8" else []
-    words.append(f"--gpu-memory-utilization {dep.memory_fraction:g}")
+    words.append(f"{dep.engine.memory_flag} {dep.memory_fraction:g}")
     words += [f"--speculative-config {shlex.quote(config)}"] if config else []
     return shell_lines(words)
 
 
 def vllm_serve(dep, batch, k=None, schedule=None):
-    """vLLM's server, speculation off or on (its --speculative-config); target: vLLM sizes its own batches."""
+    """vLLM's server, speculation off or on (its --speculative-config); batch unused: vLLM sizes its own batches."""
     return vllm_command(dep, speculative_config(dep, k, schedule) if k else None)
 
 
@@ -3639,7 +3642,7 @@ def sglang_serve(dep, batch, k=None, schedule=None):
                    f"--tp-size {dep.tp}"]
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
-    words += [f"--mem-fraction-static {dep.memory_fraction:g}", f"--max-running-requests {batch}",
+    words += [f"{dep.engine.memory_flag} {dep.memory_fraction:g}", f"--max-running-requests {batch}",
               "--enable-metrics"]
     if k:
         kind = draft_kind(dep.draft)
@@ -3690,7 +3693,7 @@ def trtllm_command(dep, batch, config_name):
     """`trtllm-serve` flags: tensorrt_llm/commands/serve.py (underscores, PyTorch backend by default)."""
     return shell_lines(["trtllm-serve", shlex.quote(served_model(dep)), "--backend pytorch", f"--tp_size {dep.tp}",
                         f"--max_batch_size {batch}",
-                        f"--kv_cache_free_gpu_memory_fraction {dep.memory_fraction:g}",
+                        f"{dep.engine.memory_flag} {dep.memory_fraction:g}",
                         f"--extra_llm_api_options {config_name}"])
 
 
@@ -3969,7 +3972,6 @@ def vllm_dashboard(dep, plan):
                 "```yaml", "- alert: SpecDecodeBelowBreakEven",
                 f"  expr: ({alpha0.replace(chr(10) + '  ', ' ')}) < {gate_a:.3f}", "  for: 10m", "```", ""]
     return out
-    return out
 
 
 def sglang_dashboard(dep, plan):
@@ -3986,7 +3988,6 @@ def sglang_dashboard(dep, plan):
                 "for the fixed K of stage 1 only (not under `--speculative-adaptive`); 10 minutes is a choice.",
                 "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
                 f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan.eps:.3f}", "  for: 10m", "```", ""]
-    return out
     return out
 
 
@@ -4034,7 +4035,7 @@ def trtllm_dashboard(dep, plan):
 @dataclass(frozen=True)
 class EnginePlan:
     """The functions that write one engine's part of the plan: its row of ENGINE_PLANS, beside its ENGINES row."""
-    serve: object         #: (dep, target, k=None, schedule=None) -> its server's command, speculation off or on
+    serve: object         #: (dep, batch, k=None, schedule=None) -> its server's command, speculation off or on
     stage1_notes: object  #: (dep, k) -> what stage 1 says about the engine's own defaults
     k_by_batch: object    #: (plan, dep) -> how the engine can follow the K-by-batch table
     measure: object       #: (result, dep, plan) -> stage 2: where its acceptance is read and how
@@ -4059,6 +4060,7 @@ ENGINE_PLANS = {
         dashboard=trtllm_dashboard, head_context_note=""),
 }
 assert ENGINE_PLANS.keys() == ENGINES.keys(), "every engine needs its row in both tables"
+assert all(key == row.key and bool(row.trees) == (row.tree_tokens is not None) for key, row in ENGINES.items())
 
 
 def serve_lines(dep, batch, k=None, schedule=None):

@@ -140,7 +140,8 @@ class DecodeLoop(unittest.TestCase):
 
     def test_one_round_process(self):
         """round_distribution is the truncated geometric written out by hand; round_mix's rounds per token are it
-        over tau; the loop draws from it (test_accepted_drafts_follow_the_truncated_geometric)."""
+        over tau; round_moments are its moments; the loop draws from it
+        (test_accepted_drafts_follow_the_truncated_geometric)."""
         for alpha in (0.0, 0.45, 1.0):
             for k in (1, 4):
                 probs = [(1 - alpha) * alpha ** j for j in range(k)] + [alpha ** k]
@@ -148,6 +149,11 @@ class DecodeLoop(unittest.TestCase):
                 self.assertEqual(len(got), k + 1)
                 for p, q in zip(got, probs):
                     self.assertAlmostEqual(p, q, places=15)
+                tokens = [(a + 1, p) for a, p in enumerate(got)]          # T = A + 1 tokens a round
+                moments = m.round_moments(alpha, k)
+                self.assertAlmostEqual(moments[0], sum(t * p for t, p in tokens), places=12)
+                self.assertAlmostEqual(moments[1], sum(t * t * p for t, p in tokens), places=12)
+                self.assertAlmostEqual(moments[2], got[-1], places=15)
                 tau, per_token = m.round_mix(((1.0, alpha, 100),), k, 0.0)
                 self.assertAlmostEqual(tau, m.acceptance_length(alpha, k), places=12)
                 for p, q in zip(per_token, probs):
