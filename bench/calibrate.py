@@ -179,10 +179,29 @@ def loss(fit, points):
     return sum(sum(v) / len(v) for v in by_source.values())
 
 
+def coordinate_search(loss, start, bounds, rounds):
+    """The values (a dict, in start's order) that minimise loss inside bounds: each in turn stepped up and down,
+    every step halved after a round with no gain (Hooke-Jeeves style; deterministic).
+    """
+    best, best_loss = dict(start), loss(start)
+    steps = {n: (bounds[n][1] - bounds[n][0]) / 4 for n in best}
+    for _ in range(rounds):
+        improved = False
+        for n in steps:
+            for direction in (1, -1):
+                trial = dict(best, **{n: min(bounds[n][1], max(bounds[n][0], best[n] + direction * steps[n]))})
+                trial_loss = loss(trial)
+                if trial_loss < best_loss - 1e-12:
+                    best, best_loss, improved = trial, trial_loss, True
+        if not improved:
+            steps = {n: s / 2 for n, s in steps.items()}
+    return best
+
+
 def pattern_search(points, start, rounds=80):
-    """main.coordinate_search over every constant inside BOUNDS; deterministic."""
-    best = main.coordinate_search(lambda values: loss(main.Fit(**values), points),
-                                  {n: getattr(start, n) for n in BOUNDS}, BOUNDS, rounds)
+    """coordinate_search over every constant inside BOUNDS; deterministic."""
+    best = coordinate_search(lambda values: loss(main.Fit(**values), points),
+                             {n: getattr(start, n) for n in BOUNDS}, BOUNDS, rounds)
     return main.Fit(**{n: round(v, 4) for n, v in best.items()})
 
 

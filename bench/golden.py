@@ -115,11 +115,11 @@ def diff(old_path, new_path):
     old, new = (json.loads(Path(p).read_text()) for p in (old_path, new_path))
     changed = 0
     for a, b in zip(old, new):
-        for key in ("rc", "stdout", "stderr", "files"):
-            if a[key] != b[key]:
-                changed += 1
-                print(f"CHANGED {key}: {' '.join(a['args'])}")
-    print(f"{len(old)} cases, {changed} differences")
+        keys = [key for key in ("rc", "stdout", "stderr", "files") if a[key] != b[key]]
+        if keys:
+            changed += 1
+            print(f"CHANGED {'/'.join(keys)}: {' '.join(a['args'])}"[:160])
+    print(f"{len(old)} cases, {changed} changed")
     return 1 if changed or len(old) != len(new) else 0
 
 

@@ -655,9 +655,25 @@ def decode_request(alpha, k, tokens, rng):
 # of the requests that keep arriving (chunked prefill mixes it into decode batches):
 # prefill_tokens below.
 
+# The terms of the time your benchmark runs can tell apart, each a factor own_<term> in Fit (1: the published
+# fit): what a closed-loop run at another concurrency, K or length moves differently from the rest.
+OWN_TERMS = dict(
+    own_pass="a target pass's fixed cost",             # launches, scheduler, sampler, per-layer fixed costs
+    own_weights="the weight read",
+    own_context="the context's cost per sequence",     # KV read and attention
+    own_token="the cost per token",                    # compute and the engine's cost per token
+    own_prefill="the prefill share",                   # the prompts a closed-loop step carries
+    own_round="a round's bookkeeping",
+    own_verify="the verify pass's extra tokens",       # what they add to a plain step
+    own_draft="the draft steps")
+OWN_PARTS = dict(fixed="own_pass", weights="own_weights", attention="own_context", compute="own_token",
+                 engine="own_token")   # pass_parts' term -> the Fit factor that scales it in a target pass;
+                                       # communication keeps the published fit's (no factor)
+
 Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
                         "link_eff pass_fixed_ms_vllm pass_fixed_ms_sglang pass_fixed_ms_trtllm draft_fixed_ms_vllm "
-                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us")
+                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us " + " ".join(OWN_TERMS),
+          defaults=(1.0,) * len(OWN_TERMS))
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -678,6 +694,8 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # which constant), against bench/published.json and bench/plain_step.json.
 # Fit is a namedtuple, not a dataclass like the results: a vector of constants that the fitters (--calibrate,
 # bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
+# own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
+# the published fit; --calibrate fits them to your runs (calibrate_on_runs).
 FIT = Fit(bw_hopper=0.9188, bw_ampere=0.764, bw_ada=0.7124, flop_eff=0.75, fp8_eff=0.9723, fp8_kv_eff=0.4876,
           attn_ns=8.0, layer_us=20.8594, ar_us=13.248, ar_tp_us=3.6445, link_eff=0.6703,
           pass_fixed_ms_vllm=1.0205, pass_fixed_ms_sglang=0.2588, pass_fixed_ms_trtllm=1.8232,
@@ -1111,8 +1129,10 @@ def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
 
 
 def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
-    """The terms of one target pass (pass_parts) with the engine's fixed cost of a pass."""
-    return pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
+    """The terms of one target pass (pass_parts) with the engine's fixed cost of a pass, each times its own_*
+    factor (OWN_PARTS: 1 in the published fit)."""
+    parts = pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
+    return {term: ms * (getattr(fit, OWN_PARTS[term]) if term in OWN_PARTS else 1.0) for term, ms in parts.items()}
 
 
 def target_pass_ms(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
@@ -1228,8 +1248,8 @@ def eps_growth(dep, k, b0, b1, fit=FIT):
     def extra(batch):
         plain = target_parts(dep, batch, 1, fit)
         verify = target_parts(dep, batch, verify_tokens(dep, k), fit)
-        terms = {f"the verify pass's {t}": verify[t] - plain[t] for t in plain}
-        terms["the draft steps and bookkeeping"] = round_ms(dep, batch, k, fit) - sum(verify.values())
+        terms = {f"the verify pass's {t}": fit.own_verify * (verify[t] - plain[t]) for t in plain}
+        terms["the draft steps and bookkeeping"] = round_ms(dep, batch, k, fit) - verify_pass_ms(dep, batch, k, fit)
         return terms, sum(plain.values())
     (e0, p0), (e1, p1) = extra(b0), extra(b1)
     change = {t: e1[t] / p1 - e0[t] / p0 for t in e0}
@@ -1241,12 +1261,15 @@ def eps_growth(dep, k, b0, b1, fit=FIT):
 
 def plain_step_ms(dep, batch, fit=FIT):
     """A plain step as a closed-loop benchmark's mean TPOT sees it: decode plus its share of prefill."""
-    return memoised("plain", dep, batch, fit, lambda: target_pass_ms(dep, batch, 1, fit, prefill_tokens(dep, batch)))
+    return decode_step_ms(dep, batch, fit) + prefill_share_ms(dep, batch, fit)
 
 
 def prefill_share_ms(dep, batch, fit=FIT):
-    """What one step's prefill tokens add to a pass (the same in a plain step and a verify pass)."""
-    return plain_step_ms(dep, batch, fit) - decode_step_ms(dep, batch, fit)
+    """What one step's prefill tokens add to a pass (the same in a plain step and a verify pass), times own_prefill."""
+    def share():
+        mixed = target_pass_ms(dep, batch, 1, fit, prefill_tokens(dep, batch))
+        return fit.own_prefill * (mixed - decode_step_ms(dep, batch, fit))
+    return memoised("prefill", dep, batch, fit, share)
 
 
 def runs_a_draft_model(dep):
@@ -1267,10 +1290,21 @@ def round_ms(dep, batch, k, fit=FIT):
     A tree draft expands topk tokens a sequence at each step after the first and verifies
     dep.verify_tokens a sequence (SGLang's --speculative-num-draft-tokens).
     """
+    return (fit.own_round * fixed_ms(dep, "round", fit) + fit.own_draft * draft_ms(dep, batch, k, fit)
+            + verify_pass_ms(dep, batch, k, fit))
+
+
+def draft_ms(dep, batch, k, fit=FIT):
+    """A round's K draft steps (before own_draft): a chain's are alike; a tree's steps after the first expand topk
+    tokens a sequence."""
     first = draft_step_ms(dep, batch, 1, fit)
-    draft = first + (k - 1) * (first if dep.topk == 1 else draft_step_ms(dep, batch, dep.topk, fit))
-    verify = verify_tokens(dep, k)
-    return fixed_ms(dep, "round", fit) + draft + target_pass_ms(dep, batch, verify, fit)
+    return first + (k - 1) * (first if dep.topk == 1 else draft_step_ms(dep, batch, dep.topk, fit))
+
+
+def verify_pass_ms(dep, batch, k, fit=FIT):
+    """The verify pass: a plain decode step plus what its extra tokens add (times own_verify)."""
+    plain = decode_step_ms(dep, batch, fit)
+    return plain + fit.own_verify * (target_pass_ms(dep, batch, verify_tokens(dep, k), fit) - plain)
 
 
 # eps, a round's cost over a plain step's minus one, has two meanings, each a function: eps_decode, the decode
@@ -1333,8 +1367,7 @@ def eps_grown(eps_b1, dep, batch, k, fit=FIT):
     at_one = eps_decode(dep, 1, k, fit)
     base = at_one if eps_b1 == "auto" else eps_b1
     scaled = (1.0 + base) * (1.0 + eps_decode(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
-    verify_only = (target_pass_ms(dep, batch, verify_tokens(dep, k), fit)
-                   / decode_step_ms(dep, batch, fit) - 1.0)
+    verify_only = verify_pass_ms(dep, batch, k, fit) / decode_step_ms(dep, batch, fit) - 1.0
     return max(scaled, verify_only, 0.0)
 
 
@@ -2844,16 +2877,30 @@ def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, out
 
 
 # ---------------------------------------------------------------- analysis: calibrating on your runs
-# `vllm bench serve` results of your own deployment (--calibrate) fit the constants they can
-# identify, holding the published fit for the rest. A closed-loop run at max_concurrency B
-# measures the plain step at B as plain_step_ms models it: its mean TPOT, prefill share
-# included, once the ramp-up and drain are a small share (ten prompts a slot, as the plan's
-# commands run). A speculative run's mean TPOT is a round of tau tokens, its tau steps of
-# prefill included, over tau: round_ms / tau + the prefill share.
+# `vllm bench serve` results of your own deployment (--calibrate) correct the published fit
+# where your engine, kernels or GPU differ from it. Each run's predicted mean TPOT is a sum
+# of terms (run_terms): a pass's fixed cost, the weight read, the context, the cost per
+# token, the prefill share, and for a speculative run a round's bookkeeping, the verify
+# pass's extra tokens and the draft steps. The fit finds one factor for each (Fit's own_*,
+# OWN_TERMS) by least squares on log error, each run weighted by its noise, with the
+# published fit as a prior: a penalty (log factor / OWN_PRIOR_SD)^2 pulls a factor the runs
+# do not inform back to 1, where hard bounds would pin it at an edge. A closed-loop run at
+# max_concurrency C decodes fewer than C sequences on average (decoding_batch): the fit
+# uses that batch, the physics the run measured; the tables' B stays the decode batch.
 
-OWN_BOUNDS = dict(bw=(0.2, 1.0), pass_fixed=(0.0, 10.0), token_us=(0.0, 200.0), draft=(0.0, 10.0))
-OWN_WORST = 0.25   # a fit whose worst run is further off than this says the files disagree
-OWN_LENGTHS = 0.25   # runs one calibration fits may differ in mean prompt or output length by at most this
+OWN_PRIOR_SD = dict(   # s.d. of each own_* factor's log before your runs: how well the published fit knows it
+    own_pass=0.5,      # a pass's fixed cost differs by engine and version: 0.26 to 1.82 ms across the fit's engines
+    own_weights=0.15,  # the bandwidth share varies 0.71 to 0.92 across GPU families in the published fit
+    own_context=0.4,   # attention kernels differ by engine and context length
+    own_token=0.4,     # the engine's cost per token and small-GEMM efficiency
+    own_prefill=0.4,   # chunked-prefill scheduling differs by engine
+    own_round=0.7,     # a round's bookkeeping changed most across engine versions (rejection sampler, async)
+    own_verify=0.4,
+    own_draft=0.5)     # draft heads run in CUDA graphs on some engines and not others
+RUN_NOISE = 0.01      # least run-to-run spread of a closed-loop run's mean TPOT (fraction): ten prompts a slot
+OWN_WORST = 0.25      # a fit whose worst run is further off than this says the files disagree
+OWN_LENGTHS = 0.25    # runs one calibration fits may differ in mean prompt or output length by at most this
+OWN_OUTLIER = 3.0     # a run further from the fit than this many times its noise is named as disagreeing
 
 
 def at_lengths(dep, input_tokens, output_tokens):
@@ -2862,37 +2909,162 @@ def at_lengths(dep, input_tokens, output_tokens):
                    context=mean_context(input_tokens, output_tokens))
 
 
+def decoding_batch(concurrency, output_tokens, tpot_ms, ttft_ms, completed):
+    """Sequences a closed-loop run at max_concurrency C decodes on average, as its requests see it.
+
+    A request holds its slot for its time to first token and then decodes: the share of a slot spent decoding is
+    (O - 1) TPOT / (TTFT + (O - 1) TPOT) (Little's law). And the last C of N requests drain the batch, each seeing
+    about C/2 on average: C (1 - C / 2N) over the requests.
+    >>> decoding_batch(16, 101, 10.0, 0.0, 160), round(decoding_batch(64, 301, 20.0, 600.0, 1280), 3)
+    (15.2, 56.727)
+    """
+    decoding = (output_tokens - 1) * tpot_ms
+    share = decoding / (decoding + ttft_ms) if ttft_ms else 1.0
+    drain = 1.0 - min(concurrency, completed) / (2.0 * completed)
+    return max(1.0, concurrency * share * drain)
+
+
 def run_tpot_ms(dep, run, fit):
-    """The mean TPOT the model gives for one benchmark run (a Run)."""
-    d, b = at_lengths(dep, run.input_tokens, run.output_tokens), run.batch
+    """The mean TPOT the model gives for one benchmark run (a Run), at the batch it decoded."""
+    d, b = at_lengths(dep, run.input_tokens, run.output_tokens), run.decoding or run.batch
     if run.k is None:
         return plain_step_ms(d, b, fit)
     return spec_tpot_ms(d, b, 1.0 / run.tau, round_ms(d, b, run.k, fit), fit)
 
 
-def own_fields(dep):
-    """The Fit fields your runs can move: this GPU family's bandwidth share, this engine's pass, draft costs."""
-    return dict(bw=BW_FAMILY[gpu_family(dep)], pass_fixed=fixed_field(dep, "pass"),
-                token_us="token_us", draft=fixed_field(dep, "draft"))
+@dataclass(frozen=True)
+class RunTerms:
+    """One run's mean TPOT as the terms own_* scale, at own_* = 1 (run_terms): {own field, or "" for none: ms}."""
+    decode: dict             #: a plain decode step's terms
+    prefill: dict            #: the prefill share's, before own_prefill
+    verify: dict             #: what the verify pass's extra tokens add, before own_verify ({} for a baseline)
+    round_ms: float          #: a round's bookkeeping, before own_round
+    draft_ms: float          #: a round's draft steps, before own_draft
+    tau: float               #: tokens a round (None: a baseline)
 
 
-def coordinate_search(loss, start, bounds, rounds):
-    """The values (a dict, in start's order) that minimise loss inside bounds: each in turn stepped up and down,
-    every step halved after a round with no gain (Hooke-Jeeves style; deterministic). bench/calibrate.py uses it too.
-    """
-    best, best_loss = dict(start), loss(start)
-    steps = {n: (bounds[n][1] - bounds[n][0]) / 4 for n in best}
-    for _ in range(rounds):
-        improved = False
-        for n in steps:
-            for direction in (1, -1):
-                trial = dict(best, **{n: min(bounds[n][1], max(bounds[n][0], best[n] + direction * steps[n]))})
-                trial_loss = loss(trial)
-                if trial_loss < best_loss - 1e-12:
-                    best, best_loss, improved = trial, trial_loss, True
-        if not improved:
-            steps = {n: s / 2 for n, s in steps.items()}
-    return best
+def run_terms(dep, run, fit=FIT):
+    """A run's predicted TPOT split into the terms the calibration scales (terms_tpot_ms sums them back)."""
+    base = fit._replace(**dict.fromkeys(OWN_TERMS, 1.0))
+    d, b = at_lengths(dep, run.input_tokens, run.output_tokens), run.decoding or run.batch
+
+    def grouped(parts):
+        out = dict.fromkeys(["", *OWN_PARTS.values()], 0.0)
+        for term, ms in parts.items():
+            out[OWN_PARTS.get(term, "")] += ms
+        return out
+
+    plain = grouped(target_parts(d, b, 1, base))
+    mixed = grouped(target_parts(d, b, 1, base, prefill_tokens(d, b)))
+    prefill = {key: mixed[key] - plain[key] for key in plain}
+    if run.k is None:
+        return RunTerms(decode=plain, prefill=prefill, verify={}, round_ms=0.0, draft_ms=0.0, tau=None)
+    verify = grouped(target_parts(d, b, verify_tokens(d, run.k), base))
+    return RunTerms(decode=plain, prefill=prefill, verify={key: verify[key] - plain[key] for key in plain},
+                    round_ms=fixed_ms(d, "round", base), draft_ms=draft_ms(d, b, run.k, base), tau=run.tau)
+
+
+def terms_tpot_ms(terms, own):
+    """The mean TPOT of RunTerms at the factors own ({own field: factor}): run_tpot_ms at those factors, summed in
+    closed form so that a fit can try thousands of factors."""
+    def total(part):
+        return sum(ms * own.get(key, 1.0) for key, ms in part.items())
+    step, share = total(terms.decode), own["own_prefill"] * total(terms.prefill)
+    if terms.tau is None:
+        return step + share
+    rounds = (own["own_round"] * terms.round_ms + own["own_draft"] * terms.draft_ms + step
+              + own["own_verify"] * total(terms.verify))
+    return rounds / terms.tau + share
+
+
+def solve(matrix, vector):
+    """x with matrix x = vector (Gaussian elimination with partial pivoting; matrix square, well conditioned)."""
+    n = len(vector)
+    a = [list(row) + [v] for row, v in zip(matrix, vector)]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(col + 1, n):
+            f = a[r][col] / a[col][col]
+            a[r] = [x - f * y for x, y in zip(a[r], a[col])]
+    x = [0.0] * n
+    for r in reversed(range(n)):
+        x[r] = (a[r][n] - sum(a[r][c] * x[c] for c in range(r + 1, n))) / a[r][r]
+    return x
+
+
+def inverse(matrix):
+    """The inverse of a small square matrix, column by column (solve)."""
+    n = len(matrix)
+    columns = [solve(matrix, [1.0 if i == j else 0.0 for i in range(n)]) for j in range(n)]
+    return [[columns[j][i] for j in range(n)] for i in range(n)]
+
+
+def log_errors(terms, runs, theta):
+    """Each run's log(predicted / measured) at log factors theta (in OWN_TERMS' order)."""
+    own = {name: math.exp(t) for name, t in zip(OWN_TERMS, theta)}
+    return [math.log(terms_tpot_ms(t, own) / r.tpot_ms) for t, r in zip(terms, runs)]
+
+
+def jacobian(terms, theta):
+    """d log(predicted TPOT) / d log factor for each run's terms (central differences on the closed form)."""
+    step, rows = 1e-6, []
+    for t in terms:
+        row = []
+        for j in range(len(theta)):
+            up, down = list(theta), list(theta)
+            up[j] += step
+            down[j] -= step
+            own_up = {name: math.exp(v) for name, v in zip(OWN_TERMS, up)}
+            own_down = {name: math.exp(v) for name, v in zip(OWN_TERMS, down)}
+            row.append((math.log(terms_tpot_ms(t, own_up)) - math.log(terms_tpot_ms(t, own_down))) / (2 * step))
+        rows.append(row)
+    return rows
+
+
+def normal_matrix(rows, noises):
+    """J'WJ plus the prior's precision: the curvature of the fit's loss, whose inverse is the factors' covariance."""
+    sd = list(OWN_PRIOR_SD.values())
+    n = len(sd)
+    return [[sum(r[i] * r[j] / s ** 2 for r, s in zip(rows, noises)) + (1.0 / sd[i] ** 2 if i == j else 0.0)
+             for j in range(n)] for i in range(n)]
+
+
+def fit_factors(terms, runs):
+    """The log factors (OWN_TERMS' order) that minimise sum (log error / noise)^2 + sum (log factor / prior s.d.)^2:
+    Gauss-Newton with Levenberg's damping, from the published fit (all 0); deterministic."""
+    sd, noises = list(OWN_PRIOR_SD.values()), [r.noise for r in runs]
+    theta, damping = [0.0] * len(sd), 1e-3
+
+    def loss(th):
+        return (sum((e / s) ** 2 for e, s in zip(log_errors(terms, runs, th), noises))
+                + sum((t / p) ** 2 for t, p in zip(th, sd)))
+
+    current = loss(theta)
+    for _ in range(100):
+        rows, errors = jacobian(terms, theta), log_errors(terms, runs, theta)
+        matrix = normal_matrix(rows, noises)
+        gradient = [sum(r[i] * e / s ** 2 for r, e, s in zip(rows, errors, noises)) + theta[i] / sd[i] ** 2
+                    for i in range(len(sd))]
+        while True:
+            damped = [[v * (1.0 + damping) if i == j else v for j, v in enumerate(row)] for i, row in enumerate(matrix)]
+            trial = [t - d for t, d in zip(theta, solve(damped, gradient))]
+            trial_loss = loss(trial)
+            if trial_loss <= current or damping > 1e8:
+                break
+            damping *= 10.0
+        if trial_loss > current:
+            break
+        done = current - trial_loss < 1e-12 * (1.0 + current)
+        theta, current, damping = trial, trial_loss, max(damping / 10.0, 1e-9)
+        if done:
+            break
+    return theta
+
+
+def fitted_with(fit, theta):
+    """The Fit with own_* set to the factors exp(theta), rounded to 4 significant digits as printed."""
+    return fit._replace(**{name: float(f"{math.exp(t):.4g}") for name, t in zip(OWN_TERMS, theta)})
 
 
 @dataclass(frozen=True)
@@ -2906,45 +3078,119 @@ class CalibrationRun:
     measured_tpot_ms: float  #: mean TPOT the run measured
     published_fit_tpot_ms: float   #: the published fit's
     fitted_tpot_ms: float    #: the fit on your runs'
-    error: float             #: fitted over measured, minus 1
+    error: float             #: fitted over measured, minus 1 (in sample: the run was fitted)
+    decoding_batch: float = field(default=None, metadata=OPTIONAL)   #: sequences it decoded on average (decoding_batch)
+    held_out_error: float = field(default=None, metadata=OPTIONAL)   #: fitted on the other runs, over measured, minus 1
+    noise: float = field(default=None, metadata=OPTIONAL)            #: the run's own noise, fraction (Run.noise)
     measured_speedup: float = field(default=None, metadata=OPTIONAL)   #: over the baseline at its B, measured
     fitted_speedup: float = field(default=None, metadata=OPTIONAL)     #: likewise, fitted
+
+
+@dataclass(frozen=True)
+class Separation:
+    """Two factors the runs moved together, and the run that would tell them apart (unseparated)."""
+    terms: tuple             #: the two own_* fields
+    correlation: float       #: of their log factors after the fit
+    run: str                 #: the run that would separate them, in words (None: no run would)
+    spread_now: float        #: s.d. of the two log factors, summed, after the fit
+    spread_after: float      #: the same with that run added
 
 
 @dataclass(frozen=True)
 class Calibration:
     """The fit of the cost model on your runs (calibrate_on_runs)."""
     files: list              #: the files fitted
-    fitted_fields: list      #: the Fit fields the runs moved
+    fitted_fields: list      #: the Fit fields the runs moved (own_*)
     kept: list               #: the Fit fields kept at the published fit
     before: dict             #: {Fit field: published value}
     after: dict              #: {Fit field: fitted value}
     runs: list               #: CalibrationRun rows
-    median_error: float      #: median |error| over the runs
-    worst_error: float       #: largest |error|
+    median_error: float      #: median |error| over the runs, in sample
+    worst_error: float       #: largest |error|, in sample
     notes: list              #: what the fit noticed about the files
+    held_out_median: float = field(default=None, metadata=OPTIONAL)   #: median |held_out_error|: what to believe
+    held_out_worst: float = field(default=None, metadata=OPTIONAL)    #: largest |held_out_error|
+    held_out_sd: float = field(default=None, metadata=OPTIONAL)       #: RMS log held-out error: the intervals' s.d.
+    informed: dict = field(default_factory=dict, metadata=OPTIONAL)   #: {own field: posterior s.d. / prior s.d.}
+    unseparated: list = field(default_factory=list, metadata=OPTIONAL)   #: Separation rows
+    disagreeing: str = field(default=None, metadata=NOT_IN_JSON)   #: the run whose leaving out lets the rest fit best
+
+
+INFORMED = 0.7       # a factor whose s.d. the runs shrank below this share of its prior's is informed by them
+TOGETHER = -0.8      # two factors, one informed, whose log factors correlate below this moved together
+SEPARATES = 0.7      # a run separates two factors if it shrinks their summed s.d. below this share
+
+
+def candidate_runs(dep, runs):
+    """Runs the user could add, as Runs: baselines and speculative runs (at the runs' acceptance) at each batch
+    from 1 to the most that fits, and a baseline at twice the prompt length at the runs' largest batch."""
+    first = runs[0]
+    spec = [r for r in runs if r.k is not None]
+    alpha = statistics.median(alpha_from_length(r.tau, r.k) for r in spec) if spec else EXPECTED_ALPHA
+    top = max(1, min(max_concurrency(dep), max(r.batch for r in runs) * 4))
+    batches = sorted({2 ** i for i in range(12) if 2 ** i <= top} | {r.batch for r in runs})
+    out = []
+    for b in batches:
+        out.append((f"a baseline at concurrency {b}",
+                    replace(first, batch=b, k=None, tau=None, decoding=None, tpot_ms=None)))
+        if dep.drafter is not None and any(r.k is not None for r in runs):
+            for k in range(1, K_MAX + 1):
+                out.append((f"a speculative run at K = {k}, concurrency {b}",
+                            replace(first, batch=b, k=k, tau=acceptance_length(alpha, k), decoding=None, tpot_ms=None)))
+    widest = max(r.batch for r in runs)
+    out.append((f"a baseline at concurrency {widest} with prompts of {2 * first.input_tokens} tokens",
+                replace(first, batch=widest, input_tokens=2 * first.input_tokens, k=None, tau=None, decoding=None,
+                        tpot_ms=None)))
+    return out
+
+
+def unseparated(dep, runs, theta, covariance, informed):
+    """Pairs of factors the runs moved together (one of them informed), each with the candidate run that best tells
+    them apart (run None when none does: then they add up alike in every prediction at these lengths)."""
+    names = list(OWN_TERMS)
+    pairs = []
+    for i, j in itertools.combinations(range(len(names)), 2):
+        if names[i] in informed or names[j] in informed:
+            corr = covariance[i][j] / math.sqrt(covariance[i][i] * covariance[j][j])
+            if corr < TOGETHER:
+                pairs.append((i, j, corr))
+    if not pairs:
+        return []
+    candidates = [(words, jacobian([run_terms(dep, probe)], theta)[0]) for words, probe in candidate_runs(dep, runs)]
+    out = []
+    for i, j, corr in pairs:
+        now = covariance[i][i] + covariance[j][j]
+
+        def after(row):   # the covariance with one more run of noise RUN_NOISE (a rank-one update)
+            c_row = [sum(covariance[a][b] * row[b] for b in range(len(row))) for a in range(len(row))]
+            scale = RUN_NOISE ** 2 + sum(r * c for r, c in zip(row, c_row))
+            return now - (c_row[i] ** 2 + c_row[j] ** 2) / scale
+        words, best = min(((w, after(row)) for w, row in candidates), key=lambda c: c[1])
+        out.append(Separation(terms=(names[i], names[j]), correlation=corr,
+                              run=words if best < (SEPARATES * math.sqrt(now)) ** 2 else None,
+                              spread_now=math.sqrt(now), spread_after=math.sqrt(max(best, 0.0))))
+    return out
 
 
 def calibrate_on_runs(dep, runs, fit=FIT):
-    """Fit what the runs identify by least squares on log error (coordinate search, deterministic).
-
-    Baselines at two concurrencies fix the bandwidth share and the pass cost, a third the
-    cost per token; a speculative run the draft step's fixed cost. The rest keeps the
-    published fit. Returns the fitted Fit and a Calibration.
-    """
-    fields_of_fit = own_fields(dep)
-    batches = {r.batch for r in runs if r.k is None}
-    names = ["bw", "pass_fixed"] + (["token_us"] if len(batches) >= 3 else []) + \
-        (["draft"] if runs_a_draft_model(dep) and any(r.k is not None for r in runs) else [])
-
-    def loss(values):
-        trial = fit._replace(**{fields_of_fit[n]: v for n, v in values.items()})
-        return sum(math.log(run_tpot_ms(dep, r, trial) / r.tpot_ms) ** 2 for r in runs)
-
-    best = coordinate_search(loss, {n: getattr(fit, fields_of_fit[n]) for n in names}, OWN_BOUNDS, rounds=60)
-    fitted = fit._replace(**{fields_of_fit[n]: round(v, 4) for n, v in best.items()})
+    """Fit own_* on your runs (fit_factors), refit without each run in turn to measure the error a user should
+    believe (held-out), and say what the runs could not separate. Returns the fitted Fit and a Calibration."""
+    terms = [run_terms(dep, r, fit) for r in runs]
+    theta = fit_factors(terms, runs)
+    fitted = fitted_with(fit, theta)
+    covariance = inverse(normal_matrix(jacobian(terms, theta), [r.noise for r in runs]))
+    informed = {name: math.sqrt(covariance[i][i]) / OWN_PRIOR_SD[name] for i, name in enumerate(OWN_TERMS)}
+    held_out, rest_worst, rest_loss = [], [], []
+    for i, r in enumerate(runs):
+        others = runs[:i] + runs[i + 1:]
+        rest = fit_factors(terms[:i] + terms[i + 1:], others)
+        held_out.append(terms_tpot_ms(terms[i], {n: math.exp(t) for n, t in zip(OWN_TERMS, rest)}) / r.tpot_ms - 1.0)
+        errors = log_errors(terms[:i] + terms[i + 1:], others, rest)
+        rest_worst.append(max(abs(e) for e in errors))
+        rest_loss.append(sum((e / o.noise) ** 2 for e, o in zip(errors, others))
+                         + sum((t / sd) ** 2 for t, sd in zip(rest, OWN_PRIOR_SD.values())))
     rows = []
-    for r in runs:
+    for r, out in zip(runs, held_out):
         fitted_ms = run_tpot_ms(dep, r, fitted)
         base = next((b for b in runs if b.k is None and b.batch == r.batch), None)
         speedups = {}
@@ -2953,7 +3199,8 @@ def calibrate_on_runs(dep, runs, fit=FIT):
                             fitted_speedup=run_tpot_ms(dep, base, fitted) / fitted_ms)
         rows.append(CalibrationRun(path=r.path, kind="speculative" if r.k else "baseline", batch=r.batch, k=r.k,
                                    tau=r.tau, measured_tpot_ms=r.tpot_ms, published_fit_tpot_ms=run_tpot_ms(dep, r, fit),
-                                   fitted_tpot_ms=fitted_ms, error=fitted_ms / r.tpot_ms - 1.0, **speedups))
+                                   fitted_tpot_ms=fitted_ms, error=fitted_ms / r.tpot_ms - 1.0,
+                                   decoding_batch=r.decoding, held_out_error=out, noise=r.noise, **speedups))
     errors = [abs(row.error) for row in rows]
     ours = [name for name in (dep.shape.get("hf"), served_model(dep)) if dep.shape.get("hf")]
     others = sorted({r.model_id for r in runs if r.model_id is not None
@@ -2962,12 +3209,25 @@ def calibrate_on_runs(dep, runs, fit=FIT):
              "or runs of another model?" for name in others]
     notes += [note for note in (length_note(Path(r.path).name, (r.input_tokens, r.output_tokens), dep) for r in runs)
               if note]
-    return fitted, Calibration(files=[r.path for r in runs], fitted_fields=[fields_of_fit[n] for n in names],
-                               kept=sorted(set(Fit._fields) - {fields_of_fit[n] for n in names}),
-                               before={fields_of_fit[n]: getattr(fit, fields_of_fit[n]) for n in names},
-                               after={fields_of_fit[n]: getattr(fitted, fields_of_fit[n]) for n in names},
-                               runs=rows, median_error=statistics.median(errors), worst_error=max(errors),
-                               notes=notes)
+    # The run that disagrees: the one whose leaving out lets the others fit best, prior included (its own residual
+    # need not be the largest, since the fit splits the difference).
+    disagreeing = min(range(len(runs)), key=lambda i: rest_loss[i])
+    if any(abs(row.error) > OWN_OUTLIER * row.noise for row in rows):
+        row = rows[disagreeing]
+        notes.append(f"the fit cannot follow the runs (up to {max(errors):.1%} "
+                     f"after fitting, against their noise of {min(r.noise for r in runs):.1%}); the one that disagrees "
+                     f"is {Path(row.path).name}: without it the others fit within {rest_worst[disagreeing]:.1%}, and "
+                     f"their prediction misses it by {pct1(row.held_out_error)}. The model's form misses something it "
+                     "measures, or the run is off: rerun it")
+    moved = [name for name in OWN_TERMS if informed[name] < INFORMED]
+    return fitted, Calibration(
+        files=[r.path for r in runs], fitted_fields=moved, kept=sorted(set(Fit._fields) - set(moved)),
+        before={name: getattr(fit, name) for name in moved}, after={name: getattr(fitted, name) for name in moved},
+        runs=rows, median_error=statistics.median(errors), worst_error=max(errors), notes=notes,
+        held_out_median=statistics.median(abs(e) for e in held_out), held_out_worst=max(abs(e) for e in held_out),
+        held_out_sd=max(RUN_NOISE, math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in held_out))),
+        informed=informed, unseparated=unseparated(dep, runs, theta, covariance, set(moved)),
+        disagreeing=runs[disagreeing].path)
 
 
 # ---------------------------------------------------------------- rendering: tables and exercises
@@ -3086,23 +3346,41 @@ def render_measured(result):
 
 
 def calibration_headline(cal):
-    return (f"Calibrated on {len(cal.runs)} of your runs: median error {cal.median_error * 100:.1f}%, "
-            f"worst {cal.worst_error * 100:.1f}%")
+    return (f"Calibrated on {len(cal.runs)} of your runs: each run fitted on the others errs "
+            f"{cal.held_out_median * 100:.1f}% median, {cal.held_out_worst * 100:.1f}% worst (what to expect of a "
+            f"run not fitted); in sample {cal.median_error * 100:.1f}% median, {cal.worst_error * 100:.1f}% worst")
+
+
+def calibration_findings(cal):
+    """What the fit moved and what the runs could not tell apart, as sentences."""
+    moved = ", ".join(f"{OWN_TERMS[name]} x{cal.after[name]:.3g}" for name in cal.fitted_fields)
+    out = [f"Your runs moved {moved or 'nothing'} (factors on the published fit's terms); the rest stays "
+           "the published fit's." if moved else "Your runs moved no term beyond its prior: the published fit stands."]
+    for sep in cal.unseparated:
+        pair = f"{OWN_TERMS[sep.terms[0]]} and {OWN_TERMS[sep.terms[1]]}"
+        out.append(f"The runs could not separate {pair} (correlation {sep.correlation:+.2f}): "
+                   + (f"{sep.run} would (their spread {sep.spread_now:.2f} -> {sep.spread_after:.2f} in log)."
+                      if sep.run else "no benchmark run would, and every prediction at these lengths adds them up "
+                      "alike."))
+    return out
 
 
 def render_calibration(cal):
     """Your runs against the model before and after fitting it on them."""
     lines = wrap(f"== {calibration_headline(cal)} ==", 100, "   ")
-    lines += wrap("fitted: " + ", ".join(f"{k} {cal.before[k]:g} -> {cal.after[k]:g}" for k in cal.after)
-                  + "; the other constants keep the published fit.", 100, "  ")
-    columns = [("run", 34), ("B", 5), ("K", 3), ("tau", 5), ("measured", 9), ("published", 9), ("fitted", 8),
-               ("error", 7)]
+    for sentence in calibration_findings(cal):
+        lines += wrap(sentence, 100, "  ")
+    columns = [("run", 30), ("B", 5), ("K", 3), ("tau", 5), ("measured", 9), ("published", 9), ("fitted", 8),
+               ("error", 7), ("held out", 9)]
     lines += [""] + column_header(columns, [])
     for r in cal.runs:
-        lines.append(f"{Path(r.path).name[-34:]:>34s} {r.batch:5d} {fmt(r.k, '3d'):>3s} "
+        lines.append(f"{Path(r.path).name[-30:]:>30s} {r.batch:5d} {fmt(r.k, '3d'):>3s} "
                      f"{fmt(r.tau, '5.2f'):>5s} {r.measured_tpot_ms:9.2f} {r.published_fit_tpot_ms:9.2f} "
-                     f"{r.fitted_tpot_ms:8.2f} {pct1(r.error):>7s}")
-    lines.append("(mean TPOT in ms: measured, the published fit's, the fit on your runs')")
+                     f"{r.fitted_tpot_ms:8.2f} {pct1(r.error):>7s} {pct1(r.held_out_error):>9s}")
+    lines += wrap("(mean TPOT in ms: measured, the published fit's, the fit on your runs'; error: the fit's, in "
+                  "sample; held out: fitted on the other runs. A closed-loop run decodes fewer sequences than its "
+                  "max_concurrency B: the fit uses the batch its time to first token and drain leave, from "
+                  + ", ".join(f"{r.decoding_batch:.3g}" for r in cal.runs) + ")", 100, " ")
     for note in cal.notes:
         lines += wrap(f"- {note}", 100, "  ")
     return lines + [""]
@@ -4232,13 +4510,28 @@ def head_notes(dep):
 
 
 def calibration_batches(batch):
-    """Concurrencies the plan benchmarks without speculation: 1, the geometric middle and the target."""
-    return sorted({1, max(2, round(batch ** 0.5)), batch})
+    """Concurrencies the plan benchmarks without speculation: 1, the geometric middle and the target (three that
+    span it, once it is 3 or more: a pass's fixed cost, the cost per token and the context each show apart)."""
+    return sorted({1, min(batch - 1, max(2, round(batch ** 0.5))) if batch > 2 else 1, batch})
 
 
 def spec_batches(batch):
     """Concurrencies the plan benchmarks with speculation: 1, where the draft's cost shows most, and the target."""
     return sorted({1, batch})
+
+
+def calibration_ks(k):
+    """The Ks the plan benchmarks with speculation: the plan's, and 1 (or 3 when the plan's is 1). Two Ks tell a
+    draft step's cost (K of them a round) from a round's bookkeeping (one a round): with one K they move together."""
+    return sorted({k, 1 if k > 1 else min(3, K_MAX)})
+
+
+def spec_files(dep, plan):
+    """The speculative calibration runs' files: (K, batch, file name), in the order stage 1 runs them."""
+    if not dep.engine.bench_records_acceptance or dep.topk > 1:
+        return []
+    return [(k, b, f"spec_k{k}_c{b}.json") for k in [plan.k] + [k for k in calibration_ks(plan.k) if k != plan.k]
+            for b in spec_batches(plan.shown_batch)]
 
 
 def plan_stage0(dep, plan):
@@ -4277,13 +4570,23 @@ def plan_stage1(dep, plan):
     if not can_serve(dep):
         return out   # no head to serve yet: head_notes says how to get one
     out += ["```"] + serve_lines(dep, batch, k)
-    calibrating = spec_batches(batch) if engine.bench_records_acceptance else []
-    for b in calibrating:
-        out += bench_lines(dep, b, f"spec_c{b}.json")
-    out += bench_lines(dep, batch, f"sharegpt_spec_c{batch}.json", realistic=True) + ["```", ""]
+    calibrating = spec_files(dep, plan)
+    for run_k, b, name in calibrating:
+        if run_k == k:
+            out += bench_lines(dep, b, name)
+    out += bench_lines(dep, batch, f"sharegpt_spec_c{batch}.json", realistic=True)
+    other = sorted({run_k for run_k, _, _ in calibrating if run_k != k})
+    for run_k in other:
+        out += ["", f"# then the same server at K = {run_k}, for calibration only"] + serve_lines(dep, batch, run_k)
+        out += [line for kk, b, name in calibrating if kk == run_k for line in bench_lines(dep, b, name)]
+    out += ["```", ""]
+    names = [name for _, _, name in calibrating]
     out += [f"`sharegpt_spec_c{batch}.json` is the gate's speculative run, the same workload as its baseline"
-            + (f"; `spec_c{'.json`, `spec_c'.join(map(str, calibrating))}.json` calibrate the round's cost (vLLM's "
-               "benchmark records each run's acceptance in its `spec_decode_*` keys)." if calibrating else
+            + (f"; `{'`, `'.join(names)}` calibrate the round's cost (vLLM's benchmark records each run's "
+               f"acceptance in its `spec_decode_*` keys): two Ks, because with one a draft step's cost and a "
+               "round's bookkeeping cannot be told apart." if calibrating else
+               ". A tree's round is not what the calibration's chain formula times: stage 3 fits on the baselines."
+               if engine.bench_records_acceptance else
                f". The benchmark records a run's acceptance from vLLM's own counters, which "
                f"{engine.name} does not export, so speculative runs cannot "
                "calibrate the round's cost here: stage 3 fits on the baselines."), ""]
@@ -4357,10 +4660,8 @@ def gate_command(dep, plan):
     counters two, and a scrape that counts no drafts needs K (--ks).
     """
     batch = plan.shown_batch
-    files = [f"baseline_c{b}.json" for b in calibration_batches(batch)]
+    files = [f"baseline_c{b}.json" for b in calibration_batches(batch)] + [name for _, _, name in spec_files(dep, plan)]
     engine = dep.engine
-    if engine.bench_records_acceptance:
-        files += [f"spec_c{b}.json" for b in spec_batches(batch)]
     words = tool_words(dep) + [f"--bench-baseline sharegpt_baseline_c{batch}.json",
                                f"--bench-spec sharegpt_spec_c{batch}.json", f"--target-concurrency {batch}",
                                "--calibrate " + ",".join(files)]
@@ -4374,11 +4675,12 @@ def gate_command(dep, plan):
 
 def plan_calibration(cal):
     """The plan's account of the fit on your runs."""
-    out = [f"{calibration_headline(cal)} (fitted: {', '.join(cal.fitted_fields)}; the rest is the published fit).",
-           "", "| run | B | K | tau | measured TPOT | fitted | error |", "|---|---|---|---|---|---|---|"]
+    out = [f"{calibration_headline(cal)}.", "", *(f"{md(x)}" for x in calibration_findings(cal)), "",
+           "| run | B | K | tau | measured TPOT | fitted | error | held out |", "|---|---|---|---|---|---|---|---|"]
     for r in cal.runs:
         out.append(f"| `{md(Path(r.path).name)}` | {r.batch} | {fmt(r.k, 'd')} | {fmt(r.tau, '.2f')} | "
-                   f"{r.measured_tpot_ms:.2f} ms | {r.fitted_tpot_ms:.2f} ms | {pct1(r.error)} |")
+                   f"{r.measured_tpot_ms:.2f} ms | {r.fitted_tpot_ms:.2f} ms | {pct1(r.error)} | "
+                   f"{pct1(r.held_out_error)} |")
     return out + [""] + [f"- {md(note)}" for note in cal.notes] + ([""] if cal.notes else [])
 
 
@@ -5611,6 +5913,8 @@ class Run:
     tpot_ms: float = None    #: its measured mean TPOT, ms
     path: str = None         #: the file
     model_id: str = None     #: the model it names
+    decoding: float = None   #: sequences it decoded on average (decoding_batch); None: batch
+    noise: float = RUN_NOISE   #: its mean TPOT's own noise, fraction: the least run-to-run spread, or more
 
 
 def read_calibration_runs(paths, flag="--calibrate"):
@@ -5640,9 +5944,13 @@ def read_calibration_runs(paths, flag="--calibrate"):
                 raise UsageError(f"{flag}: {path} is a speculative run without one K and its acceptance in its "
                                  "spec_decode_* keys: run it on vLLM with a fixed num_speculative_tokens")
             k, tau = measured.k, measured.acceptance_length
+        tpot, output_tokens = bench.latency["mean_tpot_ms"], round(outputs / completed)
+        sampling = bench.latency.get("std_tpot_ms", 0.0) / math.sqrt(completed) / tpot   # s.e. of the mean
         runs.append(Run(batch=bench.max_concurrency, k=k, tau=tau, input_tokens=round(prompts / completed),
-                        output_tokens=round(outputs / completed), tpot_ms=bench.latency["mean_tpot_ms"],
-                        path=str(path), model_id=bench.model_id))
+                        output_tokens=output_tokens, tpot_ms=tpot, path=str(path), model_id=bench.model_id,
+                        decoding=decoding_batch(bench.max_concurrency, output_tokens, tpot,
+                                                bench.latency.get("mean_ttft_ms", 0.0), completed),
+                        noise=max(RUN_NOISE, sampling)))
     models = {r.model_id for r in runs}
     if len(models) > 1:
         raise UsageError(f"{flag}: the files are of different models ({', '.join(sorted(map(repr, models)))}): "
@@ -6366,10 +6674,10 @@ def compute(argv):
     grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs = parse_args(argv)
     fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
     if calibration and calibration.worst_error > OWN_WORST:
-        worst = max(calibration.runs, key=lambda r: abs(r.error))
+        worst = next(r for r in calibration.runs if r.path == calibration.disagreeing)
         raise UsageError(f"--calibrate: the files disagree beyond what the model can fit: {worst.path} is "
-                         f"{worst.error * 100:+.0f}% off after fitting; check they are one deployment and one "
-                         "workload, and rerun that one")
+                         f"{worst.held_out_error * 100:+.0f}% off what the others predict; check they are one "
+                         "deployment and one workload, and rerun that one")
     result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr), charts=out is not None)
     result = replace(result, calibration=calibration, exercises=solve_exercises(
         dep, grid, evidence.mix or TRAFFIC_MIX, traffic.seed, fit, traffic.alpha_spread, traffic.output_spread)

@@ -57,7 +57,7 @@ def commands(plan):
         elif inside and label == "":
             lines.append(line)
     text = "\n".join(lines).replace(" \\\n", " ")
-    return [line for line in text.splitlines() if line and not line.startswith(("cat >", "YAML", " ", "--"))
+    return [line for line in text.splitlines() if line and not line.startswith(("cat >", "YAML", " ", "--", "# "))
             and ":" not in line.split()[0]]
 
 
@@ -128,13 +128,15 @@ class Vllm(unittest.TestCase):
         self.assertEqual(fixed["draft_sample_method"], "probabilistic")     # TEMPERATURE 0.7 > 0
 
     def test_k_by_batch_table_is_the_schedule_and_covers_every_batch(self):
-        table = self.configs[1]["num_speculative_tokens_per_batch_size"]
+        scheduled = [c for c in self.configs if "num_speculative_tokens_per_batch_size" in c]
+        self.assertEqual(len(scheduled), 1)
+        table = scheduled[0]["num_speculative_tokens_per_batch_size"]
         self.assertEqual(table, self.data["plan"]["schedule"])
         self.assertEqual(table[0][0], 1)
         self.assertEqual(table[-1][1], self.data["deployment"]["max_concurrency"])
         for (_, end, _), (start, _, _) in zip(table, table[1:]):
             self.assertEqual(start, end + 1)
-        self.assertEqual(self.configs[1]["num_speculative_tokens"], max(row[2] for row in table))
+        self.assertEqual(scheduled[0]["num_speculative_tokens"], max(row[2] for row in table))
 
     def test_benchmark_runs_at_the_target_with_ten_prompts_a_slot(self):
         target = self.data["plan"]["target"]

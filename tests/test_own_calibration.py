@@ -1,6 +1,9 @@
-"""Calibrating on your own runs (issue 12): benchmark files written from a known deployment whose
-constants differ from the published fit; the fit on some concurrencies and K predicts the others."""
+"""Calibrating on your own runs (issues 12 and 21): benchmark files written from a known deployment whose constants
+differ from the published fit; the fit on the runs the plan asks for reproduces them, predicts the runs it left out
+and unseen batches and Ks, and names what the runs could not tell apart."""
 import json
+import math
+import statistics
 import tempfile
 import unittest
 from pathlib import Path
@@ -8,23 +11,37 @@ from pathlib import Path
 from load_main import load_main, run
 
 m = load_main()
-# The "true" deployment: slower memory, dearer passes, engine cost per token and draft steps.
+# The "true" deployment: slower memory, dearer passes, engine cost per token and draft steps. Its physics is the
+# model's own form but not the factors the calibration fits: recovering it is not an identity.
 TRUE = m.FIT._replace(bw_hopper=0.70, pass_fixed_ms_vllm=2.5, token_us=25.0, draft_fixed_ms_vllm=1.2)
 DEP = m.make_deployment()                      # Llama 3.3 70B fp8, 4 x H100, vLLM
-PROMPT, OUTPUT = 600, 300
-TAU = {2: 2.0, 3: 2.35, 5: 2.8}                # acceptance length the runs measured at each K
+PROMPT, OUTPUT, TTFT = 600, 300, 200.0
+TAU = {1: 1.7, 2: 2.0, 3: 2.35, 5: 2.8}        # acceptance length the runs measured at each K
+
+
+def completed_at(batch):
+    return max(200, 10 * batch)
+
+
+def true_tpot_ms(batch, k=None, fit=TRUE):
+    """The run's mean TPOT: the model at the batch the run decodes, which depends on that TPOT (a fixed point)."""
+    tpot = 20.0
+    for _ in range(40):
+        decoding = m.decoding_batch(batch, OUTPUT, tpot, TTFT, completed_at(batch))
+        tpot = m.run_tpot_ms(DEP, m.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT,
+                                        decoding=decoding), fit)
+    return tpot
 
 
 def bench_file(folder, batch, k=None, fit=TRUE, scale=1.0):
     """A `vllm bench serve --save-result` JSON as vLLM writes it, its mean TPOT from `fit`."""
-    spec_run = m.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT)
-    tpot = m.run_tpot_ms(DEP, spec_run, fit) * scale
-    completed = max(200, 10 * batch)
+    tpot = true_tpot_ms(batch, k, fit) * scale
+    completed = completed_at(batch)
     data = dict(date="20261129-120000", backend="openai-chat", model_id="meta-llama/Llama-3.3-70B-Instruct",
                 num_prompts=completed, request_rate="inf", max_concurrency=batch, completed=completed,
                 total_input_tokens=PROMPT * completed, total_output_tokens=OUTPUT * completed,
                 output_throughput=batch * 1000.0 / tpot, mean_tpot_ms=tpot, median_tpot_ms=tpot, p99_tpot_ms=1.2 * tpot,
-                mean_itl_ms=tpot, p99_itl_ms=1.5 * tpot, mean_ttft_ms=200.0)
+                mean_itl_ms=tpot, p99_itl_ms=1.5 * tpot, mean_ttft_ms=TTFT)
     if k:
         drafts = 10_000
         accepted = round((TAU[k] - 1) * drafts)
@@ -37,12 +54,15 @@ def bench_file(folder, batch, k=None, fit=TRUE, scale=1.0):
 
 
 class OwnRuns(unittest.TestCase):
+    """The runs the plan asks for at a target of 128 and K = 3: baselines at 1, 11 and 128; K = 1 and 3 at 1 and 128."""
+    TARGET, K = 128, 3
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         d = cls.tmp.name
-        # Four baselines and two speculative runs, as the plan's stages 0 and 1 write them.
-        cls.files = [bench_file(d, b) for b in (1, 8, 32, 128)] + [bench_file(d, 1, 3), bench_file(d, 32, 3)]
+        cls.files = [bench_file(d, b) for b in m.calibration_batches(cls.TARGET)]
+        cls.files += [bench_file(d, b, k) for k in m.calibration_ks(cls.K) for b in m.spec_batches(cls.TARGET)]
         cls.runs = m.read_calibration_runs(cls.files)
         cls.fit, cls.report = m.calibrate_on_runs(DEP, cls.runs)
 
@@ -50,37 +70,79 @@ class OwnRuns(unittest.TestCase):
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
+    def test_the_plan_asks_for_runs_that_span_the_target_at_two_ks(self):
+        self.assertEqual(m.calibration_batches(128), [1, 11, 128])
+        self.assertEqual(m.calibration_batches(4), [1, 2, 4])
+        self.assertEqual(m.calibration_batches(2), [1, 2])
+        self.assertEqual((m.calibration_ks(3), m.calibration_ks(1)), ([1, 3], [1, 3]))
+
     def test_the_runs_are_read_as_written(self):
         self.assertEqual([(r.batch, r.k) for r in self.runs],
-                         [(1, None), (8, None), (32, None), (128, None), (1, 3), (32, 3)])
+                         [(1, None), (11, None), (128, None), (1, 1), (128, 1), (1, 3), (128, 3)])
         self.assertEqual((self.runs[0].input_tokens, self.runs[0].output_tokens), (PROMPT, OUTPUT))
         self.assertAlmostEqual(self.runs[-1].tau, 2.35, places=9)
+        # The batch a run decoded, by hand: 128 x (299 TPOT / (200 + 299 TPOT)) x (1 - 128 / 2560).
+        tpot = self.runs[2].tpot_ms
+        self.assertAlmostEqual(self.runs[2].decoding, 128 * 299 * tpot / (200 + 299 * tpot) * (1 - 128 / 2560), places=9)
 
-    def test_the_fit_reproduces_its_own_runs(self):
-        self.assertLess(self.report.worst_error, 0.02)
-        self.assertEqual(set(self.report.fitted_fields),
-                         {"bw_hopper", "pass_fixed_ms_vllm", "token_us", "draft_fixed_ms_vllm"})
+    def test_the_closed_form_is_the_cost_model(self):
+        own = dict(zip(m.OWN_TERMS, (1.3, 0.9, 1.2, 0.8, 1.5, 2.0, 0.7, 1.1)))
+        for r in self.runs:
+            self.assertAlmostEqual(m.terms_tpot_ms(m.run_terms(DEP, r), own),
+                                   m.run_tpot_ms(DEP, r, m.FIT._replace(**own)), places=9)
+
+    def test_the_fit_reproduces_its_own_runs_to_one_percent(self):
+        self.assertLess(self.report.worst_error, 0.01)
+
+    def test_each_run_left_out_is_predicted_within_two_percent(self):
+        held_out = [abs(r.held_out_error) for r in self.report.runs]
+        self.assertLessEqual(statistics.median(held_out), 0.02)
+        self.assertLess(max(held_out), 0.04)
+        self.assertAlmostEqual(self.report.held_out_worst, max(held_out), places=12)
+        # Each held-out error is a fit without that run, done here by hand for the last one.
+        terms = [m.run_terms(DEP, r) for r in self.runs]
+        theta = m.fit_factors(terms[:-1], self.runs[:-1])
+        own = {n: math.exp(t) for n, t in zip(m.OWN_TERMS, theta)}
+        self.assertAlmostEqual(m.terms_tpot_ms(terms[-1], own) / self.runs[-1].tpot_ms - 1,
+                               self.report.runs[-1].held_out_error, places=9)
 
     def test_predictions_at_unseen_batches_and_ks_within_three_percent(self):
         errors = []
         for batch, k in ((16, None), (64, None), (256, None), (16, 2), (64, 2), (16, 5), (128, 5)):
             probe = m.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT)
             errors.append(abs(m.run_tpot_ms(DEP, probe, self.fit) / m.run_tpot_ms(DEP, probe, TRUE) - 1))
-        errors.sort()
-        self.assertLessEqual(errors[len(errors) // 2], 0.03)
+        self.assertLessEqual(statistics.median(errors), 0.02)
+        self.assertLessEqual(max(errors), 0.03)
         # The published fit, for comparison, misses this deployment by far more.
         before = [abs(m.run_tpot_ms(DEP, m.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), m.FIT)
                       / m.run_tpot_ms(DEP, m.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), TRUE) - 1)
                   for b in (16, 64, 256)]
         self.assertGreater(min(before), 0.10)
 
+    def test_two_ks_separate_the_draft_step_from_the_round(self):
+        self.assertNotIn(("own_round", "own_draft"), [s.terms for s in self.report.unseparated])
+        one_k = [r for r in self.runs if r.k != 1]
+        _, report = m.calibrate_on_runs(DEP, one_k)
+        separation = {s.terms: s for s in report.unseparated}[("own_round", "own_draft")]
+        self.assertLess(separation.correlation, m.TOGETHER)
+        self.assertRegex(separation.run, r"a speculative run at K = [124-8]")   # another K than the runs' 3
+        self.assertLess(separation.spread_after, m.SEPARATES * separation.spread_now)
+
+    def test_a_run_the_fit_cannot_follow_is_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            files = [bench_file(d, b) for b in (1, 11, 128)] + [bench_file(d, 64, scale=1.12)]
+            files += [bench_file(d, b, 3) for b in (1, 128)]
+            _, report = m.calibrate_on_runs(DEP, m.read_calibration_runs(files))
+        self.assertTrue(any("the one that disagrees is baseline_c64.json" in note for note in report.notes), report.notes)
+
     def test_the_cli_uses_the_calibrated_model_everywhere(self):
         status, out, err = run(["--calibrate", ",".join(self.files), "--alphas", "0.7", "--ks", "3",
                                 "--concurrency", "1,64", "--json", "--no-write"])
         self.assertEqual(status, 0, err)
         data = json.loads(out)
-        self.assertEqual(len(data["calibration"]["runs"]), 6)
-        self.assertLess(data["calibration"]["worst_error"], 0.02)
+        self.assertEqual(len(data["calibration"]["runs"]), 7)
+        self.assertLess(data["calibration"]["worst_error"], 0.01)
+        self.assertIn("held_out_error", data["calibration"]["runs"][0])
         # The plain step the grid uses is the fitted deployment's, at the deployment's own lengths.
         self.assertAlmostEqual(data["cells"][0]["plain_step_ms"], m.plain_step_ms(DEP, 1, self.fit), places=4)
         self.assertAlmostEqual(data["cells"][0]["tpot_plain_mean_ms"] / m.plain_step_ms(DEP, 1, self.fit), 1,
@@ -92,8 +154,26 @@ class OwnRuns(unittest.TestCase):
             status, _, err = run(["--calibrate", ",".join(self.files), "--out", str(plan)])
             self.assertEqual(status, 0, err)
             text = plan.read_text()
-        self.assertIn(f"Calibrated on 6 of your runs: median error {self.report.median_error * 100:.1f}%", text)
+        self.assertIn(f"Calibrated on 7 of your runs: each run fitted on the others errs "
+                      f"{self.report.held_out_median * 100:.1f}% median", text)
         self.assertIn("| `baseline_c128.json` | 128 |", text)
+
+
+class Algebra(unittest.TestCase):
+    def test_solve_and_inverse_against_a_hand_count(self):
+        self.assertEqual(m.solve([[2.0, 1.0], [1.0, 3.0]], [3.0, 5.0]), [0.8, 1.4])
+        inv = m.inverse([[4.0, 7.0], [2.0, 6.0]])                      # 1/10 [[6, -7], [-2, 4]]
+        for got, want in zip(sum(inv, []), (0.6, -0.7, -0.2, 0.4)):
+            self.assertAlmostEqual(got, want, places=12)
+
+    def test_the_prior_holds_what_no_run_informs(self):
+        with tempfile.TemporaryDirectory() as d:
+            runs = m.read_calibration_runs([bench_file(d, b) for b in (1, 11, 128)])
+            fit, report = m.calibrate_on_runs(DEP, runs)
+        for name in ("own_round", "own_verify", "own_draft"):   # baselines say nothing of a round
+            self.assertEqual(getattr(fit, name), 1.0)
+            self.assertAlmostEqual(report.informed[name], 1.0, places=6)
+            self.assertNotIn(name, report.fitted_fields)
 
 
 class TooLittle(unittest.TestCase):
