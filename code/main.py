@@ -1845,6 +1845,9 @@ class Cell:
     simulated_requests: int = None   #: requests simulated
     tpot_p99_halfwidth: float = None   #: achieved relative half-width of P99 TPOT at 95% confidence
     tpot_spec_p99_alike_ms: float = field(default=None, metadata=OPTIONAL)   #: P99 TPOT were every request at alpha
+    speedup_interval: list = None    #: [low, high] of speedup_mc at INTERVAL_LEVEL (with_intervals)
+    tpot_plain_mean_interval_ms: list = None   #: [low, high] of tpot_plain_mean_ms
+    tpot_spec_mean_interval_ms: list = None    #: [low, high] of tpot_spec_mean_ms
 
 
 def evaluate_cell(alpha, k, eps, batch, dep, dec, fit, verify_overhead="auto"):
@@ -1982,6 +1985,15 @@ def paying_ranges(schedule):
     return ranges
 
 
+def close_call_words(stretches):
+    """Where the model cannot tell whether speculation pays, in words.
+
+    >>> close_call_words([[92, 472]])
+    'too close to call at B = 92-472'
+    """
+    return "too close to call at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else str(lo) for lo, hi in stretches)
+
+
 def where_it_pays(schedule):
     """Where speculation pays, in words, from a K-by-batch schedule (batches 1 to its last row's end).
 
@@ -2007,14 +2019,19 @@ def k_schedule(dep, acceptance, fit=FIT):
     Best K is found at batches 25% apart, and each change of K is then located to the batch
     by bisection, so every row holds its batches' best K while costing a few dozen best-K searches.
     """
-    limit = max_concurrency(dep)
+    return piecewise(max_concurrency(dep), lambda batch: best_k(dep, acceptance, batch, fit)[0])
+
+
+def piecewise(limit, value_at):
+    """[start, end, value] rows covering batches 1..limit where value_at(batch) is constant: value_at is probed at
+    batches 25% apart and each change located by bisection (k_schedule, close_calls)."""
     if limit < 1:
         return []
     known = {}
 
     def k_at(batch):
         if batch not in known:
-            known[batch] = best_k(dep, acceptance, batch, fit)[0]
+            known[batch] = value_at(batch)
         return known[batch]
 
     probes, batch = [], 1
@@ -2036,6 +2053,20 @@ def k_schedule(dep, acceptance, fit=FIT):
     return rows
 
 
+def best_on(dep, acceptance, batch, fit=FIT):
+    """The best speedup with speculation on (K = 1..K_MAX) at a batch: what "off" gives up."""
+    rounds = round_costs(dep, batch, fit)
+    return max(tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit) for k in rounds)
+
+
+def close_calls(dep, acceptance, sd, fit=FIT):
+    """[(first, last batch)] where the best speedup with speculation on has an interval (s.d. sd of its log) that
+    holds 1.0: there the model cannot say whether speculation pays, and a benchmark must."""
+    spread = math.exp(Z_INTERVAL * sd)
+    rows = piecewise(max_concurrency(dep), lambda b: 1.0 / spread < best_on(dep, acceptance, b, fit) < spread)
+    return [(lo, hi) for lo, hi, close in rows if close]
+
+
 @dataclass(frozen=True)
 class BestK:
     """The best K at one concurrency and alpha, and its speedup (best_k_table)."""
@@ -2044,16 +2075,24 @@ class BestK:
     feasible: bool = field(metadata=NOT_IN_JSON)   #: whether B sequences fit in memory
     k: int = None            #: best K in 0..K_MAX (0: speculation off); None when B does not fit
     speedup: float = None    #: its speedup over plain decoding
+    speedup_interval: list = None   #: [low, high] of it at INTERVAL_LEVEL (None: K = 0, plain decoding itself)
+    too_close: bool = None   #: whether the best speedup with speculation on has an interval holding 1.0
 
 
-def best_k_table(dep, sources, batches, fit=FIT):
-    """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source."""
+def best_k_table(dep, sources, batches, fit=FIT, sd=None):
+    """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source; with sd (the s.d. of
+    a speedup's log error) its interval and whether it is too close to call."""
     limit = max_concurrency(dep)
     rows = []
     for b in batches:
         for a, acc in sources:
-            k, speedup = best_k(dep, acc, b, fit) if b <= limit else (None, None)
-            rows.append(BestK(concurrency=b, alpha=a, feasible=b <= limit, k=k, speedup=speedup))
+            if b > limit:
+                rows.append(BestK(concurrency=b, alpha=a, feasible=False))
+                continue
+            k, speedup = best_k(dep, acc, b, fit)
+            rows.append(BestK(concurrency=b, alpha=a, feasible=True, k=k, speedup=speedup,
+                              speedup_interval=interval(speedup, sd) if sd is not None and k else None,
+                              too_close=too_close(interval(best_on(dep, acc, b, fit), sd)) if sd is not None else None))
     return rows
 
 
@@ -2159,8 +2198,9 @@ class MixTail:
 @dataclass(frozen=True)
 class Mix(MixTail, Blend):
     """The traffic mix at the plan's K and batch: the Blend fields, then the MixTail fields (dataclasses gather the
-    bases' fields from the last base up), then whether it is the example mix."""
+    bases' fields from the last base up), then whether it is the example mix and the blend's interval."""
     assumed: bool            #: whether the mix is TRAFFIC_MIX's example, not the user's --mix
+    blended_speedup_interval: list = None   #: [low, high] of blended_speedup at INTERVAL_LEVEL
 
 
 def mix_tail(mix, dep, k, batch, decode, fit=FIT):
@@ -2367,19 +2407,25 @@ class Plan:
     lesson_gate_as_rate: float = None    #: the lesson's "alpha >= 0.55" read as a per-token alpha, shown as a rate
     lesson_gate_as_alpha: float = None   #: the same read as a rate, shown as a per-token alpha
     tail: list = field(default=None, metadata=NOT_IN_JSON)   #: Cells at the grid's concurrencies and shown_batch
+    speedup_target_interval: list = None   #: [low, high] of speedup_target at INTERVAL_LEVEL (None: K = 0)
+    too_close: bool = None   #: whether the interval of the best speedup with speculation on at shown_batch holds 1.0
+    close_calls: list = None   #: [first, last] batch stretches where it does: there only a benchmark can decide
+    gate_rate_interval: list = None   #: [low, high] of gate_rate, a round's cost across its INTERVAL_LEVEL range
+    speedup_sd: float = None   #: s.d. of a speedup's log error behind these intervals (Trust)
     p99_budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts (for the plan's gate command)
     served_model: str = None   #: --served-model, repeated by the plan's gate command
 
 
 def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, margin, k_in_use=None,
-                 measured=False, requests=None, p99_budget=P99_BUDGET, served=None):
+                 measured=False, requests=None, p99_budget=P99_BUDGET, served=None, sd=None):
     """The rollout plan's K, schedule, gate and tail expectations at the target concurrency: a Plan.
 
     acceptance drives best K (a per-token alpha or a measured profile); alpha is the single
     per-token alpha; requests, the (mean alpha, spread) of the simulated requests behind the tail
     (a measured alpha is an aggregate: see center_requests); k_in_use, when measured at one K, is
     the K the gate checks; measured says whether alpha was measured at all; p99_budget and served, what the
-    plan's gate command repeats.
+    plan's gate command repeats; sd, the s.d. of a speedup's log error (Trust), which decides what is too close to
+    call.
     """
     limit = max_concurrency(dep)
     schedule = k_schedule(dep, acceptance, fit)
@@ -2419,7 +2465,12 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
                 gate_rate=breakeven_rate(k, eps), break_evens=break_evens,
                 lesson_gate_as_rate=acceptance_rate(LESSON_RULE, k),
                 lesson_gate_as_alpha=alpha_from_rate(LESSON_RULE, k), tail=tail, p99_budget=p99_budget,
-                served_model=served)
+                served_model=served,
+                speedup_target_interval=interval(speedup_target, sd) if sd is not None and k_target else None,
+                too_close=(sd is not None and shown_batch <= limit
+                           and too_close(interval(best_on(dep, acceptance, shown_batch, fit), sd))),
+                close_calls=[list(r) for r in close_calls(dep, acceptance, sd, fit)] if sd is not None else None,
+                gate_rate_interval=breakeven_range(k, eps, sd) if sd is not None else None, speedup_sd=sd)
 
 
 @dataclass(frozen=True)
@@ -2433,7 +2484,7 @@ class GateCheck:
 @dataclass(frozen=True)
 class Gate:
     """The gate's verdict at the plan's batch and K (gate)."""
-    verdict: str             #: "pass" or "fail"
+    verdict: str             #: "pass", "fail", or "too close to call" (the model's range cannot decide; exit 1)
     reasons: list            #: GateCheck rows
     concurrency: int         #: the batch it is for
     k: int                   #: the K it is for
@@ -2446,7 +2497,9 @@ class Gate:
 
 
 def gate(measured, comparison, dep, plan, budget):
-    """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds.
+    """Pass only if acceptance clears break-even + margin at the target and, with benchmarks, the tail holds; too
+    close to call when, without benchmarks to measure the speedup, the rate clears the model's break-even but not
+    the top of its range (Plan.gate_rate_interval).
 
     The break-even, margin and required rate are the plan's, at its batch and its K. The rate
     compared is the one the measured per-token alpha gives at that K: at a fixed K, accepted over
@@ -2477,7 +2530,17 @@ def gate(measured, comparison, dep, plan, budget):
         reasons.append(GateCheck(check="throughput", passed=speedup is not None and speedup >= 1.0,
                                  detail="output_throughput missing from a benchmark file" if speedup is None else
                                  f"output throughput {speedup:.3f}x baseline (must not be lower)"))
-    return Gate(verdict="pass" if all(r.passed for r in reasons) else "fail", reasons=reasons,
+    band = plan.gate_rate_interval
+    verdict = "pass" if all(r.passed for r in reasons) else "fail"
+    if verdict == "pass" and comparison is None and band is not None and rate < band[1] + margin:
+        verdict = "too close to call"
+        reasons.append(GateCheck(
+            check="model range", passed=False,
+            detail=f"the rate {rate:.3f} clears break-even + margin at the model's round cost, but the break-even "
+                   f"lies anywhere in {band[0]:.3f}-{band[1]:.3f} at {INTERVAL_LEVEL:.0%}: benchmark speculation on "
+                   f"against off at B={batch} (stage 1's sharegpt files, --bench-baseline and --bench-spec), and a "
+                   "measured throughput settles it"))
+    return Gate(verdict=verdict, reasons=reasons,
                 concurrency=batch, k=k, eps=eps, breakeven_rate=even, required_rate=need,
                 required_alpha=need_alpha, margin=margin, p99_budget=budget)
 
@@ -2552,6 +2615,7 @@ class Charts:
     limit: int               #: the most sequences that fit
     steps: list              #: StepCurve per CHART_ALPHAS
     itl: ItlCurves           #: None when nothing fits
+    speedup_sd: float = None   #: s.d. of a speedup's log error: the speedup chart's bands (Trust)
 
 
 def chart_data(grid, dep, plan, decode, fit=FIT):
@@ -2586,7 +2650,8 @@ def chart_data(grid, dep, plan, decode, fit=FIT):
                         cdf=ItlMixtures(**{name: [(x, mixture_share(x, parts)) for x in xs]
                                            for name, parts in mixtures.items()}),
                         p99=ItlMixtures(**{name: mixture_quantile(0.99, parts) for name, parts in mixtures.items()}))
-    return Charts(k=k, curves=curves, left_out=left_out, limit=limit, steps=steps, itl=itl)
+    return Charts(k=k, curves=curves, left_out=left_out, limit=limit, steps=steps, itl=itl,
+                  speedup_sd=plan.speedup_sd)
 
 
 # ---------------------------------------------------------------- analysis: the lesson's exercises
@@ -3230,6 +3295,173 @@ def calibrate_on_runs(dep, runs, fit=FIT):
         disagreeing=runs[disagreeing].path)
 
 
+# ---------------------------------------------------------------- analysis: how far to trust a number
+# Every predicted speedup and TPOT carries an interval at INTERVAL_LEVEL. Before calibration its
+# width is the model's own error out of sample on published deployments like this one
+# (MODEL_ERROR, from bench/intervals.py: each point predicted by a fit that did not see its
+# source), widened for each way this deployment lies outside those data; after --calibrate, it
+# is the held-out error of your own runs.
+
+INTERVAL_LEVEL = 0.8   # share of measurements an interval should hold
+ERROR_CLASS = ("what", "target", "engine", "draft", "family")   # what sets the model's error, most telling first
+
+
+Z_INTERVAL = NORMAL.inv_cdf(0.5 + INTERVAL_LEVEL / 2)   # 1.28: an interval is the prediction times exp(+-z sd)
+# The model's error out of sample by class, (what, target, engine, draft, family) -> (points, sources, within,
+# between): within, the RMS of a source's log errors around the source's own mean; between, the RMS of the sources'
+# means. Printed by bench/intervals.py from bench/held_out_errors.json (error_table); tests/test_intervals.py checks
+# the two agree. A TPOT's class has no draft: a plain step runs none.
+MODEL_ERROR = {
+    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1063, 0.0602),
+    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0523, 0.1945),
+    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0137, 0.0114),
+    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1815, 0.4315),
+    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0021),
+    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.136, 0.0658),
+    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1246, 0.0695),
+    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1782, 0.1006),
+    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0019),
+}
+
+
+def error_class(what, dep):
+    """A prediction's class for MODEL_ERROR: what it predicts ("speedup" or "tpot") and the deployment's kind."""
+    return dict(what=what, target="moe" if dep.target.experts else "dense", engine=dep.engine.key,
+                draft=draft_kind(dep.draft) if what == "speedup" else "", family=gpu_family(dep))
+
+
+def error_table(rows):
+    """MODEL_ERROR from held-out rows (dicts with the ERROR_CLASS keys, "source" and "log_error")."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(tuple(r[key] for key in ERROR_CLASS), {}).setdefault(r["source"], []).append(r["log_error"])
+    table = {}
+    for key, sources in sorted(groups.items()):
+        means = {name: statistics.fmean(errors) for name, errors in sources.items()}
+        points = sum(len(errors) for errors in sources.values())
+        within = math.sqrt(sum((e - means[name]) ** 2 for name, errors in sources.items() for e in errors) / points)
+        between = math.sqrt(statistics.fmean(m * m for m in means.values()))
+        table[key] = (points, len(sources), round(within, 4), round(between, 4))
+    return table
+
+
+@dataclass(frozen=True)
+class ClassError:
+    """How far the model errs for a class of deployment (class_error): s.d. of log(measured / predicted)."""
+    sd: float                #: the whole s.d.: within, between and outside added in quadrature
+    within: float            #: the spread of a source's points around its own mean, same kind of target
+    between: float           #: the spread between sources of the same target kind: a new deployment is a new source
+    outside: tuple           #: the attributes (target, engine, draft, family) with no data, each adding the spread
+                             #: between all sources once more
+
+
+def class_error(cls, table=MODEL_ERROR):
+    """The model's error for a prediction of class `cls` (error_class): the spreads within and between the sources
+    of the same kind of target, and the spread between all sources once more for each attribute (engine, draft,
+    GPU family, or the target's kind itself) that no source shares. Pooled by target, not matched on every
+    attribute: few classes hold more than one source, and one source says nothing of the next."""
+    rows = {key: value for key, value in table.items() if key[0] == cls["what"]}
+    order = ERROR_CLASS[1:]
+    alike = [value for key, value in rows.items() if key[1] == cls["target"]] or list(rows.values())
+    within = sum(v[0] * v[2] ** 2 for v in alike) / sum(v[0] for v in alike)
+
+    def between_of(values):
+        return sum(v[1] * v[3] ** 2 for v in values) / sum(v[1] for v in values)
+    outside = tuple(name for name in order if not any(key[order.index(name) + 1] == cls[name] for key in rows))
+    squared = within + between_of(alike) + len(outside) * between_of(rows.values())
+    return ClassError(sd=math.sqrt(squared), within=math.sqrt(within), between=math.sqrt(between_of(alike)),
+                      outside=outside)
+
+
+def interval_coverage(rows, level=INTERVAL_LEVEL):
+    """Cross-validated coverage of the intervals: each source's points against the table of all the other sources,
+    each source's share of points inside weighted alike (a new deployment is a new source)."""
+    z = NORMAL.inv_cdf(0.5 + level / 2)
+    shares = []
+    for source in sorted({r["source"] for r in rows}):
+        table = error_table([r for r in rows if r["source"] != source])
+        mine = [r for r in rows if r["source"] == source]
+        inside = [abs(r["log_error"]) <= z * class_error({k: r[k] for k in ERROR_CLASS}, table).sd for r in mine]
+        shares.append(sum(inside) / len(inside))
+    return statistics.fmean(shares)
+
+
+@dataclass(frozen=True)
+class Trust:
+    """How far to believe this run's predictions (trust): the s.d. of log(measured / predicted) for a speedup and
+    a mean TPOT, and where it comes from."""
+    level: float             #: share of measurements an interval holds
+    speedup_sd: float        #: s.d. of a predicted speedup's log error
+    tpot_sd: float           #: s.d. of a predicted mean TPOT's log error, speculation off
+    spec_tpot_sd: float      #: likewise with speculation on
+    calibrated: bool         #: from your runs' held-out errors (else the published data's)
+    outside: tuple           #: attributes of this deployment no published data share (uncalibrated)
+    basis: str               #: in words
+
+
+def trust_in(dep, calibration=None, table=MODEL_ERROR):
+    """The model's error here: after --calibrate your runs' held-out errors (baselines for a TPOT; a speedup is a
+    ratio of two TPOTs, so both kinds add), before it the published data's for this class of deployment."""
+    speedup, tpot = class_error(error_class("speedup", dep), table), class_error(error_class("tpot", dep), table)
+    if calibration is None:
+        outside = tuple(dict.fromkeys(speedup.outside + tpot.outside))
+        return Trust(level=INTERVAL_LEVEL, speedup_sd=speedup.sd, tpot_sd=tpot.sd,
+                     spec_tpot_sd=math.hypot(speedup.sd, tpot.sd), calibrated=False, outside=outside,
+                     basis="the model's error on published deployments like this one, each predicted by a fit that "
+                           "did not see it")
+
+    def rms(errors):
+        return math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in errors)) if errors else None
+    base = rms([r.held_out_error for r in calibration.runs if r.k is None])
+    spec = rms([r.held_out_error for r in calibration.runs if r.k is not None])
+    base = max(RUN_NOISE, base)
+    speedup_sd = math.hypot(base, max(RUN_NOISE, spec)) if spec is not None else speedup.sd
+    return Trust(level=INTERVAL_LEVEL, speedup_sd=speedup_sd, tpot_sd=base,
+                 spec_tpot_sd=max(RUN_NOISE, spec) if spec is not None else math.hypot(base, speedup_sd),
+                 calibrated=True, outside=(),
+                 basis="your runs, each predicted by a fit on the others"
+                       + ("" if spec is not None else "; no speculative run: a speedup keeps the published data's error"))
+
+
+def interval(value, sd):
+    """[low, high] around a prediction: value times exp(-+ Z_INTERVAL sd), the INTERVAL_LEVEL share of outcomes."""
+    if value is None:
+        return None
+    spread = math.exp(Z_INTERVAL * sd)
+    return [value / spread, value * spread]
+
+
+def span(bounds, digits=2):
+    """An interval as printed: "0.93-1.22"."""
+    return f"{bounds[0]:.{digits}f}-{bounds[1]:.{digits}f}"
+
+
+def too_close(bounds, line=1.0):
+    """Whether an interval straddles a line (1.0 for a speedup): the prediction cannot tell the side."""
+    return bounds is not None and bounds[0] < line < bounds[1]
+
+
+def breakeven_range(k, eps, sd):
+    """[low, high] of the break-even rate eps / K when a round's cost over a plain step, 1 + eps, is uncertain by
+    the s.d. sd of a speedup's log (the speedup is tau over it): None when even the low end is above 1.
+
+    >>> [round(x, 4) for x in breakeven_range(2, 0.5, 0.0)]
+    [0.25, 0.25]
+    """
+    spread = math.exp(Z_INTERVAL * sd)
+    low, high = max(0.0, ((1.0 + eps) / spread - 1.0) / k), ((1.0 + eps) * spread - 1.0) / k
+    return None if low > 1.0 else [low, min(high, 1.0)]
+
+
+def with_intervals(cell, trust):
+    """A grid cell with the intervals of its predicted speedup and mean TPOTs (Trust)."""
+    if not cell.feasible:
+        return cell
+    return replace(cell, speedup_interval=interval(cell.speedup_mc, trust.speedup_sd),
+                   tpot_plain_mean_interval_ms=interval(cell.tpot_plain_mean_ms, trust.tpot_sd),
+                   tpot_spec_mean_interval_ms=interval(cell.tpot_spec_mean_ms, trust.spec_tpot_sd))
+
+
 # ---------------------------------------------------------------- rendering: tables and exercises
 def render_blocks(title, header_lines, rows, block=24):
     """A titled table split into blocks of at most `block` rows, header repeated."""
@@ -3257,8 +3489,8 @@ def column_header(columns, groups):
 
 
 GRID_COLUMNS = [("B", 5), ("alpha", 5), ("rate", 4), ("tau", 4), ("eps", 4), ("lesson", 6), ("exact", 5),
-                ("sim", 5), ("±se", 5), ("plain", 6), ("spec", 6), ("2-pass", 6), ("change", 6),
-                ("plain", 6), ("token", 6), ("chunk", 6)]
+                ("sim", 5), ("80% range", 9), ("plain", 5), ("spec", 5), ("2-pass", 6), ("change", 6),
+                ("plain", 5), ("token", 5), ("chunk", 5)]
 GRID_GROUPS = [("speedup (x)", 5, 8), ("P99 TPOT (ms)", 9, 12), ("P99 ITL (ms)", 13, 15)]
 
 
@@ -3281,19 +3513,25 @@ def render_best_k(result):
     """Best K (0 = off) and its speedup for each concurrency and alpha, then the plan's schedule."""
     alphas = sorted({b.alpha for b in result.best_k})
     label = "measured" if result.measured is not None else None
-    columns = [("B", 5)] + [(label or f"a={a:.2f}", 10) for a in alphas]
+    columns = [("B", 5)] + [(label or f"a={a:.2f} ", 11) for a in alphas]
     rows = []
     for batch in sorted({b.concurrency for b in result.best_k}):
         cells = [b for b in result.best_k if b.concurrency == batch]
-        rows.append(f"{batch:5d} " + " ".join(
-            f"{'K=' + str(b.k) + ' ' + format(b.speedup, '.2f') + 'x':>10s}" if b.feasible
-            else f"{'no fit':>10s}" for b in sorted(cells, key=lambda b: b.alpha)))
+        rows.append((f"{batch:5d} " + " ".join(
+            f"{'K=' + str(b.k) + ' ' + format(b.speedup, '.2f') + 'x' + ('?' if b.too_close else ' '):>11s}"
+            if b.feasible else f"{'no fit':>11s}" for b in sorted(cells, key=lambda b: b.alpha))).rstrip())
     plan = result.plan
     zero = where_it_pays(plan.schedule)
     title = f"== Best K (0..{K_MAX}, 0 = off) and its speedup over plain decoding, eps from the cost model =="
-    note = wrap(f"At alpha {plan.alpha:.2f} {zero}. K by batch size, as vLLM's "
-                f"num_speculative_tokens_per_batch_size [start, end, K]: {plan.schedule}", 100, "")
-    return render_blocks(title, column_header(columns, []), rows) + note + [""]
+    close = [b for b in result.best_k if b.too_close]
+    note = wrap((f"?: too close to call. The best speedup with speculation on has an {result.trust.level:.0%} "
+                 f"range ({ratio_span(result.trust.speedup_sd)}) holding 1.0x, so only a benchmark can say "
+                 "whether speculation pays there. " if close else "")
+                + f"At alpha {plan.alpha:.2f} the model predicts {zero}"
+                + (f"; {close_call_words(plan.close_calls)}" if plan.close_calls else "")
+                + f". K by batch size, as vLLM's num_speculative_tokens_per_batch_size [start, end, K]: "
+                f"{plan.schedule}", 100, "")
+    return render_blocks(title, [line.rstrip() for line in column_header(columns, [])], rows) + note + [""]
 
 
 def render_measured(result):
@@ -3412,9 +3650,12 @@ def render_mix(mix, dep):
 
 def mix_blend_sentence(mix):
     """The mix's naive blend (alpha averaged first) against the correct one (rounds per token summed)."""
+    close = too_close(mix.blended_speedup_interval)
     return (f"Averaging alpha first ({mix.naive_alpha:.3f}) promises {mix.naive_speedup:.3f}x; weighting "
             f"each domain's rounds by its tokens gives {mix.blended_speedup:.3f}x "
-            f"({pct1(mix.naive_error)} off).")
+            + (f"({span(mix.blended_speedup_interval)} at {INTERVAL_LEVEL:.0%}{': too close to call' if close else ''}"
+               f"; the naive blend is {pct1(mix.naive_error)} off)." if mix.blended_speedup_interval else
+               f"({pct1(mix.naive_error)} off)."))
 
 
 def mix_tail_sentence(mix):
@@ -3612,11 +3853,39 @@ def deployment_lines(dep, result):
         "alpha: per-token acceptance; rate: accepted/drafted; tau: tokens per round (bonus included).",
         "eps: a round's cost over a plain step, minus 1, with the prefill a round of tau tokens carries.",
         "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at alpha; sim: simulated requests, their alphas",
-        f"alpha + {result.alpha_spread:g} z clipped to [0, 1] (z standard normal); ±se its standard error.",
+        f"alpha + {result.alpha_spread:g} z clipped to [0, 1] (z standard normal); 80% range: of sim (below).",
         "P99 TPOT: across requests (decode time over tokens, as `vllm bench serve`); change: spec vs plain.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
         "P99 ITL: plain, a plain step; token, a round's time split over its tokens; chunk, a round (vLLM's).",
-    ]
+    ] + wrap(trust_sentence(result.trust) + sim_error_sentence(result), 100, "  ")
+
+
+OUTSIDE_WORDS = dict(target="a target of its kind", engine="its engine", draft="its draft method",
+                     family="its GPU family")   # Trust.outside, in words
+
+
+def ratio_span(sd):
+    """The interval as factors on a prediction: "x0.81-1.23"."""
+    spread = math.exp(Z_INTERVAL * sd)
+    return f"x{1 / spread:.2f}-{spread:.2f}"
+
+
+def trust_sentence(trust):
+    """How far to believe this run's numbers, in one sentence."""
+    outside = ""
+    if trust.outside:
+        outside = (" No published measurement has " + " or ".join(OUTSIDE_WORDS[name] for name in trust.outside)
+                   + ": the range is wider for it.")
+    return (f"Trust: {trust.level:.0%} of measurements should fall within a predicted speedup {ratio_span(trust.speedup_sd)}, "
+            f"a mean TPOT {ratio_span(trust.tpot_sd)} (speculation on {ratio_span(trust.spec_tpot_sd)}); "
+            f"from {trust.basis}.{outside}"
+            + ("" if trust.calibrated else " --calibrate on your own runs narrows it."))
+
+
+def sim_error_sentence(result):
+    """The simulation's own error, beside the model's: the largest standard error of sim."""
+    errors = [c.speedup_mc_se for c in result.cells if c.feasible]
+    return f" sim's simulation error is at most {max(errors):.3f} (s.e.)." if errors else ""
 
 
 def grid_row(c, dep, max_fit):
@@ -3626,9 +3895,9 @@ def grid_row(c, dep, max_fit):
                 f"{dep.context} tokens does not fit (at most {max_fit} sequences)")
     return (f"{c.concurrency:5d} {c.alpha:5.2f} {c.acceptance_rate:4.2f} {c.acceptance_length:4.2f}"
             f" {c.eps_eff:4.2f} {c.speedup_lesson:6.2f} {c.speedup_exact:5.2f} {c.speedup_mc:5.2f}"
-            f" {c.speedup_mc_se:5.3f} {c.tpot_plain_p99_ms:6.2f} {c.tpot_spec_p99_ms:6.2f}"
-            f" {c.tpot_spec_two_pass_p99_ms:6.2f} {pct(c.tpot_p99_change):>6s} {c.itl_plain_p99_ms:6.2f}"
-            f" {c.itl_spec_p99_ms:6.2f} {c.round_itl_spec_p99_ms:6.2f}")
+            f" {span(c.speedup_interval):>9s} {c.tpot_plain_p99_ms:5.1f} {c.tpot_spec_p99_ms:5.1f}"
+            f" {c.tpot_spec_two_pass_p99_ms:6.1f} {pct(c.tpot_p99_change):>6s} {c.itl_plain_p99_ms:5.1f}"
+            f" {c.itl_spec_p99_ms:5.1f} {c.round_itl_spec_p99_ms:5.1f}")
 
 
 def render_tables(result, dep, grid):
@@ -4420,15 +4689,18 @@ def plan_front(result, dep, plan):
     k, batch, alpha = plan.k, plan.shown_batch, plan.alpha
     engine = dep.engine.name
     draft_params = dep.drafter.held_params
+    gain = (f"{plan.speedup_target:.2f}x ({span(plan.speedup_target_interval)} at {result.trust.level:.0%}) over plain "
+            "decoding" if plan.speedup_target_interval else "")
     if plan.k_target == k:
-        k_line = (f"{k}: the best of K = 0..{K_MAX} at B={batch} and alpha {alpha:.2f}, "
-                  f"{plan.speedup_target:.2f}x over plain decoding")
+        k_line = f"{k}: the best of K = 0..{K_MAX} at B={batch} and alpha {alpha:.2f}, {gain}"
     elif plan.k_target:
-        k_line = (f"{k}, the K measured; at B={batch} and alpha {alpha:.2f} the best is K = {plan.k_target}, "
-                  f"{plan.speedup_target:.2f}x over plain decoding")
+        k_line = f"{k}, the K measured; at B={batch} and alpha {alpha:.2f} the best is K = {plan.k_target}, {gain}"
     else:
         k_line = (f"{k} where speculation pays; at B={batch} and alpha {alpha:.2f} no K beats plain decoding "
                   "(see K by batch size)")
+    if plan.too_close:
+        k_line += (f": too close to call, since the range holds 1.0x. The stage-1 benchmark at B={batch} "
+                   f"(`sharegpt_spec_c{batch}.json` against `sharegpt_baseline_c{batch}.json`) settles it")
     return [
         "---",
         "name: eagle3-rollout",
@@ -4468,6 +4740,7 @@ def plan_front(result, dep, plan):
         f"| spread over requests | alpha s.d. {result.alpha_spread:g}, ln(output tokens) s.d. "
         f"{result.output_spread:g} (assumed; `--alpha-spread`, `--output-spread`) |",
         f"| K | {k_line} |",
+        f"| trust | {md(trust_sentence(result.trust))} |",
         "",
         f"![Speedup against per-token alpha]({CHART_FILES['speedup']})",
         "",
@@ -4598,9 +4871,11 @@ def plan_stage1(dep, plan):
             f"{t.acceptance_length_requests:.2f} tokens per round over requests whose alpha spreads by s.d. "
             f"{t.alpha_spread:.3g}, round overhead eps = {t.eps_eff:.2f} (with the prefill a round of that tau "
             f"carries; stage 3's break-even uses the decode eps alone), speedup {t.speedup_requests:.2f}x "
-            f"(simulated: {t.speedup_mc:.2f}x"
+            f"(simulated: {t.speedup_mc:.2f}x, {span(t.speedup_interval)} at {INTERVAL_LEVEL:.0%}"
             + ("" if plan.measured else f"; at one alpha for all, {t.speedup_exact:.2f}x; the lesson's "
-               f"formula would claim {t.speedup_lesson:.2f}x") + ").", ""]
+               f"formula would claim {t.speedup_lesson:.2f}x") + ")."
+            + (" That range holds 1.0x: the model cannot say whether this pays, and this stage's benchmark pair "
+               "must." if too_close(t.speedup_interval) else ""), ""]
     return out
 
 
@@ -4609,16 +4884,23 @@ def plan_k_by_batch(plan, dep):
     schedule, alpha = plan.schedule, plan.alpha
     if not schedule:
         return ["## K by batch size", "", "The weights do not fit in memory: no batch size can run.", ""]
+    sd = plan.speedup_sd
     out = ["## K by batch size", "",
-           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model:", "",
+           f"The best K (0 = off) at each batch size for alpha {alpha:.2f}, from the cost model, with the "
+           f"{INTERVAL_LEVEL:.0%} range of each speedup:", "",
            "| batch sizes | K | speedup over plain |", "|---|---|---|"]
     for (lo, hi, k), (s_lo, s_hi) in zip(schedule, plan.schedule_speedups):
-        span = f"{s_lo:.2f}x" if lo == hi else f"{s_lo:.2f}x at {lo} to {s_hi:.2f}x at {hi}"
-        out.append(f"| {lo}-{hi} | {k} | {span} |")
+        def shown(value):
+            return f"{value:.2f}x" + (f" ({span(interval(value, sd))})" if k and sd is not None else "")
+        out.append(f"| {lo}-{hi} | {k} | {shown(s_lo) if lo == hi else f'{shown(s_lo)} at {lo} to {shown(s_hi)} at {hi}'} |")
     out.append("")
+    close = (f" The model cannot tell whether it pays at B = "
+             + ", ".join(f"{lo}-{hi}" if lo < hi else str(lo) for lo, hi in plan.close_calls)
+             + f": its range there holds 1.0x. Benchmark speculation on against off at B = {plan.close_calls[0][0]} "
+             "and at the batch you run before relying on the table there." if plan.close_calls else "")
     if not paying_ranges(schedule):
-        return out + ["Speculation does not pay at any batch size here: leave it off.", ""]
-    out += [f"At this alpha {where_it_pays(schedule)}.", ""]
+        return out + ["The model predicts speculation pays at no batch size here: leave it off." + close, ""]
+    out += [f"At this alpha the model predicts {where_it_pays(schedule)}." + close, ""]
     on = [row for row in schedule if row[2] > 0]
     rise = next((b for a, b in zip(on, on[1:]) if b[2] > a[2]), None)
     if rise and dep.target.experts:
@@ -4727,7 +5009,8 @@ def plan_stage4(dep, plan):
         "",
         f"- expected `p99_tpot_ms` at B={plan.shown_batch}: {t.tpot_plain_p99_ms:.2f} ms plain, "
         f"{t.tpot_spec_p99_ms:.2f} ms with speculation ({pct(t.tpot_p99_change)}), mean TPOT "
-        f"{t.tpot_plain_mean_ms:.2f} -> {t.tpot_spec_mean_ms:.2f} ms, if requests' alpha spreads by s.d. "
+        f"{t.tpot_plain_mean_ms:.2f} ({span(t.tpot_plain_mean_interval_ms, 1)}) -> {t.tpot_spec_mean_ms:.2f} "
+        f"({span(t.tpot_spec_mean_interval_ms, 1)}) ms at {INTERVAL_LEVEL:.0%}, if requests' alpha spreads by s.d. "
         f"{t.alpha_spread:g} around {plan.request_alpha:.2f}"
         + (f" ({alike:.2f} ms if every request accepted alike)" if alike else "") + ";",
         f"- the requests at P99 TPOT accept at alpha {t.slow_alpha:.2f} on average: find them "
@@ -4843,8 +5126,8 @@ def render_json(result, dep, grid):
                       max_concurrency=result.facts.max_concurrency, input_tokens=dep.input_tokens,
                       output_tokens=dep.output_tokens, plain_step_b1=result.facts.plain_b1,
                       plain_step_ms_b1=result.plan.plain_ms_b1)
-    data = dict(deployment=deployment, cells=result.cells, breakeven=result.breakeven, best_k=result.best_k,
-                plan=result.plan, mix=result.mix)
+    data = dict(deployment=deployment, interval_level=result.trust.level, trust=result.trust, cells=result.cells,
+                breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)
     for key in ("measured", "gate", "exercises", "calibration"):   # the JSON's keys, in order, where there is one
         if getattr(result, key) is not None:
             data[key] = getattr(result, key)
@@ -4873,9 +5156,10 @@ def svg_text(x, y, text, size=13, anchor="start", extra=""):
             f"{xml_escape(text)}</text>")
 
 
-def svg_chart(title, x_label, y_label, x_axis, y_axis, series, markers=(), notes=(), drops=()):
+def svg_chart(title, x_label, y_label, x_axis, y_axis, series, markers=(), notes=(), drops=(), bands=()):
     """A line chart. x_axis, y_axis: (low, high, ticks, log?); series: (label, points, style index);
-    markers: (x, y, label), labels alternately above and below; drops: (x, style index) vertical lines."""
+    markers: (x, y, label), labels alternately above and below; drops: (x, style index) vertical lines;
+    bands: (low points, high points, style index), shaded between, clipped to the y axis."""
     width, height = CHART_SIZE
     left, top, right, bottom = PLOT_BOX
 
@@ -4904,6 +5188,12 @@ def svg_chart(title, x_label, y_label, x_axis, y_axis, series, markers=(), notes
     out.append(svg_text((left + right) / 2, bottom + 42, x_label, 13, "middle"))
     out.append(svg_text(18, (top + bottom) / 2, y_label, 13, "middle",
                         f' transform="rotate(-90 18 {(top + bottom) / 2:.1f})"'))
+    for low, high, style in bands:
+        colour = LINE_STYLES[style % len(LINE_STYLES)][0]
+        clip = lambda y: min(max(y, y_axis[0]), y_axis[1])
+        outline = [(x, clip(y)) for x, y in high] + [(x, clip(y)) for x, y in reversed(low)]
+        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in outline)
+        out.append(f'<polygon class="band" points="{path}" fill="{colour}" fill-opacity="0.10" stroke="none"/>')
     for i, (label, points, style) in enumerate(series):
         colour, dash = LINE_STYLES[style % len(LINE_STYLES)]
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
@@ -4947,11 +5237,18 @@ def render_speedup_chart(charts, dep):
     series.append(("speedup 1.0", [(0.0, 1.0), (1.0, 1.0)], 5))
     markers = [(c.breakeven, 1.0, f"{c.breakeven:.2f}") for c in data.curves if c.breakeven is not None]
     notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, draft {dep.draft}; circles: break-even alpha."]
+    bands = []
+    if data.speedup_sd is not None:
+        spread = math.exp(Z_INTERVAL * data.speedup_sd)
+        bands = [([(x, y / spread) for x, y in c.points], [(x, y * spread) for x, y in c.points], i)
+                 for i, c in enumerate(data.curves)]
+        notes.append(f"Shaded: the {INTERVAL_LEVEL:.0%} range of each curve ({ratio_span(data.speedup_sd)}), "
+                     "the model's own error.")
     if data.left_out:
         notes.append("Left out, KV cache does not fit: B = " + ", ".join(map(str, data.left_out)) + ".")
     return svg_chart(f"Speedup against per-token alpha, K = {data.k}", "per-token acceptance alpha",
                      "speedup over plain decoding (x)", (0.0, 1.0, ticks(0, 1, 0.1), False),
-                     (0.0, y_high, ticks(0, y_high, step), False), series, markers, notes)
+                     (0.0, y_high, ticks(0, y_high, step), False), series, markers, notes, bands=bands)
 
 
 def render_best_k_chart(charts, dep):
@@ -6483,31 +6780,40 @@ class Result:
     gate: Gate = None
     calibration: Calibration = None
     exercises: Exercises = None
+    trust: Trust = None      #: how far to believe the predictions: the intervals' s.d. and their basis
 
 
-def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True):
+def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True, trust=None):
     """Everything the tables, the plan and --json show, each part from its own function, on shared requests.
 
-    charts: whether to compute the charts' data too (only the plan's files show them).
+    charts: whether to compute the charts' data too (only the plan's files show them); trust: how far to believe
+    the model (trust_in; default: the published data's error for this deployment).
     """
+    trust = trust or trust_in(dep)
     decode = decoder(traffic.seed, traffic.alpha_spread, traffic.output_spread, dep.output_tokens)
     cells, breakeven, eps_b1 = analyse(grid, dep, decode, fit, progress)
+    cells = [with_intervals(c, trust) for c in cells]
     facts = deployment_facts(grid, dep, fit)
     measured = evidence.measured
     target_concurrency = evidence.target_concurrency or max(grid.concurrencies)
     inputs = plan_input(measured, grid, traffic.alpha_spread)
     batches = sorted(set(grid.concurrencies) | ({target_concurrency} if measured else set()))
-    best = best_k_table(dep, inputs.sources, batches, fit)
+    best = best_k_table(dep, inputs.sources, batches, fit, trust.speedup_sd)
     plan = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target_concurrency,
-                        evidence.margin, inputs.k_in_use, measured is not None, inputs.requests, evidence.budget, evidence.served_model)
+                        evidence.margin, inputs.k_in_use, measured is not None, inputs.requests, evidence.budget,
+                        evidence.served_model, trust.speedup_sd)
+    plan = replace(plan, tail=[with_intervals(c, trust) for c in plan.tail])
     mix = mix_result(evidence.mix, dep, plan.k, plan.shown_batch, decode, fit,
                      assumed=evidence.mix is TRAFFIC_MIX) if evidence.mix else None   # the constant's example
+    if mix is not None:
+        mix = replace(mix, blended_speedup_interval=interval(mix.blended_speedup, trust.speedup_sd))
     return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
                   output_spread=traffic.output_spread, best_k=best, plan=plan, mix=mix,
                   charts=chart_data(grid, dep, plan, decode, fit) if charts else None,
                   measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
                                                 decode, fit, inputs.requests) if measured else None,
-                  gate=gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None)
+                  gate=gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None,
+                  trust=trust)
 
 
 def parse_args(argv):
@@ -6673,12 +6979,14 @@ def compute(argv):
     """Everything a run prints and writes, computed before anything is written: (exit status, report, files)."""
     grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs = parse_args(argv)
     fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
+    trust = trust_in(dep, calibration)
     if calibration and calibration.worst_error > OWN_WORST:
         worst = next(r for r in calibration.runs if r.path == calibration.disagreeing)
         raise UsageError(f"--calibrate: the files disagree beyond what the model can fit: {worst.path} is "
                          f"{worst.held_out_error * 100:+.0f}% off what the others predict; check they are one "
                          "deployment and one workload, and rerun that one")
-    result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr), charts=out is not None)
+    result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr), charts=out is not None,
+                       trust=trust)
     result = replace(result, calibration=calibration, exercises=solve_exercises(
         dep, grid, evidence.mix or TRAFFIC_MIX, traffic.seed, fit, traffic.alpha_spread, traffic.output_spread)
         if exercises else None)

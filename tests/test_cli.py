@@ -108,7 +108,8 @@ class JsonOutput(unittest.TestCase):
 # The --json keys a dashboard or script may read (a public interface): a change may add keys, never drop or rename
 # one. Written out by hand from the JSON of the release that typed the records (issue 20).
 JSON_KEYS = {
-    "": "deployment cells breakeven best_k plan mix measured gate exercises summary",
+    "": "deployment interval_level trust cells breakeven best_k plan mix measured gate exercises summary",
+    "trust": "level speedup_sd tpot_sd spec_tpot_sd calibrated outside basis",
     "deployment": "engine model gpu tp weights_dtype kv_dtype context draft draft_model draft_trained_context "
                   "gpu_memory_gib gpu_memory_utilization gpu_memory_utilization_of memory_setting memory_budget_bytes "
                   "gpu_bandwidth_tbs gpu_tflops target_params active_params experts experts_per_token draft_topk "
@@ -122,16 +123,18 @@ JSON_KEYS = {
                "itl_plain_mean_ms itl_plain_p50_ms itl_plain_p99_ms itl_spec_mean_ms itl_spec_p50_ms itl_spec_p99_ms "
                "itl_spec_two_pass_mean_ms itl_spec_two_pass_p50_ms itl_spec_two_pass_p99_ms round_itl_spec_p99_ms "
                "round_itl_two_pass_p99_ms p99_change p99_change_two_pass zero_accept_token_share slow_alpha "
-               "simulated_requests tpot_p99_halfwidth",
+               "simulated_requests tpot_p99_halfwidth speedup_interval tpot_plain_mean_interval_ms "
+               "tpot_spec_mean_interval_ms",
     "breakeven.0": "k verify_overhead concurrency feasible eps_eff lesson exact",
-    "best_k.0": "concurrency alpha k speedup",
+    "best_k.0": "concurrency alpha k speedup speedup_interval too_close",
     "plan": "target feasible alpha request_alpha request_spread measured k rate_at_alpha margin required_rate "
             "required_alpha plain_ms_b1 shown_batch plain_ms_shown k_target speedup_target schedule k_zero_at eps "
-            "gate_alpha gate_rate break_evens lesson_gate_as_rate lesson_gate_as_alpha p99_budget served_model",
+            "gate_alpha gate_rate break_evens lesson_gate_as_rate lesson_gate_as_alpha p99_budget served_model "
+            "speedup_target_interval too_close close_calls gate_rate_interval speedup_sd",
     "mix": "k concurrency eps prefill_share domains naive_alpha naive_speedup blended_speedup naive_error weak "
            "routed_speedup trained_speedup trained_alpha best_k best_k_speedup request_shares tau speedup_mc "
            "tpot_plain_p99_ms tpot_spec_p99_ms tpot_spec_mean_ms tpot_plain_mean_ms tpot_p99_change slow_alpha "
-           "slow_domains assumed",
+           "slow_domains assumed blended_speedup_interval",
     "mix.domains.0": "name share alpha tau speedup time_share",
     "measured": "k k_mean varying_k drafts acceptance_rate acceptance_length per_position_rates per_position_alpha "
                 "alpha source notes by_concurrency tpot_speedup throughput_speedup p99_tpot_change p99_itl_change "

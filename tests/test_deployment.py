@@ -1,5 +1,7 @@
 """Catalog, memory, the cost model's shape, best K, and the deployment flags."""
 import json
+import math
+import statistics
 import unittest
 
 from load_main import load_main, run
@@ -135,9 +137,17 @@ class AcceptanceFlags(unittest.TestCase):
     def test_best_k_in_json(self):
         best = run_json(["--alphas", "0.3,0.8", "--ks", "3", "--concurrency", "1,256"])["best_k"]
         self.assertEqual(len(best), 4)
+        z = statistics.NormalDist().inv_cdf(0.9)                           # an 80% interval, by hand
         for row in best:
-            self.assertEqual(set(row), {"concurrency", "alpha", "k", "speedup"})
+            self.assertEqual(set(row), {"concurrency", "alpha", "k", "speedup", "speedup_interval", "too_close"})
             self.assertTrue(0 <= row["k"] <= 8)
+            if row["k"]:
+                low, high = row["speedup_interval"]
+                self.assertAlmostEqual(math.log(high / row["speedup"]) / z, m.trust_in(m.make_deployment()).speedup_sd,
+                                       places=4)
+                self.assertAlmostEqual(low * high, row["speedup"] ** 2, delta=1e-5)
+            else:
+                self.assertIsNone(row["speedup_interval"])
 
     def test_custom_gpu_equals_the_catalog_entry_it_copies(self):
         base = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,64", "--weights-dtype", "bf16"]

@@ -467,8 +467,8 @@ class EngineTables(unittest.TestCase):
                               m.Fit._fields)
 
     def test_a_fourth_engine_is_two_rows(self):
-        """A copy of vLLM's rows under another key (as long as its own, so lines wrap alike) writes vLLM's plan,
-        word for word but for the key: no branch on the name gives it another engine's text (a bare `else` would
+        """A copy of vLLM's rows under another key (as long as its own, so lines wrap alike), with vLLM's published
+        errors, writes vLLM's plan, word for word but for the key: no branch on the name gives it another engine's text (a bare `else` would
         have given it TensorRT-LLM's)."""
         out = Path(tempfile.gettempdir()) / "eagle3-fourth-engine-plan.md"   # computed, never written
         argv = ["--draft-model", "RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3", "--concurrency", "1,32",
@@ -476,10 +476,17 @@ class EngineTables(unittest.TestCase):
         vllm_plan = m.compute(argv)[2][out]
         m.ENGINES["vlm4"] = m.replace(m.ENGINES["vllm"], key="vlm4")
         m.ENGINE_PLANS["vlm4"] = m.ENGINE_PLANS["vllm"]
+        # and vLLM's published errors as its own, as bench/intervals.py would print them had vLLM's runs its name
+        saved = dict(m.MODEL_ERROR)
+        renamed = {key[:2] + ("vlm4" if key[2] == "vllm" else key[2],) + key[3:]: value for key, value in saved.items()}
+        m.MODEL_ERROR.clear()
+        m.MODEL_ERROR.update(renamed)
         try:
             fourth_plan = m.compute(argv + ["--engine", "vlm4"])[2][out]
         finally:
             del m.ENGINES["vlm4"], m.ENGINE_PLANS["vlm4"]
+            m.MODEL_ERROR.clear()
+            m.MODEL_ERROR.update(saved)
         self.assertIn("--engine vlm4", fourth_plan)
         self.assertEqual(fourth_plan.replace("vlm4", "vllm"), vllm_plan)
 

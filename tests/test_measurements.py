@@ -325,8 +325,12 @@ class VaryingK(unittest.TestCase):
         g, k = self.data["gate"], self.data["plan"]["k"]
         self.assertEqual(g["k"], k)
         rate = sum(0.7 ** i for i in range(1, k + 1)) / k                # (tau(0.7, K) - 1) / K by hand
-        self.assertIn(f"acceptance rate {rate:.3f} at K={k}", g["reasons"][-1]["detail"])
-        self.assertEqual(g["verdict"], "pass" if rate >= g["required_rate"] else "fail")
+        acceptance = next(r for r in g["reasons"] if r["check"] == "acceptance")
+        self.assertIn(f"acceptance rate {rate:.3f} at K={k}", acceptance["detail"])
+        # Without benchmarks a rate short of the top of the break-even's range + margin is too close to call.
+        top = self.data["plan"]["gate_rate_interval"][1] + g["margin"]
+        self.assertEqual(g["verdict"], "fail" if rate < g["required_rate"] else
+                         "too close to call" if rate < top else "pass")
 
 
 class EngineReportedAcceptance(unittest.TestCase):
