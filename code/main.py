@@ -2375,6 +2375,7 @@ class BreakEvenAt:
     k: int                   #: draft length K
     concurrency: int         #: batch size B
     alpha: float             #: break-even per-token alpha (None: no acceptance pays)
+    alpha_interval: list = None   #: [low, high] of it at INTERVAL_LEVEL, a round's cost uncertain (high None: above 1)
 
 
 @dataclass(frozen=True)
@@ -2449,7 +2450,8 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
             tail.append(cell)
     required = required_rate(k, eps, margin)
     # Break-even alpha at the plan's K and the grid's, at each concurrency that fits (eps from the model).
-    break_evens = [BreakEvenAt(k=kk, concurrency=b, alpha=exact_breakeven(kk, eps_decode(dep, b, kk, fit)))
+    break_evens = [BreakEvenAt(k=kk, concurrency=b, alpha=exact_breakeven(kk, eps_decode(dep, b, kk, fit)),
+                               alpha_interval=breakeven_alpha_range(kk, eps_decode(dep, b, kk, fit), sd))
                    for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {shown_batch})
                    if b <= limit]
     return Plan(target=target_concurrency, feasible=target_concurrency <= limit, alpha=alpha,
@@ -3451,6 +3453,16 @@ def breakeven_range(k, eps, sd):
     spread = math.exp(Z_INTERVAL * sd)
     low, high = max(0.0, ((1.0 + eps) / spread - 1.0) / k), ((1.0 + eps) * spread - 1.0) / k
     return None if low > 1.0 else [low, min(high, 1.0)]
+
+
+def breakeven_alpha_range(k, eps, sd):
+    """[low, high] of the break-even per-token alpha when 1 + eps is uncertain by sd (breakeven_range); None
+    without sd, and high None where the dear end of the range has no break-even below 1."""
+    if sd is None:
+        return None
+    spread = math.exp(Z_INTERVAL * sd)
+    low = exact_breakeven(k, max(0.0, (1.0 + eps) / spread - 1.0))
+    return None if low is None else [low, exact_breakeven(k, (1.0 + eps) * spread - 1.0)]
 
 
 def with_intervals(cell, trust):
@@ -4673,8 +4685,11 @@ def plan_when_not(plan):
         if alpha is None:
             out.append(f"- K={k}{mark} at B={b}: a round costs more than {k + 1} plain steps; no acceptance pays.")
         else:
-            out.append(f"- K={k}{mark} at B={b}: per-token alpha below {alpha:.2f} "
-                       f"(rate {acceptance_rate(alpha, k):.2f}) is slower than plain decoding.")
+            bounds = row.alpha_interval
+            where = ("" if bounds is None else f"{bounds[0]:.2f}-{bounds[1]:.2f} at {INTERVAL_LEVEL:.0%}; "
+                     if bounds[1] is not None else f"{bounds[0]:.2f} to never at {INTERVAL_LEVEL:.0%}; ")
+            out.append(f"- K={k}{mark} at B={b}: below per-token alpha {alpha:.2f} ({where}rate "
+                       f"{acceptance_rate(alpha, k):.2f}) speculation is slower than plain decoding.")
     return out or ["- (no batch size of the grid fits in memory)"]
 
 
@@ -4988,6 +5003,10 @@ def plan_stage3(result, dep, plan):
         f"(tau >= {1 + plan.eps:.2f}).",
         f"Go on only if the measured rate is at least {plan.required_rate:.3f} "
         f"(break-even + {plan.margin:.2f}), per-token alpha {plan.required_alpha:.3f}."
+        + (f" The round's cost is the model's, and at {INTERVAL_LEVEL:.0%} the break-even rate lies anywhere in "
+           f"{plan.gate_rate_interval[0]:.3f}-{plan.gate_rate_interval[1]:.3f}: a rate under "
+           f"{plan.gate_rate_interval[1] + plan.margin:.3f} needs stage 1's benchmark pair to decide, and without it "
+           "the gate answers too close to call." if plan.gate_rate_interval else "")
         if plan.required_rate is not None else
         f"Break-even + {plan.margin:.2f} is a rate above 1: no measurement can pass the gate here.",
         "",

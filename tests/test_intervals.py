@@ -70,6 +70,13 @@ class Intervals(unittest.TestCase):
         self.assertAlmostEqual(low, (1.6 / spread - 1) / 3, places=12)
         self.assertAlmostEqual(high, (1.6 * spread - 1) / 3, places=12)
 
+    def test_the_break_even_alpha_range_is_tau_at_the_ends_of_the_round_cost(self):
+        spread = math.exp(Z80 * 0.2)
+        low, high = m.breakeven_alpha_range(3, 0.6, 0.2)
+        self.assertAlmostEqual(m.acceptance_length(low, 3), 1.6 / spread, places=9)     # tau = 1 + eps at each end
+        self.assertAlmostEqual(m.acceptance_length(high, 3), 1.6 * spread, places=9)
+        self.assertIsNone(m.breakeven_alpha_range(1, 1.5, 0.2)[1])   # dear end: a round of 2.5 x 1.29 steps, K = 1
+
     def test_every_cell_carries_its_intervals(self):
         status, out, err = run(["--alphas", "0.7", "--ks", "3", "--concurrency", "1,64", "--json", "--no-write"])
         self.assertEqual(status, 0, err)
