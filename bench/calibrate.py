@@ -64,7 +64,7 @@ START = main.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=0.6, fp8_eff
 def spec_point(source, what, engine, draft, k, batch, tau, published, model="llama-3.1-8b", gpu="h100-sxm", tp=1,
                dtype="bf16", context=MT_BENCH_CONTEXT, topk=1, verify=None):
     dep = main.make_deployment(model, gpu, tp, dtype, "bf16", context, draft, engine=engine, topk=topk,
-                               verify_tokens=verify)
+                               verify_tokens=verify, era=main.fitted_era(engine))
     return dict(source=source, what=what, kind="speedup", dep=dep, k=k, batch=batch, tau=tau, published=published,
                 tp=tp, dtype=dtype, engine=engine, moe=bool(dep.target.experts))
 
@@ -99,7 +99,7 @@ def load_speculative(path=HERE / "published.json"):
     for engine, what, ms in (("vllm", "vLLM 8B plain TPOT B=1", sweep["plain_tpot_ms"]),
                              ("sglang", "SGLang 8B plain step B=1", 1000.0 / batch1["plain_tokens_per_s"])):
         dep = main.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", MT_BENCH_CONTEXT, "ngram",
-                                   engine=engine)
+                                   engine=engine, era=main.fitted_era(engine))
         points.append(dict(source=f"{'vLLM' if engine == 'vllm' else 'SGLang'} plain anchor", what=what,
                            kind="decode", dep=dep, batch=1, published=ms, tp=1, dtype="bf16", engine=engine, moe=False))
     return points
@@ -150,7 +150,8 @@ def load_plain(path=HERE / "plain_step.json"):
     for p in json.loads(Path(path).read_text())["points"]:
         model = "llama-2-70b" if p["model"].startswith("llama-2-70b") else p["model"]
         dep = main.make_deployment(model, p["gpu"], p["tp"], p["weights"], p["kv"], round(p["mean_context_tokens"]),
-                                   "ngram", engine="trtllm", input_tokens=p["input_len"], output_tokens=p["output_len"])
+                                   "ngram", engine="trtllm", input_tokens=p["input_len"], output_tokens=p["output_len"],
+                                   era=main.fitted_era("trtllm"))
         static = "static batch" in p["metric"]
         points.append(dict(source="TensorRT-LLM 0.9 static batch" if static else "NIM closed loop",
                            what=f"{model} {p['gpu']} TP{p['tp']} {p['weights']} B={p['batch']} "

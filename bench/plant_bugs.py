@@ -115,6 +115,15 @@ MUTANTS = [
     ("--json shows an OPTIONAL field that holds nothing",
      '    if meta.get("optional") and getattr(record, f.name) is None:\n        return False\n',
      ''),
+    ("an engine era hides more host time than a round's fixed costs",
+     'return min(dep.era.hidden_ms(draft_kind(dep.draft), dep.topk), fixed)',
+     'return dep.era.hidden_ms(draft_kind(dep.draft), dep.topk)'),
+    ("an era's saving counts the round before at the tau after",
+     'return self.before_ms * self.tau_before - self.after_ms * self.tau_after',
+     'return (self.before_ms - self.after_ms) * self.tau_after'),
+    ("vLLM's async rounds also hide host time for n-gram rounds",
+     'drafts=("eagle3", "eagle", "mtp"), chains_only=False)',
+     'drafts=("eagle3", "eagle", "mtp", "ngram"), chains_only=False)'),
 ]
 
 

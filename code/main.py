@@ -118,6 +118,7 @@ DRAFT = "eagle3"               # "eagle3", "eagle", "mtp", "ngram", or a catalog
                                # --draft-config: any draft model)
 DRAFT_MODEL = None             # Hugging Face id of the draft head or model; None: the catalog's for this engine
 ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (ENGINES below)
+ENGINE_VERSION = None          # the engine's release, e.g. "0.13"; None: its newest era (Engine.eras below)
 TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own
 
 # ---------------------------------------------------------------- helpers: records and text
@@ -266,6 +267,74 @@ DRAFTS = EAGLE_DRAFTS + ("ngram", "mtp", "model")   # model: a draft model read 
 
 
 @dataclass(frozen=True)
+class RoundSaving:
+    """A published before/after measurement of one engine change at batch 1: what it took off a round, in ms.
+    Both sides decode the same requests with the same head, so the acceptance is the same and the saving is the
+    round time's difference: per generated token (TPOT) times the tokens a round makes (tau), or a round's time
+    from tokens per second and tau."""
+    change: str              #: what changed, as the plan says it
+    source: str              #: where it was measured (PR or issue), and on what
+    before_ms: float         #: TPOT before (or ms per token from tokens/s: 1000 / tokens per s)
+    after_ms: float          #: likewise after
+    tau_before: float        #: tokens a round makes, before
+    tau_after: float         #: likewise after (the same where the source gives one)
+    drafts: tuple            #: the draft kinds (draft_kind) the change runs for
+    chains_only: bool        #: it runs for chains only (topk 1), not trees
+
+    @property
+    def saved_ms(self):
+        """Round time before minus after: ms per token times tokens per round, on each side."""
+        return self.before_ms * self.tau_before - self.after_ms * self.tau_after
+
+
+@dataclass(frozen=True)
+class Era:
+    """A span of an engine's releases in which its speculative round costs the same (Engine.eras): the published fit's
+    constants were measured in one era per engine (fitted); a later era runs the same round with host work the
+    published changes (savings) take off it. The plain pass keeps the fitted cost in every era: no source in
+    reach measures a plain step's host time before and after these changes."""
+    key: str                 #: a short name, as --json gives it
+    first: tuple             #: the era's first release, (major, minor[, patch])
+    what: str                #: what runs a round in this era, as the plan says it
+    fitted: bool             #: the published fit's speculative points were measured in this era
+    savings: tuple = ()      #: RoundSaving rows since the fitted era
+
+    def hidden_ms(self, draft, topk=1):
+        """Host time a round of this draft kind (draft_kind) no longer waits for against the fitted era, ms: each
+        saving that runs for it, added."""
+        return sum(s.saved_ms for s in self.savings if draft in s.drafts and (topk == 1 or not s.chains_only))
+
+
+# vLLM. The fitted constants are issue #20780's K sweep (2025-07, V1 engine, synchronous rounds). Async
+# scheduling with EAGLE/MTP became the default in v0.14.0 (PR #31998, merged 2026-01-08; release notes
+# "Now also works with speculative decoding"); it overlaps the CPU's preparation of the next round with the GPU's
+# work on this one. Measured by PR #25872 (Llama 3.1 8B, yuhuili EAGLE-3 head, K = 4, MT-bench, concurrency 1, L20):
+# TPOT 9.91 -> 9.57 ms; its tau is not printed, so issue #20780's K = 4 tau for the same head on MT-bench (3.08,
+# bench/published.json) is used. Left out, with reasons: v0.19's zero-bubble async (PR #32951: DeepSeek-V3.2 MTP
+# TPOT 9.19 -> 8.90 ms) against issue #39940 (Llama 3.1 8B EAGLE-3 at TP 4: v0.19's speculative TPOT slower than
+# v0.18's, plain the same): the two disagree in sign; Model Runner V2 (default for Llama dense in v0.23, PR #43458;
+# its blog's -6.3% TPOT with GLM-4.7 MTP gives no ms). Before V1 (v0.8, the V0 engine) no source here times a round.
+VLLM_ASYNC_ROUNDS = RoundSaving(
+    change="async scheduling overlaps a round's CPU preparation with the GPU, the default with EAGLE/MTP since "
+           "PR #31998",
+    source="measured by PR #25872: Llama 3.1 8B, EAGLE-3 K = 4, MT-bench, concurrency 1, TPOT 9.91 -> 9.57 ms",
+    before_ms=9.91, after_ms=9.57, tau_before=3.08, tau_after=3.08,
+    drafts=("eagle3", "eagle", "mtp"), chains_only=False)   # #31998: off for other methods (n-gram, draft models)
+# SGLang. The fitted constants are the EAGLE-3 paper's batch sweep (SGLang v0.4.4) and PR #4247: rounds without the
+# overlap scheduler (EAGLE disabled it before spec v2). Spec v2 overlaps draft and verify with the next round's
+# scheduling: beta in PR #11398 (2025-10-09), the default from PR #21062 (merged 2026-04-29, first in v0.5.11).
+# Measured by PR #11398 (Llama 3.1 8B, EAGLE head, 5 steps, topk 1, batch 1): 246.80 tokens/s at acceptance 2.99
+# before, 273.43 at 3.01 after.
+SGLANG_SPEC_V2 = RoundSaving(
+    change="spec v2 overlaps draft and verify with the next round's scheduling, the default since PR #21062",
+    source="measured by PR #11398: Llama 3.1 8B, EAGLE head, 5 steps, batch 1, 246.80 -> 273.43 tokens/s at tau 2.99 -> 3.01",
+    before_ms=1000 / 246.80, after_ms=1000 / 273.43, tau_before=2.99, tau_after=3.01,
+    drafts=("eagle3", "eagle", "mtp"), chains_only=True)   # the EAGLE worker's; PR #12113: topk 1 only
+ERA_VERSION = re.compile(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:[.+-]?[A-Za-z][A-Za-z0-9.+-]{0,39})?",
+                         re.ASCII)   # 0.5.10.post1, v0.14.0rc1, 0.11.1.dev0+g1234: the suffix is ignored
+
+
+@dataclass(frozen=True)
 class Engine:
     """A serving engine as the plan and the model know it: one row per engine in ENGINES, each fact
     checked against the engine's own source, cited in the row. The commands themselves are built by the
@@ -301,6 +370,7 @@ class Engine:
     tree_tokens: object      #: (topk, steps) -> (least, most) tokens a tree's verify pass carries; None: no trees
     tree_limit_why: str      #: the rule tree_tokens follows
     tree_needs_plain_attention: bool  #: its trees do not run MLA or sliding-window attention
+    eras: tuple              #: its release eras, oldest first (Era): the published fit's is the one fitted
 
 
 ENGINES = {
@@ -318,7 +388,12 @@ ENGINES = {
         opt_in="nothing changes without `--speculative-config`",
         off_past="switch speculation off past it with a final `[start, end, 0]` row of "
                  "`num_speculative_tokens_per_batch_size`",
-        tree_tokens=None, tree_limit_why="", tree_needs_plain_attention=False),
+        tree_tokens=None, tree_limit_why="", tree_needs_plain_attention=False,
+        eras=(Era(key="v1-sync", first=(0, 8), fitted=True,
+                  what="the V1 engine, rounds scheduled synchronously (the published fit's K sweep, issue #20780)"),
+              Era(key="v1-async", first=(0, 14), fitted=False, savings=(VLLM_ASYNC_ROUNDS,),
+                  what="the V1 engine with async scheduling on for EAGLE/MTP (Model Runner V2's own gains: no "
+                       "round timing in reach)"))),
     # SGLang: --mem-fraction-static, a share of all memory for weights and the KV pool, computed at start-up when
     # omitted, so the plan passes it and the model uses the same (our choice: 0.85 leaves ~12 GiB of an 80 GiB GPU
     # for activations and CUDA graphs); python/sglang/srt/server_args.py; metrics/collector.py for the gauges.
@@ -337,7 +412,11 @@ ENGINES = {
         # num_draft_tokens - 1 best of the topk first-step and topk^2 later-step candidates
         tree_tokens=lambda topk, steps: (2, 1 + topk + (steps - 1) * topk ** 2),
         tree_limit_why="the root and the best of its topk + (steps - 1) x topk^2 candidates",
-        tree_needs_plain_attention=False),
+        tree_needs_plain_attention=False,
+        eras=(Era(key="spec-v1", first=(0, 4), fitted=True,
+                  what="EAGLE worker v1, no overlap scheduler (the published fit's batch sweep, SGLang v0.4.4)"),
+              Era(key="spec-v2", first=(0, 5, 11), fitted=False, savings=(SGLANG_SPEC_V2,),
+                  what="spec v2, draft and verify overlapped with scheduling"))),
     # TensorRT-LLM: kv_cache_config free_gpu_memory_fraction, a share of the memory left free after loading the
     # weights, default 0.9 (tensorrt_llm/llmapi/llm_args.py KvCacheConfig); tensorrt_llm/commands/serve.py for the
     # flags; tensorrt_llm/metrics/collector.py for the counters. No speculative point to fit: a draft step and a
@@ -363,8 +442,42 @@ ENGINES = {
         tree_tokens=lambda topk, steps: (steps + 1, topk * steps + 1),
         tree_limit_why="max_total_draft_tokens from max_draft_len to dynamic_tree_max_topK x max_draft_len, "
                        "llm_args.py",
-        tree_needs_plain_attention=True),   # its speculative-decoding docs
+        tree_needs_plain_attention=True,   # its speculative-decoding docs
+        # One era: its plain steps are fitted on the C++ runtime (0.9) and NIM; its rounds borrow vLLM's fitted
+        # costs (no speculative point of its own), so no before/after measurement would have a round to change.
+        eras=(Era(key="pytorch", first=(1, 0), fitted=True,
+                  what="the PyTorch backend (rounds at vLLM's fitted costs: no TensorRT-LLM round is measured "
+                       "here)"),)),
 }
+
+
+def newest_era(engine):
+    """The current era of the engine (an ENGINES key): what --engine-version defaults to."""
+    return ENGINES[engine].eras[-1]
+
+
+def fitted_era(engine):
+    """The era the published fit's points for this engine were measured in (bench/calibrate.py builds them there)."""
+    return next(e for e in ENGINES[engine].eras if e.fitted)
+
+
+def era_of(engine, version):
+    """The era of a release "X.Y" or "X.Y.Z" (a suffix such as rc1 or .post1 ignored); None before the first era."""
+    match = ERA_VERSION.fullmatch(version)
+    if not match:
+        raise ValueError(version)
+    release = tuple(int(x) for x in match.groups() if x is not None)
+    eras = [e for e in ENGINES[engine].eras if e.first <= release]
+    return eras[-1] if eras else None
+
+
+def era_releases(engine, era):
+    """The era's releases as the plan names them: "0.14 or later", "0.8 until 0.14"."""
+    later = [e for e in engine.eras if e.first > era.first]
+    first = ".".join(map(str, era.first))
+    return f"{first} until {'.'.join(map(str, later[0].first))}" if later else f"{first} or later"
+
+
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
 DRAFT_WEIGHT_BYTES = 2        # draft heads and draft models are served in bf16
 
@@ -772,6 +885,7 @@ class Deployment:
     draft_shape: dict = field(default=None, hash=False)   #: a draft model's shape from its config.json, else None
     model_config: str = None   #: the --model-config path, so the plan's commands can name it again
     draft_config: str = None   #: the --draft-config path, likewise
+    era: Era = None          #: the engine's release era (Engine.eras): what a round's host work costs there
 
     def __post_init__(self):   # hashed once: the cost model's memo looks deployments up thousands of times a run
         object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False)))
@@ -975,12 +1089,13 @@ def mean_context(input_tokens, output_tokens):
 
 def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
                     draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
-                    output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None, draft_shape=None):
+                    output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None, draft_shape=None,
+                    era=None):
     """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers.
 
     shape: a model's shape read from its config.json, instead of the catalog's row for `model`.
     The mean decode context defaults to the prompt plus half the output: a request decodes
-    from input to input + output tokens of context.
+    from input to input + output tokens of context. era: one of the engine's eras (default: its newest).
     """
     spec = spec or GPUS[gpu]
     m = shape or MODELS[model]
@@ -991,7 +1106,7 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv
                      link_gbs=spec["link"], draft_tflops=peak_tflops(spec, "bf16"), target=target, drafter=NO_MODEL,
                      engine=ENGINES[engine], memory_fraction=ENGINES[engine].memory_fraction, draft_hf=draft_hf,
                      input_tokens=input_tokens, output_tokens=output_tokens, shape=m, topk=topk,
-                     verify_tokens=verify_tokens, draft_shape=draft_shape)
+                     verify_tokens=verify_tokens, draft_shape=draft_shape, era=era or newest_era(engine))
     return with_draft(dep, draft)
 
 
@@ -1291,7 +1406,16 @@ def round_ms(dep, batch, k, fit=FIT):
     dep.verify_tokens a sequence (SGLang's --speculative-num-draft-tokens).
     """
     return (fit.own_round * fixed_ms(dep, "round", fit) + fit.own_draft * draft_ms(dep, batch, k, fit)
-            + verify_pass_ms(dep, batch, k, fit))
+            + verify_pass_ms(dep, batch, k, fit) - hidden_ms(dep, k, fit))
+
+
+def hidden_ms(dep, k, fit=FIT):
+    """The host time of a round its engine era no longer waits for (Era.hidden_ms), at most the round's fixed costs:
+    its bookkeeping and its K draft steps' fixed costs (a kernel's own time is never hidden)."""
+    fixed = fit.own_round * fixed_ms(dep, "round", fit)
+    if runs_a_draft_model(dep):
+        fixed += fit.own_draft * k * fixed_ms(dep, "draft", fit)
+    return min(dep.era.hidden_ms(draft_kind(dep.draft), dep.topk), fixed)
 
 
 def draft_ms(dep, batch, k, fit=FIT):
@@ -3008,6 +3132,8 @@ class RunTerms:
     round_ms: float          #: a round's bookkeeping, before own_round
     draft_ms: float          #: a round's draft steps, before own_draft
     tau: float               #: tokens a round (None: a baseline)
+    hidden_ms: float = 0.0   #: the era's host time a round no longer waits for (Era.hidden_ms)
+    draft_fixed_ms: float = 0.0   #: the K draft steps' fixed costs, before own_draft (what hidden_ms may take)
 
 
 def run_terms(dep, run, fit=FIT):
@@ -3028,7 +3154,9 @@ def run_terms(dep, run, fit=FIT):
         return RunTerms(decode=plain, prefill=prefill, verify={}, round_ms=0.0, draft_ms=0.0, tau=None)
     verify = grouped(target_parts(d, b, verify_tokens(d, run.k), base))
     return RunTerms(decode=plain, prefill=prefill, verify={key: verify[key] - plain[key] for key in plain},
-                    round_ms=fixed_ms(d, "round", base), draft_ms=draft_ms(d, b, run.k, base), tau=run.tau)
+                    round_ms=fixed_ms(d, "round", base), draft_ms=draft_ms(d, b, run.k, base), tau=run.tau,
+                    hidden_ms=d.era.hidden_ms(draft_kind(d.draft), d.topk),
+                    draft_fixed_ms=run.k * fixed_ms(d, "draft", base) if runs_a_draft_model(d) else 0.0)
 
 
 def terms_tpot_ms(terms, own):
@@ -3039,8 +3167,9 @@ def terms_tpot_ms(terms, own):
     step, share = total(terms.decode), own["own_prefill"] * total(terms.prefill)
     if terms.tau is None:
         return step + share
+    fixed = own["own_round"] * terms.round_ms + own["own_draft"] * terms.draft_fixed_ms
     rounds = (own["own_round"] * terms.round_ms + own["own_draft"] * terms.draft_ms + step
-              + own["own_verify"] * total(terms.verify))
+              + own["own_verify"] * total(terms.verify) - min(terms.hidden_ms, fixed))   # hidden_ms, closed form
     return rounds / terms.tau + share
 
 
@@ -3407,10 +3536,14 @@ def trust_in(dep, calibration=None, table=MODEL_ERROR):
     speedup, tpot = class_error(error_class("speedup", dep), table), class_error(error_class("tpot", dep), table)
     if calibration is None:
         outside = tuple(dict.fromkeys(speedup.outside + tpot.outside))
-        return Trust(level=INTERVAL_LEVEL, speedup_sd=speedup.sd, tpot_sd=tpot.sd,
-                     spec_tpot_sd=math.hypot(speedup.sd, tpot.sd), calibrated=False, outside=outside,
+        shift = era_shift(dep)
+        outside += ("era",) if shift else ()
+        speedup_sd = math.hypot(speedup.sd, shift)
+        return Trust(level=INTERVAL_LEVEL, speedup_sd=speedup_sd, tpot_sd=tpot.sd,
+                     spec_tpot_sd=math.hypot(speedup_sd, tpot.sd), calibrated=False, outside=outside,
                      basis="the model's error on published deployments like this one, each predicted by a fit that "
-                           "did not see it")
+                           "did not see it" + (f", and the engine release's derived saving as large again "
+                                               f"({shift:.2f} in log)" if shift else ""))
 
     def rms(errors):
         return math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in errors)) if errors else None
@@ -3423,6 +3556,20 @@ def trust_in(dep, calibration=None, table=MODEL_ERROR):
                  calibrated=True, outside=(),
                  basis="your runs, each predicted by a fit on the others"
                        + ("" if spec is not None else "; no speculative run: a speedup keeps the published data's error"))
+
+
+ERA_REFERENCE = (1, 3)   # (B, K) where an era's saving is sized for the interval: batch 1, where fixed costs weigh most
+
+
+def era_shift(dep, fit=FIT):
+    """How far the engine era's derived saving moves a round (log of the fitted era's round over this one's) at
+    ERA_REFERENCE: no published point measures a round in an era that is not fitted, so a prediction there is
+    taken to be as uncertain again as the saving itself (0 for a fitted era)."""
+    if dep.era.fitted or not dep.era.hidden_ms(draft_kind(dep.draft), dep.topk):
+        return 0.0
+    fitted = replace(dep, era=fitted_era(dep.engine.key))
+    batch, k = ERA_REFERENCE
+    return math.log(round_ms(fitted, batch, k, fit) / round_ms(dep, batch, k, fit))
 
 
 def interval(value, sd):
@@ -3873,7 +4020,7 @@ def deployment_lines(dep, result):
 
 
 OUTSIDE_WORDS = dict(target="a target of its kind", engine="its engine", draft="its draft method",
-                     family="its GPU family")   # Trust.outside, in words
+                     family="its GPU family", era="a round timed in its engine release")   # Trust.outside, in words
 
 
 def ratio_span(sd):
@@ -4304,6 +4451,8 @@ def tool_words(dep):
     words = ["python code/main.py", f"--engine {dep.engine.key}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
+    if dep.era != newest_era(dep.engine.key):
+        words.insert(2, f"--engine-version {'.'.join(map(str, dep.era.first))}")
     if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
         words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
@@ -4699,6 +4848,20 @@ def memory_setting(dep):
     return f"{engine.memory_flag} {dep.memory_fraction:g}{engine.memory_note}"
 
 
+def era_account(dep):
+    """What the era's round costs rest on, for the plan's deployment table."""
+    era, kind = dep.era, draft_kind(dep.draft)
+    if era.fitted:
+        return "round costs as the published fit measured them"
+    if not era.hidden_ms(kind, dep.topk):
+        return f"none of its changes runs for {'trees' if dep.topk > 1 else kind}: round costs as fitted"
+    served = [s for s in era.savings if kind in s.drafts and (dep.topk == 1 or not s.chains_only)]
+    how = "; ".join(f"{s.change}" + (f", {s.saved_ms:.2f} ms" if len(served) > 1 else "") + f" ({s.source})"
+                    for s in served)
+    return (f"{era.hidden_ms(kind, dep.topk):.2f} ms less host time a round than the published fit's era, derived "
+            f"from a before/after measurement, not fitted: {how}")
+
+
 def plan_front(result, dep, plan):
     """Front matter and the deployment table."""
     k, batch, alpha = plan.k, plan.shown_batch, plan.alpha
@@ -4734,6 +4897,7 @@ def plan_front(result, dep, plan):
         "| | this run |",
         "|---|---|",
         f"| engine | {engine}; commands checked against the engine versions the README names |",
+        f"| engine release | {era_releases(dep.engine, dep.era)}: {dep.era.what}; {era_account(dep)} |",
         f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
         + (f" ({dep.target.active_params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
            if dep.target.experts else "") + f", {dep.weights_dtype} weights "
@@ -5143,7 +5307,8 @@ def render_json(result, dep, grid):
                       draft_weight_bytes=dep.drafter.held_bytes,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
                       max_concurrency=result.facts.max_concurrency, input_tokens=dep.input_tokens,
-                      output_tokens=dep.output_tokens, plain_step_b1=result.facts.plain_b1,
+                      output_tokens=dep.output_tokens, engine_era=dep.era.key, engine_releases=era_releases(dep.engine, dep.era),
+                      round_hidden_ms=dep.era.hidden_ms(draft_kind(dep.draft), dep.topk), plain_step_b1=result.facts.plain_b1,
                       plain_step_ms_b1=result.plan.plain_ms_b1)
     data = dict(deployment=deployment, interval_level=result.trust.level, trust=result.trust, cells=result.cells,
                 breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)
@@ -6423,6 +6588,8 @@ def build_parser():
     dep.add_argument("--verify-tokens", help="tokens per sequence in a tree's verify pass (SGLang's "
                                              "--speculative-num-draft-tokens)")
     dep.add_argument("--engine", help=f"engine the plan is written for: {', '.join(ENGINES)} (default {ENGINE})")
+    dep.add_argument("--engine-version", help="the engine's release, e.g. 0.13 or 0.5.10: sets the era a round's "
+                                              "host costs are those of (default: the newest era, Engine.eras)")
     dep.add_argument("--gpu-bandwidth", help="memory bandwidth per GPU, TB/s")
     dep.add_argument("--gpu-tflops", help="dense TFLOP/s per GPU for the weights dtype")
     dep.add_argument("--gpu-memory", help="memory per GPU, GiB")
@@ -6553,6 +6720,7 @@ def parse_deployment(args):
     if engine.nvidia_only and gpu in GPU_FAMILY and GPU_FAMILY[gpu] == "cdna":
         others = " or ".join(e.key for e in ENGINES.values() if not e.nvidia_only)
         raise UsageError(f"--engine: {engine.name} runs on NVIDIA GPUs; {gpu} is AMD's (serve it with {others})")
+    era = parse_era(engine, args.engine_version if args.engine_version is not None else ENGINE_VERSION)
     if draft_kind(draft) not in engine.drafts:
         raise UsageError(f"--draft: the {engine.name} plan covers {', '.join(engine.drafts)}; "
                          f"got {draft!r} ({engine.drafts_why})")
@@ -6587,8 +6755,23 @@ def parse_deployment(args):
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
     dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine.key, draft_hf,
-                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape)
+                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era)
     return replace(dep, model_config=args.model_config, draft_config=args.draft_config)
+
+
+def parse_era(engine, version):
+    """--engine-version -> the engine's Era (newest when not given); a release before the first era is refused."""
+    if version is None:
+        return newest_era(engine.key)
+    try:
+        era = era_of(engine.key, version)
+    except ValueError:
+        raise UsageError(f"--engine-version: a release such as 0.14 or 0.5.11; got {shown(version)}") from None
+    if era is None:
+        first = ".".join(map(str, engine.eras[0].first))
+        raise UsageError(f"--engine-version: {engine.name} releases before {first} run rounds no published "
+                         f"measurement here times; got {shown(version)}")
+    return era
 
 
 MIX_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,16}", re.ASCII)   # a traffic domain's name, as tables and the plan show it

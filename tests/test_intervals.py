@@ -91,8 +91,8 @@ class Intervals(unittest.TestCase):
                 self.assertAlmostEqual(value / bounds[0], math.exp(Z80 * sd), delta=2e-5)
 
     def test_a_deployment_outside_the_data_is_less_certain(self):
-        dense = m.trust_in(m.make_deployment())
-        moe = m.trust_in(m.make_deployment(model="qwen3-235b-a22b", gpu="h200", tp=8))
+        dense = m.trust_in(m.make_deployment(era=m.fitted_era("vllm")))
+        moe = m.trust_in(m.make_deployment(model="qwen3-235b-a22b", gpu="h200", tp=8, era=m.fitted_era("vllm")))
         self.assertEqual(dense.outside, ())
         self.assertIn("target", moe.outside)                   # no published plain step of a MoE target
         self.assertGreater(moe.speedup_sd, 2 * dense.speedup_sd)
