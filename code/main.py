@@ -184,12 +184,23 @@ GPUS = {
     "a100-sxm-80gb": dict(memory_gib=80,  bandwidth_tbs=2.039, bf16=312,  fp8=None, family="ampere",    link=300),  # NVIDIA datasheet, via ai-dynamo/aiconfigurator a100_sxm.yaml
     "h100-sxm":      dict(memory_gib=80,  bandwidth_tbs=3.35,  bf16=989,  fp8=1979, family="hopper",    link=450),  # aiconfigurator h100_sxm.yaml
     "h100-pcie":     dict(memory_gib=80,  bandwidth_tbs=2.0,   bf16=756,  fp8=1513, family="hopper",    link=64),   # aiconfigurator h100_pcie.yaml
-    "h200":          dict(memory_gib=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979, family="hopper",    link=450),  # aiconfigurator h200_sxm.yaml
-    "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500, fp4=9000, family="blackwell", link=900),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s)
+    "h200":          dict(memory_gib=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979, family="hopper",    link=450,
+                          bw_rel=0.916),  # aiconfigurator h200_sxm.yaml; bw_rel below
+    "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500, fp4=9000, family="blackwell", link=900,
+                          bw_rel=0.807),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s); bw_rel below
     "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733,  family="ada",       link=32),   # NVIDIA L40S datasheet
     "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330,  family="ada",       link=32),   # spec table, fp32 accumulate
-    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
+    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448,
+                          bw_rel=0.893),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
 }
+# bw_rel: the GPU's achieved share of its datasheet bandwidth over the share of the GPU its family's constant is fitted
+# on (H100 for Hopper and for Blackwell, which has no fitted point): measured decode GEMMs, bf16, m = 1-8, of Llama 3
+# 8B and 70B layers, from aiconfigurator's vLLM 0.24 kernel database (`python bench/aiconfigurator_compare.py`:
+# H100 0.775 of 3.35 TB/s, H200 0.710 of 4.8, B200 0.625 of 8). A larger HBM stack is not read proportionally
+# faster by the same kernels. 1 where not given. (The A100's, 0.860 of the H100's, agrees within 4% with the
+# published fit's own bw_ampere over bw_hopper, fitted on other data: a check of the method.) MI300X, which
+# aiconfigurator does not measure: one roofline tool run on both, RRZE-HPC/gpu-benches gpu-roofline/mi300x.txt
+# (4073 GB/s of 5.3 TB/s) and h200.txt (3780 of 4.8), gives it 0.976 of the H200's share: 0.916 x 0.976 = 0.893.
 GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 
 # Target models: the shapes in each HF config.json (REFERENCE.md sections 4 and 7; the MoE
@@ -785,8 +796,9 @@ OWN_PARTS = dict(fixed="own_pass", weights="own_weights", attention="own_context
 
 Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
                         "link_eff pass_fixed_ms_vllm pass_fixed_ms_sglang pass_fixed_ms_trtllm draft_fixed_ms_vllm "
-                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us " + " ".join(OWN_TERMS),
-          defaults=(1.0,) * len(OWN_TERMS))
+                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us seq_us_trtllm "
+                        + " ".join(OWN_TERMS),
+          defaults=(0.0,) + (1.0,) * len(OWN_TERMS))
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -803,27 +815,38 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # scheduler, sampler); draft_fixed_ms_<engine>: fixed cost of one draft step;
 # round_fixed_ms_<engine>: per-round speculation bookkeeping (rejection sampler, input
 # preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us: engine
-# cost per token a pass processes. Fitted together by bench/calibrate.py (its output says which points set
+# cost per token a pass decodes (sampling, logits; a prefill chunk's prompt tokens have none);
+# seq_us_<engine>: a served step's host cost per running sequence (scheduling, paged-KV
+# tables, streaming), measured for TensorRT-LLM only, where NIM's served closed loop and
+# TensorRT-LLM 0.9's static batches of the same shapes tell it apart from token_us (no
+# source separates it for vLLM or SGLang, whose async schedulers overlap it: none). Fitted together by bench/calibrate.py (its output says which points set
 # which constant), against bench/published.json and bench/plain_step.json.
 # Fit is a namedtuple, not a dataclass like the results: a vector of constants that the fitters (--calibrate,
 # bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
-FIT = Fit(bw_hopper=0.9188, bw_ampere=0.764, bw_ada=0.7124, flop_eff=0.75, fp8_eff=0.9723, fp8_kv_eff=0.4876,
-          attn_ns=8.0, layer_us=20.8594, ar_us=13.248, ar_tp_us=3.6445, link_eff=0.6703,
-          pass_fixed_ms_vllm=1.0205, pass_fixed_ms_sglang=0.2588, pass_fixed_ms_trtllm=1.8232,
-          draft_fixed_ms_vllm=0.6941, draft_fixed_ms_sglang=0.5105, round_fixed_ms_vllm=1.167,
-          round_fixed_ms_sglang=1.5303, token_us=11.3477)
-# What the fit says: an fp8 weight read keeps nearly all its bandwidth (0.97), but an fp8
-# KV cache reads no faster than bf16 (0.49 x 2 bytes); one sequence's attention costs
-# 8 ns per layer per token of context (0.26 ms per 1k tokens on 8B); an
-# all-reduce costs 13 us at TP 2 and 3.6 us more per further GPU (21 us at TP 4, 35 at
-# TP 8); fixed costs are 21 us per layer plus a pass cost that differs by engine, as do
-# a draft step's (0.69 ms vLLM, 0.51 ms SGLang) and a round's bookkeeping.
-# flop_eff sits on its upper bound (bench/calibrate.py says why).
+FIT = Fit(bw_hopper=0.9199, bw_ampere=0.7812, bw_ada=0.7543, flop_eff=0.75, fp8_eff=0.9348, fp8_kv_eff=0.7986,
+          attn_ns=8.2637, layer_us=13.0859, ar_us=15.6094, ar_tp_us=3.5566, link_eff=0.5859,
+          pass_fixed_ms_vllm=1.2725, pass_fixed_ms_sglang=0.499, pass_fixed_ms_trtllm=1.4893,
+          draft_fixed_ms_vllm=0.7, draft_fixed_ms_sglang=0.493, round_fixed_ms_vllm=1.1846,
+          round_fixed_ms_sglang=1.6973, token_us=10.1172, seq_us_trtllm=40.2734)
+# What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.93 of the
+# bandwidth, an fp8 KV cache 0.80 (the attention kernel dequantises it); one sequence's
+# attention costs 8.3 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
+# set by NIM's batch-1 context slopes; an all-reduce costs 16 us at TP 2 and 3.6 us more
+# per further GPU (23 us at TP 4, 37 at TP 8); a served TensorRT-LLM step (NIM) costs 40 us
+# more per running sequence than its static-batch benchmark (seq_us_trtllm), which had made
+# the closed loop look costlier per token; fixed costs per pass, per draft step (0.70 ms vLLM,
+# 0.49 ms SGLang) and per round differ by engine. flop_eff sits on its upper bound
+# (bench/calibrate.py says why).
 BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
              "blackwell": "bw_hopper",   # no Blackwell point to fit: taken as Hopper's share (an assumption)
              "cdna": "bw_hopper"}        # likewise for MI300X (CDNA 3)
+ATTN_FLOOR_TBS = 3.35   # Fit.attn_ns is one sequence's attention floor on an H100's 3.35 TB/s: a sequence's KV is
+                        # read by few SMs, so the floor scales with the GPU's bandwidth, and an fp8 KV cache's runs
+                        # at fp8_kv_eff of it (dequantising). NIM's batch-1 TPOT over 4 contexts (plain_step.json),
+                        # slope per layer per token: 7.9-8.5 ns on H100 and 12.0-12.2 on A100 (7.3-7.4 at 3.35
+                        # TB/s) with a bf16 cache; 9.7-10.3 on H100 with an fp8 cache
 ACTIVATION_BYTES = 2                     # all-reduce messages are bf16 activations, hidden wide per token
 
 @dataclass(frozen=True)
@@ -1187,8 +1210,8 @@ def fitted_family(dep):
 
 
 def bandwidth_share(dep, fit=FIT):
-    """The achieved share of datasheet bandwidth for this GPU's family."""
-    return getattr(fit, BW_FAMILY[gpu_family(dep)])
+    """The achieved share of datasheet bandwidth: the GPU family's fitted share, times the GPU's own bw_rel."""
+    return getattr(fit, BW_FAMILY[gpu_family(dep)]) * GPUS.get(dep.gpu, {}).get("bw_rel", 1.0)
 
 
 def allreduce_ms(dep, message_bytes, fit=FIT):
@@ -1216,7 +1239,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
 
     tokens_per_seq new tokens for each of `batch` sequences at the mean context, plus
     `prefill` prompt tokens mixed into the same pass (their own attention averages half
-    the prompt). All K+1 query tokens of a sequence share one read of its KV history. A MoE
+    the prompt). The engine's cost per token (Fit.token_us: sampling, logits, per-token
+    bookkeeping) is a decoded token's: a prompt token in a prefill chunk is not sampled. All K+1 query tokens of a sequence share one read of its KV history. A MoE
     layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
     tokens touch more than a plain step's B.
     """
@@ -1227,7 +1251,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
     window = min(dep.context, net.window) if net.window else 0
     history = batch * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
-    one_sequence = attended(net, dep.context) * fit.attn_ns / 1e6
+    one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS / dep.bandwidth_tbs
+                    / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
     attention = (max(history, one_sequence)
                  + tokens * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
     flops = (batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
@@ -1235,7 +1260,7 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     compute = flops / (dep.tp * net.tflops * 1e9 * fit.flop_eff)
     communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
-                fixed=fixed_cost + net.layers * fit.layer_us / 1e3, engine=tokens * fit.token_us / 1e3)
+                fixed=fixed_cost + net.layers * fit.layer_us / 1e3, engine=batch * tokens_per_seq * fit.token_us / 1e3)
 
 
 def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
@@ -1247,6 +1272,7 @@ def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
     """The terms of one target pass (pass_parts) with the engine's fixed cost of a pass, each times its own_*
     factor (OWN_PARTS: 1 in the published fit)."""
     parts = pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
+    parts["engine"] += batch * getattr(fit, f"seq_us_{dep.engine.pass_cost_of}", 0.0) / 1e3   # Fit.seq_us_<engine>
     return {term: ms * (getattr(fit, OWN_PARTS[term]) if term in OWN_PARTS else 1.0) for term, ms in parts.items()}
 
 
@@ -3443,15 +3469,15 @@ Z_INTERVAL = NORMAL.inv_cdf(0.5 + INTERVAL_LEVEL / 2)   # 1.28: an interval is t
 # means. Printed by bench/intervals.py from bench/held_out_errors.json (error_table); tests/test_intervals.py checks
 # the two agree. A TPOT's class has no draft: a plain step runs none.
 MODEL_ERROR = {
-    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1063, 0.0602),
-    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0523, 0.1945),
-    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0137, 0.0114),
-    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1815, 0.4315),
-    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0021),
-    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.136, 0.0658),
-    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1246, 0.0695),
-    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1782, 0.1006),
-    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0019),
+    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1108, 0.0641),
+    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0495, 0.1841),
+    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0135, 0.0166),
+    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1812, 0.4332),
+    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0815),
+    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.1649, 0.0666),
+    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1332, 0.0203),
+    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1328, 0.0458),
+    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0062),
 }
 
 

@@ -182,12 +182,13 @@ class FitComment(unittest.TestCase):
         block = source[source.index("# What the fit says"):source.index("BW_FAMILY = ")]
         text = " ".join(line.lstrip("# ").strip() for line in block.splitlines())
         layers_8b = m.MODELS["llama-3.1-8b"]["layers"]
-        for figure in (f"({F.fp8_eff:.2f})", f"({F.fp8_kv_eff:.2f} x 2 bytes)", f"{F.attn_ns:.0f} ns per layer",
+        for figure in (f"keeps {F.fp8_eff:.2f} of the bandwidth", f"an fp8 KV cache {F.fp8_kv_eff:.2f}",
+                       f"costs {F.attn_ns:.1f} ns per layer per token",
                        f"({F.attn_ns * layers_8b * 1000 / 1e6:.2f} ms per 1k tokens on 8B)",
                        f"{F.ar_us:.0f} us at TP 2 and {F.ar_tp_us:.1f} us more",
                        "({:.0f} us at TP 4, {:.0f} at TP 8)".format(
                            *(m.allreduce_ms(m.make_deployment(tp=tp), 0.0) * 1e3 for tp in (4, 8))),
-                       f"{F.layer_us:.0f} us per layer",
+                       f"costs {F.seq_us_trtllm:.0f} us more per running sequence",
                        f"({F.draft_fixed_ms_vllm:.2f} ms vLLM, {F.draft_fixed_ms_sglang:.2f} ms SGLang)"):
             self.assertIn(figure, text)
 

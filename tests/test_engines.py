@@ -366,11 +366,15 @@ class PlanDetails(unittest.TestCase):
         on = [row for row in data["plan"]["schedule"] if row[2] > 0]
         expected = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
         self.assertIn(f"`draft_len_schedule: {expected}` (with `max_draft_len: {on[0][2]}`)", plan)
-        # K = 4 up to B = 11 at alpha 0.70: K = 5 gains under 1% at B = 1, a tie won by the shorter draft.
-        self.assertTrue(expected.startswith("{11: 4, "), expected)
+        # K = 4 first at alpha 0.70: K = 5 gains under 1% at B = 1, a tie won by the shorter draft.
+        self.assertEqual(on[0][2], 4, expected)
+        dep = m.make_deployment(engine="trtllm")
+        speedup = {k: m.tpot_speedup(dep, 1, 1 / m.acceptance_length(0.7, k), m.round_ms(dep, 1, k)) for k in (4, 5)}
+        self.assertLess(speedup[5] / speedup[4], 1.01)
 
     def test_trtllm_kill_switch_warns_where_a_longer_k_shows_a_lower_rate(self):
-        plan, data = plan_for(["--engine", "trtllm"])
+        # bf16 70B over 8 A100s: at B = 256 a round breaks even at a rate over K = 4's at alpha 0.70
+        plan, data = plan_for(["--engine", "trtllm", "--gpu", "a100-sxm-80gb", "--weights-dtype", "bf16", "--tp", "8"])
         rate_k4 = (0.7 + 0.7 ** 2 + 0.7 ** 3 + 0.7 ** 4) / 4                # 0.443, by hand
         self.assertLess(rate_k4, data["plan"]["gate_rate"])
         self.assertIn(f"K = 4 shows a rate of {rate_k4:.3f}", plan)

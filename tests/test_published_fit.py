@@ -66,7 +66,7 @@ class Calibration(unittest.TestCase):
         self.assertLessEqual(max(errors), 0.20)
 
     def test_plain_steps_within_goal_by_source_tp_and_dtype(self):
-        plain = [r for r in self.rows if r["kind"] != "speedup"]
+        plain = [r for r in self.rows if r["kind"] in ("decode", "tpot")]   # not the slopes: a view of NIM's points
         self.assertEqual(len(plain), 191 + 2)
         errors = [abs(r["error"]) for r in plain]
         self.assertLessEqual(statistics.median(errors), 0.10)
@@ -77,7 +77,7 @@ class Calibration(unittest.TestCase):
 
     def test_out_of_sample_each_plain_step_source_predicted_by_a_fit_without_it(self):
         # The physics must carry from one source to the other: TensorRT-LLM 0.9's static batches
-        # predicted from a fit without them, and NIM's closed loop likewise (10.3% and 12.3% now).
+        # predicted from a fit without them, and NIM's closed loop likewise (6.8% and 10.8% now).
         for source in HELD_OUT:
             self.assertLessEqual(statistics.median(refitted()[1][source]), 0.15, source)
 
@@ -92,7 +92,9 @@ class Calibration(unittest.TestCase):
         attention = max(300 * 131_072 / bw, 32 * 300 * f.attn_ns / 1e6) + 2 * 131_072 / bw
         compute = ((2 * 8_030_261_248 + 4 * 32 * 4096 * 300) + (2 * 8_030_261_248 + 4 * 32 * 4096 * 100)) \
             / (989e9 * f.flop_eff)
-        by_hand = weights + attention + compute + f.pass_fixed_ms_trtllm + 32 * f.layer_us / 1e3 + 2 * f.token_us / 1e3
+        # the engine: one decoded token (the prompt token is not sampled) and one served sequence
+        by_hand = (weights + attention + compute + f.pass_fixed_ms_trtllm + 32 * f.layer_us / 1e3 + f.token_us / 1e3
+                   + f.seq_us_trtllm / 1e3)
         self.assertAlmostEqual(row["predicted"], by_hand, places=9)
         self.assertLess(abs(row["error"]), 0.10)
 
