@@ -57,11 +57,11 @@ BOUNDS = dict(bw_hopper=(0.4, 0.95), bw_ampere=(0.4, 0.95), bw_ada=(0.3, 0.95), 
               ar_us=(2.0, 80.0), ar_tp_us=(0.0, 30.0), link_eff=(0.05, 1.0), pass_fixed_ms_vllm=(0.0, 3.0),
               pass_fixed_ms_sglang=(0.0, 3.0), pass_fixed_ms_trtllm=(0.0, 3.0), draft_fixed_ms_vllm=(0.0, 2.0),
               draft_fixed_ms_sglang=(0.0, 2.0), round_fixed_ms_vllm=(0.0, 3.0), round_fixed_ms_sglang=(0.0, 3.0),
-              token_us=(0.0, 60.0), seq_us_trtllm=(0.0, 60.0))
+              token_us=(0.0, 60.0), seq_us_trtllm=(0.0, 60.0), bw_cdna=(0.3, 0.95), flop_cdna=(0.1, 1.0))
 START = main.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=0.6, fp8_eff=0.8, fp8_kv_eff=0.8, attn_ns=8.0,
                  layer_us=5.0, ar_us=15.0, ar_tp_us=3.0, link_eff=0.7, pass_fixed_ms_vllm=1.0,
                  pass_fixed_ms_sglang=1.0, pass_fixed_ms_trtllm=1.0, draft_fixed_ms_vllm=0.7,
-                 draft_fixed_ms_sglang=0.7, round_fixed_ms_vllm=1.0, round_fixed_ms_sglang=1.0, token_us=10.0, seq_us_trtllm=5.0)
+                 draft_fixed_ms_sglang=0.7, round_fixed_ms_vllm=1.0, round_fixed_ms_sglang=1.0, token_us=10.0, seq_us_trtllm=5.0, bw_cdna=0.82, flop_cdna=1.0)
 
 
 def spec_point(source, what, engine, draft, k, batch, tau, published, model="llama-3.1-8b", gpu="h100-sxm", tp=1,
@@ -186,8 +186,13 @@ def context_slopes(points):
 
 
 def predict(point, fit):
-    """The model's value for a point: a speedup, a decode step, a closed-loop TPOT, or the difference of two
-    TPOTs (context_slopes), in ms."""
+    """The model's value for a point: a speedup, a decode step, a closed-loop TPOT, the difference of two
+    TPOTs (context_slopes), or a static batch's whole latency (load_latency), in ms."""
+    if point["kind"] == "latency":   # one pass over every prompt, then the decode steps, no server
+        dep, batch = point["dep"], point["batch"]
+        prompt = main.replace(dep, context=dep.input_tokens // 2)
+        return (main.target_pass_ms(prompt, batch, dep.input_tokens, fit)
+                + (dep.output_tokens - 1) * main.decode_step_ms(dep, batch, fit))
     if point["kind"] == "slope":
         return predict(dict(point, kind="tpot"), fit) - predict(point["base"], fit)
     dep, batch = point["dep"], point["batch"]
@@ -266,7 +271,7 @@ def report(fit, points, title, detail=True):
         print(f"{'point':52s} {'model':>9s} {'published':>9s} {'error':>7s}")
         for r in rows:
             print(f"{r['what'][:52]:52s} {r['predicted']:9.3f} {r['published']:9.3f} {r['error'] * 100:+6.1f}%")
-    plain = [r for r in rows if r["kind"] in ("decode", "tpot")]
+    plain = [r for r in rows if r["kind"] in ("decode", "tpot", "latency")]
     for name, key in (("source", lambda r: r.get("view", r["source"])), ("TP (plain steps)", lambda r: f"TP{r['tp']}"),
                       ("dtype (plain steps)", lambda r: r["dtype"])):
         chosen = rows if name == "source" else plain
@@ -286,9 +291,24 @@ def report(fit, points, title, detail=True):
     return rows
 
 
+def load_latency(path=HERE / "oracle_mi300x_405b.json"):
+    """Llama 3.1 405B fp8 on 8 x MI300X, vLLM's offline benchmark_latency at batch 1-256: the only AMD source,
+    so it alone sets bw_cdna (batch 1) and flop_cdna (how much of flop_eff an MI300X's GEMMs reach: the growth
+    with batch); the KV cache taken as bf16 (not stated)."""
+    data = json.loads(Path(path).read_text())
+    points = []
+    for batch, seconds in data["latency_s_by_batch"].items():
+        dep = main.make_deployment("llama-3.1-405b", "mi300x", 8, "fp8", "bf16", 128 + 64, "ngram", engine="vllm",
+                                   input_tokens=128, output_tokens=128, era=main.fitted_era("vllm"))
+        points.append(dict(source="vLLM MI300X batch sweep (Oracle)", what=f"llama-3.1-405b mi300x TP8 fp8 B={batch}",
+                           kind="latency", dep=dep, batch=int(batch), published=seconds * 1000.0, static=True, tp=8,
+                           dtype="fp8", engine="vllm", moe=False))
+    return points
+
+
 def all_points():
     """The points the constants are fitted on."""
-    return load_speculative() + load_plain()
+    return load_speculative() + load_plain() + load_latency()
 
 
 def report_specbundle(fit, title="SpecBundle (SGLang, H200, batch 8), predicted, not fitted"):

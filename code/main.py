@@ -190,17 +190,17 @@ GPUS = {
                           bw_rel=0.807),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s); bw_rel below
     "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733,  family="ada",       link=32),   # NVIDIA L40S datasheet
     "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330,  family="ada",       link=32),   # spec table, fp32 accumulate
-    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448,
-                          bw_rel=0.893),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
+    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
 }
 # bw_rel: the GPU's achieved share of its datasheet bandwidth over the share of the GPU its family's constant is fitted
 # on (H100 for Hopper and for Blackwell, which has no fitted point): measured decode GEMMs, bf16, m = 1-8, of Llama 3
 # 8B and 70B layers, from aiconfigurator's vLLM 0.24 kernel database (`python bench/aiconfigurator_compare.py`:
 # H100 0.775 of 3.35 TB/s, H200 0.710 of 4.8, B200 0.625 of 8). A larger HBM stack is not read proportionally
 # faster by the same kernels. 1 where not given. (The A100's, 0.860 of the H100's, agrees within 4% with the
-# published fit's own bw_ampere over bw_hopper, fitted on other data: a check of the method.) MI300X, which
-# aiconfigurator does not measure: one roofline tool run on both, RRZE-HPC/gpu-benches gpu-roofline/mi300x.txt
-# (4073 GB/s of 5.3 TB/s) and h200.txt (3780 of 4.8), gives it 0.976 of the H200's share: 0.916 x 0.976 = 0.893.
+# published fit's own bw_ampere over bw_hopper, fitted on other data: a check of the method.) The MI300X has its
+# own fitted share (Fit.bw_cdna); aiconfigurator does not measure it, and one roofline tool run on it and on an
+# H200 (RRZE-HPC/gpu-benches gpu-roofline/mi300x.txt, 4073 GB/s of 5.3 TB/s; h200.txt, 3780 of 4.8) puts its
+# stream share at 0.976 of the H200's, a check on the fitted one.
 GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 
 # Target models: the shapes in each HF config.json (REFERENCE.md sections 4 and 7; the MoE
@@ -309,8 +309,9 @@ class Era:
     what: str                #: what runs a round in this era, as the plan says it
     fitted: bool             #: the published fit's speculative points were measured in this era
     savings: tuple = ()      #: RoundSaving rows since the fitted era
+    before: str = ""         #: on an engine's first era: why releases before it are refused
 
-    def hidden_ms(self, draft, topk=1):
+    def saving_ms(self, draft, topk=1):
         """Host time a round of this draft kind (draft_kind) no longer waits for against the fitted era, ms: each
         saving that runs for it, added."""
         return sum(s.saved_ms for s in self.savings if draft in s.drafts and (topk == 1 or not s.chains_only))
@@ -341,8 +342,9 @@ SGLANG_SPEC_V2 = RoundSaving(
     source="measured by PR #11398: Llama 3.1 8B, EAGLE head, 5 steps, batch 1, 246.80 -> 273.43 tokens/s at tau 2.99 -> 3.01",
     before_ms=1000 / 246.80, after_ms=1000 / 273.43, tau_before=2.99, tau_after=3.01,
     drafts=("eagle3", "eagle", "mtp"), chains_only=True)   # the EAGLE worker's; PR #12113: topk 1 only
-ERA_VERSION = re.compile(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:[.+-]?[A-Za-z][A-Za-z0-9.+-]{0,39})?",
-                         re.ASCII)   # 0.5.10.post1, v0.14.0rc1, 0.11.1.dev0+g1234: the suffix is ignored
+ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0,3}))?"
+                         r"([.+-]?[A-Za-z][A-Za-z0-9.+-]{0,39})?", re.ASCII)
+# 0.5.10.post1 and v0.14.0rc1 are their release; a .dev build (0.14.0.dev3, 0.11.1.dev0+g1234) comes before it
 
 
 @dataclass(frozen=True)
@@ -401,6 +403,7 @@ ENGINES = {
                  "`num_speculative_tokens_per_batch_size`",
         tree_tokens=None, tree_limit_why="", tree_needs_plain_attention=False,
         eras=(Era(key="v1-sync", first=(0, 8), fitted=True,
+                  before="they ran the V0 engine, whose speculative rounds no published measurement here times",
                   what="the V1 engine, rounds scheduled synchronously (the published fit's K sweep, issue #20780)"),
               Era(key="v1-async", first=(0, 14), fitted=False, savings=(VLLM_ASYNC_ROUNDS,),
                   what="the V1 engine with async scheduling on for EAGLE/MTP (Model Runner V2's own gains: no "
@@ -425,6 +428,7 @@ ENGINES = {
         tree_limit_why="the root and the best of its topk + (steps - 1) x topk^2 candidates",
         tree_needs_plain_attention=False,
         eras=(Era(key="spec-v1", first=(0, 4), fitted=True,
+                  before="no published measurement here times their rounds",
                   what="EAGLE worker v1, no overlap scheduler (the published fit's batch sweep, SGLang v0.4.4)"),
               Era(key="spec-v2", first=(0, 5, 11), fitted=False, savings=(SGLANG_SPEC_V2,),
                   what="spec v2, draft and verify overlapped with scheduling"))),
@@ -457,6 +461,7 @@ ENGINES = {
         # One era: its plain steps are fitted on the C++ runtime (0.9) and NIM; its rounds borrow vLLM's fitted
         # costs (no speculative point of its own), so no before/after measurement would have a round to change.
         eras=(Era(key="pytorch", first=(1, 0), fitted=True,
+                  before="the plan's trtllm-serve commands and YAML are the PyTorch backend's, of 1.0 and later",
                   what="the PyTorch backend, whose commands the plan gives; its pass costs were fitted on the C++ "
                        "runtime (TensorRT-LLM 0.9 and NIM) and its rounds take vLLM's (no TensorRT-LLM round is "
                        "measured here)"),)),
@@ -478,8 +483,11 @@ def era_of(engine, version):
     match = ERA_VERSION.fullmatch(version)
     if not match:
         raise ValueError(version)
-    release = tuple(int(x) for x in match.groups() if x is not None)
-    eras = [e for e in ENGINES[engine].eras if e.first <= release]
+    *numbers, suffix = match.groups()
+    release = tuple(int(x or 0) for x in numbers)   # (major, minor, patch): 0.14 is 0.14.0
+    before = suffix is not None and "dev" in suffix.lower()
+    eras = [e for e in ENGINES[engine].eras
+            if ((e.first + (0,))[:3] < release if before else (e.first + (0,))[:3] <= release)]
     return eras[-1] if eras else None
 
 
@@ -797,9 +805,9 @@ OWN_PARTS = dict(fixed="own_pass", weights="own_weights", attention="own_context
 
 Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
                         "link_eff pass_fixed_ms_vllm pass_fixed_ms_sglang pass_fixed_ms_trtllm draft_fixed_ms_vllm "
-                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us seq_us_trtllm "
+                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us seq_us_trtllm bw_cdna flop_cdna "
                         + " ".join(OWN_TERMS),
-          defaults=(0.0,) + (1.0,) * len(OWN_TERMS))
+          defaults=(0.0, 0.82, 1.0) + (1.0,) * len(OWN_TERMS))
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -817,6 +825,9 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # round_fixed_ms_<engine>: per-round speculation bookkeeping (rejection sampler, input
 # preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us: engine
 # cost per token a pass decodes (sampling, logits; a prefill chunk's prompt tokens have none);
+# bw_cdna, flop_cdna: an AMD CDNA GPU's achieved share of bandwidth, and its share of flop_eff (its
+# GEMMs' achieved share of peak against NVIDIA's), fitted on the one MI300X source
+# (bench/oracle_mi300x_405b.json, a batch sweep at 1 to 256: batch 1 sets the first, the growth the second);
 # seq_us_<engine>: a served step's host cost per running sequence (scheduling, paged-KV
 # tables, streaming), measured for TensorRT-LLM only, where NIM's served closed loop and
 # TensorRT-LLM 0.9's static batches of the same shapes tell it apart from token_us (no
@@ -826,25 +837,28 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
-FIT = Fit(bw_hopper=0.9033, bw_ampere=0.7629, bw_ada=0.7558, flop_eff=0.93, fp8_eff=0.9342, fp8_kv_eff=0.7952,
-          attn_ns=8.2344, layer_us=12.5781, ar_us=15.9141, ar_tp_us=3.5273, link_eff=0.5534,
-          pass_fixed_ms_vllm=1.1963, pass_fixed_ms_sglang=0.4258, pass_fixed_ms_trtllm=1.4277,
-          draft_fixed_ms_vllm=0.7, draft_fixed_ms_sglang=0.4949, round_fixed_ms_vllm=1.1699,
-          round_fixed_ms_sglang=1.6621, token_us=12.2266, seq_us_trtllm=41.2109)
-# What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.93 of the
+FIT = Fit(bw_hopper=0.8909, bw_ampere=0.7565, bw_ada=0.7634, flop_eff=0.93, fp8_eff=0.9195, fp8_kv_eff=0.7952,
+          attn_ns=8.2344, layer_us=2.0312, ar_us=17.8945, ar_tp_us=3.7617, link_eff=0.5516, pass_fixed_ms_vllm=1.46,
+          pass_fixed_ms_sglang=0.6895, pass_fixed_ms_trtllm=1.6357, draft_fixed_ms_vllm=0.7,
+          draft_fixed_ms_sglang=0.5027, round_fixed_ms_vllm=1.1963, round_fixed_ms_sglang=1.6504, token_us=12.2852,
+          seq_us_trtllm=40.7422, bw_cdna=0.6911, flop_cdna=0.2951)
+# What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.92 of the
 # bandwidth, an fp8 KV cache 0.80 (the attention kernel dequantises it); one sequence's
 # attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
-# set by NIM's batch-1 context slopes; an all-reduce costs 16 us at TP 2 and 3.5 us more
-# per further GPU (23 us at TP 4, 37 at TP 8); a served TensorRT-LLM step (NIM) costs 41 us
+# set by NIM's batch-1 context slopes; an all-reduce costs 18 us at TP 2 and 3.8 us more
+# per further GPU (25 us at TP 4, 40 at TP 8); a served TensorRT-LLM step (NIM) costs 41 us
 # more per running sequence than its static-batch benchmark (seq_us_trtllm), which had made
 # the closed loop look costlier per token; fixed costs per pass, per draft step (0.70 ms vLLM,
-# 0.49 ms SGLang) and per round differ by engine. flop_eff sits on its upper bound, the best
-# measured GEMM's share of peak (bench/calibrate.py says why).
+# 0.50 ms SGLang) and per round differ by engine; an MI300X under 2024's ROCm vLLM reads at
+# 0.69 of its 5.3 TB/s and reaches 0.30 of the NVIDIA GEMMs' share of peak (bw_cdna, flop_cdna).
+# flop_eff sits on its upper bound, the best measured GEMM's share of peak (bench/calibrate.py
+# says why).
 BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
              "blackwell": "bw_hopper",   # no Blackwell point to fit: taken as Hopper's share (an assumption)
-             "cdna": "bw_hopper"}        # likewise for MI300X (CDNA 3)
+             "cdna": "bw_cdna"}          # MI300X (CDNA 3): fitted on its one source, with flop_cdna
 ATTN_FLOOR_TBS = 3.35   # Fit.attn_ns is one sequence's attention floor on an H100's 3.35 TB/s: a sequence's KV is
-                        # read by few SMs, so the floor scales with the GPU's bandwidth, and an fp8 KV cache's runs
+                        # read by few SMs, so the floor scales with the GPU's bandwidth (times its bw_rel: the H200's
+                        # larger stack is not read proportionally faster), and an fp8 KV cache's runs
                         # at fp8_kv_eff of it (dequantising). NIM's batch-1 TPOT over 4 contexts (plain_step.json),
                         # slope per layer per token: 7.9-8.5 ns on H100 and 12.0-12.2 on A100 (7.3-7.4 at 3.35
                         # TB/s) with a bf16 cache; 9.7-10.3 on H100 with an fp8 cache
@@ -1210,9 +1224,16 @@ def fitted_family(dep):
     return dep.gpu in GPU_FAMILY and BW_FAMILY[gpu_family(dep)] == f"bw_{gpu_family(dep)}"
 
 
+def bw_rel(dep):
+    """The GPU's own bw_rel (GPUS): 1 for custom hardware, and for a catalog GPU whose bandwidth --gpu-bandwidth
+    replaced (the number given is the user's, not the datasheet's)."""
+    spec = GPUS.get(dep.gpu)
+    return spec.get("bw_rel", 1.0) if spec and dep.bandwidth_tbs == spec["bandwidth_tbs"] else 1.0
+
+
 def bandwidth_share(dep, fit=FIT):
     """The achieved share of datasheet bandwidth: the GPU family's fitted share, times the GPU's own bw_rel."""
-    return getattr(fit, BW_FAMILY[gpu_family(dep)]) * GPUS.get(dep.gpu, {}).get("bw_rel", 1.0)
+    return getattr(fit, BW_FAMILY[gpu_family(dep)]) * bw_rel(dep)
 
 
 def allreduce_ms(dep, message_bytes, fit=FIT):
@@ -1252,13 +1273,13 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
     window = min(dep.context, net.window) if net.window else 0
     history = batch * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
-    one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS / dep.bandwidth_tbs
+    one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS / (dep.bandwidth_tbs * bw_rel(dep))
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
     attention = (max(history, one_sequence)
                  + tokens * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
     flops = (batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
              + prefill * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.input_tokens / 2)))
-    compute = flops / (dep.tp * net.tflops * 1e9 * fit.flop_eff)
+    compute = flops / (dep.tp * net.tflops * 1e9 * fit.flop_eff * (fit.flop_cdna if gpu_family(dep) == "cdna" else 1.0))
     communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
                 fixed=fixed_cost + net.layers * fit.layer_us / 1e3, engine=batch * tokens_per_seq * fit.token_us / 1e3)
@@ -1437,12 +1458,12 @@ def round_ms(dep, batch, k, fit=FIT):
 
 
 def hidden_ms(dep, k, fit=FIT):
-    """The host time of a round its engine era no longer waits for (Era.hidden_ms), at most the round's fixed costs:
+    """The host time of a round its engine era no longer waits for (Era.saving_ms), at most the round's fixed costs:
     its bookkeeping and its K draft steps' fixed costs (a kernel's own time is never hidden)."""
     fixed = fit.own_round * fixed_ms(dep, "round", fit)
     if runs_a_draft_model(dep):
         fixed += fit.own_draft * k * fixed_ms(dep, "draft", fit)
-    return min(dep.era.hidden_ms(draft_kind(dep.draft), dep.topk), fixed)
+    return min(dep.era.saving_ms(draft_kind(dep.draft), dep.topk), fixed)
 
 
 def draft_ms(dep, batch, k, fit=FIT):
@@ -3117,8 +3138,8 @@ OWN_PRIOR_SD = dict(   # s.d. of each own_* factor's log before your runs: how w
     own_draft=0.5)     # draft heads run in CUDA graphs on some engines and not others
 RUN_NOISE = 0.01      # least run-to-run spread of a closed-loop run's mean TPOT (fraction): ten prompts a slot
 OWN_WORST = 0.25      # a fit whose worst run is further off than this says the files disagree
-OWN_HELD_OUT = 0.5    # and so does a run the others predict this far off when it is left out (a fit that bends a
-                      # factor to reach it in sample, e.g. one run 2.5x slower than its neighbours)
+OWN_HELD_OUT = 0.5    # and so does a run the others predict more than x1.5 (or /1.5) off when it is left out: the
+                      # fit reaches it in sample only by bending a factor (one run 2.5x slower than its neighbours)
 OWN_LENGTHS = 0.25    # runs one calibration fits may differ in mean prompt or output length by at most this
 OWN_OUTLIER = 3.0     # a run further from the fit than this many times its noise is named as disagreeing
 
@@ -3161,8 +3182,8 @@ class RunTerms:
     round_ms: float          #: a round's bookkeeping, before own_round
     draft_ms: float          #: a round's draft steps, before own_draft
     tau: float               #: tokens a round (None: a baseline)
-    hidden_ms: float = 0.0   #: the era's host time a round no longer waits for (Era.hidden_ms)
-    draft_fixed_ms: float = 0.0   #: the K draft steps' fixed costs, before own_draft (what hidden_ms may take)
+    saving_ms: float = 0.0   #: the era's host time a round no longer waits for (Era.saving_ms), before the cap
+    draft_fixed_ms: float = 0.0   #: the K draft steps' fixed costs, before own_draft (what saving_ms may take)
 
 
 def run_terms(dep, run, fit=FIT):
@@ -3184,7 +3205,7 @@ def run_terms(dep, run, fit=FIT):
     verify = grouped(target_parts(d, b, verify_tokens(d, run.k), base))
     return RunTerms(decode=plain, prefill=prefill, verify={key: verify[key] - plain[key] for key in plain},
                     round_ms=fixed_ms(d, "round", base), draft_ms=draft_ms(d, b, run.k, base), tau=run.tau,
-                    hidden_ms=d.era.hidden_ms(draft_kind(d.draft), d.topk),
+                    saving_ms=d.era.saving_ms(draft_kind(d.draft), d.topk),
                     draft_fixed_ms=run.k * fixed_ms(d, "draft", base) if runs_a_draft_model(d) else 0.0)
 
 
@@ -3198,7 +3219,7 @@ def terms_tpot_ms(terms, own):
         return step + share
     fixed = own["own_round"] * terms.round_ms + own["own_draft"] * terms.draft_fixed_ms
     rounds = (own["own_round"] * terms.round_ms + own["own_draft"] * terms.draft_ms + step
-              + own["own_verify"] * total(terms.verify) - min(terms.hidden_ms, fixed))   # hidden_ms, closed form
+              + own["own_verify"] * total(terms.verify) - min(terms.saving_ms, fixed))   # hidden_ms, closed form
     return rounds / terms.tau + share
 
 
@@ -3472,15 +3493,16 @@ Z_INTERVAL = NORMAL.inv_cdf(0.5 + INTERVAL_LEVEL / 2)   # 1.28: an interval is t
 # means. Printed by bench/intervals.py from bench/held_out_errors.json (error_table); tests/test_intervals.py checks
 # the two agree. A TPOT's class has no draft: a plain step runs none.
 MODEL_ERROR = {
-    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1106, 0.0636),
-    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0496, 0.1855),
-    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0136, 0.0154),
-    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1816, 0.4376),
-    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0527),
-    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.1683, 0.0766),
-    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1326, 0.0129),
-    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.133, 0.0391),
-    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0017),
+    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1101, 0.0644),
+    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0498, 0.1849),
+    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0136, 0.0144),
+    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1816, 0.4386),
+    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0013),
+    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.1687, 0.0728),
+    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1303, 0.0145),
+    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1331, 0.047),
+    ('tpot', 'dense', 'vllm', '', 'cdna'): (9, 1, 0.1394, 0.2363),
+    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0067),
 }
 
 
@@ -3565,14 +3587,16 @@ def trust_in(dep, calibration=None, table=MODEL_ERROR):
     speedup, tpot = class_error(error_class("speedup", dep), table), class_error(error_class("tpot", dep), table)
     if calibration is None:
         outside = tuple(dict.fromkeys(speedup.outside + tpot.outside))
-        shift = era_shift(dep)
-        outside += ("era",) if shift else ()
-        speedup_sd = math.hypot(speedup.sd, shift)
+        era = era_sd(dep)
+        outside += ("era",) if era else ()
+        speedup_sd = math.hypot(speedup.sd, era)
         return Trust(level=INTERVAL_LEVEL, speedup_sd=speedup_sd, tpot_sd=tpot.sd,
                      spec_tpot_sd=math.hypot(speedup_sd, tpot.sd), calibrated=False, outside=outside,
                      basis="the model's error on published deployments like this one, each predicted by a fit that "
-                           "did not see it" + (f", and the engine release's derived saving as large again "
-                                               f"({shift:.2f} in log)" if shift else ""))
+                           "did not see it" + (f", plus an s.d. of {era:.2f} in log for the engine release, as large "
+                                               "as the round's derived saving (taken off rounds only: had the plain "
+                                               "step's host time shrunk too, the speedup would be lower)"
+                                               if era else ""))
 
     def rms(errors):
         return math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in errors)) if errors else None
@@ -3590,11 +3614,11 @@ def trust_in(dep, calibration=None, table=MODEL_ERROR):
 ERA_REFERENCE = (1, 3)   # (B, K) where an era's saving is sized for the interval: batch 1, where fixed costs weigh most
 
 
-def era_shift(dep, fit=FIT):
-    """How far the engine era's derived saving moves a round (log of the fitted era's round over this one's) at
-    ERA_REFERENCE: no published point measures a round in an era that is not fitted, so a prediction there is
-    taken to be as uncertain again as the saving itself (0 for a fitted era)."""
-    if dep.era.fitted or not dep.era.hidden_ms(draft_kind(dep.draft), dep.topk):
+def era_sd(dep, fit=FIT):
+    """The s.d. (of a speedup's log) the engine era adds: the log of the fitted era's round over this era's at
+    ERA_REFERENCE, i.e. the saving's own size. No published point times a round in an era that is not fitted, so
+    the saving is taken to be uncertain by as much as it moves the round (0 for a fitted era)."""
+    if dep.era.fitted or not dep.era.saving_ms(draft_kind(dep.draft), dep.topk):
         return 0.0
     fitted = replace(dep, era=fitted_era(dep.engine.key))
     batch, k = ERA_REFERENCE
@@ -4882,12 +4906,13 @@ def era_account(dep):
     era, kind = dep.era, draft_kind(dep.draft)
     if era.fitted:
         return "the published fit's costs, as fitted"
-    if not era.hidden_ms(kind, dep.topk):
-        return f"none of its changes runs for {'trees' if dep.topk > 1 else kind}: round costs as fitted"
+    if not era.saving_ms(kind, dep.topk):
+        what = "trees" if dep.topk > 1 else {"model": "a draft model", "ngram": "n-gram drafting"}.get(kind, kind)
+        return f"none of its changes runs for {what}: round costs as fitted"
     served = [s for s in era.savings if kind in s.drafts and (dep.topk == 1 or not s.chains_only)]
     how = "; ".join(f"{s.change}" + (f", {s.saved_ms:.2f} ms" if len(served) > 1 else "") + f" ({s.source})"
                     for s in served)
-    return (f"{era.hidden_ms(kind, dep.topk):.2f} ms less host time a round than the published fit's era, derived "
+    return (f"{era.saving_ms(kind, dep.topk):.2f} ms less host time a round than the published fit's era, derived "
             f"from a before/after measurement, not fitted: {how}")
 
 
@@ -5337,7 +5362,7 @@ def render_json(result, dep, grid):
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
                       max_concurrency=result.facts.max_concurrency, input_tokens=dep.input_tokens,
                       output_tokens=dep.output_tokens, engine_era=dep.era.key, engine_releases=era_releases(dep.engine, dep.era),
-                      round_hidden_ms=dep.era.hidden_ms(draft_kind(dep.draft), dep.topk), plain_step_b1=result.facts.plain_b1,
+                      era_saving_ms=dep.era.saving_ms(draft_kind(dep.draft), dep.topk), plain_step_b1=result.facts.plain_b1,
                       plain_step_ms_b1=result.plan.plain_ms_b1)
     data = dict(deployment=deployment, interval_level=result.trust.level, trust=result.trust, cells=result.cells,
                 breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)
@@ -6798,8 +6823,8 @@ def parse_era(engine, version):
         raise UsageError(f"--engine-version: a release such as 0.14 or 0.5.11; got {shown(version)}") from None
     if era is None:
         first = ".".join(map(str, engine.eras[0].first))
-        raise UsageError(f"--engine-version: {engine.name} releases before {first} run rounds no published "
-                         f"measurement here times; got {shown(version)}")
+        raise UsageError(f"--engine-version: {engine.name} releases before {first} are not modelled: "
+                         f"{engine.eras[0].before}; got {shown(version)}")
     return era
 
 
@@ -7211,11 +7236,16 @@ def compute(argv):
     grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs = parse_args(argv)
     fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
     trust = trust_in(dep, calibration)
-    worst = calibration and next(r for r in calibration.runs if r.path == calibration.disagreeing)
-    if calibration and (calibration.worst_error > OWN_WORST or abs(worst.held_out_error) > OWN_HELD_OUT):
+    if calibration and calibration.worst_error > OWN_WORST:
+        worst = next(r for r in calibration.runs if r.path == calibration.disagreeing)
         raise UsageError(f"--calibrate: the files disagree beyond what the model can fit: {worst.path} is "
                          f"{worst.held_out_error * 100:+.0f}% off what the others predict; check they are one "
                          "deployment and one workload, and rerun that one")
+    far = calibration and max(calibration.runs, key=lambda r: abs(math.log1p(r.held_out_error)))
+    if calibration and abs(math.log1p(far.held_out_error)) > math.log1p(OWN_HELD_OUT):
+        raise UsageError(f"--calibrate: the files disagree: {far.path} is {far.held_out_error * 100:+.0f}% off what "
+                         "the other runs predict when it is left out (the fit reaches it only by bending a factor); "
+                         "check it is the same deployment and workload, and rerun it")
     result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr), charts=out is not None,
                        trust=trust)
     result = replace(result, calibration=calibration, exercises=solve_exercises(

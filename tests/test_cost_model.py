@@ -174,6 +174,24 @@ def growth_at(dep, batch, k):
     return (1 + m.eps_decode(dep, batch, k)) / (1 + m.eps_decode(dep, 1, k))
 
 
+class GpuShares(unittest.TestCase):
+    def test_a_gpus_own_share_holds_for_its_datasheet_bandwidth_only(self):
+        h200 = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 1024, "ngram")
+        self.assertAlmostEqual(m.bandwidth_share(h200), F.bw_hopper * 0.916, places=12)
+        given = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 1024, "ngram",
+                                  spec=m.gpu_spec("h200", bandwidth_tbs=4.4))     # --gpu-bandwidth: the user's number
+        self.assertAlmostEqual(m.bandwidth_share(given), F.bw_hopper, places=12)
+        custom = m.make_deployment("llama-3.1-8b", "custom", 1, "bf16", "bf16", 1024, "ngram",
+                                   spec=m.gpu_spec("custom", 141, 4.8, 989, "bf16"))
+        self.assertAlmostEqual(m.bandwidth_share(custom), F.bw_hopper, places=12)
+
+    def test_the_attention_floor_scales_with_the_bandwidth_read(self):
+        # batch 1: one sequence's floor is above its KV read; on an H200 the floor is the H100's x 3.35 / (4.8 x 0.916)
+        h100, h200 = (m.make_deployment("llama-3.1-8b", gpu, 1, "bf16", "bf16", 4000, "ngram") for gpu in ("h100-sxm", "h200"))
+        floor = lambda dep: m.target_parts(dep, 1, 1)["attention"] - 131_072 / (dep.bandwidth_tbs * 1e9 * m.bandwidth_share(dep))
+        self.assertAlmostEqual(floor(h200) / floor(h100), 3.35 / (4.8 * 0.916), places=9)
+
+
 class FitComment(unittest.TestCase):
     def test_what_the_fit_says_is_what_fit_holds(self):
         # The comment under FIT is typed by hand; a refit that moves a constant must move it too.

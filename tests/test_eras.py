@@ -26,7 +26,9 @@ class Releases(unittest.TestCase):
         for engine, version, key in (("vllm", "0.8", "v1-sync"), ("vllm", "0.13.2", "v1-sync"),
                                      ("vllm", "0.14.0rc1", "v1-async"), ("vllm", "0.25.1", "v1-async"),
                                      ("sglang", "0.4.4", "spec-v1"), ("sglang", "0.5.10.post1", "spec-v1"),
-                                     ("sglang", "0.5.11", "spec-v2"), ("trtllm", "1.2.0", "pytorch")):
+                                     ("sglang", "0.5.11", "spec-v2"), ("trtllm", "1.2.0", "pytorch"),
+                                     ("vllm", "0.14.0.dev3", "v1-sync"), ("vllm", "v0.14.0rc1", "v1-async"),
+                                     ("sglang", "0.5.11.dev0+g1234", "spec-v1")):   # a dev build precedes its release
             with self.subTest(engine=engine, version=version):
                 self.assertEqual(m.era_of(engine, version).key, key)
 
@@ -37,6 +39,8 @@ class Releases(unittest.TestCase):
     def test_releases_before_the_first_era_and_junk_are_refused(self):
         for argv, words in ((["--engine-version", "0.7"], "vLLM releases before 0.8"),
                             (["--engine-version", "0.14;rm -rf /"], "a release such as"),
+                            (["--engine-version", "0.014"], "a release such as"),          # no leading zeros
+                            (["--engine", "trtllm", "--engine-version", "0.9"], "PyTorch backend's"),
                             (["--engine", "sglang", "--engine-version", "0.3.9"], "SGLang releases before 0.4")):
             status, out, err = run(argv + ["--no-write"])
             self.assertEqual((status, out), (2, ""))
@@ -93,7 +97,7 @@ class WhatTheRunSays(unittest.TestCase):
             status, text, err = run(["--engine-version", "0.13", "--json", "--out", str(out)])
             self.assertEqual(status, 0, err)
             deployment = json.loads(text)["deployment"]
-            self.assertEqual((deployment["engine_era"], deployment["engine_releases"], deployment["round_hidden_ms"]),
+            self.assertEqual((deployment["engine_era"], deployment["engine_releases"], deployment["era_saving_ms"]),
                              ("v1-sync", "0.8 until 0.14", 0.0))
             plan = out.read_text()
         self.assertIn("| engine release | 0.8 until 0.14: the V1 engine, rounds scheduled synchronously", plan)

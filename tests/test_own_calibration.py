@@ -194,6 +194,9 @@ class TooLittle(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             files = [bench_file(d, 1), bench_file(d, 8), bench_file(d, 32, scale=2.5)]
             self.refused(files, "disagree", "baseline_c32.json")
+        with tempfile.TemporaryDirectory() as d:   # and a run twice as fast as its neighbours: the rule is x or /1.5
+            files = [bench_file(d, 1, scale=0.5), bench_file(d, 8), bench_file(d, 32)]
+            self.refused(files, "disagree", "baseline_c1.json")
 
 
 if __name__ == "__main__":
