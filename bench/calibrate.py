@@ -278,6 +278,9 @@ def report(fit, points, title, detail=True):
         print(f"by {name}:")
         for group, (n, med, worst) in summary(chosen, key).items():
             print(f"  {group:44s} n={n:3d}  median {med * 100:5.1f}%  worst {worst * 100:5.1f}%")
+    print("by engine era (the release span each source was measured in: main.Engine.eras):")
+    for group, (n, med, worst) in summary(rows, lambda r: f"{r['engine']} {r['dep'].era.key}").items():
+        print(f"  {group:44s} n={n:3d}  median {med * 100:5.1f}%  worst {worst * 100:5.1f}%")
     timed = [r for r in rows if in_bound(r)]
     print("speculative points by engine:")
     for group, (n, med, worst) in summary(timed, lambda r: r["engine"]).items():
