@@ -461,7 +461,9 @@ ENGINES = {
         # One era: its plain steps are fitted on the C++ runtime (0.9) and NIM; its rounds borrow vLLM's fitted
         # costs (no speculative point of its own), so no before/after measurement would have a round to change.
         eras=(Era(key="pytorch", first=(1, 0), fitted=True,
-                  before="the plan's trtllm-serve commands and YAML are the PyTorch backend's, of 1.0 and later",
+                  # PyTorch became trtllm-serve's default backend after the 0.21 branch (PRs #5717, #5312): 1.0
+                  before="the plan's trtllm-serve commands run the PyTorch backend, the default from 1.0 (before it, "
+                         "a built TensorRT engine)",
                   what="the PyTorch backend, whose commands the plan gives; its pass costs were fitted on the C++ "
                        "runtime (TensorRT-LLM 0.9 and NIM) and its rounds take vLLM's (no TensorRT-LLM round is "
                        "measured here)"),)),

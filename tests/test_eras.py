@@ -40,7 +40,7 @@ class Releases(unittest.TestCase):
         for argv, words in ((["--engine-version", "0.7"], "vLLM releases before 0.8"),
                             (["--engine-version", "0.14;rm -rf /"], "a release such as"),
                             (["--engine-version", "0.014"], "a release such as"),          # no leading zeros
-                            (["--engine", "trtllm", "--engine-version", "0.9"], "PyTorch backend's"),
+                            (["--engine", "trtllm", "--engine-version", "0.9"], "run the PyTorch backend"),
                             (["--engine", "sglang", "--engine-version", "0.3.9"], "SGLang releases before 0.4")):
             status, out, err = run(argv + ["--no-write"])
             self.assertEqual((status, out), (2, ""))
