@@ -175,6 +175,14 @@ class Drafts(unittest.TestCase):
             plain, verify = m.target_parts(tree, 32, 1), m.target_parts(tree, 32, 8)
             term = growth.term.removeprefix("the verify pass's ")
             self.assertAlmostEqual(growth.extra_b1, verify[term] - plain[term], places=9)
+        # A wide tree (32 tokens a sequence) at B = 64: the verify pass's compute moves eps most, counted at the
+        # tree's own width, not at K + 1 = 4 tokens.
+        wide = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
+                                 topk=8, verify_tokens=32)
+        growth = m.eps_growth(wide, 3, 1, 64)
+        plain, verify = m.target_parts(wide, 64, 1), m.target_parts(wide, 64, 32)
+        self.assertEqual(growth.term, "the verify pass's compute")
+        self.assertAlmostEqual(growth.extra_b1, verify["compute"] - plain["compute"], places=9)
         status, out, err = run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8", "--ks", "5",
                                 "--acceptance-length", "3.0", "--concurrency", "8", "--no-write", "--json"])
         self.assertEqual(status, 0, err)
