@@ -292,6 +292,10 @@ class RoundSaving:
     drafts: tuple            #: the draft kinds (draft_kind) the change runs for
     chains_only: bool        #: it runs for chains only (topk 1), not trees
 
+    def runs_for(self, draft, topk=1):
+        """Whether the change runs for rounds of this draft kind (draft_kind) and tree width."""
+        return draft in self.drafts and (topk == 1 or not self.chains_only)
+
     @property
     def saved_ms(self):
         """Round time before minus after: ms per token times tokens per round, on each side."""
@@ -314,7 +318,7 @@ class Era:
     def saving_ms(self, draft, topk=1):
         """Host time a round of this draft kind (draft_kind) no longer waits for against the fitted era, ms: each
         saving that runs for it, added."""
-        return sum(s.saved_ms for s in self.savings if draft in s.drafts and (topk == 1 or not s.chains_only))
+        return sum(s.saved_ms for s in self.savings if s.runs_for(draft, topk))
 
 
 # vLLM. The fitted constants are issue #20780's K sweep (2025-07, V1 engine, synchronous rounds). Async
@@ -370,6 +374,7 @@ class Engine:
     quantizes_at_start: bool  #: quantizes a bf16 checkpoint to fp8 at start-up (--quantization fp8)
     pass_cost_of: str        #: the engine whose fitted fixed cost of a pass it uses (Fit's pass_fixed_ms_<engine>)
     draft_costs_of: str      #: the engine whose fitted draft-step and round costs it uses (its own, or a borrowed one)
+    seq_cost: str            #: the Fit field of a served step's host cost per running sequence ("" where none is measured)
     bench_tool: str          #: the closed-loop benchmark the plan runs against it
     bench_random_text: bool  #: its benchmark's random dataset cuts real text, so it needs --dataset-path
     bench_records_acceptance: bool   #: a speculative benchmark run records its K and acceptance (spec_decode_*)
@@ -394,7 +399,7 @@ ENGINES = {
         memory_flag="--gpu-memory-utilization", memory_note=", vLLM's default",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=(), trees_why="vLLM removed tree attention, PR #42121",
-        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm",
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="",
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=True,
         metrics_path="/metrics", acceptance_gauges=False, counts_drafts=True, per_position_why="",
         per_request_acceptance=True,   # --per-request-spec-decode-metrics, PR #48915
@@ -416,7 +421,7 @@ ENGINES = {
         memory_flag="--mem-fraction-static", memory_note="",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=("eagle3", "eagle", "mtp"), trees_why="its EAGLE worker drafts trees of EAGLE heads and MTP",
-        nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang",
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="",
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=False,
         metrics_path="/metrics", acceptance_gauges=True, counts_drafts=False,
         per_position_why="this engine exports no per-position rates", per_request_acceptance=False,
@@ -446,7 +451,7 @@ ENGINES = {
                    "covered here",
         trees=("eagle3",), trees_why="Eagle3DecodingConfig's use_dynamic_tree is for EAGLE-3 heads",
         nvidia_only=True, quantizes_at_start=False,   # docs/source/features/quantization.md
-        pass_cost_of="trtllm", draft_costs_of="vllm",
+        pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm",
         bench_tool="python -m tensorrt_llm.serve.scripts.benchmark_serving", bench_random_text=True,
         bench_records_acceptance=False, metrics_path="/prometheus/metrics", acceptance_gauges=False,
         counts_drafts=False,
@@ -488,16 +493,22 @@ def era_of(engine, version):
     *numbers, suffix = match.groups()
     release = tuple(int(x or 0) for x in numbers)   # (major, minor, patch): 0.14 is 0.14.0
     before = suffix is not None and "dev" in suffix.lower()
-    eras = [e for e in ENGINES[engine].eras
-            if ((e.first + (0,))[:3] < release if before else (e.first + (0,))[:3] <= release)]
+    def starts(era):
+        return (era.first + (0,))[:3]   # (0, 14) is 0.14.0
+    eras = [e for e in ENGINES[engine].eras if (starts(e) < release if before else starts(e) <= release)]
     return eras[-1] if eras else None
+
+
+def release_text(release):
+    """A release tuple as engines write it: (0, 5, 11) -> "0.5.11"."""
+    return ".".join(map(str, release))
 
 
 def era_releases(engine, era):
     """The era's releases as the plan names them: "0.14 or later", "0.8 until 0.14"."""
     later = [e for e in engine.eras if e.first > era.first]
-    first = ".".join(map(str, era.first))
-    return f"{first} until {'.'.join(map(str, later[0].first))}" if later else f"{first} or later"
+    first = release_text(era.first)
+    return f"{first} until {release_text(later[0].first)}" if later else f"{first} or later"
 
 
 EAGLE3_DRAFT_VOCAB = 32_000   # EAGLE-3's reduced draft vocabulary (SafeAILab/EAGLE eagle/model/cnets.py)
@@ -807,9 +818,9 @@ OWN_PARTS = dict(fixed="own_pass", weights="own_weights", attention="own_context
 
 Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
                         "link_eff pass_fixed_ms_vllm pass_fixed_ms_sglang pass_fixed_ms_trtllm draft_fixed_ms_vllm "
-                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us seq_us_trtllm bw_cdna flop_cdna "
-                        + " ".join(OWN_TERMS),
-          defaults=(0.0, 0.82, 1.0) + (1.0,) * len(OWN_TERMS))
+                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us seq_us_trtllm "
+                        "bw_cdna flop_cdna " + " ".join(OWN_TERMS),
+          defaults=(1.0,) * len(OWN_TERMS))
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -830,10 +841,11 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # bw_cdna, flop_cdna: an AMD CDNA GPU's achieved share of bandwidth, and its share of flop_eff (its
 # GEMMs' achieved share of peak against NVIDIA's), fitted on the one MI300X source
 # (bench/oracle_mi300x_405b.json, a batch sweep at 1 to 256: batch 1 sets the first, the growth the second);
-# seq_us_<engine>: a served step's host cost per running sequence (scheduling, paged-KV
-# tables, streaming), measured for TensorRT-LLM only, where NIM's served closed loop and
+# seq_us_<engine> (Engine.seq_cost names it): a served step's host cost per running sequence
+# (scheduling, paged-KV tables, streaming), measured for TensorRT-LLM only, where NIM's served closed loop and
 # TensorRT-LLM 0.9's static batches of the same shapes tell it apart from token_us (no
-# source separates it for vLLM or SGLang, whose async schedulers overlap it: none). Fitted together by bench/calibrate.py (its output says which points set
+# source separates it for vLLM or SGLang, whose async schedulers overlap it: none).
+# Fitted together by bench/calibrate.py (its output says which points set
 # which constant), against bench/published.json and bench/plain_step.json.
 # Fit is a namedtuple, not a dataclass like the results: a vector of constants that the fitters (--calibrate,
 # bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
@@ -1264,7 +1276,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     tokens_per_seq new tokens for each of `batch` sequences at the mean context, plus
     `prefill` prompt tokens mixed into the same pass (their own attention averages half
     the prompt). The engine's cost per token (Fit.token_us: sampling, logits, per-token
-    bookkeeping) is a decoded token's: a prompt token in a prefill chunk is not sampled. All K+1 query tokens of a sequence share one read of its KV history. A MoE
+    bookkeeping) is a decoded token's: a prompt token in a prefill chunk is not sampled.
+    All K+1 query tokens of a sequence share one read of its KV history. A MoE
     layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
     tokens touch more than a plain step's B.
     """
@@ -1275,13 +1288,15 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
     window = min(dep.context, net.window) if net.window else 0
     history = batch * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
-    one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS / (dep.bandwidth_tbs * bw_rel(dep))
+    one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS
+                    / (dep.bandwidth_tbs * bw_rel(dep))
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
     attention = (max(history, one_sequence)
                  + tokens * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
     flops = (batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
              + prefill * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.input_tokens / 2)))
-    compute = flops / (dep.tp * net.tflops * 1e9 * fit.flop_eff * (fit.flop_cdna if gpu_family(dep) == "cdna" else 1.0))
+    efficiency = fit.flop_eff * (fit.flop_cdna if gpu_family(dep) == "cdna" else 1.0)   # AMD's own share of it
+    compute = flops / (dep.tp * net.tflops * 1e9 * efficiency)
     communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
                 fixed=fixed_cost + net.layers * fit.layer_us / 1e3, engine=batch * tokens_per_seq * fit.token_us / 1e3)
@@ -1296,7 +1311,8 @@ def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
     """The terms of one target pass (pass_parts) with the engine's fixed cost of a pass, each times its own_*
     factor (OWN_PARTS: 1 in the published fit)."""
     parts = pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
-    parts["engine"] += batch * getattr(fit, f"seq_us_{dep.engine.pass_cost_of}", 0.0) / 1e3   # Fit.seq_us_<engine>
+    if dep.engine.seq_cost:   # a served step's host work per running sequence, where it is measured
+        parts["engine"] += batch * getattr(fit, dep.engine.seq_cost) / 1e3
     return {term: ms * (getattr(fit, OWN_PARTS[term]) if term in OWN_PARTS else 1.0) for term, ms in parts.items()}
 
 
@@ -4507,7 +4523,7 @@ def tool_words(dep):
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
     if dep.era != newest_era(dep.engine.key):
-        words.insert(2, f"--engine-version {'.'.join(map(str, dep.era.first))}")
+        words.insert(2, f"--engine-version {release_text(dep.era.first)}")
     if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
         words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
@@ -4911,7 +4927,7 @@ def era_account(dep):
     if not era.saving_ms(kind, dep.topk):
         what = "trees" if dep.topk > 1 else {"model": "a draft model", "ngram": "n-gram drafting"}.get(kind, kind)
         return f"none of its changes runs for {what}: round costs as fitted"
-    served = [s for s in era.savings if kind in s.drafts and (dep.topk == 1 or not s.chains_only)]
+    served = [s for s in era.savings if s.runs_for(kind, dep.topk)]
     how = "; ".join(f"{s.change}" + (f", {s.saved_ms:.2f} ms" if len(served) > 1 else "") + f" ({s.source})"
                     for s in served)
     return (f"{era.saving_ms(kind, dep.topk):.2f} ms less host time a round than the published fit's era, derived "
@@ -5363,8 +5379,10 @@ def render_json(result, dep, grid):
                       draft_weight_bytes=dep.drafter.held_bytes,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token,
                       max_concurrency=result.facts.max_concurrency, input_tokens=dep.input_tokens,
-                      output_tokens=dep.output_tokens, engine_era=dep.era.key, engine_releases=era_releases(dep.engine, dep.era),
-                      era_saving_ms=dep.era.saving_ms(draft_kind(dep.draft), dep.topk), plain_step_b1=result.facts.plain_b1,
+                      output_tokens=dep.output_tokens, engine_era=dep.era.key,
+                      engine_releases=era_releases(dep.engine, dep.era),
+                      era_saving_ms=dep.era.saving_ms(draft_kind(dep.draft), dep.topk),
+                      plain_step_b1=result.facts.plain_b1,
                       plain_step_ms_b1=result.plan.plain_ms_b1)
     data = dict(deployment=deployment, interval_level=result.trust.level, trust=result.trust, cells=result.cells,
                 breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)
@@ -6824,8 +6842,8 @@ def parse_era(engine, version):
     except ValueError:
         raise UsageError(f"--engine-version: a release such as 0.14 or 0.5.11; got {shown(version)}") from None
     if era is None:
-        first = ".".join(map(str, engine.eras[0].first))
-        raise UsageError(f"--engine-version: {engine.name} releases before {first} are not modelled: "
+        raise UsageError(f"--engine-version: {engine.name} releases before {release_text(engine.eras[0].first)} "
+                         "are not modelled: "
                          f"{engine.eras[0].before}; got {shown(version)}")
     return era
 

@@ -207,6 +207,7 @@ class FitComment(unittest.TestCase):
                        "({:.0f} us at TP 4, {:.0f} at TP 8)".format(
                            *(m.allreduce_ms(m.make_deployment(tp=tp), 0.0) * 1e3 for tp in (4, 8))),
                        f"costs {F.seq_us_trtllm:.0f} us more per running sequence",
+                       f"reads at {F.bw_cdna:.2f} of its 5.3 TB/s and reaches {F.flop_cdna:.2f} of the NVIDIA",
                        f"({F.draft_fixed_ms_vllm:.2f} ms vLLM, {F.draft_fixed_ms_sglang:.2f} ms SGLang)"):
             self.assertIn(figure, text)
 
