@@ -61,7 +61,8 @@ BOUNDS = dict(bw_hopper=(0.4, 0.95), bw_ampere=(0.4, 0.95), bw_ada=(0.3, 0.95), 
 START = main.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=0.6, fp8_eff=0.8, fp8_kv_eff=0.8, attn_ns=8.0,
                  layer_us=5.0, ar_us=15.0, ar_tp_us=3.0, link_eff=0.7, pass_fixed_ms_vllm=1.0,
                  pass_fixed_ms_sglang=1.0, pass_fixed_ms_trtllm=1.0, draft_fixed_ms_vllm=0.7,
-                 draft_fixed_ms_sglang=0.7, round_fixed_ms_vllm=1.0, round_fixed_ms_sglang=1.0, token_us=10.0, seq_us_trtllm=5.0, bw_cdna=0.82, flop_cdna=1.0)
+                 draft_fixed_ms_sglang=0.7, round_fixed_ms_vllm=1.0, round_fixed_ms_sglang=1.0, token_us=10.0,
+                 seq_us_trtllm=5.0, bw_cdna=0.82, flop_cdna=1.0)
 
 
 def spec_point(source, what, engine, draft, k, batch, tau, published, model="llama-3.1-8b", gpu="h100-sxm", tp=1,
@@ -196,8 +197,8 @@ def predict(point, fit):
     if point["kind"] == "slope":
         return predict(dict(point, kind="tpot"), fit) - predict(point["base"], fit)
     dep, batch = point["dep"], point["batch"]
-    if point.get("static"):   # a static batch: no scheduler, no per-sequence serving work (Fit.seq_us_trtllm)
-        fit = fit._replace(seq_us_trtllm=0.0)
+    if point.get("static") and point["dep"].engine.seq_cost:   # a static batch: no server, no per-sequence work
+        fit = fit._replace(**{point["dep"].engine.seq_cost: 0.0})
     if point["kind"] == "decode":
         return main.decode_step_ms(dep, batch, fit)
     if point["kind"] == "tpot":
@@ -299,14 +300,12 @@ def load_latency(path=HERE / "oracle_mi300x_405b.json"):
     so it alone sets bw_cdna (batch 1) and flop_cdna (how much of flop_eff an MI300X's GEMMs reach: the growth
     with batch); the KV cache taken as bf16 (not stated)."""
     data = json.loads(Path(path).read_text())
-    points = []
-    for batch, seconds in data["latency_s_by_batch"].items():
-        dep = main.make_deployment("llama-3.1-405b", "mi300x", 8, "fp8", "bf16", 128 + 64, "ngram", engine="vllm",
-                                   input_tokens=128, output_tokens=128, era=main.fitted_era("vllm"))
-        points.append(dict(source="vLLM MI300X batch sweep (Oracle)", what=f"llama-3.1-405b mi300x TP8 fp8 B={batch}",
-                           kind="latency", dep=dep, batch=int(batch), published=seconds * 1000.0, static=True, tp=8,
-                           dtype="fp8", engine="vllm", moe=False))
-    return points
+    dep = main.make_deployment("llama-3.1-405b", "mi300x", 8, "fp8", "bf16", None, "ngram", engine="vllm",
+                               input_tokens=data["input_tokens"], output_tokens=data["output_tokens"],
+                               era=main.fitted_era("vllm"))
+    return [dict(source="vLLM MI300X batch sweep (Oracle)", what=f"llama-3.1-405b mi300x TP8 fp8 B={batch}",
+                 kind="latency", dep=dep, batch=int(batch), published=seconds * 1000.0, static=True, tp=8,
+                 dtype="fp8", engine="vllm", moe=False) for batch, seconds in data["latency_s_by_batch"].items()]
 
 
 def all_points():
