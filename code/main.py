@@ -851,16 +851,16 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
-FIT = Fit(bw_hopper=0.8909, bw_ampere=0.7565, bw_ada=0.7634, flop_eff=0.93, fp8_eff=0.9195, fp8_kv_eff=0.7952,
-          attn_ns=8.2344, layer_us=2.0312, ar_us=17.8945, ar_tp_us=3.7617, link_eff=0.5516, pass_fixed_ms_vllm=1.46,
-          pass_fixed_ms_sglang=0.6895, pass_fixed_ms_trtllm=1.6357, draft_fixed_ms_vllm=0.7,
-          draft_fixed_ms_sglang=0.5027, round_fixed_ms_vllm=1.1963, round_fixed_ms_sglang=1.6504, token_us=12.2852,
-          seq_us_trtllm=40.7422, bw_cdna=0.6911, flop_cdna=0.2951)
+FIT = Fit(bw_hopper=0.8974, bw_ampere=0.756, bw_ada=0.7754, flop_eff=0.93, fp8_eff=0.9213, fp8_kv_eff=0.7918,
+          attn_ns=8.1758, layer_us=4.1016, ar_us=17.4375, ar_tp_us=3.6738, link_eff=0.5117,
+          pass_fixed_ms_vllm=1.4307, pass_fixed_ms_sglang=0.6631, pass_fixed_ms_trtllm=1.6328,
+          draft_fixed_ms_vllm=0.7, draft_fixed_ms_sglang=0.5027, round_fixed_ms_vllm=1.1963,
+          round_fixed_ms_sglang=1.6709, token_us=12.0508, seq_us_trtllm=40.332, bw_cdna=0.6886, flop_cdna=0.3048)
 # What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.92 of the
-# bandwidth, an fp8 KV cache 0.80 (the attention kernel dequantises it); one sequence's
+# bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
 # attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
-# set by NIM's batch-1 context slopes; an all-reduce costs 18 us at TP 2 and 3.8 us more
-# per further GPU (25 us at TP 4, 40 at TP 8); a served TensorRT-LLM step (NIM) costs 41 us
+# set by NIM's batch-1 context slopes; an all-reduce costs 17 us at TP 2 and 3.7 us more
+# per further GPU (25 us at TP 4, 39 at TP 8); a served TensorRT-LLM step (NIM) costs 40 us
 # more per running sequence than its static-batch benchmark (seq_us_trtllm), which had made
 # the closed loop look costlier per token; fixed costs per pass, per draft step (0.70 ms vLLM,
 # 0.50 ms SGLang) and per round differ by engine; an MI300X under 2024's ROCm vLLM reads at
@@ -1339,15 +1339,18 @@ def fixed_ms(dep, what, fit=FIT):
 
 
 def prefill_tokens(dep, batch):
-    """Prompt tokens a decode step carries in a closed loop at concurrency B, on average.
+    """Prompt tokens a request's decode steps carry in a closed loop at concurrency B, on average.
 
     Each request leaves after OUTPUT tokens and is replaced by one with INPUT prompt tokens,
-    so per output token the server prefills INPUT / OUTPUT prompt tokens: B * I / O a step
-    (steady state, chunked prefill on; REFERENCE.md section 3).
+    so the server prefills B * I / O prompt tokens a step (steady state, chunked prefill on;
+    REFERENCE.md section 3). A request's TPOT sees only the prompts of the other B - 1: its
+    own is prefilled before its first token (TTFT), and its successor arrives after its
+    last. So (B - 1) * I / O: none at concurrency 1, where NIM's batch-1 runs at 2,000-7,000
+    prompt tokens showed the B * I / O charge 10-26% too dear in the context slope.
     >>> prefill_tokens(make_deployment(input_tokens=5000, output_tokens=500), 25)
-    250.0
+    240.0
     """
-    return batch * dep.input_tokens / dep.output_tokens
+    return max(batch - 1, 0) * dep.input_tokens / dep.output_tokens
 
 
 COST_MEMO = {}   # (what, deployment, fit, batch) -> ms: Deployment and Fit are frozen and hashed by value
@@ -3511,16 +3514,16 @@ Z_INTERVAL = NORMAL.inv_cdf(0.5 + INTERVAL_LEVEL / 2)   # 1.28: an interval is t
 # means. Printed by bench/intervals.py from bench/held_out_errors.json (error_table); tests/test_intervals.py checks
 # the two agree. A TPOT's class has no draft: a plain step runs none.
 MODEL_ERROR = {
-    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1101, 0.0644),
-    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0498, 0.1849),
-    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0136, 0.0144),
+    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1112, 0.0652),
+    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0499, 0.1856),
+    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0136, 0.0154),
     ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1816, 0.4386),
-    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0013),
-    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.1687, 0.0728),
-    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1303, 0.0145),
-    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1331, 0.047),
-    ('tpot', 'dense', 'vllm', '', 'cdna'): (9, 1, 0.1394, 0.2363),
-    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0067),
+    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0517),
+    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.0991, 0.0121),
+    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1278, 0.0344),
+    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1305, 0.0686),
+    ('tpot', 'dense', 'vllm', '', 'cdna'): (9, 1, 0.1306, 0.229),
+    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0017),
 }
 
 

@@ -79,19 +79,28 @@ class Terms(unittest.TestCase):
 
 class PrefillShare(unittest.TestCase):
     def test_closed_loop_prefill_per_step_by_brute_force(self):
-        # B slots; each request decodes its own length (mean O) and is replaced by one with I prompt tokens.
+        # B slots; each request decodes its own length (mean O) and is replaced by one with I prompt tokens,
+        # prefilled in the next step. A request's TPOT sees the prompts prefilled while it decodes: the others'.
         rng = random.Random(3)
         batch, prompt, mean_out = 25, 5000, 500
         left = [rng.randint(1, 2 * mean_out - 1) for _ in range(batch)]
-        prompts, steps = 0, 200_000
-        for _ in range(steps):
+        arriving = [False] * batch                        # slot i's request is in its prefill step
+        seen, decoded = 0, 0
+        for _ in range(200_000):
+            prefilled = prompt * sum(arriving)
             for i in range(batch):
+                if arriving[i]:
+                    arriving[i] = False                   # its prompt, not a decode step of its own
+                    continue
+                seen += prefilled                         # every prompt of this step is another request's
+                decoded += 1
                 left[i] -= 1
                 if left[i] == 0:
-                    prompts += prompt
-                    left[i] = rng.randint(1, 2 * mean_out - 1)     # mean 500
+                    left[i], arriving[i] = rng.randint(1, 2 * mean_out - 1), True
         dep = m.make_deployment(input_tokens=prompt, output_tokens=mean_out)
-        self.assertAlmostEqual(prompts / steps, m.prefill_tokens(dep, batch), delta=0.02 * 250)   # 250 a step
+        # 240 a step, not the server's 250: a 2% tolerance tells them apart.
+        self.assertAlmostEqual(seen / decoded / m.prefill_tokens(dep, batch), 1, delta=0.02)
+        self.assertEqual(m.prefill_tokens(dep, 1), 0.0)   # concurrency 1: no other request
 
     def test_prefill_dilutes_the_speedup_but_not_the_break_even(self):
         heavy = m.make_deployment(context=5250, input_tokens=5000, output_tokens=500)

@@ -185,8 +185,8 @@ class TrafficMix(unittest.TestCase):
         dep = m.make_deployment()
         mix = m.traffic_blend(m.TRAFFIC_MIX, dep, 3, 64)
         eps = m.eps_decode(dep, 64, 3)
-        # Prefill per token in decode steps: 64 x 1024 / 1024 = 64 prompt tokens a step.
-        self.assertEqual(m.prefill_tokens(dep, 64), 64.0)
+        # Prefill per token in decode steps: the other 63 requests' 1024 prompt tokens per 1024 output tokens.
+        self.assertEqual(m.prefill_tokens(dep, 64), 63.0)
         q = m.prefill_share_ms(dep, 64) / m.decode_step_ms(dep, 64)
         tau = m.acceptance_length
         self.assertAlmostEqual(mix.naive_alpha, 0.7 * 0.7 + 0.3 * 0.4)
