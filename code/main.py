@@ -109,6 +109,8 @@ CALIBRATION_FILES = ()  # your `vllm bench serve` result files to fit the cost m
 MODEL = "llama-3.3-70b"        # catalog name of the target model
 GPU = "h100-sxm"               # catalog name of the GPU
 TP = 4                         # tensor-parallel degree (GPUs per replica)
+EP = 1                         # expert-parallel GPUs of a MoE target: 1 (experts split by TP) or TP (whole experts
+                               # per GPU; vLLM --enable-expert-parallel, SGLang --ep-size, TensorRT-LLM --ep_size)
 WEIGHTS_DTYPE = "fp8"          # target weights: "bf16", "fp8" or "fp4" (MXFP4, as gpt-oss ships its experts)
 KV_DTYPE = "bf16"              # KV cache element type: "bf16" or "fp8"
 INPUT_TOKENS = 1024            # mean prompt length of the traffic, tokens
@@ -258,11 +260,12 @@ MODELS = {
                         experts=256, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=58,
                         mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128), nextn=1,
                         head_inter=40960, head_heads=56, head_kv_heads=8, head_head_dim=128, checkpoint="fp8",
-                        hf="deepseek-ai/DeepSeek-V3"),                    # 671.0 B + 11.6 B MTP, 37.6 B active
+                        routing="deepseek", hf="deepseek-ai/DeepSeek-V3"),                    # 671.0 B + 11.6 B MTP, 37.6 B active
     "kimi-k2": dict(hidden=7168, inter=18432, layers=61, heads=64, kv_heads=64, head_dim=192, vocab=163840, tied=False,
                     experts=384, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=60,
                     mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128),
-                    head_inter=18432, head_head_dim=128, checkpoint="fp8", hf="moonshotai/Kimi-K2-Instruct"),   # 1,026 B, 32.9 B active
+                    head_inter=18432, head_head_dim=128, checkpoint="fp8", routing="deepseek",
+                    hf="moonshotai/Kimi-K2-Instruct"),   # 1,026 B, 32.9 B active
 }
 
 GIB = 2 ** 30
@@ -351,6 +354,17 @@ ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0
 # 0.5.10.post1 and v0.14.0rc1 are their release; a .dev build (0.14.0.dev3, 0.11.1.dev0+g1234) comes before it
 
 
+# A fused-MoE layer's own latency on one GPU, beyond reading the experts its tokens touch and their math:
+# routing, sorting tokens by expert, the kernels inside the CUDA graph, small tiles. The median, over
+# published kernel sweeps at up to 64 tokens, of measured minus this model's read and math, per engine's
+# kernel (`python bench/moe_kernels.py`; its data, bench/moe_kernels.json, cites each sweep): vLLM's Triton
+# fused_moe on H100 (PR #24700: Qwen3-30B-A3B fp8, Mixtral bf16 TP 2), SGLang's Triton kernel on H200 and
+# B200 (PR #11730: Qwen3-235B fp8 TP 8; PR #11816: DeepSeek-R1 fp8 TP 8), TensorRT-LLM's TRTLLM-Gen on
+# B200 (tech blog 24: DeepSeek-V3 NVFP4 TP 8, router GEMM included). The read's slope matches the sweeps
+# to within a few us a point up to 64 tokens; past that, groups of many tokens per expert run below peak.
+MOE_KERNEL_US = {"vllm": 30.9, "sglang": 36.1, "trtllm": 22.1}
+
+
 @dataclass(frozen=True)
 class Engine:
     """A serving engine as the plan and the model know it: one row per engine in ENGINES, each fact
@@ -375,6 +389,7 @@ class Engine:
     pass_cost_of: str        #: the engine whose fitted fixed cost of a pass it uses (Fit's pass_fixed_ms_<engine>)
     draft_costs_of: str      #: the engine whose fitted draft-step and round costs it uses (its own, or a borrowed one)
     seq_cost: str            #: the Fit field of a served step's host cost per running sequence ("" where none is measured)
+    moe_layer_us: float      #: its fused-MoE kernel's own latency per MoE layer and pass, us (MOE_KERNEL_US)
     bench_tool: str          #: the closed-loop benchmark the plan runs against it
     bench_random_text: bool  #: its benchmark's random dataset cuts real text, so it needs --dataset-path
     bench_records_acceptance: bool   #: a speculative benchmark run records its K and acceptance (spec_decode_*)
@@ -399,7 +414,7 @@ ENGINES = {
         memory_flag="--gpu-memory-utilization", memory_note=", vLLM's default",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=(), trees_why="vLLM removed tree attention, PR #42121",
-        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="",
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", moe_layer_us=MOE_KERNEL_US["vllm"],
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=True,
         metrics_path="/metrics", acceptance_gauges=False, counts_drafts=True, per_position_why="",
         per_request_acceptance=True,   # --per-request-spec-decode-metrics, PR #48915
@@ -421,7 +436,7 @@ ENGINES = {
         memory_flag="--mem-fraction-static", memory_note="",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=("eagle3", "eagle", "mtp"), trees_why="its EAGLE worker drafts trees of EAGLE heads and MTP",
-        nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="",
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="", moe_layer_us=MOE_KERNEL_US["sglang"],
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=False,
         metrics_path="/metrics", acceptance_gauges=True, counts_drafts=False,
         per_position_why="this engine exports no per-position rates", per_request_acceptance=False,
@@ -451,7 +466,7 @@ ENGINES = {
                    "covered here",
         trees=("eagle3",), trees_why="Eagle3DecodingConfig's use_dynamic_tree is for EAGLE-3 heads",
         nvidia_only=True, quantizes_at_start=False,   # docs/source/features/quantization.md
-        pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm",
+        pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", moe_layer_us=MOE_KERNEL_US["trtllm"],
         bench_tool="python -m tensorrt_llm.serve.scripts.benchmark_serving", bench_random_text=True,
         bench_records_acceptance=False, metrics_path="/prometheus/metrics", acceptance_gauges=False,
         counts_drafts=False,
@@ -569,6 +584,8 @@ FP8_CHECKPOINTS = {
     "llama-3.1-8b":  "nvidia/Llama-3.1-8B-Instruct-FP8",
     "llama-3.3-70b": "nvidia/Llama-3.3-70B-Instruct-FP8",
     "qwen3-30b-a3b": "Qwen/Qwen3-30B-A3B-FP8",   # Qwen's own (tests/fixtures/configs: its stored config.json)
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8",   # Qwen's own; served so by vllm-openai:v0.12.0
+                                                                    # and SGLang runs in stored public scripts
 }
 
 BYTES_PER = {"bf16": 2, "fp8": 1, "fp4": 0.53125}   # fp4: MXFP4, 4 bits + an 8-bit scale per 32 weights
@@ -899,6 +916,7 @@ class Net:
     window: int = None       #: sliding-window attention's window, tokens (None: none)
     window_layers: int = 0   #: layers with sliding-window attention
     window_kv_bytes: float = 0   #: KV bytes per token over the sliding-window layers
+    routing_exponent: float = 0.0   #: its router's popularity skew (model_routing_exponent; 0: uniform)
 
 
 NO_MODEL = Net(active_params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, layers=0, hidden=0, tflops=0,
@@ -938,6 +956,7 @@ class Deployment:
     model_config: str = None   #: the --model-config path, so the plan's commands can name it again
     draft_config: str = None   #: the --draft-config path, likewise
     era: Era = None          #: the engine's release era (Engine.eras): what a round's host work costs there
+    ep: int = 1              #: expert-parallel GPUs: 1 (every expert split across the TP GPUs) or tp (whole experts)
 
     def __post_init__(self):   # hashed once: the cost model's memo looks deployments up thousands of times a run
         object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False)))
@@ -1077,17 +1096,158 @@ def weight_split(m, dtype):
     return total - m.get("moe_layers", 0) * m.get("experts", 0) * expert, expert, total
 
 
-def expected_experts(experts, k, tokens):
-    """Distinct experts that `tokens` routings of k of E experts touch, with uniform routing: E (1 - (1 - k/E)^n).
+# Routing skew. A router trained to balance its load still sends more tokens to some experts
+# than to others, and a batch's tokens then touch fewer distinct experts than uniform routing
+# would have them touch. Modelled as a power law over the experts' popularity ranks (expert i
+# of E drawn with weight (i + 1)^-s, each token taking k distinct ones), its exponent s set by
+# a measured ratio of the hottest expert's load to the mean load (routing_exponent); s = 0 is
+# uniform routing, E (1 - (1 - k/E)^n). Measured: DeepSeek-R1 served by TensorRT-LLM on 32
+# GB200 (expert parallel, no load balancer), the hottest expert slot of a layer carries 1 +
+# 10.948 times the mean slot's tokens, per layer and iteration (NVIDIA/TensorRT-LLM
+# docs/source/blogs/tech_blog/blog4_Scaling_Expert_Parallelism_in_TensorRT-LLM.md, Table 1).
+# Kimi-K2 is DeepSeek-V3's architecture and router kind (sigmoid gates with a balancing bias)
+# with 384 experts: it borrows the ratio. No source here measures Qwen3's, gpt-oss's or Llama
+# 4's routing: they route uniformly, the upper end of their expert reads.
+HOT_EXPERT_LOAD = {"deepseek": 1 + 10.948}
+ROUTING_OF_MODEL_TYPE = {"deepseek_v3": "deepseek", "kimi_k2": "deepseek"}   # config.json model_type -> routing
 
-    Real routers are skewed, so they touch fewer: this is the upper end, and a verify pass's
-    expert reads are not underestimated. A dense model has none.
+
+def expert_shares(experts, k, exponent):
+    """Each expert's chance to be among a token's k, under power-law popularity (weight (i + 1)^-exponent),
+    hottest first; summing to k. A share cannot pass 1 (a token takes an expert once): the excess of a capped
+    expert goes to the others in proportion.
+    >>> [round(q, 4) for q in expert_shares(4, 2, 0.0)], round(sum(expert_shares(256, 8, 0.6)), 9)
+    ([0.5, 0.5, 0.5, 0.5], 8.0)
+    """
+    weights = [(i + 1) ** -exponent for i in range(experts)]
+    capped, shares = 0, []
+    while True:                     # the hottest are capped first: weights fall with i
+        rest = sum(weights[capped:])
+        shares = [1.0] * capped + [(k - capped) * w / rest for w in weights[capped:]]
+        if capped == experts or shares[capped] <= 1.0:
+            return shares
+        capped += 1
+
+
+def routing_exponent(experts, k, hot_load):
+    """The power-law exponent whose hottest expert carries `hot_load` times the mean expert's load (mean: k/E a
+    token), by bisection; 0 for a load of 1 or less, and the exponent at which the hottest share reaches 1 for a
+    load of E/k or more (a token takes an expert at most once)."""
+    if hot_load <= 1.0:
+        return 0.0
+    low, high = 0.0, 8.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if expert_shares(experts, k, mid)[0] * experts / k < hot_load:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def expected_experts(experts, k, tokens, exponent=0.0):
+    """Distinct experts that `tokens` routings of k of E experts touch: with uniform routing (exponent 0)
+    E (1 - (1 - k/E)^n), under skew the sum over experts of 1 - (1 - q_i)^n (expert_shares q).
+
+    Each token's picks are drawn independently of the other tokens'; what makes real batches touch fewer still
+    (a sequence's consecutive tokens, as a verify pass carries them, reusing experts) is not measured here.
+    A dense model has none.
     >>> round(expected_experts(128, 8, 1), 3), round(expected_experts(128, 8, 32), 1), expected_experts(0, 0, 5)
     (8.0, 111.8, 0.0)
     """
     if experts == 0 or tokens <= 0:
         return 0.0
-    return experts * (1.0 - (1.0 - k / experts) ** tokens)
+    if exponent == 0.0:
+        return experts * (1.0 - (1.0 - k / experts) ** tokens)
+    return sum(1.0 - (1.0 - q) ** tokens for q in shares_memo(experts, k, exponent))
+
+
+SHARES_MEMO = {}
+
+
+def shares_memo(experts, k, exponent):
+    """expert_shares, once per (E, k, exponent): a pass asks for them per MoE layer kind."""
+    key = (experts, k, exponent)
+    if key not in SHARES_MEMO:
+        SHARES_MEMO[key] = tuple(expert_shares(experts, k, exponent))
+    return SHARES_MEMO[key]
+
+
+def touched_experts(net, dep, tokens):
+    """Expert reads of one MoE layer of a pass, in experts the replica reads at its slowest GPU's pace.
+
+    Split by tensor parallelism (ep 1), every GPU reads its share of each touched expert: the
+    distinct experts (expected_experts). Expert parallel (ep = tp), each GPU reads the whole
+    experts it holds that the pass touches, and the layer waits for the busiest GPU:
+    ep x busiest_rank_experts.
+    """
+    if dep.ep == 1 or not net.experts:   # a dense network (an EAGLE head of a MoE target) reads no experts
+        return expected_experts(net.experts, net.experts_per_token, tokens, net.routing_exponent)
+    return dep.ep * busiest_rank_experts(net.experts, net.experts_per_token, tokens, net.routing_exponent, dep.ep)
+
+
+RANK_MEMO = {}
+
+
+def busiest_rank_experts(experts, k, tokens, exponent, ranks):
+    """Expected touched experts on the busiest of `ranks` GPUs holding experts / ranks whole experts each.
+
+    Experts are dealt to the GPUs hottest first, round-robin (the placement a load balancer
+    makes without copies), so what is left is the spread of one pass's picks. Expert i is
+    touched with chance t_i = 1 - (1 - q_i)^n (expert_shares q), taken independently of the
+    others; a GPU's count is then a sum of Bernoulli draws whose distribution is counted
+    exactly, and E[max] = sum over x of P(max > x) = 1 - prod over GPUs of P(count <= x).
+    Without a balancer hot experts can share a GPU and its load is worse: TensorRT-LLM
+    measured DeepSeek-R1's busiest GPU at 2.56x the mean at EP 32 with none, 1.11x with
+    EPLB (tech blog 4, Table 1).
+    >>> round(busiest_rank_experts(8, 2, 64, 0.0, 1), 6) == round(expected_experts(8, 2, 64), 6)
+    True
+    """
+    key = (experts, k, tokens, exponent, ranks)
+    if key in RANK_MEMO:
+        return RANK_MEMO[key]
+    if tokens == 1 and not exponent:   # one token under uniform routing: its k picks' spread counted exactly
+        RANK_MEMO[key] = one_token_busiest(experts, k, ranks)
+        return RANK_MEMO[key]
+    shares = shares_memo(experts, k, exponent) if exponent else (k / experts,) * experts
+    touched = [1.0 - (1.0 - q) ** tokens for q in shares] if tokens > 0 else [0.0] * experts
+    below = [1.0] * (experts // ranks + 1)          # prod over GPUs of P(count <= x), x = 0 .. experts/ranks
+    for rank in range(ranks):
+        pmf = [1.0]
+        for t in touched[rank::ranks]:
+            pmf = [a * (1.0 - t) + b * t for a, b in zip(pmf + [0.0], [0.0] + pmf)]
+        cdf = list(itertools.accumulate(pmf))
+        below = [a * min(1.0, c) for a, c in zip(below, cdf)]
+    RANK_MEMO[key] = sum(1.0 - b for b in below)
+    return RANK_MEMO[key]
+
+
+def one_token_busiest(experts, k, ranks):
+    """Expected picks on the busiest GPU when one token takes k distinct of E experts uniformly, E / ranks on each
+    GPU: P(max <= x) is the share of the C(E, k) choices that put at most x on every GPU (a product of
+    polynomials, coefficient of t^k). Independent draws (busiest_rank_experts) miss this most for few picks:
+    one pick of Llama 4's 16 experts on 4 GPUs is on one GPU for certain, not on 0.73 of one.
+    >>> one_token_busiest(16, 1, 4), round(one_token_busiest(256, 8, 8), 3)
+    (1.0, 2.564)
+    """
+    per = experts // ranks
+    expected = 0.0
+    for x in range(k):
+        ways = [1]
+        for _ in range(ranks):
+            row = [math.comb(per, c) for c in range(min(x, per) + 1)]
+            ways = [sum(ways[i - c] * row[c] for c in range(len(row)) if 0 <= i - c < len(ways))
+                    for i in range(min(k, len(ways) + len(row) - 2) + 1)]
+        expected += 1.0 - (ways[k] if k < len(ways) else 0) / math.comb(experts, k)
+    return expected
+
+
+def model_routing_exponent(m):
+    """The routing exponent of model shape m: from its family's measured hottest-expert load, else 0 (uniform)."""
+    family = m.get("routing")
+    if not m.get("experts") or family not in HOT_EXPERT_LOAD:
+        return 0.0
+    return routing_exponent(m["experts"], m["experts_per_token"], HOT_EXPERT_LOAD[family])
 
 
 def peak_tflops(spec, dtype):
@@ -1131,7 +1291,8 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
                hidden=m["hidden"], tflops=tflops, held_params=model_params(m), held_bytes=total,
                fp8=weights_dtype != "bf16", expert_bytes=expert, moe_layers=m.get("moe_layers", 0),
                experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0), window=m.get("window"),
-               window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype))
+               window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype),
+               routing_exponent=model_routing_exponent(m))
 
 
 def mean_context(input_tokens, output_tokens):
@@ -1142,12 +1303,13 @@ def mean_context(input_tokens, output_tokens):
 def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
                     draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
                     output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None, draft_shape=None,
-                    era=None):
+                    era=None, ep=EP):
     """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers.
 
     shape: a model's shape read from its config.json, instead of the catalog's row for `model`.
     The mean decode context defaults to the prompt plus half the output: a request decodes
     from input to input + output tokens of context. era: one of the engine's eras (default: its newest).
+    ep: expert-parallel GPUs, 1 or tp (parse_deployment checks).
     """
     spec = spec or GPUS[gpu]
     m = shape or MODELS[model]
@@ -1158,7 +1320,7 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv
                      link_gbs=spec["link"], draft_tflops=peak_tflops(spec, "bf16"), target=target, drafter=NO_MODEL,
                      engine=ENGINES[engine], memory_fraction=ENGINES[engine].memory_fraction, draft_hf=draft_hf,
                      input_tokens=input_tokens, output_tokens=output_tokens, shape=m, topk=topk,
-                     verify_tokens=verify_tokens, draft_shape=draft_shape, era=era or newest_era(engine))
+                     verify_tokens=verify_tokens, draft_shape=draft_shape, era=era or newest_era(engine), ep=ep)
     return with_draft(dep, draft)
 
 
@@ -1184,7 +1346,8 @@ def with_draft(dep, draft):
                       kv_bytes_per_token=kv_bytes_per_layer(m, dep.kv_dtype), attn_width=attention_width(m), layers=1,
                       hidden=m["hidden"], tflops=dep.target.tflops, held_params=held, held_bytes=held * width,
                       fp8=dep.weights_dtype != "bf16", expert_bytes=expert, moe_layers=1 if moe else 0,
-                      experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0))
+                      experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0),
+                      routing_exponent=model_routing_exponent(m))
     elif draft == "ngram":
         drafter = NO_MODEL
     else:
@@ -1279,11 +1442,12 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     bookkeeping) is a decoded token's: a prompt token in a prefill chunk is not sampled.
     All K+1 query tokens of a sequence share one read of its KV history. A MoE
     layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
-    tokens touch more than a plain step's B.
+    tokens touch more than a plain step's B; its fused kernel adds a latency of its own
+    (Engine.moe_layer_us) to the pass's fixed cost.
     """
     tokens = batch * tokens_per_seq + prefill
     bytes_per_ms = dep.tp * dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)
-    experts = net.moe_layers * expected_experts(net.experts, net.experts_per_token, tokens) * net.expert_bytes
+    experts = net.moe_layers * touched_experts(net, dep, tokens) * net.expert_bytes
     weights = (net.weight_bytes + experts) / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
     window = min(dep.context, net.window) if net.window else 0
@@ -1299,7 +1463,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     compute = flops / (dep.tp * net.tflops * 1e9 * efficiency)
     communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
-                fixed=fixed_cost + net.layers * fit.layer_us / 1e3, engine=batch * tokens_per_seq * fit.token_us / 1e3)
+                fixed=fixed_cost + net.layers * fit.layer_us / 1e3 + net.moe_layers * dep.engine.moe_layer_us / 1e3,
+                engine=batch * tokens_per_seq * fit.token_us / 1e3)
 
 
 def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
@@ -1398,8 +1563,9 @@ def moe_verify(dep, k, batch, fit=FIT):
     t = dep.target
     verify = verify_tokens(dep, k)
     return MoeVerify(k=k, batch=batch, verify_tokens=verify, experts=t.experts, experts_per_token=t.experts_per_token,
-                     plain_experts=expected_experts(t.experts, t.experts_per_token, batch),
-                     verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify),
+                     plain_experts=expected_experts(t.experts, t.experts_per_token, batch, t.routing_exponent),
+                     verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify,
+                                                     t.routing_exponent),
                      eps=eps_decode(dep, batch, k, fit),
                      eps_dense=eps_decode(dense_equivalent(dep), batch, k, fit))
 
@@ -3517,7 +3683,7 @@ MODEL_ERROR = {
     ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1112, 0.0652),
     ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0499, 0.1856),
     ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0136, 0.0154),
-    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1816, 0.4386),
+    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1808, 0.3797),
     ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0517),
     ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.0991, 0.0121),
     ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1278, 0.0344),
@@ -4070,6 +4236,23 @@ def render_summary(result, grid, dep):
     return lines
 
 
+def expert_sentence(dep):
+    """How a MoE target's experts are read: the routing assumed and, expert parallel, the busiest GPU's load
+    (touched_experts); "" for a dense target."""
+    t = dep.target
+    if not t.experts:
+        return ""
+    routing = (f"routing skewed as its family's measured hottest expert says (power-law exponent "
+               f"{t.routing_exponent:.2f}; HOT_EXPERT_LOAD)" if t.routing_exponent else
+               "routing taken as uniform (no measurement of its router's skew here: the upper end of its reads)")
+    text = f"Experts: {t.experts_per_token} of {t.experts} a token, {routing}; "
+    if dep.ep == 1:
+        return text + (f"each split across the {dep.tp} GPUs (tensor parallel)." if dep.tp > 1 else "on one GPU.")
+    share = touched_experts(t, dep, 1) / expected_experts(t.experts, t.experts_per_token, 1, t.routing_exponent)
+    return text + (f"whole experts on each of {dep.ep} GPUs (expert parallel): at B=1 the busiest GPU reads "
+                   f"{share:.2f}x its even share, and a MoE layer waits for it.")
+
+
 def deployment_lines(dep, result):
     draft_gib = dep.drafter.held_bytes / GIB
     return [
@@ -4078,7 +4261,7 @@ def deployment_lines(dep, result):
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result.facts.max_concurrency} sequences fit in "
         f"{result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens in, {dep.output_tokens} out.",
-    ] + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
+    ] + wrap(expert_sentence(dep), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
              + " + ".join(f"{name} {ms:.2f}" for name, ms in result.facts.plain_b1.items() if ms > 0.0005)
              + " (ms; a closed-loop benchmark's mean TPOT).", 100, "  ") + (
         [f"No calibration point on {GPU_FAMILY.get(dep.gpu, 'custom')} GPUs: their bandwidth share is Hopper's, "
@@ -4379,6 +4562,8 @@ def speculative_config(dep, k, schedule=None):
 def vllm_command(dep, config=None, env=()):
     """`vllm serve` flags: vllm/engine/arg_utils.py; env: variables set for the server."""
     words = list(env) + ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {dep.tp}"]
+    # Expert parallel: a switch, its size TP x DP (vllm/engine/arg_utils.py, vllm/config/parallel.py; DP 1 here).
+    words += ["--enable-expert-parallel"] if dep.ep > 1 else []
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8"] if dep.kv_dtype == "fp8" else []
     words.append(f"{dep.engine.memory_flag} {dep.memory_fraction:g}")
@@ -4420,6 +4605,8 @@ def sglang_serve(dep, batch, k=None, schedule=None):
     env = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"] if k and dep.draft in EAGLE_DRAFTS else []
     words = env + ["python -m sglang.launch_server", f"--model-path {shlex.quote(served_model(dep))}",
                    f"--tp-size {dep.tp}"]
+    # Expert parallel inside the TP group: --ep-size (alias of --expert-parallel-size; python/sglang/srt/server_args.py).
+    words += [f"--ep-size {dep.ep}"] if dep.ep > 1 else []
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
     words += [f"{dep.engine.memory_flag} {dep.memory_fraction:g}", f"--max-running-requests {batch}",
@@ -4471,8 +4658,9 @@ TRTLLM_DECODING = {"eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
 
 def trtllm_command(dep, batch, config_name):
     """`trtllm-serve` flags: tensorrt_llm/commands/serve.py (underscores, PyTorch backend by default)."""
+    # --ep_size sets moe_expert_parallel_size (tensorrt_llm/commands/serve.py); 1: experts split by TP.
     return shell_lines(["trtllm-serve", shlex.quote(served_model(dep)), "--backend pytorch", f"--tp_size {dep.tp}",
-                        f"--max_batch_size {batch}",
+                        *([f"--ep_size {dep.ep}"] if dep.ep > 1 else []), f"--max_batch_size {batch}",
                         f"{dep.engine.memory_flag} {dep.memory_fraction:g}",
                         f"--extra_llm_api_options {config_name}"])
 
@@ -4976,7 +5164,8 @@ def plan_front(result, dep, plan):
         f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
         + (f" ({dep.target.active_params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
            if dep.target.experts else "") + f", {dep.weights_dtype} weights "
-        f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp} |",
+        f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp}"
+        + (f", expert parallel {dep.ep}" if dep.ep > 1 else "") + " |",
         f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
         f"{result.facts.memory_budget_bytes / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
         "activations and CUDA graphs are not counted, so the sequences that fit are an upper bound) |",
@@ -5365,7 +5554,8 @@ def shown_in_json(record, f):
 
 def render_json(result, dep, grid):
     """--json: the deployment, then the run's records as clean() shows them, then the summary's sentences."""
-    deployment = dict(engine=dep.engine.key, model=dep.model, gpu=dep.gpu, tp=dep.tp, weights_dtype=dep.weights_dtype,
+    deployment = dict(engine=dep.engine.key, model=dep.model, gpu=dep.gpu, tp=dep.tp, ep=dep.ep,
+                      weights_dtype=dep.weights_dtype,
                       kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft, draft_model=draft_head(dep)[0],
                       draft_trained_context=draft_head(dep)[1],
                       gpu_memory_gib=dep.memory_gib, gpu_memory_utilization=dep.memory_fraction,
@@ -5376,6 +5566,7 @@ def render_json(result, dep, grid):
                       gpu_tflops=dep.target.tflops,
                       target_params=dep.target.held_params, active_params=dep.target.active_params,
                       experts=dep.target.experts or None, experts_per_token=dep.target.experts_per_token or None,
+                      routing_exponent=dep.target.routing_exponent if dep.target.experts else None,
                       draft_topk=dep.topk, verify_tokens=dep.verify_tokens,
                       draft_params=dep.drafter.held_params,
                       weight_bytes=dep.target.held_bytes,
@@ -6431,6 +6622,8 @@ def shape_from_config(path, flag="--model-config"):
         m.update(attn_bias=True, sinks=True, expert_bias=True, router_bias=True)
     elif config_typed(t, "attention_bias", where, bool, False):
         m["attn_bias"] = True
+    if experts and kind in ROUTING_OF_MODEL_TYPE:
+        m["routing"] = ROUTING_OF_MODEL_TYPE[kind]
     nextn = size("num_nextn_predict_layers", least=0, most=LAYER_LIMIT, default=0)
     if nextn:
         m["nextn"] = nextn
@@ -6651,6 +6844,8 @@ def build_parser():
     dep.add_argument("--model", help=f"target model: {', '.join(MODELS)}")
     dep.add_argument("--gpu", help=f"GPU: {', '.join(GPUS)}, or custom (with the three numbers below)")
     dep.add_argument("--tp", help="tensor-parallel degree")
+    dep.add_argument("--ep", help="expert-parallel GPUs of a MoE target: 1 (experts split by --tp) or the --tp "
+                                  "degree (whole experts per GPU)")
     dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (sized as MXFP4: 4.25 bits a weight)")
     dep.add_argument("--kv-dtype", help="bf16 or fp8")
     dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {INPUT_TOKENS})")
@@ -6830,10 +7025,28 @@ def parse_deployment(args):
                          "--draft")
     if draft_hf is not None and draft == "ngram":
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
+    ep = parse_ep(args.ep if args.ep is not None else EP, tp, m, model)
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
     dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine.key, draft_hf,
-                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era)
+                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era, ep)
     return replace(dep, model_config=args.model_config, draft_config=args.draft_config)
+
+
+def parse_ep(value, tp, m, model):
+    """--ep (or EP) -> 1 or tp. Each engine places experts inside its tensor-parallel group: vLLM's
+    --enable-expert-parallel makes every one of the TP x DP GPUs an expert-parallel rank (here DP 1), and this
+    tool asks SGLang (--ep-size) and TensorRT-LLM (--ep_size) for the same, so one --ep runs on all three."""
+    ep = parse_one("--ep", str(value), int, f"1 or the --tp degree ({tp})", lambda n: n >= 1)
+    if ep == 1:
+        return 1
+    if not m.get("experts"):
+        raise UsageError(f"--ep: expert parallelism places a mixture of experts' experts on GPUs; {model} is dense")
+    if ep != tp:
+        raise UsageError(f"--ep: 1 or the --tp degree ({tp}): the plan's commands run expert parallel across the "
+                         f"tensor-parallel GPUs, as vLLM's --enable-expert-parallel does; got {ep}")
+    if m["experts"] % ep:
+        raise UsageError(f"--ep: {ep} GPUs do not hold the {m['experts']} experts of {model} evenly")
+    return ep
 
 
 def parse_era(engine, version):

@@ -5,7 +5,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import load_main, run
+from load_main import ROOT, load_main, run
 
 m = load_main()
 
@@ -453,6 +453,25 @@ class BadEngineInput(unittest.TestCase):
                 self.assertEqual(len(err.strip().splitlines()), 1)
                 self.assertIn(flag, err)
                 self.assertIn(detail, err)
+
+
+class MoeKernels(unittest.TestCase):
+    def test_each_engines_moe_layer_cost_is_what_its_kernel_sweeps_leave_over(self):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("eagle3_moe_kernels", ROOT / "bench" / "moe_kernels.py")
+        bench = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(bench)
+        self.assertEqual(bench.engine_fixed_us(bench.load()), m.MOE_KERNEL_US)
+        self.assertEqual({key: e.moe_layer_us for key, e in m.ENGINES.items() if key in m.MOE_KERNEL_US},
+                         m.MOE_KERNEL_US)
+
+    def test_a_moe_pass_pays_its_kernels_latency_once_per_moe_layer(self):
+        # Qwen3-30B-A3B, 48 MoE layers: a pass's fixed term over a dense pass's is 48 x moe_layer_us.
+        for engine in ("vllm", "sglang", "trtllm"):
+            dep = m.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", 1024, "ngram", engine=engine)
+            parts = m.pass_parts(dep.target, dep, 8, 1, 0.0)
+            self.assertAlmostEqual(parts["fixed"], (48 * m.FIT.layer_us + 48 * m.MOE_KERNEL_US[engine]) / 1e3,
+                                   places=12)
 
 
 if __name__ == "__main__":
