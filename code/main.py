@@ -193,6 +193,16 @@ GPUS = {
     "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733,  family="ada",       link=32),   # NVIDIA L40S datasheet
     "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330,  family="ada",       link=32),   # spec table, fp32 accumulate
     "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
+    # The GPUs of the 2026 published runs (shared/calibration/published_moe_2026.json). None has a measured point
+    # here: each reads at its family's fitted share (GH200 and H20: the H100's; B300: the B200's bw_rel, the same
+    # eight HBM3e stacks; MI325X and MI355X: the MI300X's, fitted on 2024's ROCm, CDNA 4 included).
+    "gh200":         dict(memory_gib=96,  bandwidth_tbs=4.0,   bf16=989,  fp8=1979, family="hopper",    link=450),  # NVIDIA GH200 datasheet (HBM3); NVLink between GPUs in NVL2/NVL32 builds only
+    "gh200-144gb":   dict(memory_gib=144, bandwidth_tbs=4.9,   bf16=989,  fp8=1979, family="hopper",    link=450),  # the same datasheet, HBM3e
+    "h20":           dict(memory_gib=96,  bandwidth_tbs=4.0,   bf16=148,  fp8=296,  family="hopper",    link=450),  # aiconfigurator h20_sxm.yaml (commit e9fbc0a5)
+    "b300":          dict(memory_gib=288, bandwidth_tbs=7.75,  bf16=2250, fp8=4500, fp4=13500, family="blackwell", link=900,
+                          bw_rel=0.807),  # aiconfigurator b300_sxm.yaml (Blackwell Ultra datasheet); fp4: DGX B300's 108 PF dense over 8 (the YAML: 14,000)
+    "mi325x":        dict(memory_gib=256, bandwidth_tbs=6.0,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD Instinct MI325X product page
+    "mi355x":        dict(memory_gib=288, bandwidth_tbs=8.0,   bf16=2500, fp8=5000, fp4=10100, family="cdna", link=537.6),  # AMD Instinct MI355X product page; 7 Infinity Fabric links of 76.8 GB/s each way
 }
 # bw_rel: the GPU's achieved share of its datasheet bandwidth over the share of the GPU its family's constant is fitted
 # on (H100 for Hopper and for Blackwell, which has no fitted point): measured decode GEMMs, bf16, m = 1-8, of Llama 3

@@ -30,13 +30,24 @@ class Catalog(unittest.TestCase):
             self.assertAlmostEqual(got, billions, delta=delta, msg=(model, version))
 
     def test_every_named_entry_builds(self):
-        for gpu in ("a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "rtx-4090", "mi300x"):
+        for gpu in ("a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "rtx-4090", "mi300x", "gh200",
+                    "gh200-144gb", "h20", "b300", "mi325x", "mi355x"):
             for draft in ("eagle3", "eagle", "ngram", "llama-3.2-1b"):
                 dep = m.make_deployment("llama-3.1-8b", gpu, 1, "fp8", "bf16", 1024, draft)
                 # A step at least streams the weights at the datasheet bandwidth, and a round costs more.
                 floor = dep.target.weight_bytes / (dep.bandwidth_tbs * 1e12) * 1e3
                 self.assertGreater(m.plain_step_ms(dep, 1), floor, (gpu, draft))
                 self.assertGreater(m.round_ms(dep, 1, 3), m.decode_step_ms(dep, 1), (gpu, draft))
+
+    def test_the_2026_gpus_by_their_datasheets(self):
+        # (memory GB, TB/s, dense bf16 and fp8 TFLOP/s, family): NVIDIA's GH200 datasheet, aiconfigurator's
+        # h20_sxm.yaml and b300_sxm.yaml, AMD's MI325X and MI355X pages.
+        for gpu, row in (("gh200", (96, 4.0, 989, 1979, "hopper")), ("gh200-144gb", (144, 4.9, 989, 1979, "hopper")),
+                         ("h20", (96, 4.0, 148, 296, "hopper")), ("b300", (288, 7.75, 2250, 4500, "blackwell")),
+                         ("mi325x", (256, 6.0, 1307, 2615, "cdna")), ("mi355x", (288, 8.0, 2500, 5000, "cdna"))):
+            g = m.GPUS[gpu]
+            self.assertEqual((g["memory_gib"], g["bandwidth_tbs"], g["bf16"], g["fp8"], g["family"]), row, gpu)
+        self.assertEqual(m.GPUS["b300"]["bw_rel"], m.GPUS["b200"]["bw_rel"])   # borrowed: the same HBM3e stacks
 
     def test_json_deployment_facts(self):
         dep = run_json(["--alphas", "0.7", "--ks", "3", "--concurrency", "1"])["deployment"]
