@@ -373,6 +373,17 @@ ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0
 # B200 (tech blog 24: DeepSeek-V3 NVFP4 TP 8, router GEMM included). The read's slope matches the sweeps
 # to within a few us a point up to 64 tokens; past that, groups of many tokens per expert run below peak.
 MOE_KERNEL_US = {"vllm": 30.9, "sglang": 36.1, "trtllm": 22.1}
+# Prompt tokens one scheduler step prefills at most, by default, by a GPU's memory: (least GiB, tokens), largest
+# first. vLLM (`vllm serve`, chunked prefill on): max_num_batched_tokens 2048 below 70 GiB and on any A100, 8192
+# from 70 GiB, 16384 from 160 GiB since v0.28 (vllm/engine/arg_utils.py; PRs #17073, #17885, #51726). SGLang:
+# chunked_prefill_size 2048 below 35 GiB, 4096 below 60, 8192 below 160, 16384 from 160
+# (python/sglang/srt/server_args.py, _handle_gpu_memory_settings). TensorRT-LLM: max_num_tokens 8192 on any GPU
+# (tensorrt_llm/llmapi/llm_args.py); its chunked prefill is off by default, so a longer prompt is refused unless
+# enable_chunked_prefill is set.
+PREFILL_BUDGET = {"vllm": ((160, 16384), (70, 8192), (0, 2048)),
+                  "sglang": ((160, 16384), (60, 8192), (35, 4096), (0, 2048)),
+                  "trtllm": ((0, 8192),)}
+PREFILL_BUDGET_SMALL = {"vllm": ("a100-sxm-80gb",)}   # GPUs an engine keeps at its smallest budget
 
 
 @dataclass(frozen=True)
@@ -400,6 +411,8 @@ class Engine:
     draft_costs_of: str      #: the engine whose fitted draft-step and round costs it uses (its own, or a borrowed one)
     seq_cost: str            #: the Fit field of a served step's host cost per running sequence ("" where none is measured)
     moe_layer_us: float      #: its fused-MoE kernel's own latency per MoE layer and pass, us (MOE_KERNEL_US)
+    prefill_budget: tuple    #: prompt tokens a scheduler step prefills at most by default: ((least GiB, tokens), ...)
+    prefill_budget_small: tuple   #: GPUs it keeps at its smallest budget whatever their memory
     bench_tool: str          #: the closed-loop benchmark the plan runs against it
     bench_random_text: bool  #: its benchmark's random dataset cuts real text, so it needs --dataset-path
     bench_records_acceptance: bool   #: a speculative benchmark run records its K and acceptance (spec_decode_*)
@@ -425,6 +438,7 @@ ENGINES = {
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=(), trees_why="vLLM removed tree attention, PR #42121",
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", moe_layer_us=MOE_KERNEL_US["vllm"],
+        prefill_budget=PREFILL_BUDGET["vllm"], prefill_budget_small=PREFILL_BUDGET_SMALL["vllm"],
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=True,
         metrics_path="/metrics", acceptance_gauges=False, counts_drafts=True, per_position_why="",
         per_request_acceptance=True,   # --per-request-spec-decode-metrics, PR #48915
@@ -447,6 +461,7 @@ ENGINES = {
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=("eagle3", "eagle", "mtp"), trees_why="its EAGLE worker drafts trees of EAGLE heads and MTP",
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="", moe_layer_us=MOE_KERNEL_US["sglang"],
+        prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=False,
         metrics_path="/metrics", acceptance_gauges=True, counts_drafts=False,
         per_position_why="this engine exports no per-position rates", per_request_acceptance=False,
@@ -477,6 +492,7 @@ ENGINES = {
         trees=("eagle3",), trees_why="Eagle3DecodingConfig's use_dynamic_tree is for EAGLE-3 heads",
         nvidia_only=True, quantizes_at_start=False,   # docs/source/features/quantization.md
         pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", moe_layer_us=MOE_KERNEL_US["trtllm"],
+        prefill_budget=PREFILL_BUDGET["trtllm"], prefill_budget_small=(),
         bench_tool="python -m tensorrt_llm.serve.scripts.benchmark_serving", bench_random_text=True,
         bench_records_acceptance=False, metrics_path="/prometheus/metrics", acceptance_gauges=False,
         counts_drafts=False,
@@ -1625,11 +1641,36 @@ def plain_step_ms(dep, batch, fit=FIT):
 
 
 def prefill_share_ms(dep, batch, fit=FIT):
-    """What one step's prefill tokens add to a pass (the same in a plain step and a verify pass), times own_prefill."""
-    def share():
-        mixed = target_pass_ms(dep, batch, 1, fit, prefill_tokens(dep, batch))
-        return fit.own_prefill * (mixed - decode_step_ms(dep, batch, fit))
-    return memoised("prefill", dep, batch, fit, share)
+    """What the prompts a request's decode steps carry add to a step, on average (prefill_parts), times own_prefill;
+    the same in a plain step and, per token, in a round."""
+    return memoised("prefill", dep, batch, fit, lambda: fit.own_prefill * sum(prefill_parts(dep, batch, fit).values()))
+
+
+def prefill_chunk(dep):
+    """Prompt tokens one step prefills: a whole prompt, at most the engine's default per-step token budget for the
+    GPU's memory (Engine.prefill_budget); the budget's decode tokens are a few against it and left out.
+    >>> prefill_chunk(make_deployment(gpu="h100-sxm", input_tokens=20000)), prefill_chunk(make_deployment(gpu="b200", input_tokens=20000))
+    (8192, 16384)
+    """
+    engine = dep.engine
+    tiers = engine.prefill_budget
+    budget = tiers[-1][1] if dep.gpu in engine.prefill_budget_small else next(
+        tokens for least, tokens in tiers if dep.memory_gib >= least)
+    return min(dep.input_tokens, budget)
+
+
+def prefill_parts(dep, batch, fit=FIT):
+    """The prefill share by term (target_parts' names): a request's decode shares P / C steps a step with a prefill
+    chunk of C prompt tokens (P = prefill_tokens, C = prefill_chunk), each costing what C prompt tokens add to a
+    pass of B decodes. Not a flat charge per prompt token: for a dense model the two agree (every term is linear in
+    the prompt tokens), but a MoE chunk touches each expert once however many of its tokens route there, so
+    spreading its tokens over every step (P a step) would read the experts P / C times over."""
+    prompts = prefill_tokens(dep, batch)
+    if prompts <= 0:
+        return {}
+    chunk = prefill_chunk(dep)
+    plain, mixed = target_parts(dep, batch, 1, fit), target_parts(dep, batch, 1, fit, chunk)
+    return {term: prompts / chunk * (mixed[term] - plain[term]) for term in plain}
 
 
 def runs_a_draft_model(dep):
@@ -2149,12 +2190,28 @@ K_LIMIT = 32   # the largest K the flags and the readers accept: a sanity bound,
 
 
 def per_token_alpha(kind, value, k):
-    """The per-token alpha an acceptance figure of the given kind stands for at K."""
+    """The per-token alpha an acceptance figure of the given kind stands for at K: a "profile" (conditional alphas
+    by position, from acceptance lengths measured at K = 1..n) stands for the alpha of its own tau at K."""
     if kind == "rate":
         return alpha_from_rate(value, k)
     if kind == "length":
         return alpha_from_length(value, k)
+    if kind == "profile":
+        return alpha_from_length(min(profile_length(value, k), k + 1.0), k)
     return value
+
+
+def profile_from_lengths(lengths):
+    """Conditional alphas by position from acceptance lengths measured at K = 1, 2, ..., n: position i accepts in
+    tau_(i+1) - tau_i of rounds (1 + the shares reaching each position is tau), so its alpha given the one before
+    is that share over the one before (REFERENCE.md section 1). None if a share rises or leaves [0, 1].
+    >>> [round(a, 4) for a in profile_from_lengths([1.8, 2.44, 2.952])]
+    [0.8, 0.8, 0.8]
+    """
+    shares = [b - a for a, b in zip([1.0] + list(lengths), lengths)]
+    if any(not 0.0 <= x <= 1.0 for x in shares) or any(b > a + 1e-9 for a, b in zip(shares, shares[1:])):
+        return None
+    return [x / prev if prev > 0 else 0.0 for x, prev in zip(shares, [1.0] + shares)]
 
 
 def grid_alphas(grid):
@@ -3395,8 +3452,7 @@ def run_terms(dep, run, fit=FIT):
         return out
 
     plain = grouped(target_parts(d, b, 1, base))
-    mixed = grouped(target_parts(d, b, 1, base, prefill_tokens(d, b)))
-    prefill = {key: mixed[key] - plain[key] for key in plain}
+    prefill = grouped(prefill_parts(d, b, base))
     if run.k is None:
         return RunTerms(decode=plain, prefill=prefill, verify={}, round_ms=0.0, draft_ms=0.0, tau=None)
     verify = grouped(target_parts(d, b, verify_tokens(d, run.k), base))
@@ -6912,10 +6968,9 @@ def parse_grid(args):
     if args.acceptance_rates is not None:
         kind, values = "rate", parse_list("--acceptance-rates", args.acceptance_rates, _finite,
                                           "a number in [0, 1]", lambda r: 0.0 <= r <= 1.0)
+    elif args.acceptance_length is not None and len(ks) > 1:
+        kind, values = "profile", (parse_length_sweep(args.acceptance_length, ks),)
     elif args.acceptance_length is not None:
-        if len(ks) != 1:
-            raise UsageError(f"--acceptance-length: is measured at one K, so --ks must name exactly one; "
-                             f"got {','.join(map(str, ks))}")
         kind, values = "length", parse_list("--acceptance-length", args.acceptance_length, _finite,
                                             f"a number in [1, {ks[0] + 1}] (1 to K+1)",
                                             lambda t: 1.0 <= t <= ks[0] + 1)
@@ -6939,6 +6994,25 @@ def parse_grid(args):
                          f"{len(overheads)} overheads x {len(concurrencies)} concurrencies), more than "
                          f"{GRID_CELL_LIMIT:,}: split it into several runs")
     return Grid(acceptance=values, ks=ks, overheads=overheads, concurrencies=concurrencies, kind=kind)
+
+
+def parse_length_sweep(text, ks):
+    """--acceptance-length TAU1,...,TAUn with --ks 1,...,n: acceptance lengths measured at each K -> the conditional
+    alphas by position they imply (profile_from_lengths), as a tuple."""
+    if list(ks) != list(range(1, len(ks) + 1)):
+        raise UsageError(f"--acceptance-length: one K takes one length; several lengths are a sweep measured at "
+                         f"K = 1, 2, ..., n, so --ks must be 1,...,n; got {','.join(map(str, ks))}")
+    lengths = parse_list("--acceptance-length", text, _finite, "a number in [1, K+1] for each K",
+                         lambda t: 1.0 <= t <= K_LIMIT + 1)
+    if len(lengths) != len(ks):
+        raise UsageError(f"--acceptance-length: a sweep gives one length for each of the {len(ks)} --ks; got "
+                         f"{len(lengths)}")
+    profile = profile_from_lengths(lengths)
+    if profile is None:
+        raise UsageError("--acceptance-length: a sweep's length can rise from K to K + 1 by at most its rise from "
+                         "K - 1 to K, and by at most 1 at K = 1 (a position accepts only if the one before did); got "
+                         + ", ".join(f"{t:g}" for t in lengths))
+    return tuple(round(a, 9) for a in profile)
 
 
 def parse_deployment(args):
@@ -7107,6 +7181,13 @@ def given_acceptance(grid):
     That is what a dashboard shows (SGLang and TensorRT-LLM report acceptance as a length or
     a rate, not as vLLM's counters), so the plan then runs on it instead of EXPECTED_ALPHA.
     """
+    if grid.kind == "profile":   # a sweep at K = 1..n: its positions' shares as one average draft of K = n
+        profile, k = list(grid.acceptance[0]), grid.ks[-1]
+        shares = list(itertools.accumulate(profile, lambda a, b: a * b))
+        counts = Counters(drafts=1.0, draft_tokens=float(k), accepted=sum(shares),
+                          per_position=dict(enumerate(shares)), drafted_per_position=dict.fromkeys(range(k), 1.0))
+        lengths = ", ".join(f"{profile_length(profile, i):.3g}" for i in grid.ks)
+        return measured_acceptance(counts, f"--acceptance-length {lengths} at K = 1..{k}", counted=False)
     if grid.kind == "alpha" or len(grid.ks) != 1 or len(grid.acceptance) != 1:
         return None
     k, value = grid.ks[0], grid.acceptance[0]

@@ -102,6 +102,41 @@ class PrefillShare(unittest.TestCase):
         self.assertAlmostEqual(seen / decoded / m.prefill_tokens(dep, batch), 1, delta=0.02)
         self.assertEqual(m.prefill_tokens(dep, 1), 0.0)   # concurrency 1: no other request
 
+    def test_a_dense_models_chunks_cost_what_a_flat_charge_per_prompt_token_does(self):
+        # Every term of a dense pass is linear in its prompt tokens, so P / C chunk steps of C tokens cost P tokens.
+        dep = m.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", None, "eagle3", input_tokens=5000,
+                                output_tokens=500)
+        for batch in (2, 25, 64):
+            prompts = m.prefill_tokens(dep, batch)
+            flat = m.target_pass_ms(dep, batch, 1, prefill=prompts) - m.decode_step_ms(dep, batch)
+            self.assertAlmostEqual(m.prefill_share_ms(dep, batch) / flat, 1.0, places=9)
+
+    def test_the_engines_default_chunk_by_gpu_memory(self):
+        # vLLM: 2048 below 70 GiB and on A100, 8192 from 70, 16384 from 160; SGLang: 2048/4096/8192/16384 at
+        # 35/60/160 GiB; TensorRT-LLM: 8192 everywhere.
+        expected = {("vllm", "l40s"): 2048, ("vllm", "a100-sxm-80gb"): 2048, ("vllm", "h100-sxm"): 8192,
+                    ("vllm", "h200"): 8192, ("vllm", "b200"): 16384, ("vllm", "mi300x"): 16384,
+                    ("sglang", "l40s"): 4096, ("sglang", "rtx-4090"): 2048, ("sglang", "a100-sxm-80gb"): 8192,
+                    ("sglang", "b200"): 16384, ("trtllm", "b200"): 8192, ("trtllm", "l40s"): 8192}
+        for (engine, gpu), tokens in expected.items():
+            dep = m.make_deployment("llama-3.1-8b", gpu, 1, "bf16", "bf16", None, "ngram", engine=engine,
+                                    input_tokens=30000, output_tokens=1000)
+            self.assertEqual(m.prefill_chunk(dep), tokens, (engine, gpu))
+
+    def test_a_moe_chunk_reads_each_expert_once(self):
+        # Kimi-K2 on 4 x MI355X, 10,240 prompt tokens, 512 out, concurrency 40: the chunk is the engine's budget, and
+        # the share is P / C chunk steps, each what C prompt tokens add to a pass of B decodes.
+        dep = m.make_deployment("kimi-k2", "mi355x", 4, "fp4", "bf16", None, "eagle3", input_tokens=10240,
+                                output_tokens=512)
+        chunk = m.prefill_chunk(dep)
+        self.assertEqual(chunk, 10240)   # vLLM's budget on a 288 GiB GPU is 16,384: the whole prompt in one step
+        prompts = 39 * 10240 / 512
+        step = m.decode_step_ms(dep, 40)
+        by_hand = prompts / chunk * (m.target_pass_ms(dep, 40, 1, prefill=chunk) - step)
+        self.assertAlmostEqual(m.prefill_share_ms(dep, 40), by_hand, places=9)
+        flat = m.target_pass_ms(dep, 40, 1, prefill=prompts) - step   # the prompts spread over every step
+        self.assertLess(m.prefill_share_ms(dep, 40), 0.8 * flat)
+
     def test_prefill_dilutes_the_speedup_but_not_the_break_even(self):
         heavy = m.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
         light = m.make_deployment(context=5250, input_tokens=5000, output_tokens=50_000)

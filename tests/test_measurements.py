@@ -359,6 +359,40 @@ class EngineReportedAcceptance(unittest.TestCase):
         g = json.loads(out)["gate"]
         self.assertIn("acceptance rate 0.600 at K=2", g["reasons"][-1]["detail"])
 
+class AcceptanceSweep(unittest.TestCase):
+    """Acceptance lengths measured at K = 1..n (an MTP module reused past its trained depth accepts less at each
+    later position): the conditional alphas they imply, and every K's cell at its own measured tau."""
+
+    def test_lengths_of_one_alpha_give_that_alpha_at_every_position(self):
+        lengths = [m.acceptance_length(0.8, k) for k in (1, 2, 3, 4)]   # 1.8, 2.44, 2.952, 3.3616
+        self.assertEqual([round(a, 9) for a in m.profile_from_lengths(lengths)], [0.8] * 4)
+
+    def test_a_published_mtp_sweep_by_hand(self):
+        # DeepSeek-R1 MTP on TensorRT-LLM (tech blog 1): acceptance length 1.92, 2.58, 2.82, 2.99, 3.01 at K = 1..5.
+        lengths = [1.92, 2.58, 2.82, 2.99, 3.01]
+        status, out, err = run(["--model", "deepseek-v3", "--gpu", "b200", "--tp", "8", "--weights-dtype", "fp4",
+                                "--engine", "trtllm", "--draft", "mtp", "--ks", "1,2,3,4,5", "--acceptance-length",
+                                ",".join(map(str, lengths)), "--concurrency", "1,8", "--json", "--no-write"])
+        self.assertEqual(status, 0, err)
+        data = json.loads(out)
+        shares = [0.92, 0.66, 0.24, 0.17, 0.02]                      # tau_(i+1) - tau_i: rounds reaching i
+        by_hand = [0.92] + [b / a for a, b in zip(shares, shares[1:])]
+        for got, want in zip(data["measured"]["per_position_alpha"], by_hand):
+            self.assertAlmostEqual(got, want, places=6)
+        # Each K's cells carry the tau measured at that K, and the speedup is tau / (1 + eps) there.
+        for cell in data["cells"]:
+            self.assertAlmostEqual(cell["acceptance_length"], lengths[cell["k"] - 1], places=6)
+        # The best K of the measured profile is the K whose tau / (1 + eps_seen) is largest, by hand.
+        dep = m.make_deployment("deepseek-v3", "b200", 8, "fp4", "bf16", None, "mtp", engine="trtllm")
+        best = {}
+        for b in (1, 8):
+            speedups = {k: lengths[k - 1] / (1 + m.eps_seen(m.eps_decode(dep, b, k), lengths[k - 1], dep, b))
+                        for k in range(1, 6)}
+            # The smallest K within K_TIE of the best (a shorter draft where the gain is a tie): at B = 1, K = 2's
+            # 1.864x against K = 3's 1.871x.
+            best[b] = min(k for k, s in speedups.items() if s >= max(speedups.values()) / (1 + m.K_TIE))
+        self.assertEqual({r["concurrency"]: r["k"] for r in data["best_k"]}, best)
+
 
 if __name__ == "__main__":
     unittest.main()
