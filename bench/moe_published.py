@@ -47,13 +47,22 @@ def tau_for(dep, batch, k, measured):
     return (low + high) / 2
 
 
+USED = set()   # ids of the rows a case predicts (or sets its acceptance on)
+
+
+def used(rows):
+    """The rows, marked as asked."""
+    USED.update(id(r) for r in rows)
+    return rows
+
+
 def llama4_sweeps():
     """LMSYS SpecForge's Llama 4 EAGLE-3 K sweeps on SGLang, acceptance per point. Not stated: GPU, TP, batch;
     assumed 8 x H200 at batch 1 in bf16 (the blog's bench_speculative runs), SGLang's era then (0.4.9: spec-v1)."""
     out = []
     for family, model in (("Llama-4-Maverick", "llama-4-maverick"), ("Llama-4-Scout", "llama-4-scout")):
-        rows = [r for r in ROWS if r["name"].startswith(family) and r["engine"] == "SGLang"
-                and r["acceptance_length"] and r["metric"].startswith("speedup")]
+        rows = used([r for r in ROWS if r["name"].startswith(family) and r["engine"] == "SGLang"
+                     and r["acceptance_length"] and r["metric"].startswith("speedup")])
         dep = main.make_deployment(model, "h200", 8, "bf16", "bf16", None, "eagle3", engine="sglang",
                                    era=main.fitted_era("sglang"))
         points = [dict(case=f"{family} K sweep (SGLang, LMSYS)", family="Llama 4", engine="sglang",
@@ -77,8 +86,8 @@ def shape(case, family, engine, dep, k, first, rest):
 def deepseek_sglang():
     """SGLang's DeepSeek-V3 docs: MTP 1.8x at batch 1, 1.5x at 32, on 8 x H200 (fp8). K not stated: the docs'
     example command, one step (K = 1, two draft tokens)."""
-    rows = {r["batch_size"]: r["speedup"] for r in ROWS if r["engine"] == "SGLang" and r["name"].startswith(
-        "DeepSeek-V3 (V3-0324)")}
+    rows = {r["batch_size"]: r["speedup"] for r in used([r for r in ROWS if r["engine"] == "SGLang"
+                                                         and r["name"].startswith("DeepSeek-V3 (V3-0324)")])}
     dep = main.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", engine="sglang",
                                era=main.fitted_era("sglang"))
     return [shape("DeepSeek-V3 MTP (SGLang docs)", "DeepSeek", "sglang", dep, 1, (1, rows[1]), [(32, rows[32])])]
@@ -89,8 +98,8 @@ def kimi_rocm():
     1k in / 1k out; two vLLM builds, each its own sweep. K not stated: 3 assumed (its recipes' EAGLE-3 depth)."""
     out = []
     for build in ("v0.19.0", "nightly"):
-        rows = sorted((r["max_concurrency"], r["speedup"]) for r in ROWS
-                      if r["name"].startswith("Kimi-K2.5-MXFP4") and build in (r["engine_version"] or ""))
+        rows = sorted((r["max_concurrency"], r["speedup"]) for r in used(
+            [r for r in ROWS if r["name"].startswith("Kimi-K2.5-MXFP4") and build in (r["engine_version"] or "")]))
         dep = main.make_deployment("kimi-k2", "mi355x", 4, "fp4", "bf16", None, "eagle3", engine="vllm",
                                    input_tokens=1024, output_tokens=1024, draft_hf="AMD Kimi-K2.5 EAGLE-3 head")
         out.append(shape(f"Kimi-K2.5 EAGLE-3 (vLLM {build}, AMD ROCm blog)", "Kimi", "vllm", dep, 3, rows[0],
@@ -102,11 +111,10 @@ CASES = (llama4_sweeps, deepseek_sglang, kimi_rocm)
 
 
 def not_asked():
-    """The rows no case predicts, counted by the first reason that stops them."""
-    catalog = ("Llama-4", "DeepSeek-V3 (V3-0324)", "Kimi-K2.5-MXFP4")
+    """The rows no case asked (run the cases first), counted by the first reason that stops them."""
     reasons = {}
     for r in ROWS:
-        if r["name"].startswith(catalog) and (r["acceptance_length"] or r["max_concurrency"] or r["batch_size"]):
+        if id(r) in USED:
             continue
         if not any(r["name"].lower().startswith(p) for p in ("llama", "deepseek-v3", "deepseek-r1", "kimi-k2",
                                                               "qwen3-30b", "qwen3-235b", "gpt-oss")):
@@ -117,6 +125,9 @@ def not_asked():
             why = "no batch size or concurrency"
         elif not r["k_num_spec_tokens_or_steps"] and not r["acceptance_length"]:
             why = "neither K nor acceptance"
+        elif any(x["speedup"] and x["acceptance_length"] and x["speedup"] > x["acceptance_length"]
+                 for x in ROWS if x["source_url"] == r["source_url"]):
+            why = "a source with a speedup above its own acceptance length (its AL is not tokens a round)"
         else:
             why = "a setup this model does not ask (a GPU, a TP across nodes, a dtype or an AL definition it lacks)"
         reasons[why] = reasons.get(why, 0) + 1
@@ -140,7 +151,7 @@ def main_cli():
               f"worst {max(errs) * 100:5.1f}%")
     errs = [abs(p["error"]) for p in rows]
     print(f"  {'all':18s} n={len(errs):2d}  median {statistics.median(errs) * 100:5.1f}%  worst {max(errs) * 100:5.1f}%")
-    print(f"\nrows not asked (of {len(ROWS)}):")
+    print(f"\nrows asked: {len(USED)} of {len(ROWS)}; not asked:")
     for why, n in sorted(not_asked().items(), key=lambda kv: -kv[1]):
         print(f"  {n:3d}  {why}")
     return 0
