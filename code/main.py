@@ -943,6 +943,7 @@ class Net:
     window_layers: int = 0   #: layers with sliding-window attention
     window_kv_bytes: float = 0   #: KV bytes per token over the sliding-window layers
     routing_exponent: float = 0.0   #: its router's popularity skew (model_routing_exponent; 0: uniform)
+    kv_groups: int = 1       #: KV heads its cache splits into across TP GPUs: kv_heads, 1 for MLA's one latent
 
 
 NO_MODEL = Net(active_params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, layers=0, hidden=0, tflops=0,
@@ -1318,7 +1319,7 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
                fp8=weights_dtype != "bf16", expert_bytes=expert, moe_layers=m.get("moe_layers", 0),
                experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0), window=m.get("window"),
                window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype),
-               routing_exponent=model_routing_exponent(m))
+               routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m))
 
 
 def mean_context(input_tokens, output_tokens):
@@ -1361,7 +1362,7 @@ def with_draft(dep, draft):
         drafter = Net(active_params=read, weight_bytes=read * DRAFT_WEIGHT_BYTES,
                       kv_bytes_per_token=kv_bytes_per_token(s, dep.kv_dtype), attn_width=attention_width(s), layers=1,
                       hidden=m["hidden"], tflops=dep.draft_tflops, held_params=head,
-                      held_bytes=head * DRAFT_WEIGHT_BYTES, fp8=False)
+                      held_bytes=head * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(s))
     elif draft == "mtp":
         width, moe = BYTES_PER[dep.weights_dtype], m.get("moe_layers", 0) > 0
         held = mtp_params(m)
@@ -1373,7 +1374,7 @@ def with_draft(dep, draft):
                       hidden=m["hidden"], tflops=dep.target.tflops, held_params=held, held_bytes=held * width,
                       fp8=dep.weights_dtype != "bf16", expert_bytes=expert, moe_layers=1 if moe else 0,
                       experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0),
-                      routing_exponent=model_routing_exponent(m))
+                      routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m))
     elif draft == "ngram":
         drafter = NO_MODEL
     else:
@@ -1382,7 +1383,7 @@ def with_draft(dep, draft):
         drafter = Net(active_params=d_params, weight_bytes=d_params * DRAFT_WEIGHT_BYTES,
                       kv_bytes_per_token=kv_bytes_per_token(d, dep.kv_dtype), attn_width=attention_width(d),
                       layers=d["layers"], hidden=d["hidden"], tflops=dep.draft_tflops, held_params=d_params,
-                      held_bytes=d_params * DRAFT_WEIGHT_BYTES, fp8=False)
+                      held_bytes=d_params * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(d))
     return replace(dep, draft=draft, drafter=drafter)
 
 
@@ -1403,11 +1404,32 @@ def static_bytes(dep):
     return dep.target.held_bytes + dep.drafter.held_bytes
 
 
+def kv_groups(m):
+    """KV heads a model's cache splits into across tensor-parallel GPUs: its KV heads, or 1 for MLA's latent."""
+    return 1 if m.get("mla") else m["kv_heads"]
+
+
+def kv_copies(net, dep):
+    """How many times over the replica holds (and each step reads) a network's KV cache: each TP GPU keeps
+    max(1, groups / tp) of its KV heads, so past tp = groups the heads are copied, and MLA's one latent is on every
+    GPU (vLLM's attention layers: "Number of KV heads is less than TP size, so we replicate the KV heads"; its MLA
+    cache is [blocks, block_size, 1, kv_lora_rank + rope] on each GPU). Attention data parallelism, which would
+    split the sequences instead, is not modelled.
+    >>> d = make_deployment("deepseek-v3", "h200", 8, "fp8", draft="mtp")
+    >>> kv_copies(d.target, d), kv_copies(make_deployment().target, make_deployment())
+    (8.0, 1.0)
+    """
+    groups = net.kv_groups or 1
+    return dep.tp * max(1, groups // dep.tp) / groups
+
+
 def kv_bytes_per_sequence(dep):
-    """KV cache of one sequence at the mean context, target and draft; sliding-window layers keep their window."""
-    per_token = dep.target.kv_bytes_per_token + dep.drafter.kv_bytes_per_token
+    """KV cache of one sequence at the mean context across the replica, target and draft, copies included
+    (kv_copies); sliding-window layers keep their window."""
     window = min(dep.context, dep.target.window) if dep.target.window else 0
-    return dep.context * per_token + window * dep.target.window_kv_bytes
+    return (dep.context * (dep.target.kv_bytes_per_token * kv_copies(dep.target, dep)
+                           + dep.drafter.kv_bytes_per_token * kv_copies(dep.drafter, dep))
+            + window * dep.target.window_kv_bytes * kv_copies(dep.target, dep))
 
 
 def max_concurrency(dep):
@@ -1477,12 +1499,13 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     weights = (net.weight_bytes + experts) / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
     window = min(dep.context, net.window) if net.window else 0
-    history = batch * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
+    copies = kv_copies(net, dep)   # each GPU reads its own copy of heads it shares with others
+    history = batch * copies * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
     one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS
                     / (dep.bandwidth_tbs * bw_rel(dep))
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
     attention = (max(history, one_sequence)
-                 + tokens * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
+                 + tokens * copies * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
     flops = (batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
              + prefill * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.input_tokens / 2)))
     efficiency = fit.flop_eff * (fit.flop_cdna if gpu_family(dep) == "cdna" else 1.0)   # AMD's own share of it
@@ -4319,15 +4342,24 @@ def expert_sentence(dep):
                    f"{share:.2f}x its even share, and a MoE layer waits for it.")
 
 
+def copies_text(dep):
+    """" (x8: ...)" when the TP GPUs each hold a copy of the target's KV heads (kv_copies), else ""."""
+    copies = kv_copies(dep.target, dep)
+    if copies == 1:
+        return ""
+    what = "MLA's one latent" if dep.target.kv_groups == 1 else f"its {dep.target.kv_groups} KV heads"
+    return f" (x{copies:g}: {what} copied across the {dep.tp} GPUs)"
+
+
 def deployment_lines(dep, result):
     draft_gib = dep.drafter.held_bytes / GIB
     return [
         f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.held_bytes / GIB:.1f} GiB), "
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {dep.engine.name},",
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
-        f"KV cache {dep.target.kv_bytes_per_token:,} B/token: {result.facts.max_concurrency} sequences fit in "
-        f"{result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens in, {dep.output_tokens} out.",
-    ] + wrap(expert_sentence(dep), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
+    ] + wrap(f"KV cache {dep.target.kv_bytes_per_token:,} B/token{copies_text(dep)}: {result.facts.max_concurrency} "
+             f"sequences fit in {result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens "
+             f"in, {dep.output_tokens} out.", 100, "  ") + wrap(expert_sentence(dep), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
              + " + ".join(f"{name} {ms:.2f}" for name, ms in result.facts.plain_b1.items() if ms > 0.0005)
              + " (ms; a closed-loop benchmark's mean TPOT).", 100, "  ") + (
         [f"No calibration point on {GPU_FAMILY.get(dep.gpu, 'custom')} GPUs: their bandwidth share is Hopper's, "
@@ -5235,7 +5267,8 @@ def plan_front(result, dep, plan):
         f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
         f"{result.facts.memory_budget_bytes / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
         "activations and CUDA graphs are not counted, so the sequences that fit are an upper bound) |",
-        f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token; at {dep.context} tokens of "
+        f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token{copies_text(dep)}; at "
+        f"{dep.context} tokens of "
         f"context {result.facts.max_concurrency} sequences fit |",
         f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
         + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
@@ -5637,7 +5670,7 @@ def render_json(result, dep, grid):
                       draft_params=dep.drafter.held_params,
                       weight_bytes=dep.target.held_bytes,
                       draft_weight_bytes=dep.drafter.held_bytes,
-                      kv_bytes_per_token=dep.target.kv_bytes_per_token,
+                      kv_bytes_per_token=dep.target.kv_bytes_per_token, kv_copies=kv_copies(dep.target, dep),
                       max_concurrency=result.facts.max_concurrency, input_tokens=dep.input_tokens,
                       output_tokens=dep.output_tokens, engine_era=dep.era.key,
                       engine_releases=era_releases(dep.engine, dep.era),

@@ -211,7 +211,9 @@ class ExpertReads(unittest.TestCase):
             for engine in ("vllm", "sglang", "trtllm"):
                 with self.subTest(model=model, engine=engine), tempfile.TemporaryDirectory() as tmp:
                     plan = Path(tmp) / "plan.md"
-                    status, out, err = run(["--model", model, "--gpu", "h200", "--tp", "8", "--ep", "8", "--engine",
+                    # 8 x B200: Kimi-K2's 958 GiB of fp8 weights leave 8 x H200 no room for its MLA cache, which
+                    # every TP GPU holds a copy of.
+                    status, out, err = run(["--model", model, "--gpu", "b200", "--tp", "8", "--ep", "8", "--engine",
                                             engine, "--weights-dtype", "fp8", "--draft", "ngram", "--ks", "3",
                                             "--concurrency", "8", "--out", str(plan)])
                     self.assertEqual(status, 0, err)
@@ -221,6 +223,21 @@ class ExpertReads(unittest.TestCase):
                                                                            "trtllm-serve "))]
                     self.assertTrue(serve and all(flag[engine] in line for line in serve), serve)
                     self.assertIn("expert parallel 8", text)
+
+    def test_kv_heads_fewer_than_the_tp_gpus_are_copied(self):
+        # vLLM keeps max(1, kv_heads / tp) heads a GPU: Qwen3-235B's 4 at TP 8 twice over, MLA's latent on all 8.
+        for model, tp, copies in (("qwen3-235b-a22b", 8, 2.0), ("qwen3-235b-a22b", 4, 1.0), ("deepseek-v3", 8, 8.0),
+                                  ("llama-3.3-70b", 8, 1.0), ("llama-3.3-70b", 16, 2.0)):
+            dep = m.make_deployment(model, "h200", tp, "fp8", "bf16", 2048, "ngram")
+            self.assertEqual(m.kv_copies(dep.target, dep), copies, (model, tp))
+        # DeepSeek-V3 at TP 8: the sequences that fit are the free bytes over 8 copies of each one's latent cache.
+        dep = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "ngram")
+        free = m.memory_budget_bytes(dep) - dep.target.held_bytes
+        self.assertEqual(m.max_concurrency(dep), int(free // (2048 * 61 * 576 * 2 * 8)))
+        # and each step reads 8 copies of the history: at B = 64 the KV term is 8 x one copy over 8 GPUs' bandwidth.
+        one = m.replace(dep, tp=1)   # same bandwidth share; one GPU's copy, no split
+        history = lambda d: m.pass_parts(d.target, d, 64, 1, 0.0)["attention"]
+        self.assertGreater(history(dep), 0.9 * history(one))
 
     def test_expert_parallel_refusals(self):
         for argv, words in ((["--model", "llama-3.1-8b", "--tp", "2", "--ep", "2"], "is dense"),
