@@ -111,6 +111,8 @@ GPU = "h100-sxm"               # catalog name of the GPU
 TP = 4                         # tensor-parallel degree (GPUs per replica)
 EP = 1                         # expert-parallel GPUs of a MoE target: 1 (experts split by TP) or TP (whole experts
                                # per GPU; vLLM --enable-expert-parallel, SGLang --ep-size, TensorRT-LLM --ep_size)
+DP_ATTENTION = False           # with EP: attention data parallel, each GPU its own share of the sequences and a
+                               # whole copy of the weights that are not routed experts (--dp-attention)
 WEIGHTS_DTYPE = "fp8"          # target weights: "bf16", "fp8" or "fp4" (MXFP4, as gpt-oss ships its experts)
 KV_DTYPE = "bf16"              # KV cache element type: "bf16" or "fp8"
 INPUT_TOKENS = 1024            # mean prompt length of the traffic, tokens
@@ -984,6 +986,7 @@ class Deployment:
     draft_config: str = None   #: the --draft-config path, likewise
     era: Era = None          #: the engine's release era (Engine.eras): what a round's host work costs there
     ep: int = 1              #: expert-parallel GPUs: 1 (every expert split across the TP GPUs) or tp (whole experts)
+    dp_attention: bool = False   #: attention data parallel across the tp GPUs (with ep = tp): see pass_parts
 
     def __post_init__(self):   # hashed once: the cost model's memo looks deployments up thousands of times a run
         object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False)))
@@ -1330,13 +1333,13 @@ def mean_context(input_tokens, output_tokens):
 def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
                     draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
                     output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None, draft_shape=None,
-                    era=None, ep=EP):
+                    era=None, ep=EP, dp_attention=DP_ATTENTION):
     """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers.
 
     shape: a model's shape read from its config.json, instead of the catalog's row for `model`.
     The mean decode context defaults to the prompt plus half the output: a request decodes
     from input to input + output tokens of context. era: one of the engine's eras (default: its newest).
-    ep: expert-parallel GPUs, 1 or tp (parse_deployment checks).
+    ep: expert-parallel GPUs, 1 or tp; dp_attention: with ep = tp (parse_deployment checks both).
     """
     spec = spec or GPUS[gpu]
     m = shape or MODELS[model]
@@ -1347,7 +1350,8 @@ def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv
                      link_gbs=spec["link"], draft_tflops=peak_tflops(spec, "bf16"), target=target, drafter=NO_MODEL,
                      engine=ENGINES[engine], memory_fraction=ENGINES[engine].memory_fraction, draft_hf=draft_hf,
                      input_tokens=input_tokens, output_tokens=output_tokens, shape=m, topk=topk,
-                     verify_tokens=verify_tokens, draft_shape=draft_shape, era=era or newest_era(engine), ep=ep)
+                     verify_tokens=verify_tokens, draft_shape=draft_shape, era=era or newest_era(engine), ep=ep,
+                     dp_attention=dp_attention)
     return with_draft(dep, draft)
 
 
@@ -1400,8 +1404,16 @@ def memory_budget_bytes(dep):
 
 
 def static_bytes(dep):
-    """Target plus draft weights."""
-    return dep.target.held_bytes + dep.drafter.held_bytes
+    """Target plus draft weights; under attention data parallelism every GPU holds its own copy of what is not a
+    routed expert (non_expert_bytes)."""
+    copies = dep.tp - 1 if dep.dp_attention else 0
+    return (dep.target.held_bytes + dep.drafter.held_bytes
+            + copies * (non_expert_bytes(dep.target) + non_expert_bytes(dep.drafter)))
+
+
+def non_expert_bytes(net):
+    """The bytes a network holds outside its routed experts."""
+    return net.held_bytes - net.moe_layers * net.experts * net.expert_bytes
 
 
 def kv_groups(m):
@@ -1419,6 +1431,8 @@ def kv_copies(net, dep):
     >>> kv_copies(d.target, d), kv_copies(make_deployment().target, make_deployment())
     (8.0, 1.0)
     """
+    if dep.dp_attention:   # each GPU holds its own sequences' whole cache
+        return 1.0
     groups = net.kv_groups or 1
     return dep.tp * max(1, groups // dep.tp) / groups
 
@@ -1496,11 +1510,16 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     tokens = batch * tokens_per_seq + prefill
     bytes_per_ms = dep.tp * dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)
     experts = net.moe_layers * touched_experts(net, dep, tokens) * net.expert_bytes
-    weights = (net.weight_bytes + experts) / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
+    # Attention data parallel: every GPU reads a whole copy of what is not a routed expert, holds ceil(B / tp) of
+    # the sequences (their KV and per-token host work, no copies), and one collective a MoE layer gathers its
+    # tokens for the experts and scatters them back, where TP runs two all-reduces a layer.
+    dp = dep.tp if dep.dp_attention else 1
+    weights = (net.weight_bytes * dp + experts) / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
+    seqs = math.ceil(batch / dep.tp) * dep.tp if dep.dp_attention else batch   # the busiest rank's, times tp
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
     window = min(dep.context, net.window) if net.window else 0
     copies = kv_copies(net, dep)   # each GPU reads its own copy of heads it shares with others
-    history = batch * copies * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
+    history = seqs * copies * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
     one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS
                     / (dep.bandwidth_tbs * bw_rel(dep))
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
@@ -1510,10 +1529,11 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
              + prefill * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.input_tokens / 2)))
     efficiency = fit.flop_eff * (fit.flop_cdna if gpu_family(dep) == "cdna" else 1.0)   # AMD's own share of it
     compute = flops / (dep.tp * net.tflops * 1e9 * efficiency)
-    communication = 2 * net.layers * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
+    collectives = net.moe_layers if dep.dp_attention else 2 * net.layers
+    communication = collectives * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
                 fixed=fixed_cost + net.layers * fit.layer_us / 1e3 + net.moe_layers * dep.engine.moe_layer_us / 1e3,
-                engine=batch * tokens_per_seq * fit.token_us / 1e3)
+                engine=seqs / dp * tokens_per_seq * fit.token_us / 1e3)
 
 
 def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
@@ -4339,7 +4359,10 @@ def expert_sentence(dep):
         return text + (f"each split across the {dep.tp} GPUs (tensor parallel)." if dep.tp > 1 else "on one GPU.")
     share = touched_experts(t, dep, 1) / expected_experts(t.experts, t.experts_per_token, 1, t.routing_exponent)
     return text + (f"whole experts on each of {dep.ep} GPUs (expert parallel): at B=1 the busiest GPU reads "
-                   f"{share:.2f}x its even share, and a MoE layer waits for it.")
+                   f"{share:.2f}x its even share, and a MoE layer waits for it." + (
+                       f" Attention data parallel: each GPU runs attention for its own 1/{dep.tp} of the sequences "
+                       f"and holds a whole copy of the {non_expert_bytes(t) / GIB:.1f} GiB that are not routed "
+                       "experts, read every step." if dep.dp_attention else ""))
 
 
 def copies_text(dep):
@@ -4659,8 +4682,12 @@ def speculative_config(dep, k, schedule=None):
 
 def vllm_command(dep, config=None, env=()):
     """`vllm serve` flags: vllm/engine/arg_utils.py; env: variables set for the server."""
-    words = list(env) + ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {dep.tp}"]
-    # Expert parallel: a switch, its size TP x DP (vllm/engine/arg_utils.py, vllm/config/parallel.py; DP 1 here).
+    # Attention data parallel is vLLM's data parallelism with expert parallel MoE layers: TP 1 in each of tp DP
+    # ranks, EP = TP x DP (vllm/config/parallel.py; docs/serving/data_parallel_deployment.md).
+    tp, dp = (1, dep.tp) if dep.dp_attention else (dep.tp, 1)
+    words = list(env) + ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {tp}"]
+    words += [f"--data-parallel-size {dp}"] if dp > 1 else []
+    # Expert parallel: a switch, its size TP x DP (vllm/engine/arg_utils.py, vllm/config/parallel.py).
     words += ["--enable-expert-parallel"] if dep.ep > 1 else []
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8"] if dep.kv_dtype == "fp8" else []
@@ -4705,6 +4732,8 @@ def sglang_serve(dep, batch, k=None, schedule=None):
                    f"--tp-size {dep.tp}"]
     # Expert parallel inside the TP group: --ep-size (alias of --expert-parallel-size; python/sglang/srt/server_args.py).
     words += [f"--ep-size {dep.ep}"] if dep.ep > 1 else []
+    # Attention data parallel across the TP GPUs: attention TP = tp / dp = 1 (docs/basic_usage/deepseek_v3.md).
+    words += ["--enable-dp-attention", f"--dp-size {dep.tp}"] if dep.dp_attention else []
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
     words += [f"{dep.engine.memory_flag} {dep.memory_fraction:g}", f"--max-running-requests {batch}",
@@ -4736,6 +4765,7 @@ def trtllm_yaml(dep, name, k=None):
     # trtllm_spec_decode_num_draft_tokens_total and ..._num_accepted_tokens_total come from the iteration stats
     # (tensorrt_llm/metrics/collector.py); both runs carry it, so the baseline pays the same bookkeeping.
     lines = [f"cat > {name} <<'YAML'", "enable_iter_perf_stats: true", "return_perf_metrics: true"]
+    lines += ["enable_attention_dp: true"] if dep.dp_attention else []   # llm_args.py: attention data parallel
     if dep.kv_dtype == "fp8":
         lines += ["kv_cache_config:", "  dtype: fp8"]
     if k:
@@ -5263,7 +5293,8 @@ def plan_front(result, dep, plan):
         + (f" ({dep.target.active_params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
            if dep.target.experts else "") + f", {dep.weights_dtype} weights "
         f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp}"
-        + (f", expert parallel {dep.ep}" if dep.ep > 1 else "") + " |",
+        + (f", expert parallel {dep.ep}" if dep.ep > 1 else "")
+        + (", attention data parallel" if dep.dp_attention else "") + " |",
         f"| GPUs | {dep.tp} x {dep.gpu}, {dep.memory_gib:g} GiB and {dep.bandwidth_tbs:g} TB/s each; "
         f"{result.facts.memory_budget_bytes / GIB:.0f} GiB for weights and KV cache ({memory_setting(dep)}; "
         "activations and CUDA graphs are not counted, so the sequences that fit are an upper bound) |",
@@ -5671,6 +5702,7 @@ def render_json(result, dep, grid):
                       weight_bytes=dep.target.held_bytes,
                       draft_weight_bytes=dep.drafter.held_bytes,
                       kv_bytes_per_token=dep.target.kv_bytes_per_token, kv_copies=kv_copies(dep.target, dep),
+                      dp_attention=dep.dp_attention,
                       max_concurrency=result.facts.max_concurrency, input_tokens=dep.input_tokens,
                       output_tokens=dep.output_tokens, engine_era=dep.era.key,
                       engine_releases=era_releases(dep.engine, dep.era),
@@ -6945,6 +6977,8 @@ def build_parser():
     dep.add_argument("--tp", help="tensor-parallel degree")
     dep.add_argument("--ep", help="expert-parallel GPUs of a MoE target: 1 (experts split by --tp) or the --tp "
                                   "degree (whole experts per GPU)")
+    dep.add_argument("--dp-attention", action="store_true",
+                     help="with --ep: attention data parallel, each GPU its own share of the sequences")
     dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (sized as MXFP4: 4.25 bits a weight)")
     dep.add_argument("--kv-dtype", help="bf16 or fp8")
     dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {INPUT_TOKENS})")
@@ -7143,9 +7177,15 @@ def parse_deployment(args):
     if draft_hf is not None and draft == "ngram":
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     ep = parse_ep(args.ep if args.ep is not None else EP, tp, m, model)
+    dp_attention = args.dp_attention or DP_ATTENTION
+    if dp_attention and (ep == 1 or tp == 1):
+        raise UsageError("--dp-attention: runs attention data parallel beside expert-parallel experts, as the engines "
+                         f"offer it: give --ep {tp} with --tp {tp} > 1" if tp > 1 else
+                         "--dp-attention: needs several GPUs (--tp) and --ep equal to it")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
     dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine.key, draft_hf,
-                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era, ep)
+                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era, ep,
+                          dp_attention)
     return replace(dep, model_config=args.model_config, draft_config=args.draft_config)
 
 

@@ -239,6 +239,44 @@ class ExpertReads(unittest.TestCase):
         history = lambda d: m.pass_parts(d.target, d, 64, 1, 0.0)["attention"]
         self.assertGreater(history(dep), 0.9 * history(one))
 
+    def test_attention_data_parallel_by_hand(self):
+        ep = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang", ep=8)
+        dp = m.replace(ep, dp_attention=True)
+        t, bw = ep.target, 8 * 4.8e9 * m.FIT.bw_hopper * 0.916
+        for batch in (1, 9, 64):
+            a, b = m.target_parts(ep, batch, 1), m.target_parts(dp, batch, 1)
+            # Each GPU reads a whole copy of what is not a routed expert: 7 more copies over 8 GPUs' bandwidth.
+            self.assertAlmostEqual(b["weights"] - a["weights"], 7 * t.weight_bytes / (bw * m.FIT.fp8_eff), places=9)
+            # One collective a MoE layer (58) instead of two all-reduces a layer (61).
+            self.assertAlmostEqual(b["communication"] / a["communication"], 58 / 122, places=9)
+        # Its own sequences' cache and no copies of MLA's latent: 8x the sequences, less the weights' copies.
+        free = m.memory_budget_bytes(dp) - m.static_bytes(dp)
+        self.assertAlmostEqual(m.static_bytes(dp) - m.static_bytes(ep),
+                               7 * (m.non_expert_bytes(t) + m.non_expert_bytes(dp.drafter)), places=0)
+        per_seq = 2048 * (t.kv_bytes_per_token + dp.drafter.kv_bytes_per_token)
+        self.assertEqual(m.max_concurrency(dp), min(m.CONCURRENCY_LIMIT, int(free // per_seq)))
+        self.assertGreater(m.max_concurrency(dp), 4 * m.max_concurrency(ep))
+
+    def test_attention_data_parallel_commands(self):
+        want = {"vllm": ("--tensor-parallel-size 1", "--data-parallel-size 8", "--enable-expert-parallel"),
+                "sglang": ("--tp-size 8", "--ep-size 8", "--enable-dp-attention", "--dp-size 8"),
+                "trtllm": ("--tp_size 8", "--ep_size 8", "enable_attention_dp: true")}
+        for engine, words in want.items():
+            with self.subTest(engine=engine), tempfile.TemporaryDirectory() as tmp:
+                plan = Path(tmp) / "plan.md"
+                status, out, err = run(["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--ep", "8",
+                                        "--dp-attention", "--draft", "mtp", "--weights-dtype", "fp8", "--engine",
+                                        engine, "--ks", "1", "--concurrency", "64", "--out", str(plan)])
+                self.assertEqual(status, 0, err)
+                text = plan.read_text().replace("\\\n", " ")
+                for word in words:
+                    self.assertIn(word, text)
+                self.assertIn("attention data parallel", text)
+        status, out, err = run(["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--dp-attention",
+                                "--no-write"])
+        self.assertEqual(status, 2)
+        self.assertIn("--dp-attention", err)
+
     def test_expert_parallel_refusals(self):
         for argv, words in ((["--model", "llama-3.1-8b", "--tp", "2", "--ep", "2"], "is dense"),
                             (["--model", "qwen3-30b-a3b", "--tp", "2", "--ep", "4"], "1 or the --tp degree (2)"),
