@@ -415,6 +415,7 @@ class Engine:
     moe_layer_us: float      #: its fused-MoE kernel's own latency per MoE layer and pass, us (MOE_KERNEL_US)
     prefill_budget: tuple    #: prompt tokens a scheduler step prefills at most by default: ((least GiB, tokens), ...)
     prefill_budget_small: tuple   #: GPUs it keeps at its smallest budget whatever their memory
+    prefill_budget_per_dp: bool   #: under attention data parallelism each rank's budget is the budget over the DP size
     bench_tool: str          #: the closed-loop benchmark the plan runs against it
     bench_random_text: bool  #: its benchmark's random dataset cuts real text, so it needs --dataset-path
     bench_records_acceptance: bool   #: a speculative benchmark run records its K and acceptance (spec_decode_*)
@@ -441,6 +442,7 @@ ENGINES = {
         trees=(), trees_why="vLLM removed tree attention, PR #42121",
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", moe_layer_us=MOE_KERNEL_US["vllm"],
         prefill_budget=PREFILL_BUDGET["vllm"], prefill_budget_small=PREFILL_BUDGET_SMALL["vllm"],
+        prefill_budget_per_dp=False,
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=True,
         metrics_path="/metrics", acceptance_gauges=False, counts_drafts=True, per_position_why="",
         per_request_acceptance=True,   # --per-request-spec-decode-metrics, PR #48915
@@ -464,6 +466,7 @@ ENGINES = {
         trees=("eagle3", "eagle", "mtp"), trees_why="its EAGLE worker drafts trees of EAGLE heads and MTP",
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="", moe_layer_us=MOE_KERNEL_US["sglang"],
         prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
+        prefill_budget_per_dp=True,   # server_args.py _handle_data_parallelism: chunked_prefill_size //= dp_size
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=False,
         metrics_path="/metrics", acceptance_gauges=True, counts_drafts=False,
         per_position_why="this engine exports no per-position rates", per_request_acceptance=False,
@@ -495,6 +498,7 @@ ENGINES = {
         nvidia_only=True, quantizes_at_start=False,   # docs/source/features/quantization.md
         pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", moe_layer_us=MOE_KERNEL_US["trtllm"],
         prefill_budget=PREFILL_BUDGET["trtllm"], prefill_budget_small=(),
+        prefill_budget_per_dp=False,
         bench_tool="python -m tensorrt_llm.serve.scripts.benchmark_serving", bench_random_text=True,
         bench_records_acceptance=False, metrics_path="/prometheus/metrics", acceptance_gauges=False,
         counts_drafts=False,
@@ -946,6 +950,7 @@ class Net:
     window_kv_bytes: float = 0   #: KV bytes per token over the sliding-window layers
     routing_exponent: float = 0.0   #: its router's popularity skew (model_routing_exponent; 0: uniform)
     kv_groups: int = 1       #: KV heads its cache splits into across TP GPUs: kv_heads, 1 for MLA's one latent
+    prompt_attn_width: int = None   #: attention's width per token in a prefill chunk where it differs (MLA)
 
 
 NO_MODEL = Net(active_params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, layers=0, hidden=0, tflops=0,
@@ -1312,6 +1317,15 @@ def attention_width(m):
     return m["heads"] * (a["kv_lora_rank"] + a["rope"]) if a else m["heads"] * m["head_dim"]
 
 
+def prompt_attention_width(m):
+    """Attention's width per token in a prefill chunk: MLA prefills without the latent absorption (vLLM's
+    vllm/attention/backends/mla/common.py: the compute-friendly path for prefill), with queries and keys of
+    nope + rope and values of v_head_dim per head, so 4 x width counts 2 x heads x (nope + rope + v) FLOPs per
+    token of context; None (attention_width) for other attention."""
+    a = m.get("mla")
+    return m["heads"] * (a["nope"] + a["rope"] + a["v_head_dim"]) // 2 if a else None
+
+
 def target_net(m, weights_dtype, kv_dtype, tflops):
     """The target network of shape m: active parameters, the bytes each pass reads, experts, windows."""
     every_pass, expert, total = weight_split(m, weights_dtype)
@@ -1322,7 +1336,8 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
                fp8=weights_dtype != "bf16", expert_bytes=expert, moe_layers=m.get("moe_layers", 0),
                experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0), window=m.get("window"),
                window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype),
-               routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m))
+               routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m),
+               prompt_attn_width=prompt_attention_width(m))
 
 
 def mean_context(input_tokens, output_tokens):
@@ -1378,7 +1393,8 @@ def with_draft(dep, draft):
                       hidden=m["hidden"], tflops=dep.target.tflops, held_params=held, held_bytes=held * width,
                       fp8=dep.weights_dtype != "bf16", expert_bytes=expert, moe_layers=1 if moe else 0,
                       experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0),
-                      routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m))
+                      routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m),
+                      prompt_attn_width=prompt_attention_width(m))
     elif draft == "ngram":
         drafter = NO_MODEL
     else:
@@ -1425,8 +1441,8 @@ def kv_copies(net, dep):
     """How many times over the replica holds (and each step reads) a network's KV cache: each TP GPU keeps
     max(1, groups / tp) of its KV heads, so past tp = groups the heads are copied, and MLA's one latent is on every
     GPU (vLLM's attention layers: "Number of KV heads is less than TP size, so we replicate the KV heads"; its MLA
-    cache is [blocks, block_size, 1, kv_lora_rank + rope] on each GPU). Attention data parallelism, which would
-    split the sequences instead, is not modelled.
+    cache is [blocks, block_size, 1, kv_lora_rank + rope] on each GPU). Under attention data parallelism each GPU
+    holds its own sequences' whole cache: one copy.
     >>> d = make_deployment("deepseek-v3", "h200", 8, "fp8", draft="mtp")
     >>> kv_copies(d.target, d), kv_copies(make_deployment().target, make_deployment())
     (8.0, 1.0)
@@ -1434,7 +1450,7 @@ def kv_copies(net, dep):
     if dep.dp_attention:   # each GPU holds its own sequences' whole cache
         return 1.0
     groups = net.kv_groups or 1
-    return dep.tp * max(1, groups // dep.tp) / groups
+    return dep.tp * math.ceil(groups / dep.tp) / groups
 
 
 def kv_bytes_per_sequence(dep):
@@ -1525,10 +1541,15 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
     attention = (max(history, one_sequence)
                  + tokens * copies * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
-    flops = (batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
-             + prefill * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.input_tokens / 2)))
+    flops = batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
+    prompt = prefill * (2 * net.active_params
+                        + 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2))
+    if dep.dp_attention and prefill:   # one rank prefills a prompt: all but its routed experts' math on one GPU
+        routed = net.moe_layers * net.experts_per_token * net.expert_bytes
+        alone = prompt - prefill * 2 * net.active_params * routed / (net.weight_bytes + routed)
+        flops, prompt = flops + prompt - alone, alone * dep.tp
     efficiency = fit.flop_eff * (fit.flop_cdna if gpu_family(dep) == "cdna" else 1.0)   # AMD's own share of it
-    compute = flops / (dep.tp * net.tflops * 1e9 * efficiency)
+    compute = (flops + prompt) / (dep.tp * net.tflops * 1e9 * efficiency)
     collectives = net.moe_layers if dep.dp_attention else 2 * net.layers
     communication = collectives * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
@@ -1545,8 +1566,9 @@ def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
     """The terms of one target pass (pass_parts) with the engine's fixed cost of a pass, each times its own_*
     factor (OWN_PARTS: 1 in the published fit)."""
     parts = pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
-    if dep.engine.seq_cost:   # a served step's host work per running sequence, where it is measured
-        parts["engine"] += batch * getattr(fit, dep.engine.seq_cost) / 1e3
+    if dep.engine.seq_cost:   # a served step's host work per running sequence, where it is measured; under attention
+        mine = math.ceil(batch / dep.tp) if dep.dp_attention else batch   # data parallelism each rank's own
+        parts["engine"] += mine * getattr(fit, dep.engine.seq_cost) / 1e3
     return {term: ms * (getattr(fit, OWN_PARTS[term]) if term in OWN_PARTS else 1.0) for term, ms in parts.items()}
 
 
@@ -1623,6 +1645,8 @@ class MoeVerify:
     experts_per_token: int   #: experts a token is routed to
     plain_experts: float     #: distinct experts a plain step's B tokens touch per layer
     verify_experts: float    #: distinct experts the verify pass's tokens touch per layer
+    plain_read: float        #: experts a plain step reads per layer at the replica's pace (touched_experts)
+    verify_read: float       #: likewise for the verify pass: under expert parallelism, ep x the busiest GPU's
     eps: float               #: decode eps of the round
     eps_dense: float         #: decode eps of a dense model of the same active size
 
@@ -1635,6 +1659,7 @@ def moe_verify(dep, k, batch, fit=FIT):
                      plain_experts=expected_experts(t.experts, t.experts_per_token, batch, t.routing_exponent),
                      verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify,
                                                      t.routing_exponent),
+                     plain_read=touched_experts(t, dep, batch), verify_read=touched_experts(t, dep, batch * verify),
                      eps=eps_decode(dep, batch, k, fit),
                      eps_dense=eps_decode(dense_equivalent(dep), batch, k, fit))
 
@@ -1699,6 +1724,8 @@ def prefill_chunk(dep):
     tiers = engine.prefill_budget
     budget = tiers[-1][1] if dep.gpu in engine.prefill_budget_small else next(
         tokens for least, tokens in tiers if dep.memory_gib >= least)
+    if dep.dp_attention and engine.prefill_budget_per_dp:
+        budget //= dep.tp
     return min(dep.input_tokens, budget)
 
 
@@ -2250,11 +2277,20 @@ def profile_from_lengths(lengths):
     is that share over the one before (REFERENCE.md section 1). None if a share rises or leaves [0, 1].
     >>> [round(a, 4) for a in profile_from_lengths([1.8, 2.44, 2.952])]
     [0.8, 0.8, 0.8]
+    >>> [round(a, 4) for a in profile_from_lengths([1.7, 2.0, 2.35])]   # 0.35 after 0.3: noise, read as 0.3
+    [0.7, 0.4286, 1.0]
     """
     shares = [b - a for a, b in zip([1.0] + list(lengths), lengths)]
-    if any(not 0.0 <= x <= 1.0 for x in shares) or any(b > a + 1e-9 for a, b in zip(shares, shares[1:])):
+    slack = SWEEP_SLACK + 1e-9   # 2.35 - 2.0 is 0.35000000000000009 in floating point
+    if any(not -slack <= x <= 1.0 + slack for x in shares) or any(b > a + slack for a, b in zip(shares, shares[1:])):
         return None
-    return [x / prev if prev > 0 else 0.0 for x, prev in zip(shares, [1.0] + shares)]
+    shares = [min(1.0, max(0.0, x)) for x in shares]
+    return [min(1.0, x / prev) if prev > 0 else 0.0 for x, prev in zip(shares, [1.0] + shares)]
+
+
+# Separate benchmark runs at K = 1..n each carry their own noise: a position's share may come out this much above
+# the one before it (or below 0) and be read as equal to it (as 0) rather than refused.
+SWEEP_SLACK = 0.05
 
 
 def grid_alphas(grid):
@@ -4260,9 +4296,13 @@ def facts_moe(result, dep):
         e = result.facts.moe
         facts.append(
             f"{dep.model} routes each token to {e.experts_per_token} of {e.experts} experts per MoE layer. "
-            f"At B = {e.batch} a plain step's {e.batch} tokens touch {e.plain_experts:.1f} experts a layer, "
+            f"At B = {e.batch} a plain step's {e.batch} token{'s' if e.batch != 1 else ''} touch"
+            f"{'' if e.batch != 1 else 'es'} {e.plain_experts:.1f} experts a layer, "
             f"the verify pass's {e.batch * e.verify_tokens} tokens "
-            f"{e.verify_experts:.1f}: the round reads {e.verify_experts / e.plain_experts:.1f}x the expert "
+            f"{e.verify_experts:.1f}" + (
+                f" (expert parallel, at the busiest GPU's pace: {e.plain_read:.1f} and {e.verify_read:.1f})"
+                if dep.ep > 1 else "") +
+            f": the round reads {e.verify_read / e.plain_read:.1f}x the expert "
             f"weights of a plain step, so eps is {e.eps:.2f} at K = {e.k}, where a dense model of the same active "
             f"size would have {e.eps_dense:.2f}" + (" and speculation cannot pay at any acceptance."
                                                       if e.eps >= e.k else "."))
@@ -4766,6 +4806,8 @@ def trtllm_yaml(dep, name, k=None):
     # (tensorrt_llm/metrics/collector.py); both runs carry it, so the baseline pays the same bookkeeping.
     lines = [f"cat > {name} <<'YAML'", "enable_iter_perf_stats: true", "return_perf_metrics: true"]
     lines += ["enable_attention_dp: true"] if dep.dp_attention else []   # llm_args.py: attention data parallel
+    if dep.input_tokens > prefill_chunk(dep):   # off by default, and a prompt past max_num_tokens is refused
+        lines.append("enable_chunked_prefill: true")   # llm_args.py; the cost model prefills it in chunks
     if dep.kv_dtype == "fp8":
         lines += ["kv_cache_config:", "  dtype: fp8"]
     if k:
@@ -4841,6 +4883,8 @@ def tool_words(dep):
     words = ["python code/main.py", f"--engine {dep.engine.key}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
+    words += [f"--ep {dep.ep}"] if dep.ep > 1 else []
+    words += ["--dp-attention"] if dep.dp_attention else []
     if dep.era != newest_era(dep.engine.key):
         words.insert(2, f"--engine-version {release_text(dep.era.first)}")
     if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
@@ -4895,6 +4939,11 @@ def vllm_k_by_batch(plan, dep):
     parallel > 1. On V2 the drafter ignores the table's K altogether (issue #51510, open; PRs #51575, #57053).
     """
     schedule = plan.schedule
+    if dep.dp_attention:   # the plan's vLLM command runs --data-parallel-size tp: the table would be ignored
+        return [f"vLLM ignores `num_speculative_tokens_per_batch_size` with `--data-parallel-size` above 1 "
+                "(vllm/config/vllm.py), and this deployment runs attention data parallel: keep stage 1's fixed K "
+                f"{plan.k}, and send the batch sizes where the table's K differs, {json.dumps(schedule)}, to "
+                "replicas started with that K.", ""]
     method = json.loads(speculative_config(dep, plan.k))["method"]
     v2 = method in V2_METHODS
     table = json.dumps(schedule)
@@ -6967,7 +7016,8 @@ def build_parser():
     grid = p.add_argument_group("grid (defaults: the constants at the top of main.py)")
     grid.add_argument("--alphas", help="per-token acceptance alphas, comma list in [0, 1]")
     grid.add_argument("--acceptance-rates", help="vLLM acceptance rates (accepted/drafted), comma list in [0, 1]")
-    grid.add_argument("--acceptance-length", help="measured tau at the single K given by --ks, in [1, K+1]")
+    grid.add_argument("--acceptance-length", help="measured tau at the single K given by --ks, in [1, K+1]; or one "
+                                                  "for each K of --ks 1,...,n (a sweep)")
     grid.add_argument("--ks", help=f"draft lengths K, comma list of integers 1-{K_LIMIT}")
     grid.add_argument("--verify-overheads", help='eps at B=1, comma list of numbers >= 0 or "auto"')
     grid.add_argument("--concurrency", help="batch sizes B, comma list of integers >= 1")
@@ -7066,6 +7116,9 @@ def parse_grid(args):
 def parse_length_sweep(text, ks):
     """--acceptance-length TAU1,...,TAUn with --ks 1,...,n: acceptance lengths measured at each K -> the conditional
     alphas by position they imply (profile_from_lengths), as a tuple."""
+    if "," not in text:
+        raise UsageError(f"--acceptance-length: one length is measured at one K, so --ks must name exactly one; got "
+                         f"{','.join(map(str, ks))} (or give one length for each K of --ks 1,...,n)")
     if list(ks) != list(range(1, len(ks) + 1)):
         raise UsageError(f"--acceptance-length: one K takes one length; several lengths are a sweep measured at "
                          f"K = 1, 2, ..., n, so --ks must be 1,...,n; got {','.join(map(str, ks))}")
@@ -7077,8 +7130,8 @@ def parse_length_sweep(text, ks):
     profile = profile_from_lengths(lengths)
     if profile is None:
         raise UsageError("--acceptance-length: a sweep's length can rise from K to K + 1 by at most its rise from "
-                         "K - 1 to K, and by at most 1 at K = 1 (a position accepts only if the one before did); got "
-                         + ", ".join(f"{t:g}" for t in lengths))
+                         f"K - 1 to K (give or take {SWEEP_SLACK:g}), and by at most 1 at K = 1 (a position accepts "
+                         "only if the one before did); got " + ", ".join(f"{t:g}" for t in lengths))
     return tuple(round(a, 9) for a in profile)
 
 
@@ -7129,6 +7182,9 @@ def parse_deployment(args):
     m = shape
     if m["heads"] % tp:
         raise UsageError(f"--tp: {tp} does not divide the {m['heads']} attention heads of {model}")
+    if not m.get("mla") and m["kv_heads"] % tp and tp % m["kv_heads"]:   # vLLM's attention layers assert one of them
+        raise UsageError(f"--tp: {tp} GPUs can neither split nor copy evenly the {m['kv_heads']} KV heads of {model} "
+                         "(one must divide the other)")
     if draft == "model" and not args.draft_config:
         raise UsageError("--draft: 'model' is a draft model read from its config.json: give --draft-config PATH")
     draft_shape = shape_from_config(args.draft_config, "--draft-config") if draft == "model" else None
@@ -7178,6 +7234,9 @@ def parse_deployment(args):
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
     ep = parse_ep(args.ep if args.ep is not None else EP, tp, m, model)
     dp_attention = args.dp_attention or DP_ATTENTION
+    if dp_attention and not m.get("experts"):
+        raise UsageError(f"--dp-attention: runs attention data parallel beside expert-parallel experts; {model} is "
+                         "dense (serve more replicas instead)")
     if dp_attention and (ep == 1 or tp == 1):
         raise UsageError("--dp-attention: runs attention data parallel beside expert-parallel experts, as the engines "
                          f"offer it: give --ep {tp} with --tp {tp} > 1" if tp > 1 else
@@ -7260,7 +7319,10 @@ def given_acceptance(grid):
         counts = Counters(drafts=1.0, draft_tokens=float(k), accepted=sum(shares),
                           per_position=dict(enumerate(shares)), drafted_per_position=dict.fromkeys(range(k), 1.0))
         lengths = ", ".join(f"{profile_length(profile, i):.3g}" for i in grid.ks)
-        return measured_acceptance(counts, f"--acceptance-length {lengths} at K = 1..{k}", counted=False)
+        guess = (f"past K = {k} the sweep measured nothing: the best-K search takes position {k}'s conditional "
+                 f"alpha ({profile[-1]:.3f}) to repeat, a guess")
+        return measured_acceptance(counts, f"--acceptance-length {lengths} at K = 1..{k}", notes=[guess],
+                                   counted=False)
     if grid.kind == "alpha" or len(grid.ks) != 1 or len(grid.acceptance) != 1:
         return None
     k, value = grid.ks[0], grid.acceptance[0]

@@ -272,10 +272,25 @@ class ExpertReads(unittest.TestCase):
                 for word in words:
                     self.assertIn(word, text)
                 self.assertIn("attention data parallel", text)
+                # The gate's own command line re-runs this deployment, not a tensor-parallel one.
+                rerun = [line for line in text.splitlines() if line.startswith("python code/main.py")]
+                self.assertTrue(rerun and all("--ep 8" in line and "--dp-attention" in line for line in rerun))
+                if engine == "vllm":   # vLLM ignores the K-by-batch table under data parallelism: never served
+                    served = [line for line in text.splitlines() if line.startswith("vllm serve")]
+                    self.assertFalse(any("per_batch_size" in line for line in served))
         status, out, err = run(["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--dp-attention",
                                 "--no-write"])
         self.assertEqual(status, 2)
         self.assertIn("--dp-attention", err)
+
+    def test_trtllm_chunks_a_prompt_past_its_token_budget(self):
+        for tokens, chunked in ((8192, False), (20000, True)):
+            with tempfile.TemporaryDirectory() as tmp:
+                plan = Path(tmp) / "plan.md"
+                status, out, err = run(["--engine", "trtllm", "--input-tokens", str(tokens), "--output-tokens", "500",
+                                        "--draft", "ngram", "--ks", "3", "--concurrency", "8", "--out", str(plan)])
+                self.assertEqual(status, 0, err)
+                self.assertEqual("enable_chunked_prefill: true" in plan.read_text(), chunked)
 
     def test_expert_parallel_refusals(self):
         for argv, words in ((["--model", "llama-3.1-8b", "--tp", "2", "--ep", "2"], "is dense"),
@@ -296,7 +311,7 @@ class ExpertReads(unittest.TestCase):
         self.assertLess(auto[0]["speedup_exact"], 1.0)          # B = 1: slower than plain decoding
         summary = " ".join(data["summary"])
         # At B = 1 a plain step's token touches 8 experts; the verify pass's 4 tokens 128 (1 - (120/128)^4) = 29.1.
-        self.assertIn("touch 8.0 experts a layer, the verify pass's 4 tokens 29.1", summary)
+        self.assertIn("1 token touches 8.0 experts a layer, the verify pass's 4 tokens 29.1", summary)
         dep = m.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", None, "eagle3", engine="sglang")
         # What the verify pass adds over a plain step, beyond a dense model's: the 29.1 - 8 further experts of
         # 3 x 2048 x 768 fp8 bytes in each of 48 layers, at the H100's fitted fp8 read rate.
