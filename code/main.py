@@ -3841,7 +3841,8 @@ MODEL_ERROR = {
 def error_class(what, dep):
     """A prediction's class for MODEL_ERROR: what it predicts ("speedup" or "tpot") and the deployment's kind."""
     return dict(what=what, target="moe" if dep.target.experts else "dense", engine=dep.engine.key,
-                draft=draft_kind(dep.draft) if what == "speedup" else "", family=gpu_family(dep))
+                draft=draft_kind(dep.draft) if what == "speedup" else "", family=gpu_family(dep),
+                layout="ep+dp" if dep.dp_attention else "ep" if dep.ep > 1 else "tp")
 
 
 def error_table(rows):
@@ -3882,6 +3883,8 @@ def class_error(cls, table=MODEL_ERROR):
     def between_of(values):
         return sum(v[1] * v[3] ** 2 for v in values) / sum(v[1] for v in values)
     outside = tuple(name for name in order if not any(key[order.index(name) + 1] == cls[name] for key in rows))
+    # Every published source ran tensor parallel: an expert-parallel layout is one more attribute none shares.
+    outside += ("layout",) if cls.get("layout", "tp") != "tp" else ()
     squared = within + between_of(alike) + len(outside) * between_of(rows.values())
     return ClassError(sd=math.sqrt(squared), within=math.sqrt(within), between=math.sqrt(between_of(alike)),
                       outside=outside)
@@ -4438,7 +4441,8 @@ def deployment_lines(dep, result):
 
 
 OUTSIDE_WORDS = dict(target="a target of its kind", engine="its engine", draft="its draft method",
-                     family="its GPU family", era="a round timed in its engine release")   # Trust.outside, in words
+                     family="its GPU family", era="a round timed in its engine release",
+                     layout="its expert-parallel layout")   # Trust.outside, in words
 
 
 def ratio_span(sd):

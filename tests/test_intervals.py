@@ -41,6 +41,18 @@ class ErrorTable(unittest.TestCase):
         self.assertEqual(outside.outside, ("engine", "draft"))
         self.assertAlmostEqual(outside.sd, math.sqrt(0.05 ** 2 + 0.10 ** 2 + 2 * every), places=12)
 
+    def test_an_expert_parallel_layout_is_one_more_attribute_no_source_shares(self):
+        table = {("speedup", "moe", "sglang", "eagle3", "hopper"): (10, 2, 0.20, 0.40),
+                 ("speedup", "dense", "vllm", "eagle3", "hopper"): (10, 2, 0.05, 0.10)}
+        cls = dict(what="speedup", target="moe", engine="sglang", draft="eagle3", family="hopper")
+        tp, ep = m.class_error(dict(cls, layout="tp"), table), m.class_error(dict(cls, layout="ep"), table)
+        every = (2 * 0.10 ** 2 + 2 * 0.40 ** 2) / 4
+        self.assertEqual((tp.outside, ep.outside), ((), ("layout",)))
+        self.assertAlmostEqual(ep.sd ** 2 - tp.sd ** 2, every, places=12)
+        dep = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", ep=8)
+        self.assertEqual(m.error_class("speedup", dep)["layout"], "ep")
+        self.assertEqual(m.error_class("speedup", m.replace(dep, dp_attention=True))["layout"], "ep+dp")
+
     def test_intervals_cover_seventy_to_ninety_percent_of_sources_they_did_not_see(self):
         coverage = m.interval_coverage(HELD_OUT)
         self.assertGreaterEqual(coverage, 0.70)
