@@ -4377,8 +4377,35 @@ def facts_gate(result):
 
 def summary_facts(result, grid, dep):
     """Sentences the summary prints, each built from computed numbers."""
-    return (facts_lesson(result) + facts_eps(result, grid) + facts_moe(result, dep) + facts_tail(result)
-            + facts_mix(result) + facts_gate(result))
+    return (facts_lesson(result) + facts_eps(result, grid) + facts_moe(result, dep) + facts_mtp(grid, dep, result)
+            + facts_tail(result) + facts_mix(result) + facts_gate(result))
+
+
+# A published sweep of one MTP module reused K deep: DeepSeek-R1 (one module, num_nextn_predict_layers 1) on
+# TensorRT-LLM, 8 x B200, batch 1, "MTP Eagle" (the module reused), acceptance length at K = 1..5
+# (NVIDIA/TensorRT-LLM docs/source/blogs/tech_blog/blog1_Pushing_Latency_Boundaries_Optimizing_DeepSeek-R1_
+# Performance_on_NVIDIA_B200_GPUs.md).
+MTP_DEPTH_SWEEP = (1.92, 2.58, 2.82, 2.99, 3.01)
+
+
+def facts_mtp(grid, dep, result):
+    """Why one alpha overstates an MTP module reused past its own depth, from the published sweep; nothing when
+    the acceptance is measured by position (a scrape's counters, a typed sweep) or K stays within the depth."""
+    depth = dep.shape.get("nextn", 0)
+    measured = result.measured is not None and bool(result.measured.per_position_alpha)
+    if dep.draft != "mtp" or max(grid.ks) <= depth or measured or grid.kind == "profile":
+        return []
+    profile = profile_from_lengths(MTP_DEPTH_SWEEP)
+    first = profile[0]
+    ks = range(1, len(MTP_DEPTH_SWEEP) + 1)
+    return [f"{dep.model} ships {depth} MTP module{'s' if depth != 1 else ''}; K = {max(grid.ks)} reuses it "
+            f"{max(grid.ks)} deep, and a reused module accepts less at each later position. DeepSeek-R1's sweep on "
+            "TensorRT-LLM (tech blog 1) measured acceptance lengths "
+            + ", ".join(f"{t:g}" for t in MTP_DEPTH_SWEEP) + f" at K = 1..{len(ks)}: conditional alphas "
+            + ", ".join(f"{a:.2f}" for a in profile) + f" by position, where one alpha of {first:.2f} would give "
+            + ", ".join(f"{acceptance_length(first, k):.2f}" for k in ks) + ". The grid's one alpha per cell "
+            "overstates the deeper positions: measure tau at each K and give them as `--acceptance-length "
+            "T1,...,Tn --ks 1,...,n`."]
 
 
 def render_summary(result, grid, dep):

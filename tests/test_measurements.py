@@ -363,6 +363,19 @@ class AcceptanceSweep(unittest.TestCase):
     """Acceptance lengths measured at K = 1..n (an MTP module reused past its trained depth accepts less at each
     later position): the conditional alphas they imply, and every K's cell at its own measured tau."""
 
+    def test_a_reused_mtp_module_is_flagged_with_the_published_sweep(self):
+        args = ["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--weights-dtype", "fp8", "--draft", "mtp",
+                "--json", "--no-write"]
+        status, out, err = run(args)
+        self.assertEqual(status, 0, err)
+        summary = " ".join(json.loads(out)["summary"])
+        # Shares 0.92, 0.66, 0.24, 0.17, 0.02 of rounds reach positions 1-5: conditional alphas by hand.
+        self.assertIn("conditional alphas 0.92, 0.72, 0.36, 0.71, 0.12 by position", summary)
+        # One alpha of 0.92: tau = (1 - 0.92^(K+1)) / (1 - 0.92) at K = 1..5.
+        self.assertIn("would give " + ", ".join(f"{(1 - 0.92 ** (k + 1)) / 0.08:.2f}" for k in range(1, 6)), summary)
+        status, out, err = run(args + ["--ks", "1,2", "--acceptance-length", "1.9,2.6"])   # measured by position
+        self.assertNotIn("reuses it", " ".join(json.loads(out)["summary"]))
+
     def test_lengths_of_one_alpha_give_that_alpha_at_every_position(self):
         lengths = [m.acceptance_length(0.8, k) for k in (1, 2, 3, 4)]   # 1.8, 2.44, 2.952, 3.3616
         self.assertEqual([round(a, 9) for a in m.profile_from_lengths(lengths)], [0.8] * 4)
