@@ -207,22 +207,29 @@ class ExpertReads(unittest.TestCase):
 
     def test_expert_parallel_commands_on_all_three_engines(self):
         flag = {"vllm": "--enable-expert-parallel", "sglang": "--ep-size 8", "trtllm": "--ep_size 8"}
-        for model in ("deepseek-v3", "kimi-k2", "qwen3-235b-a22b"):
-            for engine in ("vllm", "sglang", "trtllm"):
-                with self.subTest(model=model, engine=engine), tempfile.TemporaryDirectory() as tmp:
-                    plan = Path(tmp) / "plan.md"
-                    # 8 x B200: Kimi-K2's 958 GiB of fp8 weights leave 8 x H200 no room for its MLA cache, which
-                    # every TP GPU holds a copy of.
-                    status, out, err = run(["--model", model, "--gpu", "b200", "--tp", "8", "--ep", "8", "--engine",
-                                            engine, "--weights-dtype", "fp8", "--draft", "ngram", "--ks", "3",
-                                            "--concurrency", "8", "--out", str(plan)])
-                    self.assertEqual(status, 0, err)
-                    text = plan.read_text()
-                    commands = text.replace("\\\n", " ").splitlines()   # continuation lines joined
-                    serve = [line for line in commands if line.startswith(("vllm serve ", "python -m sglang.",
-                                                                           "trtllm-serve "))]
-                    self.assertTrue(serve and all(flag[engine] in line for line in serve), serve)
-                    self.assertIn("expert parallel 8", text)
+        for engine in ("vllm", "sglang", "trtllm"):
+            # The whole plan for one model: every server it starts is expert parallel.
+            with self.subTest(engine=engine), tempfile.TemporaryDirectory() as tmp:
+                plan = Path(tmp) / "plan.md"
+                status, out, err = run(["--model", "deepseek-v3", "--gpu", "b200", "--tp", "8", "--ep", "8",
+                                        "--engine", engine, "--weights-dtype", "fp8", "--draft", "ngram", "--ks", "3",
+                                        "--concurrency", "8", "--out", str(plan)])
+                self.assertEqual(status, 0, err)
+                text = plan.read_text()
+                commands = text.replace("\\\n", " ").splitlines()   # continuation lines joined
+                serve = [line for line in commands if line.startswith(("vllm serve ", "python -m sglang.",
+                                                                       "trtllm-serve "))]
+                self.assertTrue(serve and all(flag[engine] in line for line in serve), serve)
+                self.assertIn("expert parallel 8", text)
+            # The other two models through the same servers the plan prints, speculation off and on. 8 x B200:
+            # Kimi-K2's 958 GiB of fp8 weights leave 8 x H200 no room for its MLA cache, copied on every TP GPU.
+            for model in ("kimi-k2", "qwen3-235b-a22b"):
+                with self.subTest(engine=engine, model=model):
+                    dep = m.make_deployment(model, "b200", 8, "fp8", "bf16", None, "ngram", engine=engine, ep=8)
+                    for k in (None, 3):
+                        lines = " ".join(m.ENGINE_PLANS[engine].serve(dep, 8, k)).replace("\\ ", "")
+                        self.assertIn(flag[engine], lines)
+                        self.assertNotIn("YOUR-", lines)   # a real checkpoint, no placeholder
 
     def test_kv_heads_fewer_than_the_tp_gpus_are_copied(self):
         # vLLM keeps max(1, kv_heads / tp) heads a GPU: Qwen3-235B's 4 at TP 8 twice over, MLA's latent on all 8.
