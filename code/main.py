@@ -2394,9 +2394,13 @@ class BreakEven:
     exact: float             #: break-even per-token alpha, tau(alpha, K) = 1 + eps; None: none
 
 
+DECODE_MEMO = {}   # (seed, output spread, domains, K, alpha spread) -> Decode: the same requests are the same Decode
+
+
 def decoder(seed, spread, output_spread, output_tokens):
-    """decode(alpha or domains, K, spread) -> Decode, memoised; each replicate's draws are made once."""
-    draws, done = {}, {}
+    """decode(alpha or domains, K, spread) -> Decode, memoised (across runs in one process too: a Decode is a pure
+    function of its key); each replicate's draws are made once."""
+    draws = {}
 
     def draws_for(replicate):
         if replicate not in draws:
@@ -2405,9 +2409,12 @@ def decoder(seed, spread, output_spread, output_tokens):
 
     def decode(acceptance, k, spread=spread):
         domains = acceptance if isinstance(acceptance, tuple) else ((1.0, acceptance, output_tokens),)
-        if (domains, k, spread) not in done:
-            done[domains, k, spread] = simulate_requests(domains, k, spread, draws_for)
-        return done[domains, k, spread]
+        key = (seed, output_spread, domains, k, spread)
+        if key not in DECODE_MEMO:
+            if len(DECODE_MEMO) > 256:
+                DECODE_MEMO.clear()
+            DECODE_MEMO[key] = simulate_requests(domains, k, spread, draws_for)
+        return DECODE_MEMO[key]
 
     return decode
 
