@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import functools
 import heapq
 import io
 import itertools
@@ -1147,10 +1148,11 @@ HOT_EXPERT_LOAD = {"deepseek": 1 + 10.948}
 ROUTING_OF_MODEL_TYPE = {"deepseek_v3": "deepseek", "kimi_k2": "deepseek"}   # config.json model_type -> routing
 
 
+@functools.lru_cache(maxsize=256)
 def expert_shares(experts, k, exponent):
     """Each expert's chance to be among a token's k, under power-law popularity (weight (i + 1)^-exponent),
     hottest first; summing to k. A share cannot pass 1 (a token takes an expert once): the excess of a capped
-    expert goes to the others in proportion.
+    expert goes to the others in proportion. A tuple, computed once per (E, k, exponent).
     >>> [round(q, 4) for q in expert_shares(4, 2, 0.0)], round(sum(expert_shares(256, 8, 0.6)), 9)
     ([0.5, 0.5, 0.5, 0.5], 8.0)
     """
@@ -1160,10 +1162,11 @@ def expert_shares(experts, k, exponent):
         rest = sum(weights[capped:])
         shares = [1.0] * capped + [(k - capped) * w / rest for w in weights[capped:]]
         if capped == experts or shares[capped] <= 1.0:
-            return shares
+            return tuple(shares)
         capped += 1
 
 
+@functools.lru_cache(maxsize=64)
 def routing_exponent(experts, k, hot_load):
     """The power-law exponent whose hottest expert carries `hot_load` times the mean expert's load (mean: k/E a
     token), by bisection; 0 for a load of 1 or less, and the exponent at which the hottest share reaches 1 for a
@@ -1194,18 +1197,7 @@ def expected_experts(experts, k, tokens, exponent=0.0):
         return 0.0
     if exponent == 0.0:
         return experts * (1.0 - (1.0 - k / experts) ** tokens)
-    return sum(1.0 - (1.0 - q) ** tokens for q in shares_memo(experts, k, exponent))
-
-
-SHARES_MEMO = {}
-
-
-def shares_memo(experts, k, exponent):
-    """expert_shares, once per (E, k, exponent): a pass asks for them per MoE layer kind."""
-    key = (experts, k, exponent)
-    if key not in SHARES_MEMO:
-        SHARES_MEMO[key] = tuple(expert_shares(experts, k, exponent))
-    return SHARES_MEMO[key]
+    return sum(1.0 - (1.0 - q) ** tokens for q in expert_shares(experts, k, exponent))
 
 
 def touched_experts(net, dep, tokens):
@@ -1221,9 +1213,7 @@ def touched_experts(net, dep, tokens):
     return dep.ep * busiest_rank_experts(net.experts, net.experts_per_token, tokens, net.routing_exponent, dep.ep)
 
 
-RANK_MEMO = {}
-
-
+@functools.lru_cache(maxsize=65536)
 def busiest_rank_experts(experts, k, tokens, exponent, ranks):
     """Expected touched experts on the busiest of `ranks` GPUs holding experts / ranks whole experts each.
 
@@ -1238,13 +1228,9 @@ def busiest_rank_experts(experts, k, tokens, exponent, ranks):
     >>> round(busiest_rank_experts(8, 2, 64, 0.0, 1), 6) == round(expected_experts(8, 2, 64), 6)
     True
     """
-    key = (experts, k, tokens, exponent, ranks)
-    if key in RANK_MEMO:
-        return RANK_MEMO[key]
     if tokens == 1 and not exponent:   # one token under uniform routing: its k picks' spread counted exactly
-        RANK_MEMO[key] = one_token_busiest(experts, k, ranks)
-        return RANK_MEMO[key]
-    shares = shares_memo(experts, k, exponent) if exponent else (k / experts,) * experts
+        return one_token_busiest(experts, k, ranks)
+    shares = expert_shares(experts, k, exponent)   # k / E each for exponent 0
     touched = [1.0 - (1.0 - q) ** tokens for q in shares] if tokens > 0 else [0.0] * experts
     below = [1.0] * (experts // ranks + 1)          # prod over GPUs of P(count <= x), x = 0 .. experts/ranks
     for rank in range(ranks):
@@ -1253,8 +1239,7 @@ def busiest_rank_experts(experts, k, tokens, exponent, ranks):
             pmf = [a * (1.0 - t) + b * t for a, b in zip(pmf + [0.0], [0.0] + pmf)]
         cdf = list(itertools.accumulate(pmf))
         below = [a * min(1.0, c) for a, c in zip(below, cdf)]
-    RANK_MEMO[key] = sum(1.0 - b for b in below)
-    return RANK_MEMO[key]
+    return sum(1.0 - b for b in below)
 
 
 def one_token_busiest(experts, k, ranks):
@@ -1440,8 +1425,9 @@ def kv_groups(m):
 def kv_copies(net, dep):
     """How many times over the replica holds (and each step reads) a network's KV cache: each TP GPU keeps
     max(1, groups / tp) of its KV heads, so past tp = groups the heads are copied, and MLA's one latent is on every
-    GPU (vLLM's attention layers: "Number of KV heads is less than TP size, so we replicate the KV heads"; its MLA
-    cache is [blocks, block_size, 1, kv_lora_rank + rope] on each GPU). Under attention data parallelism each GPU
+    GPU (vllm/model_executor/models/deepseek_v2.py, DeepseekAttention: "Number of KV heads is less than TP
+    size, so we replicate the KV heads"; vllm/distributed/kv_transfer/kv_connector/utils.py: the MLA cache is
+    [blocks, block_size, 1, kv_lora_rank + rope] on each GPU). Under attention data parallelism each GPU
     holds its own sequences' whole cache: one copy.
     >>> d = make_deployment("deepseek-v3", "h200", 8, "fp8", draft="mtp")
     >>> kv_copies(d.target, d), kv_copies(make_deployment().target, make_deployment())
@@ -1511,6 +1497,12 @@ def attended(net, context):
     return (net.layers - net.window_layers) * context + net.window_layers * window
 
 
+def rank_sequences(dep, batch):
+    """The sequences one GPU's attention and host work serve: all B, or under attention data parallelism the busiest
+    rank's ceil(B / tp)."""
+    return math.ceil(batch / dep.tp) if dep.dp_attention else batch
+
+
 def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
     """The terms of one forward pass, in ms: weights, attention, compute, communication, fixed, engine.
 
@@ -1531,11 +1523,11 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     # tokens for the experts and scatters them back, where TP runs two all-reduces a layer.
     dp = dep.tp if dep.dp_attention else 1
     weights = (net.weight_bytes * dp + experts) / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
-    seqs = math.ceil(batch / dep.tp) * dep.tp if dep.dp_attention else batch   # the busiest rank's, times tp
+    mine = rank_sequences(dep, batch)   # the sequences the busiest GPU attends to: the replica's pace is dp x them
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
     window = min(dep.context, net.window) if net.window else 0
     copies = kv_copies(net, dep)   # each GPU reads its own copy of heads it shares with others
-    history = seqs * copies * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
+    history = mine * dp * copies * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
     one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS
                     / (dep.bandwidth_tbs * bw_rel(dep))
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
@@ -1554,7 +1546,7 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     communication = collectives * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, communication=communication,
                 fixed=fixed_cost + net.layers * fit.layer_us / 1e3 + net.moe_layers * dep.engine.moe_layer_us / 1e3,
-                engine=seqs / dp * tokens_per_seq * fit.token_us / 1e3)
+                engine=mine * tokens_per_seq * fit.token_us / 1e3)
 
 
 def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
@@ -1566,9 +1558,8 @@ def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
     """The terms of one target pass (pass_parts) with the engine's fixed cost of a pass, each times its own_*
     factor (OWN_PARTS: 1 in the published fit)."""
     parts = pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
-    if dep.engine.seq_cost:   # a served step's host work per running sequence, where it is measured; under attention
-        mine = math.ceil(batch / dep.tp) if dep.dp_attention else batch   # data parallelism each rank's own
-        parts["engine"] += mine * getattr(fit, dep.engine.seq_cost) / 1e3
+    if dep.engine.seq_cost:   # a served step's host work per running sequence, where it is measured
+        parts["engine"] += rank_sequences(dep, batch) * getattr(fit, dep.engine.seq_cost) / 1e3
     return {term: ms * (getattr(fit, OWN_PARTS[term]) if term in OWN_PARTS else 1.0) for term, ms in parts.items()}
 
 
@@ -4384,7 +4375,7 @@ def facts_gate(result):
 
 def summary_facts(result, grid, dep):
     """Sentences the summary prints, each built from computed numbers."""
-    return (facts_lesson(result) + facts_eps(result, grid) + facts_moe(result, dep) + facts_mtp(grid, dep, result)
+    return (facts_lesson(result) + facts_eps(result, grid) + facts_moe(result, dep) + facts_mtp(result, grid, dep)
             + facts_tail(result) + facts_mix(result) + facts_gate(result))
 
 
@@ -4395,7 +4386,7 @@ def summary_facts(result, grid, dep):
 MTP_DEPTH_SWEEP = (1.92, 2.58, 2.82, 2.99, 3.01)
 
 
-def facts_mtp(grid, dep, result):
+def facts_mtp(result, grid, dep):
     """Why one alpha overstates an MTP module reused past its own depth, from the published sweep; nothing when
     the acceptance is measured by position (a scrape's counters, a typed sweep) or K stays within the depth."""
     depth = dep.shape.get("nextn", 0)
