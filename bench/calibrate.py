@@ -22,7 +22,7 @@ an H200 needs), and fitting them pulls every physical constant off the plain ste
 test the MoE verify reads (expected_experts in main.py) out of sample.
 Each source enters the loss as the mean of its points, so 191 plain steps do not drown
 the 20-odd speculative points. Last, each source is left out in turn, the rest fitted, and
-the left-out source predicted: the error out of sample (about half a minute).
+the left-out source predicted: the error out of sample (about a minute and a half; the whole script two).
 """
 import importlib.util
 import json

@@ -1,6 +1,6 @@
 """The model's error out of sample, by class of deployment: what main.py's intervals are made of.
 
-    python bench/intervals.py          # about a minute: refits without each source, writes, prints
+    python bench/intervals.py          # about two minutes: refits without each source, writes, prints
 
 Every published point is predicted by a fit that did not see its source: the leave-one-source-out
 fits of bench/calibrate.py for the points the constants are fitted on, and the published fit

@@ -31,7 +31,7 @@ def refit():
             {source: [abs(r["error"]) for r in cal.held_out(points, source)] for source in HELD_OUT})
 
 
-# The three fits take about 20 s of one core. A second process runs them from the suite's start (discovery imports
+# The three fits take about 30 s of one core. A second process runs them from the suite's start (discovery imports
 # every module first), while the other tests run here; this module sorts late, so its tests seldom wait. Where fork
 # is missing they run when a test first needs them.
 if "fork" in multiprocessing.get_all_start_methods():
