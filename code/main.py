@@ -15,6 +15,8 @@ acceptance and gate the rollout, and writes a staged plan with charts to outputs
     $ python code/main.py --metrics after.prom --metrics-before before.prom --gate
     $ python code/main.py --exercises                      # the lesson's five exercises, answered
     $ python code/main.py --engine sglang                  # the plan's commands for SGLang (or trtllm)
+    $ python code/main.py --predict-bench runs/            # the `vllm bench serve` files each run should write
+    $ python code/main.py --compare base.json,spec.json    # measured files, key by key against their prediction
 
 Start here: the eight things a reader of the lesson looks for, and where they are.
 
@@ -25,15 +27,18 @@ Start here: the eight things a reader of the lesson looks for, and where they ar
     4. one round: draft, verify, accept      round_distribution, decode_request (the decode loop)
     5. what a round costs: eps               round_ms, eps_decode, eps_seen (cost model)
     6. the best K at each batch size         best_k, k_schedule (analysis: best K)
-    7. the P99 tail, and the two-pass model  cell_latency, itl_parts (simulation over requests)
+    7. the P99 tail, and the two-pass model  cell_latency, itl_parts (simulation over requests); at load, with
+                                             prefills stalling decodes: serve_run (a benchmark run, step by step)
     8. the gate and the rollout plan         gate, plan_choices, render_plan
 
 Sections, in order: the grid and the deployment (constants to edit); helpers (records and
 text); catalog (GPUs, models, engines, heads); acceptance mathematics; the decode loop; cost
 model (a pass's terms, eps); simulation over requests (TPOT and ITL as vllm bench measures
-them); analysis (the grid, best K, the traffic mix, measurements with the plan and the gate,
-facts and chart data, the exercises, calibrating on your runs); rendering (tables and
-exercises, engine commands, the rollout plan, JSON, SVG charts); reading measurements
+them); simulation of a benchmark run (the server's steps, prefill beside decodes, queueing);
+analysis (the grid, best K, the traffic mix, measurements with the plan and the gate,
+facts and chart data, the exercises, calibrating on your runs, how far to trust a number,
+predicted benchmark files); rendering (tables and exercises, engine commands, the rollout
+plan, JSON, benchmark files, SVG charts); reading measurements
 (/metrics, bench JSON, config.json); CLI (run_model puts the parts together, main runs
 them). Results are frozen dataclasses; each engine is a row of ENGINES and of ENGINE_PLANS.
 
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import collections
 import functools
 import heapq
 import io
@@ -75,7 +81,8 @@ __all__ = [   # the main public functions and records, by section: where tests, 
     "pass_parts", "round_ms", "decode_step_ms", "plain_step_ms", "prefill_share_ms", "spec_tpot_ms", "tpot_speedup",
     "eps_decode", "eps_seen", "eps_grown",
     # simulation and analysis
-    "decoder", "cell_latency", "itl_parts", "Latency", "Grid", "Cell", "analyse", "best_k", "k_schedule",
+    "decoder", "cell_latency", "itl_parts", "Latency", "Workload", "serve_run", "bench_result", "predict_bench",
+    "Grid", "Cell", "analyse", "best_k", "k_schedule",
     "traffic_blend", "Blend", "Mix", "plan_choices", "Plan", "gate", "Gate", "Measurement", "Measured",
     "solve_exercises", "calibrate_on_runs", "Calibration", "run_model", "Result", "Evidence", "Traffic",
     # reading measurements and the CLI
@@ -417,6 +424,9 @@ class Engine:
     prefill_budget: tuple    #: prompt tokens a scheduler step prefills at most by default: ((least GiB, tokens), ...)
     prefill_budget_small: tuple   #: GPUs it keeps at its smallest budget whatever their memory
     prefill_budget_per_dp: bool   #: under attention data parallelism each rank's budget is the budget over the DP size
+    running_limit: tuple     #: sequences it runs at once by default: ((least GiB, sequences), ...), like prefill_budget
+    plan_sets_running: bool  #: the plan's server command sets that cap to the batch it benchmarks (serve_lines)
+    mixes_prefill: bool      #: a step carries prompt chunks beside the decodes (else a prefill batch runs alone first)
     bench_tool: str          #: the closed-loop benchmark the plan runs against it
     bench_random_text: bool  #: its benchmark's random dataset cuts real text, so it needs --dataset-path
     bench_records_acceptance: bool   #: a speculative benchmark run records its K and acceptance (spec_decode_*)
@@ -444,6 +454,10 @@ ENGINES = {
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", moe_layer_us=MOE_KERNEL_US["vllm"],
         prefill_budget=PREFILL_BUDGET["vllm"], prefill_budget_small=PREFILL_BUDGET_SMALL["vllm"],
         prefill_budget_per_dp=False,
+        # max_num_seqs 1024 from 70 GiB (not on an A100), else 256 (vllm/engine/arg_utils.py, _set_default_args); the
+        # V1 scheduler runs the running requests first, each with its draft tokens, then prefills waiting ones from
+        # the same max_num_batched_tokens (vllm/v1/core/sched/scheduler.py, schedule).
+        running_limit=((70, 1024), (0, 256)), plan_sets_running=False, mixes_prefill=True,
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=True,
         metrics_path="/metrics", acceptance_gauges=False, counts_drafts=True, per_position_why="",
         per_request_acceptance=True,   # --per-request-spec-decode-metrics, PR #48915
@@ -468,6 +482,12 @@ ENGINES = {
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="", moe_layer_us=MOE_KERNEL_US["sglang"],
         prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
         prefill_budget_per_dp=True,   # server_args.py _handle_data_parallelism: chunked_prefill_size //= dp_size
+        # max_running_requests: the plan sets it (speculation resets an unset one to 48,
+        # arg_groups/speculative_hook.py); unset, at most the request pool's 4,096
+        # (model_runner_kv_cache_mixin.py). The scheduler runs a waiting prefill batch before decoding ("Run
+        # prefill first if possible", managers/scheduler.py get_next_batch_to_run); --enable-mixed-chunk is off
+        # by default, and speculation forces it off.
+        running_limit=((0, 4096),), plan_sets_running=True, mixes_prefill=False,
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=False,
         metrics_path="/metrics", acceptance_gauges=True, counts_drafts=False,
         per_position_why="this engine exports no per-position rates", per_request_acceptance=False,
@@ -500,6 +520,10 @@ ENGINES = {
         pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", moe_layer_us=MOE_KERNEL_US["trtllm"],
         prefill_budget=PREFILL_BUDGET["trtllm"], prefill_budget_small=(),
         prefill_budget_per_dp=False,
+        # max_batch_size 2048 by default, which the plan sets; in-flight batching schedules generation requests
+        # first and context requests in the same iteration, draft tokens counted in max_num_tokens
+        # (tensorrt_llm/_torch/pyexecutor/scheduler/scheduler.py; docs/source/torch/scheduler.md).
+        running_limit=((0, 2048),), plan_sets_running=True, mixes_prefill=True,
         bench_tool="python -m tensorrt_llm.serve.scripts.benchmark_serving", bench_random_text=True,
         bench_records_acceptance=False, metrics_path="/prometheus/metrics", acceptance_gauges=False,
         counts_drafts=False,
@@ -2229,6 +2253,327 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
         round_itl_two_pass_p99_ms=mixture_quantile(0.99, [(spec_ms, 1.0 - second), (spec_ms + plain_ms, second)]),
         speedup_mc=dec.speedup_ratio * plain_ms / spec_ms, speedup_mc_se=dec.speedup_ratio_se * plain_ms / spec_ms,
         speedup_two_pass_mc=plain_ms * dec.plain / two_pass_time)
+
+# ---------------------------------------------------------------- simulation of a benchmark run
+# What `vllm bench serve` would print for one run, step by step as the engine serves it. The
+# client (vllm/benchmarks/serve.py) sends N requests: all at once (--request-rate inf) or at
+# gamma-distributed gaps of shape burstiness (1: Poisson) rescaled so the last is sent at
+# N / rate; --max-concurrency holds them in a semaphore (the client's queue, outside TTFT).
+# The server admits a request while its running sequences are below its cap (max_num_seqs or
+# the KV cache's sequences, whichever is less: with speculation the draft's weights and KV
+# leave fewer) and runs steps: each running decode advances one plain step or one round, and
+# the step's token budget left after the decodes' tokens prefills waiting prompts in chunks,
+# first come first served (Engine.mixes_prefill; SGLang by default runs a prefill batch alone,
+# the decodes waiting). A step costs the cost model's pass for its decodes and prompt tokens,
+# times a lognormal jitter. A request's TTFT ends with the step that prefills its last prompt
+# chunk; each later step streams its A + 1 tokens as one chunk, an ITL entry. TPOT, ITL, E2EL
+# and throughput are then computed exactly as calculate_metrics computes them.
+
+@dataclass(frozen=True)
+class Workload:
+    """One `vllm bench serve` run's traffic (its flags), for serve_run."""
+    num_prompts: int              #: --num-prompts
+    max_concurrency: int | None   #: --max-concurrency (None: no client cap)
+    request_rate: float           #: --request-rate, requests/s (math.inf: all at once)
+    burstiness: float             #: --burstiness: the gamma shape of the gaps (1: Poisson)
+    input_tokens: int             #: prompt tokens a request
+    output_tokens: int            #: mean output tokens a request
+    output_spread: float          #: s.d. of ln(output tokens) over requests (0: every answer the same length)
+
+
+def running_cap(dep, speculative, plan_batch=None):
+    """Sequences the server runs at once: the engine's default cap for the GPU's memory (Engine.running_limit), or
+    the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights: with
+    speculation the draft's weights and KV take their share, so fewer fit.
+    >>> short = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=64, output_tokens=64)
+    >>> long = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3")
+    >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
+    (1024, 312, 299)
+    """
+    engine = dep.engine
+    limit = engine.running_limit[-1][1] if dep.gpu in engine.prefill_budget_small else next(
+        seqs for least, seqs in engine.running_limit if dep.memory_gib >= least)
+    if engine.plan_sets_running and plan_batch:
+        limit = plan_batch
+    fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
+    return max(0, min(limit, fits))
+
+
+def step_budget(dep):
+    """Tokens one scheduler step carries at most by default (prefill_chunk's budget, decodes' tokens included)."""
+    return prefill_chunk(replace(dep, input_tokens=SIZE_LIMIT))
+
+
+def step_cost(dep, decodes, k, prompt, fit):
+    """One step's time in ms without jitter: `decodes` sequences each decoding a token (k = 0) or a round of K
+    drafts, with `prompt` prompt tokens prefilled in the same pass (the verify pass's and the draft's marginal
+    cost of them, times own_prefill)."""
+    if decodes == 0:
+        return target_pass_ms(dep, 0, 1, fit, prompt) if prompt else 0.0
+    tokens = verify_tokens(dep, k) if k else 1
+    base = round_ms(dep, decodes, k, fit) if k else decode_step_ms(dep, decodes, fit)
+    if not prompt:
+        return base
+    extra = target_pass_ms(dep, decodes, tokens, fit, prompt) - target_pass_ms(dep, decodes, tokens, fit)
+    if k and runs_a_draft_model(dep):
+        fixed = fixed_ms(dep, "draft", fit)
+        extra += pass_ms(dep.drafter, dep, decodes, 1, fixed, fit, prompt) - pass_ms(dep.drafter, dep, decodes, 1,
+                                                                                      fixed, fit)
+    return base + fit.own_prefill * extra
+
+
+def send_times(work, rng):
+    """When the client would send each request without --max-concurrency (get_request): all at 0 at an infinite
+    rate; else cumulative gamma gaps of shape burstiness and mean 1 / rate, rescaled so the last is at N / rate."""
+    n = work.num_prompts
+    if math.isinf(work.request_rate):
+        return [0.0] * n
+    shape = work.burstiness
+    gaps = [rng.gammavariate(shape, 1.0 / (work.request_rate * shape)) for _ in range(n)]
+    times = list(itertools.accumulate(gaps))
+    scale = n / work.request_rate / times[-1] if times[-1] > 0 else 1.0
+    return [t * scale for t in times]
+
+
+ITL_GRAIN = 6   # decimals of a second an ITL is kept to (1 us): equal gaps share one count, and a percentile moves
+                # by less than a printed digit (0.01 ms)
+JITTER_LEVELS = 4096   # a step's jitter is one of this many equally likely lognormal quantiles: a draw is one uniform
+STEP_JITTER = [math.exp(JITTER_MU + ROUND_JITTER * NORMAL.inv_cdf((i + 0.5) / JITTER_LEVELS))
+               for i in range(JITTER_LEVELS)]
+
+
+def request_rounds(alpha, k, tokens, rng):
+    """Rounds a request needs for `tokens` tokens after its first at per-token alpha: decode_request's count for a
+    short one, renewal_draw's for a long one (as run_requests draws them)."""
+    if tokens <= 0:
+        return 0
+    if tokens <= LOOP_TOKENS:
+        return len(decode_request(alpha, k, tokens, rng)[0])
+    rounds, _ = renewal_draw(alpha, k, tokens, rng.gauss(0.0, 1.0), 0.0)
+    return min(tokens, max(math.ceil(tokens / (k + 1)), round(rounds)))
+
+
+@dataclass(frozen=True)
+class ServedRun:
+    """What serve_run simulated: per request (in the order sent, seconds from the run's start) and per step."""
+    start: tuple          #: when each request was sent, after the client's semaphore
+    first: tuple          #: when its first token came (the step that prefilled its last prompt chunk)
+    end: tuple            #: when its last token came
+    output_tokens: tuple  #: tokens each generated
+    itl: tuple            #: (gap s, how many streamed chunks had it): every chunk after a request's first token
+    per_second: tuple     #: (second, chunks streamed in it), first tokens included: max_output_tokens_per_s
+    k: int                #: draft length (0: speculation off)
+    drafts: float         #: rounds drafted, summed over sequences
+    accepted_at: tuple    #: expected accepted drafts at positions 0..K-1, summed over those rounds
+    cap: int              #: sequences the server ran at most (running_cap)
+    steps: int            #: scheduler steps
+    peak_running: int     #: most sequences running at once
+
+
+def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT, plan_batch=None):
+    """Simulate one benchmark run of `work` on `dep`, speculation off (k = 0) or at K with per-token alpha around
+    `alpha` (s.d. `spread` over requests), the server started as the plan starts it for plan_batch: a ServedRun.
+
+    Every running decode advances at every step that decodes, so a request's chunks are the decode steps from
+    its first token to its last: it needs its own count of rounds (request_rounds; L - 1 plain steps), drawn
+    before the run, and the loop is over steps, not tokens.
+    """
+    rng = random.Random(f"serve:{seed}:{k}")   # one stream per K: runs at two alphas share their draws
+    n = work.num_prompts
+    cap = running_cap(dep, k > 0, plan_batch)
+    if cap < 1:
+        raise UsageError(f"--predict-bench: not one sequence of {work.input_tokens + work.output_tokens} tokens fits "
+                         f"beside the weights on {dep.tp} x {dep.gpu}")
+    budget, mixes = step_budget(dep), dep.engine.mixes_prefill
+    per_decode = verify_tokens(dep, k) if k else 1
+    lengths = [max(1, round(work.output_tokens * math.exp(work.output_spread * rng.gauss(0.0, 1.0)
+                                                          - work.output_spread ** 2 / 2))) for _ in range(n)]
+    needed, accepted_at = [], [0.0] * k
+    for length in lengths:
+        if not k:
+            needed.append(length - 1)
+            continue
+        a = clip01(alpha + spread * rng.gauss(0.0, 1.0))
+        rounds = request_rounds(a, k, length - 1, rng)
+        needed.append(rounds)
+        for position in range(k):   # a round accepts position p when its first p + 1 drafts are kept
+            accepted_at[position] += rounds * a ** (position + 1)
+    arrivals = send_times(work, rng)
+    begin = arrivals[0]   # the first send: vLLM's one-second buckets start there
+    limit = min(work.max_concurrency or n, n)
+    start, first, end = [0.0] * n, [0.0] * n, [0.0] * n
+    sends = [(arrivals[i], i) for i in range(limit)]   # the client's next sends, by time
+    heapq.heapify(sends)
+    held = limit                                       # the next request the semaphore holds
+    waiting = collections.deque()                      # sent, not admitted
+    prefilling = {}                                    # admitted -> prompt tokens left, first come first served
+    finishing = []                                     # (decode step of its last token, request): the decoding ones
+    newcomers = []                                     # first token since the last decode step
+    itl, per_second, costs, jitter = {}, {}, {}, STEP_JITTER
+    t, done, steps, decode_steps, last_decode, peak = 0.0, 0, 0, 0, 0.0, 0
+    while done < n:
+        while sends and sends[0][0] <= t:
+            at, i = heapq.heappop(sends)
+            start[i] = at
+            waiting.append(i)
+        while waiting and len(prefilling) + len(finishing) < cap:
+            prefilling[waiting.popleft()] = work.input_tokens
+        if not prefilling and not finishing:
+            t = sends[0][0]
+            continue
+        if not prefilling and not newcomers:
+            # Only decodes until the next request ends or (with room for it) the next is sent: the same step over
+            # and over, each with its own jitter. The general step below runs the one that ends a request.
+            decoders = len(finishing)
+            key = (decoders, 0)
+            if key not in costs:
+                costs[key] = step_cost(dep, decoders, k, 0, fit)
+            cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
+            while decode_steps + 1 < finishing[0][0] and t < until:
+                t += cost * jitter[int(rng.random() * JITTER_LEVELS)]
+                gap, last_decode = round(t - last_decode, ITL_GRAIN), t
+                itl[gap] = itl.get(gap, 0) + decoders
+                per_second[int(t - begin)] = per_second.get(int(t - begin), 0) + decoders
+                steps += 1
+                decode_steps += 1
+            if t >= until:
+                continue
+        prefill_only = bool(prefilling) and not mixes
+        decoders = 0 if prefill_only else len(finishing)
+        room, chunk, prefilled = budget - decoders * per_decode, 0, []
+        for i in prefilling:
+            if room <= 0:
+                break
+            take = min(prefilling[i], room)
+            prefilling[i] -= take
+            room -= take
+            chunk += take
+            if not prefilling[i]:
+                prefilled.append(i)
+        key = (decoders, chunk)
+        if key not in costs:
+            costs[key] = step_cost(dep, decoders, k, chunk, fit)
+        t += costs[key] * jitter[int(rng.random() * JITTER_LEVELS)] / 1e3
+        steps += 1
+        peak = max(peak, len(prefilling) + len(finishing))
+        ended = []
+        if decoders:
+            decode_steps += 1
+            continuing = decoders - len(newcomers)
+            if continuing:
+                gap = round(t - last_decode, ITL_GRAIN)
+                itl[gap] = itl.get(gap, 0) + continuing
+            for i in newcomers:
+                gap = round(t - first[i], ITL_GRAIN)
+                itl[gap] = itl.get(gap, 0) + 1
+            newcomers, last_decode = [], t
+            per_second[int(t - begin)] = per_second.get(int(t - begin), 0) + decoders
+            while finishing and finishing[0][0] == decode_steps:
+                ended.append(heapq.heappop(finishing)[1])
+        for i in prefilled:
+            del prefilling[i]
+            first[i] = t
+            per_second[int(t - begin)] = per_second.get(int(t - begin), 0) + 1
+            if needed[i]:
+                heapq.heappush(finishing, (decode_steps + needed[i], i))
+                newcomers.append(i)
+            else:
+                ended.append(i)
+        for i in ended:
+            end[i] = t
+            done += 1
+            if held < n:
+                heapq.heappush(sends, (max(t, arrivals[held]), held))
+                held += 1
+    return ServedRun(start=tuple(start), first=tuple(first), end=tuple(end), output_tokens=tuple(lengths),
+                     itl=tuple(sorted(itl.items())), per_second=tuple(sorted(per_second.items())), k=k,
+                     drafts=float(sum(needed)) if k else 0.0, accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
+
+
+def np_stats(values):
+    """(mean, median, population s.d., sorted values) as numpy gives them to calculate_metrics; [] is taken as [0]."""
+    values = sorted(values) or [0.0]
+    mean = math.fsum(values) / len(values)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    return mean, percentile(values, 0.5), std, values
+
+
+def weighted_percentile(pairs, total, q):
+    """percentile(q) of the values that pairs (value, count), sorted by value, stand for: numpy's linear one of the
+    list with each value repeated count times, total values in all.
+
+    >>> weighted_percentile([(1.0, 2), (3.0, 1), (5.0, 1)], 4, 0.5) == percentile([1.0, 1.0, 3.0, 5.0], 0.5)
+    True
+    """
+    at = q * (total - 1)
+    low, share = int(at), at - int(at)
+    seen, below = 0, None
+    for value, count in pairs:
+        if below is None and seen + count > low:
+            below = value
+        if seen + count > low + 1 or (share == 0 and below is not None):
+            return below + share * (value - below)
+        seen += count
+    return pairs[-1][0]
+
+
+def itl_stats(pairs):
+    """(mean, median, population s.d., {p: percentile}) of the ITLs that pairs (gap, chunks) stand for."""
+    total = sum(count for _, count in pairs)
+    if not total:
+        return 0.0, 0.0, 0.0, {p: 0.0 for p in BENCH_PERCENTILES}
+    mean = math.fsum(gap * count for gap, count in pairs) / total
+    std = math.sqrt(math.fsum(count * (gap - mean) ** 2 for gap, count in pairs) / total)
+    return (mean, weighted_percentile(pairs, total, 0.5), std,
+            {p: weighted_percentile(pairs, total, p / 100) for p in BENCH_PERCENTILES})
+
+
+BENCH_PERCENTILES = (50, 99)   # the plan's --metric-percentiles
+BENCH_METRICS = ("ttft", "tpot", "itl", "e2el")   # the plan's --percentile-metrics, in the order vLLM writes them
+
+
+def bench_result(run, work, dep):
+    """The run as `vllm bench serve --save-result` writes it (vllm/benchmarks/serve.py: main's result_json, then
+    benchmark's result and calculate_metrics' keys), without --save-detailed's per-request lists and without the
+    date it ran."""
+    n, duration = len(run.start), max(run.end)
+    total_out = sum(run.output_tokens)
+    total_in = work.input_tokens * n
+    # Peak chunks in a one-second bucket from the first send (vLLM stamps a token time per streamed chunk:
+    # serve_run counts them) and peak concurrency over half-open [start, end): a request sent at the instant
+    # another ended does not overlap it.
+    events = sorted([(t, 1) for t in run.start] + [(t, -1) for t in run.end])
+    served = served_model(dep)
+    result = {"endpoint_type": "openai-chat", "backend": "openai-chat", "label": None, "model_id": served,
+              "tokenizer_id": served, "num_prompts": work.num_prompts,
+              "request_rate": "inf" if math.isinf(work.request_rate) else work.request_rate,
+              "burstiness": work.burstiness, "max_concurrency": work.max_concurrency,
+              "duration": duration, "completed": n, "failed": 0, "total_input_tokens": total_in,
+              "total_output_tokens": total_out, "request_throughput": n / duration, "request_goodput": None,
+              "output_throughput": total_out / duration, "total_token_throughput": (total_in + total_out) / duration,
+              "max_output_tokens_per_s": float(max(chunks for _, chunks in run.per_second)),
+              "max_concurrent_requests": max(itertools.accumulate(delta for _, delta in events)), "rtfx": 0.0}
+    if run.k:
+        accepted = sum(run.accepted_at)
+        result.update({"spec_decode_acceptance_rate": 100.0 * accepted / (run.drafts * run.k),
+                       "spec_decode_acceptance_length": 1.0 + accepted / run.drafts,
+                       "spec_decode_num_drafts": round(run.drafts),
+                       "spec_decode_draft_tokens": round(run.drafts) * run.k,
+                       "spec_decode_accepted_tokens": round(accepted),
+                       "spec_decode_per_position_acceptance_rates": [a / run.drafts for a in run.accepted_at]})
+    per = {"ttft": [f - s for s, f in zip(run.start, run.first)], "e2el": [e - s for s, e in zip(run.start, run.end)],
+           "tpot": [(e - f) / (tokens - 1) for f, e, tokens in zip(run.first, run.end, run.output_tokens)
+                    if tokens > 1]}
+    for name in BENCH_METRICS:
+        if name == "itl":
+            mean, median, std, at = itl_stats(run.itl)
+        else:
+            mean, median, std, values = np_stats(per[name])
+            at = {p: percentile(values, p / 100) for p in BENCH_PERCENTILES}
+        result.update({f"mean_{name}_ms": mean * 1e3, f"median_{name}_ms": median * 1e3, f"std_{name}_ms": std * 1e3})
+        result.update({f"p{p}_{name}_ms": at[p] * 1e3 for p in BENCH_PERCENTILES})
+    return result
+
 
 # ---------------------------------------------------------------- analysis: the grid
 # Every (acceptance, K, eps, B) cell: the closed forms beside the simulated requests.
@@ -4007,6 +4352,74 @@ def with_intervals(cell, trust):
                    tpot_spec_mean_interval_ms=interval(cell.tpot_spec_mean_ms, trust.spec_tpot_sd))
 
 
+# ---------------------------------------------------------------- analysis: predicted benchmark files
+# The files a benchmark run would write (serve_run, bench_result), each number with its interval: the
+# model's mean-TPOT error (Trust) for every time and, inverted, every throughput. No published source
+# here holds out a TTFT or a throughput under load, so their intervals are a step's, not their own.
+
+BENCH_OPEN_PROMPTS = 1000   # vllm bench serve's default --num-prompts: an open-loop run's, unless given
+BENCH_TIMES = re.compile(r"^(duration|(mean|median|std|p\d+)_(ttft|tpot|itl|e2el)_ms)$")
+BENCH_RATES = ("request_throughput", "output_throughput", "total_token_throughput", "max_output_tokens_per_s")
+
+
+@dataclass(frozen=True)
+class PredictedBench:
+    """One predicted benchmark file (predict_bench)."""
+    name: str                #: the file's name, as the plan names its runs
+    k: int                   #: draft length (0: speculation off)
+    alpha: float             #: the per-token alpha its requests centre on (0 without speculation)
+    workload: Workload
+    cap: int                 #: sequences the server runs at once (running_cap)
+    result: dict             #: the file's keys, as vllm bench serve writes them
+    intervals: dict = field(default_factory=dict)   #: key -> [low, high] at the trust level
+    sd: float = 0.0          #: the s.d. in log behind the intervals
+
+
+def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0, output_spread=0.0):
+    """A run's Workload: closed loop at `batch` (the plan's --num-prompts, bench_prompts) or open loop at `rate`."""
+    prompts = prompts or (bench_prompts(batch) if batch else BENCH_OPEN_PROMPTS)
+    return Workload(num_prompts=prompts, max_concurrency=batch, request_rate=rate, burstiness=burstiness,
+                    input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=output_spread)
+
+
+def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, plan_batch=None):
+    """One run's predicted file with its intervals: PredictedBench."""
+    run = serve_run(dep, work, k, alpha, spread, seed, fit, plan_batch or work.max_concurrency)
+    result = bench_result(run, work, dep)
+    if k and not dep.engine.bench_records_acceptance:   # its benchmark reads no vllm:spec_decode_* counters
+        result = {key: value for key, value in result.items() if not key.startswith("spec_decode_")}
+    sd = trust.spec_tpot_sd if k else trust.tpot_sd
+    # exp(+-z sd) around a time, and so around its inverse, a throughput
+    intervals = {key: interval(value, sd) for key, value in result.items()
+                 if BENCH_TIMES.match(key) or key in BENCH_RATES}
+    return PredictedBench(name=name, k=k, alpha=alpha if k else 0.0, workload=work, cap=run.cap, result=result,
+                          intervals=intervals, sd=sd)
+
+
+def predicted_benches(dep, ks, alpha, trust, concurrencies=(), rates=(), prompts=None, burstiness=1.0, seed=SEED,
+                      fit=FIT, spread=ALPHA_SPREAD, output_spread=0.0):
+    """The files --predict-bench writes: per concurrency (closed loop) or, given rates, per request rate (open
+    loop), a baseline and one run a K, named as the plan names its runs (bench_names; _r2.5 for a rate)."""
+    out = []
+    for batch, rate, tag in bench_tags(concurrencies, rates):
+        work = bench_workload(dep, batch, rate, prompts, burstiness, output_spread)
+        for name, k in zip(bench_names(ks, tag), (0,) + tuple(ks)):
+            out.append(predict_bench(dep, name, work, k, alpha, trust, seed, fit, spread))
+    return out
+
+
+def bench_tags(concurrencies, rates):
+    """(batch, rate, tag) of each predicted run: the closed-loop concurrencies, or, given rates, open loop at each."""
+    if rates:
+        return [(None, rate, f"r{rate:g}") for rate in rates]
+    return [(batch, math.inf, f"c{batch}") for batch in concurrencies]
+
+
+def bench_names(ks, tag):
+    """The files of one tag: the baseline, then one a K (the plan's names: baseline_c32.json, spec_k3_c32.json)."""
+    return [f"baseline_{tag}.json"] + [f"spec_k{k}_{tag}.json" for k in ks]
+
+
 # ---------------------------------------------------------------- rendering: tables and exercises
 def render_blocks(title, header_lines, rows, block=24):
     """A titled table split into blocks of at most `block` rows, header repeated."""
@@ -5530,6 +5943,51 @@ def plan_stage1(dep, plan):
     return out
 
 
+PREDICTED_KEYS = (("output_throughput", "output tok/s", ".0f"), ("mean_tpot_ms", "mean TPOT ms", ".2f"),
+                  ("p99_tpot_ms", "P99 TPOT ms", ".2f"), ("p99_itl_ms", "P99 ITL ms", ".2f"),
+                  ("mean_ttft_ms", "mean TTFT ms", ".0f"), ("p99_ttft_ms", "P99 TTFT ms", ".0f"))
+
+
+def plan_predicted_runs(result, dep):
+    """What the gate's two runs should print, predicted before they run (gate_runs), and how to hold the
+    measured files against it (--compare)."""
+    runs = result.gate_runs
+    if not runs:
+        return []
+    base, spec = runs
+    out = [f"### What `{base.name}` and `{spec.name}` should print", "",
+           f"Predicted by simulating both runs step by step ({base.workload.num_prompts} requests, "
+           f"{base.workload.max_concurrency} at a time, prompts of {dep.input_tokens} tokens, answers log-normal "
+           f"around {dep.output_tokens} with an s.d. of {base.workload.output_spread:g} in log, alpha "
+           f"{spec.alpha:.2f} at K = {spec.k}), each with its {INTERVAL_LEVEL:.0%} range:", "",
+           "| file | " + " | ".join(label for _, label, _ in PREDICTED_KEYS) + " |",
+           "|---|" + "---|" * len(PREDICTED_KEYS)]
+    for pb in runs:
+        cells = [f"{pb.result[key]:{form}} ({pb.intervals[key][0]:{form}}-{pb.intervals[key][1]:{form}})"
+                 for key, _, form in PREDICTED_KEYS]
+        out.append(f"| `{pb.name}` | " + " | ".join(cells) + " |")
+    return out + ["", "Once they have run, the gate command of stage 3 (its `--compare`) prints each of their keys "
+                  "against the prediction of its own run (its lengths, concurrency and measured acceptance), with the "
+                  "error and whether it falls in the range.", ""]
+
+
+def compared(dep, plan):
+    """Whether the plan predicts the gate's benchmark pair: a chain (a tree's rounds are measured, not drawn) that
+    stage 1 serves."""
+    return bool(plan.k) and dep.topk == 1 and can_serve(dep) and running_cap(dep, True, plan.shown_batch) >= 1
+
+
+def gate_runs(dep, plan, trust, traffic, fit=FIT):
+    """The gate's benchmark pair (sharegpt_baseline_cB.json, sharegpt_spec_cB.json at the plan's batch and K),
+    predicted: [baseline, speculative], or None where the plan predicts none (compared)."""
+    if not compared(dep, plan):
+        return None
+    batch = plan.shown_batch
+    work = bench_workload(dep, batch, output_spread=traffic.output_spread)
+    return [predict_bench(dep, name, work, k, plan.request_alpha, trust, traffic.seed, fit, plan.request_spread)
+            for name, k in ((f"sharegpt_baseline_c{batch}.json", 0), (f"sharegpt_spec_c{batch}.json", plan.k))]
+
+
 def plan_k_by_batch(plan, dep):
     """The plan's "K by batch size" section: the table, and how each engine can follow it."""
     schedule, alpha = plan.schedule, plan.alpha
@@ -5601,6 +6059,8 @@ def gate_command(dep, plan):
     words += [f"--gate-margin {plan.margin:g}"] if plan.margin != GATE_MARGIN else []
     words += [f"--p99-budget {plan.p99_budget:g}"] if plan.p99_budget != P99_BUDGET else []
     words += [f"--served-model {shlex.quote(plan.served_model)}"] if plan.served_model else []
+    if compared(dep, plan):   # each key of the pair against the prediction of its own run (gate_runs)
+        words.append(f"--compare sharegpt_baseline_c{batch}.json,sharegpt_spec_c{batch}.json")
     words += ["--metrics after.prom"] + ([] if engine.acceptance_gauges else ["--metrics-before before.prom"])
     words += [] if engine.counts_drafts else [f"--ks {plan.k}"]
     return ["```"] + shell_lines(words + ["--gate"]) + ["```", ""]
@@ -5721,7 +6181,8 @@ def render_plan(result, dep):
             f"{dep.engine.name} gives them ({memory_setting(dep)}), so no command here could run. More "
             "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
             "larger memory share would: run this program again with them.", ""])
-    out = plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan) + plan_k_by_batch(plan, dep)
+    out = (plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan)
+           + plan_predicted_runs(result, dep) + plan_k_by_batch(plan, dep))
     if can_serve(dep):   # stages 2 to 4 measure a server that stage 1 started
         out += plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
         out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)
@@ -5792,8 +6253,89 @@ def render_json(result, dep, grid):
     for key in ("measured", "gate", "exercises", "calibration"):   # the JSON's keys, in order, where there is one
         if getattr(result, key) is not None:
             data[key] = getattr(result, key)
+    if result.benches:
+        data["predicted_benches"] = [dict(name=pb.name, k=pb.k, alpha=pb.alpha, running_cap=pb.cap,
+                                          interval_sd_log=pb.sd, result=pb.result, intervals=pb.intervals)
+                                     for pb in result.benches]
+    if result.comparisons:
+        data["compare"] = [dict(path=str(path), k=pb.k, alpha=pb.alpha, notes=notes,
+                                keys=[dict(key=key, predicted=value, interval=bounds, measured=seen, error=error,
+                                           inside=bounds[0] <= seen <= bounds[1])
+                                      for key, value, bounds, seen, error in rows])
+                           for path, pb, rows, notes in result.comparisons]
     data["summary"] = summary_facts(result, grid, dep)
     return json.dumps(clean(data), indent=1) + "\n"
+
+
+# ---------------------------------------------------------------- rendering: benchmark files
+PREDICTION_KEY = "eagle3_rollout_prediction"   # the key that marks a file as this tool's prediction, not a run
+
+
+def render_bench_file(pb, dep):
+    """A predicted file's text: vLLM's keys (bench_result), then under PREDICTION_KEY what made it and the
+    intervals (vllm bench serve --metadata adds keys alike, so its readers take the file as it is)."""
+    note = {"predicted": True, "by": "eagle3-rollout code/main.py", "k": pb.k, "alpha": pb.alpha,
+            "running_cap": pb.cap, "step_token_budget": step_budget(dep), "mixes_prefill": dep.engine.mixes_prefill,
+            "output_spread": pb.workload.output_spread, "interval_level": INTERVAL_LEVEL, "interval_sd_log": pb.sd,
+            "intervals": pb.intervals}
+    return json.dumps({**pb.result, PREDICTION_KEY: note}, indent=1, allow_nan=False) + "\n"
+
+
+BENCH_COLUMNS = (("file", 22, "s"), ("out tok/s", 9, ".0f"), ("TPOT ms", 8, ".2f"), ("P99", 7, ".2f"),
+                 ("TTFT ms", 8, ".0f"), ("P99", 7, ".0f"), ("ITL P99", 8, ".2f"), ("tok/s 80% range", 16, ""))
+
+
+def bench_row(pb):
+    """One predicted file as a line of render_benches."""
+    r = pb.result
+    low, high = pb.intervals["output_throughput"]
+    cells = [pb.name, r["output_throughput"], r["mean_tpot_ms"], r["p99_tpot_ms"], r["mean_ttft_ms"],
+             r["p99_ttft_ms"], r["p99_itl_ms"], f"{low:.0f}-{high:.0f}"]
+    return " ".join(f"{value:>{width}{form}}" if form else f"{value:>{width}}"
+                    for value, (_, width, form) in zip(cells, BENCH_COLUMNS))
+
+
+def render_benches(benches, folder):
+    """--predict-bench: a line per file written, then what the files assume."""
+    header = " ".join(f"{name:>{width}}" for name, width, _ in BENCH_COLUMNS)
+    lines = [f"== Predicted `vllm bench serve` files, written to {folder} ==", header, "-" * len(header)]
+    lines += [bench_row(pb) for pb in benches]
+    caps = sorted({(pb.k > 0, pb.cap) for pb in benches})
+    lines += wrap(f"Each file is a simulated run, step by step: the server runs at most "
+                  + ", ".join(f"{cap} sequences {'with' if spec else 'without'} speculation" for spec, cap in caps)
+                  + "; prompts prefill in chunks beside the decodes or, where the engine runs prefill alone, before "
+                  "them; every number carries the interval of a mean TPOT (its s.d. in the file).", 100, "")
+    return lines + [""]
+
+
+def compare_rows(predicted, measured):
+    """(key, predicted, interval, measured, relative error) for every key the two files both give a number for."""
+    rows = []
+    for key, value in predicted.result.items():
+        seen = measured.get(key)
+        if key in predicted.intervals and finite_number(seen) and finite_number(value) and seen > 0:
+            rows.append((key, value, predicted.intervals[key], float(seen), value / seen - 1.0))
+    return rows
+
+
+def render_compare(comparisons):
+    """--compare: each measured file's keys beside the prediction of its own run."""
+    lines = []
+    for path, pb, rows, notes in comparisons:
+        lines += [f"== {path}: predicted for its own run (concurrency {pb.workload.max_concurrency or 'open'}, "
+                  f"{pb.workload.num_prompts} prompts, {pb.workload.input_tokens}/{pb.workload.output_tokens} "
+                  f"tokens, {'K = ' + str(pb.k) if pb.k else 'speculation off'}) ==",
+                  f"{'key':<24} {'predicted':>11} {'80% range':>21} {'measured':>11} {'error':>8}  inside",
+                  "-" * 86]
+        for key, value, (low, high), seen, error in rows:
+            lines.append(f"{key:<24} {value:>11.2f} {low:>10.2f}-{high:<10.2f} {seen:>11.2f} {error * 100:>+7.1f}%  "
+                         f"{'yes' if low <= seen <= high else 'no'}")
+        errors = sorted(abs(row[4]) for row in rows)
+        inside = sum(row[2][0] <= row[3] <= row[2][1] for row in rows)
+        lines += [f"median |error| {percentile(errors, 0.5) * 100:.1f}%, worst {errors[-1] * 100:.1f}%; "
+                  f"{inside} of {len(rows)} inside their range" if rows else "no key to compare"]
+        lines += [line for note in notes for line in wrap("note: " + note, 100, "  ")] + [""]
+    return lines
 
 
 # ---------------------------------------------------------------- rendering: SVG charts
@@ -6584,6 +7126,10 @@ class Bench:
     workload: dict           #: its WORKLOAD_KEYS, which a pair must share
     model_id: str
     notes: list              #: what the reading noticed
+    others: dict = field(default_factory=dict)   #: its other numbers --compare checks (BENCH_OTHERS)
+
+
+BENCH_OTHERS = ("duration", "request_throughput", "total_token_throughput", "max_output_tokens_per_s", "burstiness")
 
 
 def read_bench(path, flag):
@@ -6595,6 +7141,9 @@ def read_bench(path, flag):
                          "summary.json: pass one run's own result file")
     if not isinstance(data, dict):
         raise UsageError(f"{where} is not a benchmark result object")
+    if PREDICTION_KEY in data:
+        raise UsageError(f"{where} is a prediction this tool wrote (--predict-bench), not a measurement: pass the "
+                         "file the benchmark saved")
     if json_whole(data, "completed", where) == 0:
         raise UsageError(f"{where} has completed 0: every request failed, nothing was measured")
     latency = {key: json_amount(data, key, where, 0.0 if key.startswith("std_") else AMOUNT_RANGE[0])
@@ -6618,7 +7167,10 @@ def read_bench(path, flag):
                  open_loop=concurrency is None, completed=json_whole(data, "completed", where),
                  total_input_tokens=json_whole(data, "total_input_tokens", where),
                  total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
-                 workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes)
+                 workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes,
+                 others={key: value for key in BENCH_OTHERS
+                         if (value := json_amount(data, key, where, 0.0 if key == "burstiness" else AMOUNT_RANGE[0]))
+                         is not None})
 
 
 def same_model(a, b):
@@ -6889,14 +7441,7 @@ def read_calibration_runs(paths, flag="--calibrate"):
         if not bench.latency.get("mean_tpot_ms"):
             raise UsageError(f"{flag}: {path} has no mean_tpot_ms above 0 (a TPOT needs requests of two or more "
                              "output tokens)")
-        completed, prompts, outputs = bench.completed, bench.total_input_tokens, bench.total_output_tokens
-        if not completed or prompts is None or outputs is None:
-            raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
-                             "its prompt and output lengths")
-        for what, total, least in (("prompt tokens", prompts, 1), ("output tokens", outputs, 2)):
-            if not least <= total / completed <= TOKENS_LIMIT:
-                raise UsageError(f"{flag}: {path}: its requests average {total / completed:.3g} {what} "
-                                 f"(total over completed); a run this tool fits has {least} to {TOKENS_LIMIT:,}")
+        completed, prompts, outputs = run_totals(bench, flag, path, "fits", least_output=2)
         k = tau = None
         if bench.spec:
             measured = bench_acceptance(bench, flag)
@@ -7100,6 +7645,16 @@ def build_parser():
     out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
     out.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    bench = p.add_argument_group("benchmark files: predicted before they are run, and held against the measured")
+    bench.add_argument("--predict-bench", metavar="DIR", help="write the `vllm bench serve --save-result` file of "
+                       "each run: a baseline and one per --ks at each --concurrency (or --request-rate)")
+    bench.add_argument("--num-prompts", help="prompts a predicted run sends (default: the plan's, 10 a concurrent "
+                       f"slot and at least 200; {BENCH_OPEN_PROMPTS} in open loop)")
+    bench.add_argument("--request-rate", help="open loop instead: requests/s, comma list (vllm bench serve's "
+                       "--request-rate)")
+    bench.add_argument("--burstiness", help="gamma shape of an open loop's gaps (default 1: Poisson)")
+    bench.add_argument("--compare", help="measured `vllm bench serve` results, comma list: each key against the "
+                       "prediction of its own run")
     return p
 
 
@@ -7386,6 +7941,19 @@ def read_scrapes(args, k_given, width=None):
     return model, measured_acceptance(counts, source, k_given, notes, k_known, width=width)
 
 
+def run_totals(bench, flag, path, does, least_output):
+    """(completed, total prompt tokens, total output tokens) of a benchmark file, its mean lengths checked."""
+    completed, prompts, outputs = bench.completed, bench.total_input_tokens, bench.total_output_tokens
+    if not completed or prompts is None or outputs is None:
+        raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
+                         "its prompt and output lengths")
+    for what, total, least in (("prompt tokens", prompts, 1), ("output tokens", outputs, least_output)):
+        if not least <= total / completed <= TOKENS_LIMIT:
+            raise UsageError(f"{flag}: {path}: its requests average {total / completed:.3g} {what} "
+                             f"(total over completed); a run this tool {does} has {least} to {TOKENS_LIMIT:,}")
+    return completed, prompts, outputs
+
+
 def read_benches(args):
     """--bench-baseline and --bench-spec -> (baseline or None, spec run or None), checked as a pair."""
     if args.bench_baseline and not args.bench_spec:
@@ -7528,6 +8096,9 @@ class Result:
     calibration: Calibration = None
     exercises: Exercises = None
     trust: Trust = None      #: how far to believe the predictions: the intervals' s.d. and their basis
+    benches: list = None     #: PredictedBench per file --predict-bench writes
+    gate_runs: list = None   #: the gate's pair of runs, predicted (gate_runs): only when the plan is written
+    comparisons: list = None   #: (path, PredictedBench, rows, notes) per --compare file
 
 
 def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True, trust=None):
@@ -7560,7 +8131,7 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
                   measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
                                                 decode, fit, inputs.requests) if measured else None,
                   gate=gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None,
-                  trust=trust)
+                  trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None)
 
 
 def parse_args(argv):
@@ -7613,7 +8184,137 @@ def parse_args(argv):
                            *(("--calibrate", path) for path in paths)]:
             if path and os.path.realpath(path) in written:
                 raise UsageError(f"--out: would overwrite {path}, which {flag} reads: write the plan elsewhere")
-    return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs
+    bench = parse_bench_flags(args, grid, dep, out, paths)
+    return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
+
+
+@dataclass(frozen=True)
+class BenchAsk:
+    """The benchmark-file flags (parse_bench_flags)."""
+    folder: Path = None      #: --predict-bench
+    prompts: int = None      #: --num-prompts (None: the plan's)
+    rates: tuple = ()        #: --request-rate: open-loop runs instead of closed-loop ones
+    burstiness: float = 1.0  #: --burstiness
+    compare: tuple = ()      #: --compare paths
+    spec_path: str = None    #: the real path of --bench-spec: a --compare file without spec_decode_* keys that is
+                             #: this one is replayed at the acceptance the scrapes measured
+
+
+def parse_bench_flags(args, grid, dep, out, read_paths):
+    """--predict-bench, --num-prompts, --request-rate, --burstiness and --compare, checked before anything runs."""
+    asked = args.predict_bench is not None or args.compare is not None
+    for flag, value in (("--num-prompts", args.num_prompts), ("--request-rate", args.request_rate),
+                        ("--burstiness", args.burstiness)):
+        if value is not None and args.predict_bench is None:
+            raise UsageError(f"{flag}: shapes the runs --predict-bench writes; give --predict-bench DIR too")
+    if asked and dep.topk > 1:
+        raise UsageError("--predict-bench, --compare: a tree's rounds are not a chain's: predict chains only")
+    prompts = parse_one("--num-prompts", args.num_prompts, int, f"an integer from 1 to {MAX_BENCH_PROMPTS:,}",
+                        lambda n: 1 <= n <= MAX_BENCH_PROMPTS) if args.num_prompts is not None else None
+    rates = parse_list("--request-rate", args.request_rate, _finite, "a rate above 0 in requests/s",
+                       lambda r: 0 < r <= CONCURRENCY_LIMIT) if args.request_rate is not None else ()
+    burstiness = parse_one("--burstiness", args.burstiness, _finite, "a number from 0.01 to 100",
+                           lambda b: 0.01 <= b <= 100) if args.burstiness is not None else 1.0
+    compare = ()
+    if args.compare is not None:
+        compare = tuple(p.strip() for p in args.compare.split(","))
+        if any(not p for p in compare):
+            raise UsageError(f"--compare: expected a comma list of files; got {args.compare!r}")
+    reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
+        "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
+    folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
+                                               for name in bench_names(grid.ks, tag)],
+                          reads, out) if args.predict_bench is not None else None
+    return BenchAsk(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
+                    spec_path=os.path.realpath(args.bench_spec) if args.bench_spec else None)
+
+
+MAX_BENCH_PROMPTS = 100_000   # a predicted run's prompts: each is simulated
+
+
+def bench_folder(text, names, reads, out):
+    """--predict-bench's folder: an existing one this program may write in, where no file it would write (names)
+    is a link, a folder, a file this run reads or writes, or a file that is not one of its own predictions."""
+    folder = Path(text)
+    if not folder.is_dir():
+        raise UsageError(f"--predict-bench: {text!r} is not an existing folder")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--predict-bench: cannot write in the folder {text!r}")
+    used = {os.path.realpath(p) for p in reads if p}
+    if out is not None:
+        used |= {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
+    for name in names:
+        check_bench_target(folder / name, used)
+    return folder
+
+
+def check_bench_target(path, reads):
+    """Refuse to replace anything at path but a prediction this tool wrote there before."""
+    if os.path.realpath(path) in reads:
+        raise UsageError(f"--predict-bench: would overwrite {str(path)!r}, which this run reads or writes: predict "
+                         "into another folder")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a regular file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(BENCH_LIMIT_BYTES)
+        mine = PREDICTION_KEY in json.loads(head.decode("utf-8"))
+    except (OSError, ValueError, TypeError, UnicodeDecodeError):
+        mine = False
+    if not mine:
+        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a prediction this tool wrote (a measured "
+                         "run?): predict into another folder")
+
+
+def compare_file(path, dep, trust, traffic, fit, served, scraped=None):
+    """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
+    and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none):
+    (path, PredictedBench, compare_rows, notes)."""
+    flag = "--compare"
+    bench = read_bench(path, flag)
+    check_model(bench.model_id, dep, flag, served)
+    completed, prompts, outputs = run_totals(bench, flag, path, "predicts", least_output=1)
+    rate = bench.workload.get("request_rate")
+    rate = math.inf if rate in (None, "inf") or (isinstance(rate, float) and math.isinf(rate)) else rate
+    if not finite_number(rate) and rate != math.inf or (finite_number(rate) and rate <= 0):
+        raise UsageError(f"{flag}: {path}: request_rate must be \"inf\" or a rate above 0; got {shown(rate)}")
+    burstiness = bench.others.get("burstiness", 1.0) or 1.0
+    if not 0.01 <= burstiness <= 100:
+        raise UsageError(f"{flag}: {path}: burstiness must be from 0.01 to 100; got {burstiness:g}")
+    n = bench.workload.get("num_prompts")
+    n = n if type(n) is int and 1 <= n <= MAX_BENCH_PROMPTS else completed
+    if bench.max_concurrency is None and rate == math.inf:
+        raise UsageError(f"{flag}: {path} records neither max_concurrency nor a request rate: its run cannot be "
+                         "replayed")
+    fixed = outputs % completed == 0   # every answer the same length (random prompts with --ignore-eos), or not
+    notes = list(bench.notes) + ([] if fixed else [f"its answers differ in length: drawn log-normal with an s.d. of "
+                                                   f"{traffic.output_spread:g} in log (--output-spread)"])
+    if n != completed:
+        notes.append(f"{n - completed} of its {n} requests failed: replayed with the {completed} that completed")
+    work = Workload(num_prompts=completed, max_concurrency=bench.max_concurrency,
+                    request_rate=rate, burstiness=burstiness, input_tokens=round(prompts / completed),
+                    output_tokens=round(outputs / completed), output_spread=0.0 if fixed else traffic.output_spread)
+    acceptance = bench_acceptance(bench, flag) if bench.spec else scraped
+    if bench.spec and acceptance is None:
+        raise UsageError(f"{flag}: {path} is a speculative run without its K and acceptance in its spec_decode_* "
+                         "keys: this tool cannot replay it")
+    k, alpha, spread = 0, 0.0, traffic.alpha_spread
+    if acceptance is not None:
+        # Requests centred so that their rounds deliver the measured tau in aggregate, as counters add them up.
+        k = acceptance.k
+        alpha, spread = center_requests(acceptance.acceptance_length, k, traffic.alpha_spread)
+        notes.append(f"acceptance from {'its own spec_decode_* keys' if bench.spec else acceptance.source}: K = {k}, "
+                     f"tau {acceptance.acceptance_length:.3f}, requests around alpha {alpha:.3f} (s.d. {spread:.2f})")
+    else:
+        notes.append("no spec_decode_* keys: replayed with speculation off")
+    here = at_lengths(dep, work.input_tokens, work.output_tokens)
+    pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread)
+    measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
+    return path, pb, compare_rows(pb, measured_keys), notes
 
 
 UNPRINTABLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}   # Unicode categories: controls (C0, C1, NEL), format characters
@@ -7724,7 +8425,7 @@ def write_all(files):
 
 def compute(argv):
     """Everything a run prints and writes, computed before anything is written: (exit status, report, files)."""
-    grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs = parse_args(argv)
+    grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs, bench = parse_args(argv)
     fit, calibration = calibrate_on_runs(dep, runs) if runs else (FIT, None)
     trust = trust_in(dep, calibration)
     if calibration and calibration.worst_error > OWN_WORST:
@@ -7742,6 +8443,13 @@ def compute(argv):
     result = replace(result, calibration=calibration, exercises=solve_exercises(
         dep, grid, evidence.mix or TRAFFIC_MIX, traffic.seed, fit, traffic.alpha_spread, traffic.output_spread)
         if exercises else None)
+    benches = predicted_benches(dep, grid.ks, result.plan.request_alpha, trust, grid.concurrencies, bench.rates,
+                                bench.prompts, bench.burstiness, traffic.seed, fit,
+                                result.plan.request_spread) if bench.folder else None
+    comparisons = [compare_file(path, dep, trust, traffic, fit, evidence.served_model,
+                                evidence.measured if os.path.realpath(path) == bench.spec_path else None)
+                   for path in bench.compare]
+    result = replace(result, benches=benches, comparisons=comparisons or None)
     if as_json:
         report = render_json(result, dep, grid)
     elif exercises:
@@ -7749,10 +8457,16 @@ def compute(argv):
                            + (render_gate(result.gate) if as_gate else [])) + "\n"
     else:
         report = render_tables(result, dep, grid)
+        if benches:
+            report += "\n".join(render_benches(benches, bench.folder)) + "\n"
+        if comparisons:
+            report += "\n".join(render_compare(comparisons)) + "\n"
     files = {}
     if out is not None:
         files = {out.parent / name: svg for name, svg in render_charts(result, dep).items()}
         files[out] = render_plan(result, dep)
+    for pb in benches or ():
+        files[bench.folder / pb.name] = render_bench_file(pb, dep)
     status = (0 if result.gate.verdict == "pass" else 1) if as_gate else 0
     return status, printable(report), {path: printable(text) for path, text in files.items()}
 

@@ -35,7 +35,7 @@ KNOWN_FLAGS = {
                             "--target-concurrency", "--metrics", "--metrics-before", "--acceptance-length",
                             "--acceptance-rates", "--ks", "--calibrate", "--gate", "--gate-margin", "--p99-budget",
                             "--served-model", "--model-config", "--draft-config", "--draft-model", "--draft-topk",
-                            "--verify-tokens", "--gpu-memory", "--gpu-bandwidth", "--gpu-tflops"},
+                            "--verify-tokens", "--gpu-memory", "--gpu-bandwidth", "--gpu-tflops", "--compare"},
 }
 
 
@@ -88,7 +88,7 @@ class EveryCommand(unittest.TestCase):
             line = next(c for c in commands(plan) if c.startswith("python code/main.py"))
             argv = line.split()[2:]
             argv = ["1.5" if a == "TAU" else "0.5" if a == "R" else a for a in argv]
-            files = [i for i, a in enumerate(argv) if a.startswith(("--metrics", "--bench", "--calibrate"))]
+            files = [i for i, a in enumerate(argv) if a.startswith(("--metrics", "--bench", "--calibrate", "--compare"))]
             for i in reversed(files):
                 del argv[i:i + 2]
             status, _, err = run([a for a in argv if a != "--gate"] + ["--no-write"])
@@ -297,7 +297,7 @@ class EngineDrafts(unittest.TestCase):
         self.assertIn("curl -s localhost:8000/prometheus/metrics > after.prom", plan)
         self.assertIn("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))", plan)
         gate = next(c for c in commands(plan) if c.startswith("python code/main.py"))
-        self.assertIn(f"--metrics after.prom --metrics-before before.prom --ks {data['plan']['k']}", gate)
+        self.assertIn(f"--metrics after.prom --metrics-before before.prom --ks {data['plan']['k']}", " ".join(gate.split()))
         self.assertNotRegex(gate, r" (TAU|R) ")
         # The window counts iterations (rounds), about ten minutes of them at the run's round time.
         window = int(re.search(r"acceptance_rate_window_size: (\d+)", plan).group(1))
