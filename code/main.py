@@ -2279,6 +2279,7 @@ class Workload:
     input_tokens: int             #: prompt tokens a request
     output_tokens: int            #: mean output tokens a request
     output_spread: float          #: s.d. of ln(output tokens) over requests (0: every answer the same length)
+    total_output: int = None      #: a replayed run's own total: the drawn lengths are scaled to add up to it
 
 
 def running_cap(dep, speculative, plan_batch=None):
@@ -2335,8 +2336,8 @@ def send_times(work, rng):
     return [t * scale for t in times]
 
 
-ITL_GRAIN = 6   # decimals of a second an ITL is kept to (1 us): equal gaps share one count, and a percentile moves
-                # by less than a printed digit (0.01 ms)
+ITL_GRAIN = 1_000_000   # an ITL is counted in whole us (rounded): equal gaps share one count, and a percentile
+                        # moves by less than a printed digit (0.01 ms)
 JITTER_LEVELS = 4096   # a step's jitter is one of this many equally likely lognormal quantiles: a draw is one uniform
 STEP_JITTER = [math.exp(JITTER_MU + ROUND_JITTER * NORMAL.inv_cdf((i + 0.5) / JITTER_LEVELS))
                for i in range(JITTER_LEVELS)]
@@ -2386,8 +2387,11 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
                          f"beside the weights on {dep.tp} x {dep.gpu}")
     budget, mixes = step_budget(dep), dep.engine.mixes_prefill
     per_decode = verify_tokens(dep, k) if k else 1
-    lengths = [max(1, round(work.output_tokens * math.exp(work.output_spread * rng.gauss(0.0, 1.0)
-                                                          - work.output_spread ** 2 / 2))) for _ in range(n)]
+    draws = [work.output_tokens * math.exp(work.output_spread * rng.gauss(0.0, 1.0) - work.output_spread ** 2 / 2)
+             for _ in range(n)]
+    if work.total_output:   # the replayed file's own total, kept to the token
+        draws = [d * work.total_output / sum(draws) for d in draws]
+    lengths = [max(1, round(d)) for d in draws]
     needed, accepted_at = [], [0.0] * k
     for length in lengths:
         if not k:
@@ -2431,9 +2435,9 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
             while decode_steps + 1 < finishing[0][0] and t < until:
                 t += cost * jitter[int(rng.random() * JITTER_LEVELS)]
-                gap, last_decode = round(t - last_decode, ITL_GRAIN), t
+                gap, second, last_decode = int((t - last_decode) * ITL_GRAIN + 0.5), int(t - begin), t
                 itl[gap] = itl.get(gap, 0) + decoders
-                per_second[int(t - begin)] = per_second.get(int(t - begin), 0) + decoders
+                per_second[second] = per_second.get(second, 0) + decoders
                 steps += 1
                 decode_steps += 1
             if t >= until:
@@ -2461,19 +2465,21 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             decode_steps += 1
             continuing = decoders - len(newcomers)
             if continuing:
-                gap = round(t - last_decode, ITL_GRAIN)
+                gap = int((t - last_decode) * ITL_GRAIN + 0.5)
                 itl[gap] = itl.get(gap, 0) + continuing
             for i in newcomers:
-                gap = round(t - first[i], ITL_GRAIN)
+                gap = int((t - first[i]) * ITL_GRAIN + 0.5)
                 itl[gap] = itl.get(gap, 0) + 1
             newcomers, last_decode = [], t
-            per_second[int(t - begin)] = per_second.get(int(t - begin), 0) + decoders
+            second = int(t - begin)
+            per_second[second] = per_second.get(second, 0) + decoders
             while finishing and finishing[0][0] == decode_steps:
                 ended.append(heapq.heappop(finishing)[1])
         for i in prefilled:
             del prefilling[i]
             first[i] = t
-            per_second[int(t - begin)] = per_second.get(int(t - begin), 0) + 1
+            second = int(t - begin)
+            per_second[second] = per_second.get(second, 0) + 1
             if needed[i]:
                 heapq.heappush(finishing, (decode_steps + needed[i], i))
                 newcomers.append(i)
@@ -2486,8 +2492,9 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
                 heapq.heappush(sends, (max(t, arrivals[held]), held))
                 held += 1
     return ServedRun(start=tuple(start), first=tuple(first), end=tuple(end), output_tokens=tuple(lengths),
-                     itl=tuple(sorted(itl.items())), per_second=tuple(sorted(per_second.items())), k=k,
-                     drafts=float(sum(needed)) if k else 0.0, accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
+                     itl=tuple((gap / ITL_GRAIN, count) for gap, count in sorted(itl.items())),
+                     per_second=tuple(sorted(per_second.items())), k=k, drafts=float(sum(needed)) if k else 0.0,
+                     accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
 
 
 def np_stats(values):
@@ -8270,6 +8277,24 @@ def check_bench_target(path, reads):
                          "run?): predict into another folder")
 
 
+def length_spread(latency):
+    """The s.d. of ln(output tokens) a run's own spreads imply: its decode time E2EL - TTFT is about (L - 1) TPOT,
+    so its coefficient of variation, sqrt(var E2EL - var TTFT) / (mean E2EL - mean TTFT) (taking the two as
+    independent), is about the lengths', and a log-normal of s.d. s has sqrt(exp(s^2) - 1). None when the file
+    gives no E2EL spread.
+
+    >>> round(length_spread({"mean_e2el_ms": 1100.0, "std_e2el_ms": 700.0, "mean_ttft_ms": 100.0,
+    ...                      "std_ttft_ms": 0.0}), 4) == round(math.sqrt(math.log(1 + 0.7 ** 2)), 4)
+    True
+    """
+    e2el, ttft = latency.get("mean_e2el_ms"), latency.get("mean_ttft_ms", 0.0)
+    sd_e2el, sd_ttft = latency.get("std_e2el_ms"), latency.get("std_ttft_ms", 0.0)
+    if not e2el or sd_e2el is None or e2el <= ttft:
+        return None
+    cv = math.sqrt(max(0.0, sd_e2el ** 2 - sd_ttft ** 2)) / (e2el - ttft)
+    return min(2.0, math.sqrt(math.log1p(cv * cv)))
+
+
 def compare_file(path, dep, trust, traffic, fit, served, scraped=None):
     """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
     and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none):
@@ -8291,13 +8316,20 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None):
         raise UsageError(f"{flag}: {path} records neither max_concurrency nor a request rate: its run cannot be "
                          "replayed")
     fixed = outputs % completed == 0   # every answer the same length (random prompts with --ignore-eos), or not
-    notes = list(bench.notes) + ([] if fixed else [f"its answers differ in length: drawn log-normal with an s.d. of "
-                                                   f"{traffic.output_spread:g} in log (--output-spread)"])
+    notes = list(bench.notes)
+    spread = 0.0 if fixed else length_spread(bench.latency)
+    if spread is None:
+        spread = traffic.output_spread
+        notes.append(f"its answers differ in length: drawn log-normal with an s.d. of {spread:g} in log "
+                     "(--output-spread; the file gives no E2EL and TTFT spreads to infer it from)")
+    elif not fixed:
+        notes.append(f"its answers differ in length: drawn log-normal with an s.d. of {spread:.2f} in log, as its "
+                     "E2EL and TTFT spreads imply")
     if n != completed:
         notes.append(f"{n - completed} of its {n} requests failed: replayed with the {completed} that completed")
     work = Workload(num_prompts=completed, max_concurrency=bench.max_concurrency,
                     request_rate=rate, burstiness=burstiness, input_tokens=round(prompts / completed),
-                    output_tokens=round(outputs / completed), output_spread=0.0 if fixed else traffic.output_spread)
+                    output_tokens=round(outputs / completed), output_spread=spread, total_output=outputs)
     acceptance = bench_acceptance(bench, flag) if bench.spec else scraped
     if bench.spec and acceptance is None:
         raise UsageError(f"{flag}: {path} is a speculative run without its K and acceptance in its spec_decode_* "

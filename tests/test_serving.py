@@ -167,6 +167,21 @@ class TheTail(unittest.TestCase):
         self.assertLess(flat["p99_tpot_ms"], 1.05 * flat["mean_tpot_ms"])
 
 
+class TwoSimulations(unittest.TestCase):
+    def test_the_step_simulation_meets_the_closed_form_mean(self):
+        # The grid's mean TPOT (plain_step_ms; spec_tpot_ms over round_ms) averages a step's prefill share in
+        # closed form, (B - 1) I / O prompt tokens a step; serve_run charges each step the prompts it carries.
+        # Two implementations of one model: their mean TPOTs agree within 3% at C = 32 and 128.
+        for batch in (32, 128):
+            work = closed(batch, 10 * batch, output=256, spread=0.8)
+            dep = m.at_lengths(DEP, 512, 256)
+            plain = m.bench_result(m.serve_run(dep, work), work, dep)
+            self.assertAlmostEqual(plain["mean_tpot_ms"] / m.plain_step_ms(dep, batch), 1.0, delta=0.03)
+            spec = m.bench_result(m.serve_run(dep, work, k=3, alpha=0.7, spread=0.0), work, dep)
+            closed_form = m.spec_tpot_ms(dep, batch, 1 / m.acceptance_length(0.7, 3), m.round_ms(dep, batch, 3))
+            self.assertAlmostEqual(spec["mean_tpot_ms"] / closed_form, 1.0, delta=0.03)
+
+
 class PredictBench(unittest.TestCase):
     def test_files_in_vllms_schema_and_refused_as_measurements(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -262,6 +277,26 @@ class Compare(unittest.TestCase):
         for row in spec["keys"]:
             self.assertLess(abs(row["error"]), 0.02 if row["key"] in headline else 0.08, row["key"])
         self.assertEqual({row["key"] for row in spec["keys"]} & headline, headline)
+
+    def test_a_run_of_spread_lengths_replays_its_tail(self):
+        # Answers of spread length (s.d. 1.0 in log): the replay infers the spread from the file's own E2EL and
+        # TTFT spreads and keeps its total; P99 TPOT, set by the short requests that meet prefills, comes back
+        # within 10% (the draws are others than the original's), mean TPOT within 2%.
+        dep = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
+        work = m.bench_workload(dep, 64, output_spread=1.0)
+        pb = m.predict_bench(dep, "x.json", work, 0, 0.0, m.trust_in(dep))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "x.json"
+            path.write_text(json.dumps(pb.result))
+            status, out, err = run(["--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16",
+                                    "--input-tokens", "512", "--output-tokens", "256", "--alphas", "0.7", "--ks", "3",
+                                    "--concurrency", "64", "--no-write", "--compare", str(path), "--json"])
+        self.assertEqual(status, 0, err)
+        data = json.loads(out)["compare"][0]
+        errors = {row["key"]: row["error"] for row in data["keys"]}
+        self.assertLess(abs(errors["mean_tpot_ms"]), 0.02)
+        self.assertLess(abs(errors["p99_tpot_ms"]), 0.10)
+        self.assertTrue(any("as its E2EL and TTFT spreads imply" in note for note in data["notes"]), data["notes"])
 
     def test_compare_refuses_what_it_cannot_replay(self):
         with tempfile.TemporaryDirectory() as tmp:
