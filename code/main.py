@@ -427,6 +427,7 @@ class Engine:
     running_limit: tuple     #: sequences it runs at once by default: ((least GiB, sequences), ...), like prefill_budget
     plan_sets_running: bool  #: the plan's server command sets that cap to the batch it benchmarks (serve_lines)
     mixes_prefill: bool      #: a step carries prompt chunks beside the decodes (else a prefill batch runs alone first)
+    reserves_whole_request: bool   #: admits a request only with KV for its prompt and whole answer held for it
     bench_tool: str          #: the closed-loop benchmark the plan runs against it
     bench_random_text: bool  #: its benchmark's random dataset cuts real text, so it needs --dataset-path
     bench_records_acceptance: bool   #: a speculative benchmark run records its K and acceptance (spec_decode_*)
@@ -458,6 +459,7 @@ ENGINES = {
         # V1 scheduler runs the running requests first, each with its draft tokens, then prefills waiting ones from
         # the same max_num_batched_tokens (vllm/v1/core/sched/scheduler.py, schedule).
         running_limit=((70, 1024), (0, 256)), plan_sets_running=False, mixes_prefill=True,
+        reserves_whole_request=False,   # KV blocks as the sequence grows, preempting when they run out
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=True,
         metrics_path="/metrics", acceptance_gauges=False, counts_drafts=True, per_position_why="",
         per_request_acceptance=True,   # --per-request-spec-decode-metrics, PR #48915
@@ -487,7 +489,7 @@ ENGINES = {
         # (model_runner_kv_cache_mixin.py). The scheduler runs a waiting prefill batch before decoding ("Run
         # prefill first if possible", managers/scheduler.py get_next_batch_to_run); --enable-mixed-chunk is off
         # by default, and speculation forces it off.
-        running_limit=((0, 4096),), plan_sets_running=True, mixes_prefill=False,
+        running_limit=((0, 4096),), plan_sets_running=True, mixes_prefill=False, reserves_whole_request=False,
         bench_tool="vllm bench serve", bench_random_text=False, bench_records_acceptance=False,
         metrics_path="/metrics", acceptance_gauges=True, counts_drafts=False,
         per_position_why="this engine exports no per-position rates", per_request_acceptance=False,
@@ -522,8 +524,10 @@ ENGINES = {
         prefill_budget_per_dp=False,
         # max_batch_size 2048 by default, which the plan sets; in-flight batching schedules generation requests
         # first and context requests in the same iteration, draft tokens counted in max_num_tokens
-        # (tensorrt_llm/_torch/pyexecutor/scheduler/scheduler.py; docs/source/torch/scheduler.md).
-        running_limit=((0, 2048),), plan_sets_running=True, mixes_prefill=True,
+        # (tensorrt_llm/_torch/pyexecutor/scheduler/scheduler.py; docs/source/torch/scheduler.md). Its default
+        # capacity policy, GUARANTEED_NO_EVICT, starts a request only when the KV cache holds its prompt and its
+        # whole answer (docs/source/performance/performance-tuning-guide/useful-runtime-flags.md; SchedulerConfig).
+        running_limit=((0, 2048),), plan_sets_running=True, mixes_prefill=True, reserves_whole_request=True,
         bench_tool="python -m tensorrt_llm.serve.scripts.benchmark_serving", bench_random_text=True,
         bench_records_acceptance=False, metrics_path="/prometheus/metrics", acceptance_gauges=False,
         counts_drafts=False,
@@ -2284,8 +2288,9 @@ class Workload:
 
 def running_cap(dep, speculative, plan_batch=None):
     """Sequences the server runs at once: the engine's default cap for the GPU's memory (Engine.running_limit), or
-    the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights: with
-    speculation the draft's weights and KV take their share, so fewer fit.
+    the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights (at
+    the mean context, or where the engine reserves it, at prompt plus answer): with speculation the draft's
+    weights and KV take their share, so fewer fit.
     >>> short = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=64, output_tokens=64)
     >>> long = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3")
     >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
@@ -2296,6 +2301,8 @@ def running_cap(dep, speculative, plan_batch=None):
         seqs for least, seqs in engine.running_limit if dep.memory_gib >= least)
     if engine.plan_sets_running and plan_batch:
         limit = plan_batch
+    if engine.reserves_whole_request:   # each running request holds KV for its prompt and its whole answer
+        dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
     fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
     return max(0, min(limit, fits))
 

@@ -94,6 +94,21 @@ class HandCounts(unittest.TestCase):
                                delta=0.02)
 
 
+class Capacity(unittest.TestCase):
+    def test_tensorrt_llm_reserves_the_whole_answer(self):
+        # vLLM grows a sequence's KV block by block: on average a running request holds its prompt and half its
+        # answer. TensorRT-LLM's GUARANTEED_NO_EVICT starts one only when prompt and whole answer fit.
+        per_token = {}
+        for engine in ("vllm", "trtllm"):
+            dep = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3", engine=engine,
+                                    input_tokens=2048, output_tokens=2048)
+            free = m.memory_budget_bytes(dep) - m.static_bytes(m.replace(dep, drafter=m.NO_MODEL))
+            per_token[engine] = dep.target.kv_bytes_per_token
+            held = 2048 + (2048 if engine == "trtllm" else 1024)
+            self.assertEqual(m.running_cap(dep, False, 4096), min(1024 if engine == "vllm" else 4096,
+                                                                   int(free // (held * per_token[engine]))))
+
+
 class QueueingTheory(unittest.TestCase):
     # With a step of constant cost D whatever it carries, a request holds one of the server's c slots for
     # exactly L steps (its prefill and L - 1 decodes): an M/D/c queue, its service S = L D.
