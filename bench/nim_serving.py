@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import calibrate  # noqa: E402  (loads code/main.py by path)
 
-main = calibrate.main
+tool = calibrate.main
 DATA = json.loads((HERE / "nim_genai_perf.json").read_text())
 MODELS = {"meta-llama3-8b-instruct": "llama-3.1-8b", "meta-llama3-70b-instruct": "llama-3.3-70b"}
 GPUS = {"A100-SXM4-80GB": "a100-sxm-80gb", "H100_80GB_HBM3": "h100-sxm"}
@@ -34,9 +34,9 @@ def deployment(row):
     """The row's deployment, as bench/calibrate.py builds NIM's (fp8 rows with an fp8 KV cache)."""
     dtype = "fp8" if row["precision"] == "fp8" else "bf16"
     i, o = row["input_config_tokens"], row["input_config_output"]
-    return main.make_deployment(MODELS[row["model"]], GPUS[row["gpu"]], row["gpus"], dtype, dtype,
-                                main.mean_context(i, o), "ngram", engine="trtllm", input_tokens=i, output_tokens=o,
-                                era=main.fitted_era("trtllm"))
+    return tool.make_deployment(MODELS[row["model"]], GPUS[row["gpu"]], row["gpus"], dtype, dtype,
+                                tool.mean_context(i, o), "ngram", engine="trtllm", input_tokens=i, output_tokens=o,
+                                era=tool.fitted_era("trtllm"))
 
 
 def steady(run, batch):
@@ -57,13 +57,13 @@ def steady(run, batch):
 def predict(row):
     dep = deployment(row)
     c = row["concurrency"]
-    work = main.Workload(num_prompts=12 * c + 200, max_concurrency=c, request_rate=float("inf"), burstiness=1.0,
+    work = tool.Workload(num_prompts=12 * c + 200, max_concurrency=c, request_rate=float("inf"), burstiness=1.0,
                          input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=0.0)
-    run = main.serve_run(dep, work, plan_batch=c)
+    run = tool.serve_run(dep, work, plan_batch=c)
     return steady(run, c), run.cap
 
 
-def main_():
+def main():
     groups = defaultdict(list)   # repeated runs of one setup: their measured means, predicted once
     for row in DATA["rows"]:
         key = (row["model"], row["gpu"], row["gpus"], row["precision"], row["input_config_tokens"],
@@ -79,7 +79,7 @@ def main_():
             measured = statistics.fmean(r[field] for r in rows)
             errors[field, band].append(predicted[field] / measured - 1)
             errors[field, "all"].append(predicted[field] / measured - 1)
-        print(f"{key[0][11:14]:>3} {key[1][:4]} TP{key[2]} {key[3]:>4} {key[4]:>4}/{key[5]:<4} C={c:<3} "
+        print(f"{key[0].split('-')[1]:>3} {key[1][:4]} TP{key[2]} {key[3]:>4} {key[4]:>4}/{key[5]:<4} C={c:<3} "
               f"cap {cap:>4}  " + "  ".join(
                   f"{label.split()[0]} {predicted[field]:9.1f} vs {statistics.fmean(r[field] for r in rows):9.1f}"
                   for label, field in QUANTITIES))
@@ -94,4 +94,4 @@ def main_():
 
 
 if __name__ == "__main__":
-    main_()
+    main()

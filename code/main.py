@@ -2283,7 +2283,14 @@ class Workload:
     input_tokens: int             #: prompt tokens a request
     output_tokens: int            #: mean output tokens a request
     output_spread: float          #: s.d. of ln(output tokens) over requests (0: every answer the same length)
-    total_output: int = None      #: a replayed run's own total: the drawn lengths are scaled to add up to it
+    output_cap: int | None = None   #: max_tokens: no answer is longer (ShareGPT's answers, --sharegpt-output-len)
+    total_output: int | None = None   #: a replayed run's own total: the drawn lengths are scaled to add up to it
+
+
+def simulated_layout(dep):
+    """Whether serve_run simulates this deployment: a chain (a tree's rounds are measured, not drawn) on one
+    scheduler. Attention data parallelism runs a scheduler, a token budget and a cap on every rank, which it does not."""
+    return dep.topk == 1 and not dep.dp_attention
 
 
 def running_cap(dep, speculative, plan_batch=None):
@@ -2315,11 +2322,16 @@ def step_budget(dep):
 def step_cost(dep, decodes, k, prompt, fit):
     """One step's time in ms without jitter: `decodes` sequences each decoding a token (k = 0) or a round of K
     drafts, with `prompt` prompt tokens prefilled in the same pass (the verify pass's and the draft's marginal
-    cost of them, times own_prefill)."""
-    if decodes == 0:
-        return target_pass_ms(dep, 0, 1, fit, prompt) if prompt else 0.0
+    cost of them, times own_prefill). A step of prompt tokens alone is a pass over none but them.
+    >>> d = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16")
+    >>> step_cost(d, 4, 0, 0, FIT) == decode_step_ms(d, 4), step_cost(d, 0, 0, 0, FIT)
+    (True, 0.0)
+    """
     tokens = verify_tokens(dep, k) if k else 1
-    base = round_ms(dep, decodes, k, fit) if k else decode_step_ms(dep, decodes, fit)
+    if decodes:
+        base = round_ms(dep, decodes, k, fit) if k else decode_step_ms(dep, decodes, fit)
+    else:
+        base = target_pass_ms(dep, 0, tokens, fit) if prompt else 0.0
     if not prompt:
         return base
     extra = target_pass_ms(dep, decodes, tokens, fit, prompt) - target_pass_ms(dep, decodes, tokens, fit)
@@ -2343,11 +2355,27 @@ def send_times(work, rng):
     return [t * scale for t in times]
 
 
-ITL_GRAIN = 1_000_000   # an ITL is counted in whole us (rounded): equal gaps share one count, and a percentile
-                        # moves by less than a printed digit (0.01 ms)
+ITL_TICKS_PER_S = 1_000_000   # an ITL is counted in whole us (rounded): equal gaps share one count, and a
+                              # percentile moves by less than a printed digit (0.01 ms)
 JITTER_LEVELS = 4096   # a step's jitter is one of this many equally likely lognormal quantiles: a draw is one uniform
 STEP_JITTER = [math.exp(JITTER_MU + ROUND_JITTER * NORMAL.inv_cdf((i + 0.5) / JITTER_LEVELS))
                for i in range(JITTER_LEVELS)]
+
+
+def whole_lengths(draws, total=None):
+    """Answer lengths of at least 1 token from real-valued draws: each rounded, or, given their total, the largest
+    remainders rounded up so that they add up to it exactly.
+    >>> whole_lengths([1.4, 2.4, 3.2]), whole_lengths([1.4, 2.4, 3.2], 8)
+    ([1, 2, 3], [2, 3, 3])
+    """
+    if total is None:
+        return [max(1, round(d)) for d in draws]
+    floors = [max(1, math.floor(d)) for d in draws]
+    short = total - sum(floors)
+    order = sorted(range(len(draws)), key=lambda i: floors[i] - draws[i])   # the largest remainders first
+    for i in order[:max(0, short)]:
+        floors[i] += 1
+    return floors
 
 
 def request_rounds(alpha, k, tokens, rng):
@@ -2364,6 +2392,7 @@ def request_rounds(alpha, k, tokens, rng):
 @dataclass(frozen=True)
 class ServedRun:
     """What serve_run simulated: per request (in the order sent, seconds from the run's start) and per step."""
+    arrival: tuple        #: when the client would have sent each request (its semaphore aside)
     start: tuple          #: when each request was sent, after the client's semaphore
     first: tuple          #: when its first token came (the step that prefilled its last prompt chunk)
     end: tuple            #: when its last token came
@@ -2386,19 +2415,21 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     its first token to its last: it needs its own count of rounds (request_rounds; L - 1 plain steps), drawn
     before the run, and the loop is over steps, not tokens.
     """
-    rng = random.Random(f"serve:{seed}:{k}")   # one stream per K: runs at two alphas share their draws
+    # The workload's draws (answer lengths, send times) are the seed's alone, so the baseline and every K serve the
+    # same requests; acceptance and jitter come from a stream of each K's own.
+    workload_rng, rng = random.Random(f"serve:{seed}"), random.Random(f"serve:{seed}:{k}")
     n = work.num_prompts
     cap = running_cap(dep, k > 0, plan_batch)
-    if cap < 1:
-        raise UsageError(f"--predict-bench: not one sequence of {work.input_tokens + work.output_tokens} tokens fits "
-                         f"beside the weights on {dep.tp} x {dep.gpu}")
+    assert cap >= 1, "the caller checks that a sequence fits (bench_fits)"
     budget, mixes = step_budget(dep), dep.engine.mixes_prefill
     per_decode = verify_tokens(dep, k) if k else 1
-    draws = [work.output_tokens * math.exp(work.output_spread * rng.gauss(0.0, 1.0) - work.output_spread ** 2 / 2)
-             for _ in range(n)]
-    if work.total_output:   # the replayed file's own total, kept to the token
+    draws = [work.output_tokens * math.exp(work.output_spread * workload_rng.gauss(0.0, 1.0)
+                                           - work.output_spread ** 2 / 2) for _ in range(n)]
+    if work.output_cap:
+        draws = [min(d, work.output_cap) for d in draws]
+    if work.total_output:   # the replayed file's own total
         draws = [d * work.total_output / sum(draws) for d in draws]
-    lengths = [max(1, round(d)) for d in draws]
+    lengths = whole_lengths(draws, work.total_output)
     needed, accepted_at = [], [0.0] * k
     for length in lengths:
         if not k:
@@ -2409,7 +2440,7 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
         needed.append(rounds)
         for position in range(k):   # a round accepts position p when its first p + 1 drafts are kept
             accepted_at[position] += rounds * a ** (position + 1)
-    arrivals = send_times(work, rng)
+    arrivals = send_times(work, workload_rng)
     begin = arrivals[0]   # the first send: vLLM's one-second buckets start there
     limit = min(work.max_concurrency or n, n)
     start, first, end = [0.0] * n, [0.0] * n, [0.0] * n
@@ -2418,7 +2449,7 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     held = limit                                       # the next request the semaphore holds
     waiting = collections.deque()                      # sent, not admitted
     prefilling = {}                                    # admitted -> prompt tokens left, first come first served
-    finishing = []                                     # (decode step of its last token, request): the decoding ones
+    decoding = []                                      # (decode step of its last token, request), soonest first
     newcomers = []                                     # first token since the last decode step
     itl, per_second, costs, jitter = {}, {}, {}, STEP_JITTER
     t, done, steps, decode_steps, last_decode, peak = 0.0, 0, 0, 0, 0.0, 0
@@ -2427,22 +2458,22 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             at, i = heapq.heappop(sends)
             start[i] = at
             waiting.append(i)
-        while waiting and len(prefilling) + len(finishing) < cap:
+        while waiting and len(prefilling) + len(decoding) < cap:
             prefilling[waiting.popleft()] = work.input_tokens
-        if not prefilling and not finishing:
+        if not prefilling and not decoding:
             t = sends[0][0]
             continue
         if not prefilling and not newcomers:
             # Only decodes until the next request ends or (with room for it) the next is sent: the same step over
             # and over, each with its own jitter. The general step below runs the one that ends a request.
-            decoders = len(finishing)
+            decoders = len(decoding)
             key = (decoders, 0)
             if key not in costs:
                 costs[key] = step_cost(dep, decoders, k, 0, fit)
             cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
-            while decode_steps + 1 < finishing[0][0] and t < until:
+            while decode_steps + 1 < decoding[0][0] and t < until:
                 t += cost * jitter[int(rng.random() * JITTER_LEVELS)]
-                gap, second, last_decode = int((t - last_decode) * ITL_GRAIN + 0.5), int(t - begin), t
+                gap, second, last_decode = int((t - last_decode) * ITL_TICKS_PER_S + 0.5), int(t - begin), t
                 itl[gap] = itl.get(gap, 0) + decoders
                 per_second[second] = per_second.get(second, 0) + decoders
                 steps += 1
@@ -2450,7 +2481,7 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             if t >= until:
                 continue
         prefill_only = bool(prefilling) and not mixes
-        decoders = 0 if prefill_only else len(finishing)
+        decoders = 0 if prefill_only else len(decoding)
         room, chunk, prefilled = budget - decoders * per_decode, 0, []
         for i in prefilling:
             if room <= 0:
@@ -2466,29 +2497,29 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             costs[key] = step_cost(dep, decoders, k, chunk, fit)
         t += costs[key] * jitter[int(rng.random() * JITTER_LEVELS)] / 1e3
         steps += 1
-        peak = max(peak, len(prefilling) + len(finishing))
+        peak = max(peak, len(prefilling) + len(decoding))
         ended = []
         if decoders:
             decode_steps += 1
             continuing = decoders - len(newcomers)
             if continuing:
-                gap = int((t - last_decode) * ITL_GRAIN + 0.5)
+                gap = int((t - last_decode) * ITL_TICKS_PER_S + 0.5)
                 itl[gap] = itl.get(gap, 0) + continuing
             for i in newcomers:
-                gap = int((t - first[i]) * ITL_GRAIN + 0.5)
+                gap = int((t - first[i]) * ITL_TICKS_PER_S + 0.5)
                 itl[gap] = itl.get(gap, 0) + 1
             newcomers, last_decode = [], t
             second = int(t - begin)
             per_second[second] = per_second.get(second, 0) + decoders
-            while finishing and finishing[0][0] == decode_steps:
-                ended.append(heapq.heappop(finishing)[1])
+            while decoding and decoding[0][0] == decode_steps:
+                ended.append(heapq.heappop(decoding)[1])
         for i in prefilled:
             del prefilling[i]
             first[i] = t
             second = int(t - begin)
             per_second[second] = per_second.get(second, 0) + 1
             if needed[i]:
-                heapq.heappush(finishing, (decode_steps + needed[i], i))
+                heapq.heappush(decoding, (decode_steps + needed[i], i))
                 newcomers.append(i)
             else:
                 ended.append(i)
@@ -2498,13 +2529,17 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             if held < n:
                 heapq.heappush(sends, (max(t, arrivals[held]), held))
                 held += 1
-    return ServedRun(start=tuple(start), first=tuple(first), end=tuple(end), output_tokens=tuple(lengths),
-                     itl=tuple((gap / ITL_GRAIN, count) for gap, count in sorted(itl.items())),
+    return ServedRun(arrival=tuple(arrivals), start=tuple(start), first=tuple(first), end=tuple(end), output_tokens=tuple(lengths),
+                     itl=tuple((gap / ITL_TICKS_PER_S, count) for gap, count in sorted(itl.items())),
                      per_second=tuple(sorted(per_second.items())), k=k, drafts=float(sum(needed)) if k else 0.0,
                      accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
 
 
-def np_stats(values):
+BENCH_PERCENTILES = (50, 99)   # the plan's --metric-percentiles
+BENCH_METRICS = ("ttft", "tpot", "itl", "e2el")   # the plan's --percentile-metrics, in the order vLLM writes them
+
+
+def bench_stats(values):
     """(mean, median, population s.d., sorted values) as numpy gives them to calculate_metrics; [] is taken as [0]."""
     values = sorted(values) or [0.0]
     mean = math.fsum(values) / len(values)
@@ -2542,10 +2577,6 @@ def itl_stats(pairs):
             {p: weighted_percentile(pairs, total, p / 100) for p in BENCH_PERCENTILES})
 
 
-BENCH_PERCENTILES = (50, 99)   # the plan's --metric-percentiles
-BENCH_METRICS = ("ttft", "tpot", "itl", "e2el")   # the plan's --percentile-metrics, in the order vLLM writes them
-
-
 def bench_result(run, work, dep):
     """The run as `vllm bench serve --save-result` writes it (vllm/benchmarks/serve.py: main's result_json, then
     benchmark's result and calculate_metrics' keys), without --save-detailed's per-request lists and without the
@@ -2565,16 +2596,18 @@ def bench_result(run, work, dep):
               "duration": duration, "completed": n, "failed": 0, "total_input_tokens": total_in,
               "total_output_tokens": total_out, "request_throughput": n / duration, "request_goodput": None,
               "output_throughput": total_out / duration, "total_token_throughput": (total_in + total_out) / duration,
+              # the per-request lists vLLM keeps without --save-detailed, in s: latency and time in the semaphore
+              "latencies": [e - s for s, e in zip(run.start, run.end)],
+              "queue_times": [s - a for a, s in zip(run.arrival, run.start)],
               "max_output_tokens_per_s": float(max(chunks for _, chunks in run.per_second)),
               "max_concurrent_requests": max(itertools.accumulate(delta for _, delta in events)), "rtfx": 0.0}
-    if run.k:
-        accepted = sum(run.accepted_at)
-        result.update({"spec_decode_acceptance_rate": 100.0 * accepted / (run.drafts * run.k),
-                       "spec_decode_acceptance_length": 1.0 + accepted / run.drafts,
-                       "spec_decode_num_drafts": round(run.drafts),
-                       "spec_decode_draft_tokens": round(run.drafts) * run.k,
-                       "spec_decode_accepted_tokens": round(accepted),
-                       "spec_decode_per_position_acceptance_rates": [a / run.drafts for a in run.accepted_at]})
+    drafts, accepted = round(run.drafts), round(sum(run.accepted_at))
+    if run.k and drafts:   # vLLM writes them only when drafts were counted, from the integer counts
+        result.update({"spec_decode_acceptance_rate": 100.0 * accepted / (drafts * run.k),
+                       "spec_decode_acceptance_length": 1.0 + accepted / drafts,
+                       "spec_decode_num_drafts": drafts, "spec_decode_draft_tokens": drafts * run.k,
+                       "spec_decode_accepted_tokens": accepted,
+                       "spec_decode_per_position_acceptance_rates": [round(a) / drafts for a in run.accepted_at]})
     per = {"ttft": [f - s for s, f in zip(run.start, run.first)], "e2el": [e - s for s, e in zip(run.start, run.end)],
            "tpot": [(e - f) / (tokens - 1) for f, e, tokens in zip(run.first, run.end, run.output_tokens)
                     if tokens > 1]}
@@ -2582,7 +2615,7 @@ def bench_result(run, work, dep):
         if name == "itl":
             mean, median, std, at = itl_stats(run.itl)
         else:
-            mean, median, std, values = np_stats(per[name])
+            mean, median, std, values = bench_stats(per[name])
             at = {p: percentile(values, p / 100) for p in BENCH_PERCENTILES}
         result.update({f"mean_{name}_ms": mean * 1e3, f"median_{name}_ms": median * 1e3, f"std_{name}_ms": std * 1e3})
         result.update({f"p{p}_{name}_ms": at[p] * 1e3 for p in BENCH_PERCENTILES})
@@ -4384,20 +4417,51 @@ class PredictedBench:
     alpha: float             #: the per-token alpha its requests centre on (0 without speculation)
     workload: Workload
     cap: int                 #: sequences the server runs at once (running_cap)
+    peak_running: int        #: the most it ran at once in the simulated run
+    steps: int               #: scheduler steps the run took
     result: dict             #: the file's keys, as vllm bench serve writes them
     intervals: dict = field(default_factory=dict)   #: key -> [low, high] at the trust level
     sd: float = 0.0          #: the s.d. in log behind the intervals
 
 
-def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0, output_spread=0.0):
+SAME_LENGTHS = 0.05   # a spread of ln(output tokens) below this, read from a file, is taken as equal answers: a TPOT
+                     # that varies a few % between requests gives about as much
+
+
+def length_spread(latency):
+    """The s.d. of ln(output tokens) a run's own spreads imply, or None when it gives no E2EL spread.
+
+    A request's decode time E2EL - TTFT is (L - 1) TPOT. Its coefficient of variation is
+    sqrt(var E2EL - var TTFT) / (mean E2EL - mean TTFT), taking the two as independent; as
+    log-normals, ln(1 + cv^2) of the decode time is the lengths' s^2 plus the TPOTs' (their own
+    std_tpot_ms over mean_tpot_ms: with speculation requests accept differently).
+
+    >>> round(length_spread({"mean_e2el_ms": 1100.0, "std_e2el_ms": 700.0, "mean_ttft_ms": 100.0,
+    ...                      "std_ttft_ms": 0.0}), 4) == round(math.sqrt(math.log(1 + 0.7 ** 2)), 4)
+    True
+    >>> length_spread({"mean_e2el_ms": 1100.0, "std_e2el_ms": 100.0, "mean_tpot_ms": 10.0, "std_tpot_ms": 1.0})
+    0.0
+    """
+    e2el, ttft = latency.get("mean_e2el_ms"), latency.get("mean_ttft_ms", 0.0)
+    sd_e2el, sd_ttft = latency.get("std_e2el_ms"), latency.get("std_ttft_ms", 0.0)
+    if not e2el or sd_e2el is None or e2el <= ttft:
+        return None
+    decode = math.sqrt(max(0.0, sd_e2el ** 2 - sd_ttft ** 2)) / (e2el - ttft)
+    tpot = latency.get("std_tpot_ms", 0.0) / latency["mean_tpot_ms"] if latency.get("mean_tpot_ms") else 0.0
+    return min(2.0, math.sqrt(max(0.0, math.log1p(decode * decode) - math.log1p(tpot * tpot))))
+
+
+def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0, output_spread=0.0, output_cap=None):
     """A run's Workload: closed loop at `batch` (the plan's --num-prompts, bench_prompts) or open loop at `rate`."""
     prompts = prompts or (bench_prompts(batch) if batch else BENCH_OPEN_PROMPTS)
     return Workload(num_prompts=prompts, max_concurrency=batch, request_rate=rate, burstiness=burstiness,
-                    input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=output_spread)
+                    input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=output_spread,
+                    output_cap=output_cap)
 
 
 def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, plan_batch=None):
-    """One run's predicted file with its intervals: PredictedBench."""
+    """One run's predicted file with its intervals: PredictedBench. plan_batch: the batch the server's command
+    caps it at (a closed loop's concurrency, unless given)."""
     run = serve_run(dep, work, k, alpha, spread, seed, fit, plan_batch or work.max_concurrency)
     result = bench_result(run, work, dep)
     if k and not dep.engine.bench_records_acceptance:   # its benchmark reads no vllm:spec_decode_* counters
@@ -4406,19 +4470,20 @@ def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=A
     # exp(+-z sd) around a time, and so around its inverse, a throughput
     intervals = {key: interval(value, sd) for key, value in result.items()
                  if BENCH_TIMES.match(key) or key in BENCH_RATES}
-    return PredictedBench(name=name, k=k, alpha=alpha if k else 0.0, workload=work, cap=run.cap, result=result,
-                          intervals=intervals, sd=sd)
+    return PredictedBench(name=name, k=k, alpha=alpha if k else 0.0, workload=work, cap=run.cap,
+                          peak_running=run.peak_running, steps=run.steps, result=result, intervals=intervals, sd=sd)
 
 
 def predicted_benches(dep, ks, alpha, trust, concurrencies=(), rates=(), prompts=None, burstiness=1.0, seed=SEED,
-                      fit=FIT, spread=ALPHA_SPREAD, output_spread=0.0):
+                      fit=FIT, spread=ALPHA_SPREAD, output_spread=0.0, plan_batch=None):
     """The files --predict-bench writes: per concurrency (closed loop) or, given rates, per request rate (open
-    loop), a baseline and one run a K, named as the plan names its runs (bench_names; _r2.5 for a rate)."""
+    loop), a baseline and one run a K, named as the plan names its runs (bench_names; _r2.5 for a rate). An open
+    loop's server is the plan's, capped at plan_batch where its command sets a cap."""
     out = []
     for batch, rate, tag in bench_tags(concurrencies, rates):
         work = bench_workload(dep, batch, rate, prompts, burstiness, output_spread)
         for name, k in zip(bench_names(ks, tag), (0,) + tuple(ks)):
-            out.append(predict_bench(dep, name, work, k, alpha, trust, seed, fit, spread))
+            out.append(predict_bench(dep, name, work, k, alpha, trust, seed, fit, spread, batch or plan_batch))
     return out
 
 
@@ -5972,8 +6037,11 @@ def plan_predicted_runs(result, dep):
     out = [f"### What `{base.name}` and `{spec.name}` should print", "",
            f"Predicted by simulating both runs step by step ({base.workload.num_prompts} requests, "
            f"{base.workload.max_concurrency} at a time, prompts of {dep.input_tokens} tokens, answers log-normal "
-           f"around {dep.output_tokens} with an s.d. of {base.workload.output_spread:g} in log, alpha "
-           f"{spec.alpha:.2f} at K = {spec.k}), each with its {INTERVAL_LEVEL:.0%} range:", "",
+           f"with an s.d. of {base.workload.output_spread:g} in log (`--output-spread`) and none past "
+           f"{dep.output_tokens}, {base.result['total_output_tokens'] / base.result['completed']:.0f} tokens on "
+           f"average, requests around alpha {spec.alpha:.2f} at K = {spec.k}), each with its "
+           f"{INTERVAL_LEVEL:.0%} range. Answers of spread length make a finite run's end, and so its throughput, "
+           "vary from run to run beyond that range:", "",
            "| file | " + " | ".join(label for _, label, _ in PREDICTED_KEYS) + " |",
            "|---|" + "---|" * len(PREDICTED_KEYS)]
     for pb in runs:
@@ -5985,19 +6053,21 @@ def plan_predicted_runs(result, dep):
                   "error and whether it falls in the range.", ""]
 
 
-def compared(dep, plan):
+def predicts_gate_pair(dep, plan):
     """Whether the plan predicts the gate's benchmark pair: a chain (a tree's rounds are measured, not drawn) that
-    stage 1 serves."""
-    return bool(plan.k) and dep.topk == 1 and can_serve(dep) and running_cap(dep, True, plan.shown_batch) >= 1
+    stage 1 serves, on one scheduler (simulated_layout)."""
+    return (bool(plan.k) and simulated_layout(dep) and can_serve(dep)
+            and running_cap(dep, True, plan.shown_batch) >= 1)
 
 
 def gate_runs(dep, plan, trust, traffic, fit=FIT):
     """The gate's benchmark pair (sharegpt_baseline_cB.json, sharegpt_spec_cB.json at the plan's batch and K),
     predicted: [baseline, speculative], or None where the plan predicts none (compared)."""
-    if not compared(dep, plan):
+    if not predicts_gate_pair(dep, plan):
         return None
     batch = plan.shown_batch
-    work = bench_workload(dep, batch, output_spread=traffic.output_spread)
+    # ShareGPT's answers around the deployment's length, none past it: the runs' --sharegpt-output-len is max_tokens
+    work = bench_workload(dep, batch, output_spread=traffic.output_spread, output_cap=dep.output_tokens)
     return [predict_bench(dep, name, work, k, plan.request_alpha, trust, traffic.seed, fit, plan.request_spread)
             for name, k in ((f"sharegpt_baseline_c{batch}.json", 0), (f"sharegpt_spec_c{batch}.json", plan.k))]
 
@@ -6073,7 +6143,7 @@ def gate_command(dep, plan):
     words += [f"--gate-margin {plan.margin:g}"] if plan.margin != GATE_MARGIN else []
     words += [f"--p99-budget {plan.p99_budget:g}"] if plan.p99_budget != P99_BUDGET else []
     words += [f"--served-model {shlex.quote(plan.served_model)}"] if plan.served_model else []
-    if compared(dep, plan):   # each key of the pair against the prediction of its own run (gate_runs)
+    if predicts_gate_pair(dep, plan):   # each key of the pair against the prediction of its own run (gate_runs)
         words.append(f"--compare sharegpt_baseline_c{batch}.json,sharegpt_spec_c{batch}.json")
     words += ["--metrics after.prom"] + ([] if engine.acceptance_gauges else ["--metrics-before before.prom"])
     words += [] if engine.counts_drafts else [f"--ks {plan.k}"]
@@ -6289,14 +6359,16 @@ def render_bench_file(pb, dep):
     """A predicted file's text: vLLM's keys (bench_result), then under PREDICTION_KEY what made it and the
     intervals (vllm bench serve --metadata adds keys alike, so its readers take the file as it is)."""
     note = {"predicted": True, "by": "eagle3-rollout code/main.py", "k": pb.k, "alpha": pb.alpha,
-            "running_cap": pb.cap, "step_token_budget": step_budget(dep), "mixes_prefill": dep.engine.mixes_prefill,
+            "running_cap": pb.cap, "peak_running": pb.peak_running, "scheduler_steps": pb.steps,
+            "step_token_budget": step_budget(dep), "mixes_prefill": dep.engine.mixes_prefill,
             "output_spread": pb.workload.output_spread, "interval_level": INTERVAL_LEVEL, "interval_sd_log": pb.sd,
             "intervals": pb.intervals}
     return json.dumps({**pb.result, PREDICTION_KEY: note}, indent=1, allow_nan=False) + "\n"
 
 
 BENCH_COLUMNS = (("file", 22, "s"), ("out tok/s", 9, ".0f"), ("TPOT ms", 8, ".2f"), ("P99", 7, ".2f"),
-                 ("TTFT ms", 8, ".0f"), ("P99", 7, ".0f"), ("ITL P99", 8, ".2f"), ("tok/s 80% range", 16, ""))
+                 ("TTFT ms", 8, ".0f"), ("P99", 7, ".0f"), ("ITL P99", 8, ".2f"),
+                 (f"tok/s {INTERVAL_LEVEL:.0%} range", 16, ""))
 
 
 def bench_row(pb):
@@ -6339,7 +6411,8 @@ def render_compare(comparisons):
         lines += [f"== {path}: predicted for its own run (concurrency {pb.workload.max_concurrency or 'open'}, "
                   f"{pb.workload.num_prompts} prompts, {pb.workload.input_tokens}/{pb.workload.output_tokens} "
                   f"tokens, {'K = ' + str(pb.k) if pb.k else 'speculation off'}) ==",
-                  f"{'key':<24} {'predicted':>11} {'80% range':>21} {'measured':>11} {'error':>8}  inside",
+                  f"{'key':<24} {'predicted':>11} {f'{INTERVAL_LEVEL:.0%} range':>21} {'measured':>11} {'error':>8}  "
+                  "inside",
                   "-" * 86]
         for key, value, (low, high), seen, error in rows:
             lines.append(f"{key:<24} {value:>11.2f} {low:>10.2f}-{high:<10.2f} {seen:>11.2f} {error * 100:>+7.1f}%  "
@@ -7443,6 +7516,19 @@ class Run:
     noise: float = RUN_NOISE   #: its mean TPOT's own noise, fraction: the least run-to-run spread, or more
 
 
+def run_totals(bench, flag, path, runs, least_output):
+    """(completed, total prompt tokens, total output tokens) of a benchmark file, its mean lengths checked."""
+    completed, prompts, outputs = bench.completed, bench.total_input_tokens, bench.total_output_tokens
+    if not completed or prompts is None or outputs is None:
+        raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
+                         "its prompt and output lengths")
+    for what, total, least in (("prompt tokens", prompts, 1), ("output tokens", outputs, least_output)):
+        if not least <= total / completed <= TOKENS_LIMIT:
+            raise UsageError(f"{flag}: {path}: its requests average {total / completed:.3g} {what} "
+                             f"(total over completed); {runs} have {least} to {TOKENS_LIMIT:,}")
+    return completed, prompts, outputs
+
+
 def read_calibration_runs(paths, flag="--calibrate"):
     """Your `vllm bench serve` results for --calibrate: one deployment, one workload, baselines at several
     concurrencies and optionally speculative runs (their K and tau from their spec_decode_* keys)."""
@@ -7455,7 +7541,7 @@ def read_calibration_runs(paths, flag="--calibrate"):
         if not bench.latency.get("mean_tpot_ms"):
             raise UsageError(f"{flag}: {path} has no mean_tpot_ms above 0 (a TPOT needs requests of two or more "
                              "output tokens)")
-        completed, prompts, outputs = run_totals(bench, flag, path, "fits", least_output=2)
+        completed, prompts, outputs = run_totals(bench, flag, path, "the runs this tool fits", least_output=2)
         k = tau = None
         if bench.spec:
             measured = bench_acceptance(bench, flag)
@@ -7955,19 +8041,6 @@ def read_scrapes(args, k_given, width=None):
     return model, measured_acceptance(counts, source, k_given, notes, k_known, width=width)
 
 
-def run_totals(bench, flag, path, does, least_output):
-    """(completed, total prompt tokens, total output tokens) of a benchmark file, its mean lengths checked."""
-    completed, prompts, outputs = bench.completed, bench.total_input_tokens, bench.total_output_tokens
-    if not completed or prompts is None or outputs is None:
-        raise UsageError(f"{flag}: {path} needs completed, total_input_tokens and total_output_tokens to know "
-                         "its prompt and output lengths")
-    for what, total, least in (("prompt tokens", prompts, 1), ("output tokens", outputs, least_output)):
-        if not least <= total / completed <= TOKENS_LIMIT:
-            raise UsageError(f"{flag}: {path}: its requests average {total / completed:.3g} {what} "
-                             f"(total over completed); a run this tool {does} has {least} to {TOKENS_LIMIT:,}")
-    return completed, prompts, outputs
-
-
 def read_benches(args):
     """--bench-baseline and --bench-spec -> (baseline or None, spec run or None), checked as a pair."""
     if args.bench_baseline and not args.bench_spec:
@@ -8118,8 +8191,9 @@ class Result:
 def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True, trust=None):
     """Everything the tables, the plan and --json show, each part from its own function, on shared requests.
 
-    charts: whether to compute the charts' data too (only the plan's files show them); trust: how far to believe
-    the model (trust_in; default: the published data's error for this deployment).
+    charts: whether to compute what only the plan's files show too (the charts' data, the gate pair predicted
+    by gate_runs); trust: how far to believe the model (trust_in; default: the published data's error for this
+    deployment).
     """
     trust = trust or trust_in(dep)
     decode = decoder(traffic.seed, traffic.alpha_spread, traffic.output_spread, dep.output_tokens)
@@ -8146,6 +8220,97 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
                                                 decode, fit, inputs.requests) if measured else None,
                   gate=gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None,
                   trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None)
+
+
+MAX_BENCH_PROMPTS = 100_000   # a predicted run's prompts: each is simulated
+
+
+@dataclass(frozen=True)
+class BenchFlags:
+    """The benchmark-file flags (parse_bench_flags)."""
+    folder: Path = None      #: --predict-bench
+    prompts: int = None      #: --num-prompts (None: the plan's)
+    rates: tuple = ()        #: --request-rate: open-loop runs instead of closed-loop ones
+    burstiness: float = 1.0  #: --burstiness
+    compare: tuple = ()      #: --compare paths
+    spec_path: str = None    #: the real path of --bench-spec: a --compare file without spec_decode_* keys that is
+                             #: this one is replayed at the acceptance the scrapes measured
+
+
+def parse_bench_flags(args, grid, dep, out, read_paths):
+    """--predict-bench, --num-prompts, --request-rate, --burstiness and --compare, checked before anything runs."""
+    asked = args.predict_bench is not None or args.compare is not None
+    for flag, value in (("--num-prompts", args.num_prompts), ("--request-rate", args.request_rate),
+                        ("--burstiness", args.burstiness)):
+        if value is not None and args.predict_bench is None:
+            raise UsageError(f"{flag}: shapes the runs --predict-bench writes; give --predict-bench DIR too")
+    if asked and not simulated_layout(dep):
+        raise UsageError("--predict-bench, --compare: " + ("a tree's rounds are not a chain's: predict chains only"
+                         if dep.topk > 1 else "attention data parallelism runs a scheduler on every rank, which the "
+                         "simulation does not: predict without --dp-attention"))
+    prompts = parse_one("--num-prompts", args.num_prompts, int, f"an integer from 1 to {MAX_BENCH_PROMPTS:,}",
+                        lambda n: 1 <= n <= MAX_BENCH_PROMPTS) if args.num_prompts is not None else None
+    rates = parse_list("--request-rate", args.request_rate, _finite,
+                       f"a rate above 0 and at most {CONCURRENCY_LIMIT:,} requests/s",
+                       lambda r: 0 < r <= CONCURRENCY_LIMIT) if args.request_rate is not None else ()
+    if len({f"{r:g}" for r in rates}) < len(rates):   # two rates, one file name
+        raise UsageError(f"--request-rate: each rate once; got {args.request_rate!r}")
+    burstiness = parse_one("--burstiness", args.burstiness, _finite, "a number from 0.01 to 100",
+                           lambda b: 0.01 <= b <= 100) if args.burstiness is not None else 1.0
+    compare = ()
+    if args.compare is not None:
+        compare = tuple(p.strip() for p in args.compare.split(","))
+        if any(not p for p in compare):
+            raise UsageError(f"--compare: expected a comma list of files; got {args.compare!r}")
+    if args.predict_bench is not None and min(running_cap(dep, False), running_cap(dep, True)) < 1:
+        raise UsageError(f"--predict-bench: not one sequence of {dep.input_tokens} + {dep.output_tokens} tokens fits "
+                         f"beside the weights on {dep.tp} x {dep.gpu}: no run to predict")
+    reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
+        "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
+    folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
+                                               for name in bench_names(grid.ks, tag)],
+                          reads, out) if args.predict_bench is not None else None
+    return BenchFlags(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
+                    spec_path=os.path.realpath(args.bench_spec) if args.bench_spec else None)
+
+
+def bench_folder(text, names, reads, out):
+    """--predict-bench's folder: an existing one this program may write in, where no file it would write (names)
+    is a link, a folder, a file this run reads or writes, or a file that is not one of its own predictions."""
+    folder = Path(text)
+    if not folder.is_dir():
+        raise UsageError(f"--predict-bench: {text!r} is not an existing folder")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--predict-bench: cannot write in the folder {text!r}")
+    used = {os.path.realpath(p) for p in reads if p}
+    if out is not None:
+        used |= {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
+    for name in names:
+        check_bench_target(folder / name, used)
+    return folder
+
+
+def check_bench_target(path, taken):
+    """Refuse to replace anything at path but a prediction this tool wrote there before, or a path this run reads
+    or writes otherwise (taken: real paths)."""
+    if os.path.realpath(path) in taken:
+        raise UsageError(f"--predict-bench: would overwrite {str(path)!r}, which this run reads or writes: predict "
+                         "into another folder")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a regular file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(BENCH_LIMIT_BYTES)
+        mine = PREDICTION_KEY in json.loads(head.decode("utf-8"))
+    except (OSError, ValueError, TypeError, UnicodeDecodeError):
+        mine = False
+    if not mine:
+        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a prediction this tool wrote (a measured "
+                         "run?): predict into another folder")
 
 
 def parse_args(argv):
@@ -8202,114 +8367,14 @@ def parse_args(argv):
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
 
 
-@dataclass(frozen=True)
-class BenchAsk:
-    """The benchmark-file flags (parse_bench_flags)."""
-    folder: Path = None      #: --predict-bench
-    prompts: int = None      #: --num-prompts (None: the plan's)
-    rates: tuple = ()        #: --request-rate: open-loop runs instead of closed-loop ones
-    burstiness: float = 1.0  #: --burstiness
-    compare: tuple = ()      #: --compare paths
-    spec_path: str = None    #: the real path of --bench-spec: a --compare file without spec_decode_* keys that is
-                             #: this one is replayed at the acceptance the scrapes measured
-
-
-def parse_bench_flags(args, grid, dep, out, read_paths):
-    """--predict-bench, --num-prompts, --request-rate, --burstiness and --compare, checked before anything runs."""
-    asked = args.predict_bench is not None or args.compare is not None
-    for flag, value in (("--num-prompts", args.num_prompts), ("--request-rate", args.request_rate),
-                        ("--burstiness", args.burstiness)):
-        if value is not None and args.predict_bench is None:
-            raise UsageError(f"{flag}: shapes the runs --predict-bench writes; give --predict-bench DIR too")
-    if asked and dep.topk > 1:
-        raise UsageError("--predict-bench, --compare: a tree's rounds are not a chain's: predict chains only")
-    prompts = parse_one("--num-prompts", args.num_prompts, int, f"an integer from 1 to {MAX_BENCH_PROMPTS:,}",
-                        lambda n: 1 <= n <= MAX_BENCH_PROMPTS) if args.num_prompts is not None else None
-    rates = parse_list("--request-rate", args.request_rate, _finite, "a rate above 0 in requests/s",
-                       lambda r: 0 < r <= CONCURRENCY_LIMIT) if args.request_rate is not None else ()
-    burstiness = parse_one("--burstiness", args.burstiness, _finite, "a number from 0.01 to 100",
-                           lambda b: 0.01 <= b <= 100) if args.burstiness is not None else 1.0
-    compare = ()
-    if args.compare is not None:
-        compare = tuple(p.strip() for p in args.compare.split(","))
-        if any(not p for p in compare):
-            raise UsageError(f"--compare: expected a comma list of files; got {args.compare!r}")
-    reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
-        "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
-    folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
-                                               for name in bench_names(grid.ks, tag)],
-                          reads, out) if args.predict_bench is not None else None
-    return BenchAsk(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
-                    spec_path=os.path.realpath(args.bench_spec) if args.bench_spec else None)
-
-
-MAX_BENCH_PROMPTS = 100_000   # a predicted run's prompts: each is simulated
-
-
-def bench_folder(text, names, reads, out):
-    """--predict-bench's folder: an existing one this program may write in, where no file it would write (names)
-    is a link, a folder, a file this run reads or writes, or a file that is not one of its own predictions."""
-    folder = Path(text)
-    if not folder.is_dir():
-        raise UsageError(f"--predict-bench: {text!r} is not an existing folder")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"--predict-bench: cannot write in the folder {text!r}")
-    used = {os.path.realpath(p) for p in reads if p}
-    if out is not None:
-        used |= {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
-    for name in names:
-        check_bench_target(folder / name, used)
-    return folder
-
-
-def check_bench_target(path, reads):
-    """Refuse to replace anything at path but a prediction this tool wrote there before."""
-    if os.path.realpath(path) in reads:
-        raise UsageError(f"--predict-bench: would overwrite {str(path)!r}, which this run reads or writes: predict "
-                         "into another folder")
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode):
-        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a regular file")
-    try:
-        with open(path, "rb") as f:
-            head = f.read(BENCH_LIMIT_BYTES)
-        mine = PREDICTION_KEY in json.loads(head.decode("utf-8"))
-    except (OSError, ValueError, TypeError, UnicodeDecodeError):
-        mine = False
-    if not mine:
-        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a prediction this tool wrote (a measured "
-                         "run?): predict into another folder")
-
-
-def length_spread(latency):
-    """The s.d. of ln(output tokens) a run's own spreads imply: its decode time E2EL - TTFT is about (L - 1) TPOT,
-    so its coefficient of variation, sqrt(var E2EL - var TTFT) / (mean E2EL - mean TTFT) (taking the two as
-    independent), is about the lengths', and a log-normal of s.d. s has sqrt(exp(s^2) - 1). None when the file
-    gives no E2EL spread.
-
-    >>> round(length_spread({"mean_e2el_ms": 1100.0, "std_e2el_ms": 700.0, "mean_ttft_ms": 100.0,
-    ...                      "std_ttft_ms": 0.0}), 4) == round(math.sqrt(math.log(1 + 0.7 ** 2)), 4)
-    True
-    """
-    e2el, ttft = latency.get("mean_e2el_ms"), latency.get("mean_ttft_ms", 0.0)
-    sd_e2el, sd_ttft = latency.get("std_e2el_ms"), latency.get("std_ttft_ms", 0.0)
-    if not e2el or sd_e2el is None or e2el <= ttft:
-        return None
-    cv = math.sqrt(max(0.0, sd_e2el ** 2 - sd_ttft ** 2)) / (e2el - ttft)
-    return min(2.0, math.sqrt(math.log1p(cv * cv)))
-
-
-def compare_file(path, dep, trust, traffic, fit, served, scraped=None):
+def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batch=None):
     """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
-    and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none):
-    (path, PredictedBench, compare_rows, notes)."""
+    and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none;
+    plan_batch: an open loop's server cap, as the plan's command sets it): (path, PredictedBench, rows, notes)."""
     flag = "--compare"
     bench = read_bench(path, flag)
     check_model(bench.model_id, dep, flag, served)
-    completed, prompts, outputs = run_totals(bench, flag, path, "predicts", least_output=1)
+    completed, prompts, outputs = run_totals(bench, flag, path, "the runs this tool replays", least_output=1)
     rate = bench.workload.get("request_rate")
     rate = math.inf if rate in (None, "inf") or (isinstance(rate, float) and math.isinf(rate)) else rate
     if not finite_number(rate) and rate != math.inf or (finite_number(rate) and rate <= 0):
@@ -8322,14 +8387,14 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None):
     if bench.max_concurrency is None and rate == math.inf:
         raise UsageError(f"{flag}: {path} records neither max_concurrency nor a request rate: its run cannot be "
                          "replayed")
-    fixed = outputs % completed == 0   # every answer the same length (random prompts with --ignore-eos), or not
     notes = list(bench.notes)
-    spread = 0.0 if fixed else length_spread(bench.latency)
-    if spread is None:
-        spread = traffic.output_spread
-        notes.append(f"its answers differ in length: drawn log-normal with an s.d. of {spread:g} in log "
-                     "(--output-spread; the file gives no E2EL and TTFT spreads to infer it from)")
-    elif not fixed:
+    spread = length_spread(bench.latency)
+    if spread is None:   # no spreads to read: equal answers if the total divides evenly, else --output-spread's
+        spread = 0.0 if outputs % completed == 0 else traffic.output_spread
+        notes.append(f"the file gives no E2EL and TTFT spreads: answers drawn with an s.d. of {spread:g} in log")
+    elif spread < SAME_LENGTHS:
+        spread = 0.0   # random prompts with --ignore-eos: every answer as long
+    else:
         notes.append(f"its answers differ in length: drawn log-normal with an s.d. of {spread:.2f} in log, as its "
                      "E2EL and TTFT spreads imply")
     if n != completed:
@@ -8351,7 +8416,11 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None):
     else:
         notes.append("no spec_decode_* keys: replayed with speculation off")
     here = at_lengths(dep, work.input_tokens, work.output_tokens)
-    pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread)
+    if running_cap(here, k > 0, work.max_concurrency or plan_batch) < 1:
+        raise UsageError(f"{flag}: {path}: not one sequence of its {work.input_tokens} + {work.output_tokens} "
+                         f"tokens fits beside the weights on {dep.tp} x {dep.gpu}")
+    pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread,
+                       work.max_concurrency or plan_batch)
     measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
     return path, pb, compare_rows(pb, measured_keys), notes
 
@@ -8483,11 +8552,11 @@ def compute(argv):
         dep, grid, evidence.mix or TRAFFIC_MIX, traffic.seed, fit, traffic.alpha_spread, traffic.output_spread)
         if exercises else None)
     benches = predicted_benches(dep, grid.ks, result.plan.request_alpha, trust, grid.concurrencies, bench.rates,
-                                bench.prompts, bench.burstiness, traffic.seed, fit,
-                                result.plan.request_spread) if bench.folder else None
+                                bench.prompts, bench.burstiness, traffic.seed, fit, result.plan.request_spread,
+                                plan_batch=result.plan.shown_batch) if bench.folder else None
     comparisons = [compare_file(path, dep, trust, traffic, fit, evidence.served_model,
-                                evidence.measured if os.path.realpath(path) == bench.spec_path else None)
-                   for path in bench.compare]
+                                evidence.measured if os.path.realpath(path) == bench.spec_path else None,
+                                result.plan.shown_batch) for path in bench.compare]
     result = replace(result, benches=benches, comparisons=comparisons or None)
     if as_json:
         report = render_json(result, dep, grid)
