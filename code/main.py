@@ -7214,9 +7214,10 @@ class Bench:
     model_id: str
     notes: list              #: what the reading noticed
     others: dict = field(default_factory=dict)   #: its other numbers --compare checks (BENCH_OTHERS)
+    raw_burstiness: object = None   #: its burstiness as written (checked where it is used, by --compare)
 
 
-BENCH_OTHERS = ("duration", "request_throughput", "total_token_throughput", "max_output_tokens_per_s", "burstiness")
+BENCH_OTHERS = ("duration", "request_throughput", "total_token_throughput", "max_output_tokens_per_s")
 
 
 def read_bench(path, flag):
@@ -7255,9 +7256,8 @@ def read_bench(path, flag):
                  total_input_tokens=json_whole(data, "total_input_tokens", where),
                  total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
                  workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes,
-                 others={key: value for key in BENCH_OTHERS
-                         if (value := json_amount(data, key, where, 0.0 if key == "burstiness" else AMOUNT_RANGE[0]))
-                         is not None})
+                 others={key: value for key in BENCH_OTHERS if (value := json_amount(data, key, where)) is not None},
+                 raw_burstiness=data.get("burstiness"))
 
 
 def same_model(a, b):
@@ -8222,7 +8222,8 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
                   trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None)
 
 
-MAX_BENCH_PROMPTS = 100_000   # a predicted run's prompts: each is simulated
+MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is simulated
+MIN_RATE = 1e-3               # requests/s: slower, a run of --num-prompts would last days, and its times lose digits
 
 
 @dataclass(frozen=True)
@@ -8251,8 +8252,8 @@ def parse_bench_flags(args, grid, dep, out, read_paths):
     prompts = parse_one("--num-prompts", args.num_prompts, int, f"an integer from 1 to {MAX_BENCH_PROMPTS:,}",
                         lambda n: 1 <= n <= MAX_BENCH_PROMPTS) if args.num_prompts is not None else None
     rates = parse_list("--request-rate", args.request_rate, _finite,
-                       f"a rate above 0 and at most {CONCURRENCY_LIMIT:,} requests/s",
-                       lambda r: 0 < r <= CONCURRENCY_LIMIT) if args.request_rate is not None else ()
+                       f"a rate from {MIN_RATE:g} to {CONCURRENCY_LIMIT:,} requests/s",
+                       lambda r: MIN_RATE <= r <= CONCURRENCY_LIMIT) if args.request_rate is not None else ()
     if len({f"{r:g}" for r in rates}) < len(rates):   # two rates, one file name
         raise UsageError(f"--request-rate: each rate once; got {args.request_rate!r}")
     burstiness = parse_one("--burstiness", args.burstiness, _finite, "a number from 0.01 to 100",
@@ -8265,6 +8266,12 @@ def parse_bench_flags(args, grid, dep, out, read_paths):
     if args.predict_bench is not None and min(running_cap(dep, False), running_cap(dep, True)) < 1:
         raise UsageError(f"--predict-bench: not one sequence of {dep.input_tokens} + {dep.output_tokens} tokens fits "
                          f"beside the weights on {dep.tp} x {dep.gpu}: no run to predict")
+    if args.predict_bench is not None and not rates and prompts is None:
+        most = max(bench_prompts(b) for b in grid.concurrencies)
+        if most > MAX_BENCH_PROMPTS:
+            raise UsageError(f"--predict-bench: the plan's runs at concurrency {max(grid.concurrencies):,} send "
+                             f"{most:,} prompts, more than the {MAX_BENCH_PROMPTS:,} this tool simulates: give "
+                             "--num-prompts")
     reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
         "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
     folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
@@ -8305,7 +8312,8 @@ def check_bench_target(path, taken):
     try:
         with open(path, "rb") as f:
             head = f.read(BENCH_LIMIT_BYTES)
-        mine = PREDICTION_KEY in json.loads(head.decode("utf-8"))
+        data = json.loads(head.decode("utf-8"))
+        mine = isinstance(data, dict) and isinstance(data.get(PREDICTION_KEY), dict)
     except (OSError, ValueError, TypeError, UnicodeDecodeError):
         mine = False
     if not mine:
@@ -8377,11 +8385,17 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     completed, prompts, outputs = run_totals(bench, flag, path, "the runs this tool replays", least_output=1)
     rate = bench.workload.get("request_rate")
     rate = math.inf if rate in (None, "inf") or (isinstance(rate, float) and math.isinf(rate)) else rate
-    if not finite_number(rate) and rate != math.inf or (finite_number(rate) and rate <= 0):
-        raise UsageError(f"{flag}: {path}: request_rate must be \"inf\" or a rate above 0; got {shown(rate)}")
-    burstiness = bench.others.get("burstiness", 1.0) or 1.0
-    if not 0.01 <= burstiness <= 100:
-        raise UsageError(f"{flag}: {path}: burstiness must be from 0.01 to 100; got {burstiness:g}")
+    if rate != math.inf and not (finite_number(rate) and MIN_RATE <= rate <= CONCURRENCY_LIMIT):
+        raise UsageError(f"{flag}: {path}: request_rate must be \"inf\" or a rate from {MIN_RATE:g} to "
+                         f"{CONCURRENCY_LIMIT:,} requests/s; got {shown(rate)}")
+    burstiness = bench.raw_burstiness
+    if burstiness is None:
+        burstiness = 1.0   # files before --burstiness: Poisson
+    elif not (finite_number(burstiness) and 0.01 <= burstiness <= 100):
+        raise UsageError(f"{flag}: {path}: burstiness must be a number from 0.01 to 100; got {shown(burstiness)}")
+    if completed > MAX_BENCH_PROMPTS:
+        raise UsageError(f"{flag}: {path} completed {completed:,} requests; this tool replays at most "
+                         f"{MAX_BENCH_PROMPTS:,}")
     n = bench.workload.get("num_prompts")
     n = n if type(n) is int and 1 <= n <= MAX_BENCH_PROMPTS else completed
     if bench.max_concurrency is None and rate == math.inf:
@@ -8422,7 +8436,11 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread,
                        work.max_concurrency or plan_batch)
     measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
-    return path, pb, compare_rows(pb, measured_keys), notes
+    rows = compare_rows(pb, measured_keys)
+    missing = [key for key in pb.intervals if key not in {row[0] for row in rows}]
+    if missing:   # absent, null, NaN (vllm bench's mark of a statistic without a sample) or 0
+        notes.append(f"not compared, the file gives no value above 0: {', '.join(missing)}")
+    return path, pb, rows, notes
 
 
 UNPRINTABLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}   # Unicode categories: controls (C0, C1, NEL), format characters
@@ -8593,13 +8611,19 @@ def main(argv=None):
         print("main.py: error: " + printable(" ".join(message.split())), file=sys.stderr)
         return 2
 
+    files = {}
     try:
         status, report, files = compute(sys.argv[1:] if argv is None else argv)
         write_all(files)
     except UsageError as err:
         return refuse(str(err))
     except OSError as err:   # the checks on --out passed, yet the writing failed: a full disk, a race
-        return refuse(f"--out: cannot write the plan and its charts: {err.strerror or err}")
+        flags = [flag for flag, suffix in (("--predict-bench", ".json"), ("--out", ".md"))
+                 if any(Path(p).suffix == suffix for p in files)]
+        where = Path(err.filename).parent if err.filename else None   # the folder: the file was a temporary
+        folder = shown(str(where)) if where else "its folder"
+        return refuse(f"{' and '.join(flags) or '--out'}: cannot write in {folder}: {err.strerror or err}; nothing "
+                      "was written")
     except KeyboardInterrupt:
         return refuse("interrupted; nothing was written")
     except Exception as err:   # a case no check foresaw: still one line and exit 2, never a traceback or exit 1

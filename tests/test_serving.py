@@ -273,7 +273,7 @@ class PredictBench(unittest.TestCase):
             self.assertEqual(status, 2)
             self.assertIn("give --predict-bench DIR too", err)
         with tempfile.TemporaryDirectory() as tmp:
-            for flags, words in ((["--request-rate", "0"], "a rate above 0"), (["--num-prompts", "0"], "1 to"),
+            for flags, words in ((["--request-rate", "0"], "a rate from 0.001"), (["--num-prompts", "0"], "1 to"),
                                  (["--burstiness", "nan"], "0.01 to 100")):
                 status, _, err = run(SMALL + ["--predict-bench", tmp] + flags)
                 self.assertEqual(status, 2, flags)
@@ -339,6 +339,40 @@ class Compare(unittest.TestCase):
         self.assertLess(abs(errors["mean_tpot_ms"]), 0.02)
         self.assertLess(abs(errors["p99_tpot_ms"]), 0.10)
         self.assertTrue(any("as its E2EL and TTFT spreads imply" in note for note in data["notes"]), data["notes"])
+
+    def test_hostile_files_found_by_fuzzing(self):
+        # A target holding the marker as a string, not a prediction's object, is someone else's: kept.
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "baseline_c1.json"
+            target.write_text('["eagle3_rollout_prediction", "keep me"]')
+            status, _, err = run(SMALL + ["--predict-bench", tmp])
+            self.assertEqual(status, 2)
+            self.assertIn("is not a prediction this tool wrote", err)
+            self.assertEqual(target.read_text(), '["eagle3_rollout_prediction", "keep me"]')
+            good = {"completed": 10, "mean_tpot_ms": 10.0, "std_e2el_ms": 5.0, "mean_e2el_ms": 700.0,
+                    "total_input_tokens": 5120, "total_output_tokens": 640, "request_rate": "inf",
+                    "max_concurrency": 2, "output_throughput": 0, "model_id": "meta-llama/Llama-3.1-8B-Instruct"}
+            for change, words in (({"burstiness": 0}, "burstiness must be a number from 0.01 to 100; got 0"),
+                                  ({"burstiness": "x"}, "burstiness must be a number from 0.01 to 100"),
+                                  ({"request_rate": 1e-300, "max_concurrency": None}, "a rate from 0.001"),
+                                  ({"completed": 10 ** 6, "total_input_tokens": 512 * 10 ** 6,
+                                    "total_output_tokens": 64 * 10 ** 6}, "replays at most 100,000")):
+                path = Path(tmp) / "m.json"
+                path.write_text(json.dumps(dict(good, **change)))
+                status, _, err = run(SMALL + ["--compare", str(path)])
+                self.assertEqual(status, 2, change)
+                self.assertIn(words, err)
+            path.write_text(json.dumps(good))
+            status, out, err = run(SMALL + ["--compare", str(path)])
+            self.assertEqual(status, 0, err)
+            self.assertIn("not compared, the file gives no value above 0:", " ".join(out.split()))
+            self.assertIn("output_throughput", out.split("not compared")[1])
+        status, _, err = run(SMALL + ["--predict-bench", "/tmp", "--request-rate", "1e-12"])
+        self.assertEqual(status, 2)
+        self.assertIn("a rate from 0.001", err)
+        status, _, err = run(SMALL + ["--concurrency", "100000", "--predict-bench", "/tmp"])
+        self.assertEqual(status, 2)
+        self.assertIn("give --num-prompts", err)
 
     def test_compare_refuses_what_it_cannot_replay(self):
         with tempfile.TemporaryDirectory() as tmp:
