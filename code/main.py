@@ -8234,6 +8234,8 @@ class BenchFlags:
     rates: tuple = ()        #: --request-rate: open-loop runs instead of closed-loop ones
     burstiness: float = 1.0  #: --burstiness
     compare: tuple = ()      #: --compare paths
+    output_spread: float = 0.0   #: the predicted runs' s.d. of ln(output tokens): 0 (random prompts with
+                                 #: --ignore-eos, as the plan's calibration runs), or --output-spread when given
     spec_path: str = None    #: the real path of --bench-spec: a --compare file without spec_decode_* keys that is
                              #: this one is replayed at the acceptance the scrapes measured
 
@@ -8277,7 +8279,10 @@ def parse_bench_flags(args, grid, dep, out, read_paths):
     folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
                                                for name in bench_names(grid.ks, tag)],
                           reads, out) if args.predict_bench is not None else None
+    spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
+                       lambda x: 0.0 <= x <= 2.0) if args.output_spread is not None else 0.0
     return BenchFlags(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
+                      output_spread=spread,
                     spec_path=os.path.realpath(args.bench_spec) if args.bench_spec else None)
 
 
@@ -8571,7 +8576,7 @@ def compute(argv):
         if exercises else None)
     benches = predicted_benches(dep, grid.ks, result.plan.request_alpha, trust, grid.concurrencies, bench.rates,
                                 bench.prompts, bench.burstiness, traffic.seed, fit, result.plan.request_spread,
-                                plan_batch=result.plan.shown_batch) if bench.folder else None
+                                bench.output_spread, result.plan.shown_batch) if bench.folder else None
     comparisons = [compare_file(path, dep, trust, traffic, fit, evidence.served_model,
                                 evidence.measured if os.path.realpath(path) == bench.spec_path else None,
                                 result.plan.shown_batch) for path in bench.compare]

@@ -247,6 +247,18 @@ class PredictBench(unittest.TestCase):
             self.assertIn("is not a prediction this tool wrote", err)
             self.assertEqual(json.loads((Path(tmp) / "baseline_c1.json").read_text()), {"completed": 1})
 
+    def test_answers_of_spread_length_when_asked(self):
+        # By default the files are the plan's random-prompt runs (--ignore-eos: every answer as long); with
+        # --output-spread their answers spread, and P99 TPOT parts from the mean (TheTail).
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            self.assertEqual(run(SMALL + ["--predict-bench", a])[0], 0)
+            self.assertEqual(run(SMALL + ["--predict-bench", b, "--output-spread", "1.0"])[0], 0)
+            fixed, spread = (json.loads((Path(d) / "baseline_c8.json").read_text()) for d in (a, b))
+        self.assertEqual((fixed[m.PREDICTION_KEY]["output_spread"], spread[m.PREDICTION_KEY]["output_spread"]),
+                         (0.0, 1.0))
+        self.assertEqual(fixed["total_output_tokens"], 64 * fixed["completed"])
+        self.assertNotEqual(spread["total_output_tokens"], 64 * spread["completed"])
+
     def test_same_seed_same_bytes(self):
         with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
             for tmp in (a, b):
