@@ -140,7 +140,7 @@ MUTANTS = [
      '+ net.moe_layers * dep.engine.moe_layer_us / 1e3,',
      '+ (net.moe_layers > 0) * dep.engine.moe_layer_us / 1e3,'),
     ("a prefill chunk is the whole prompt whatever the engine's budget",
-     'return min(dep.input_tokens, budget)',
+     'return min(dep.input_tokens, step_budget(dep))',
      'return dep.input_tokens'),
 ]
 

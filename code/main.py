@@ -422,7 +422,7 @@ class Engine:
     seq_cost: str            #: the Fit field of a served step's host cost per running sequence ("" where none is measured)
     moe_layer_us: float      #: its fused-MoE kernel's own latency per MoE layer and pass, us (MOE_KERNEL_US)
     prefill_budget: tuple    #: prompt tokens a scheduler step prefills at most by default: ((least GiB, tokens), ...)
-    prefill_budget_small: tuple   #: GPUs it keeps at its smallest budget whatever their memory
+    prefill_budget_small: tuple   #: GPUs it keeps at its smallest defaults whatever their memory (budget, running cap)
     prefill_budget_per_dp: bool   #: under attention data parallelism each rank's budget is the budget over the DP size
     running_limit: tuple     #: sequences it runs at once by default: ((least GiB, sequences), ...), like prefill_budget
     plan_sets_running: bool  #: the plan's server command sets that cap to the batch it benchmarks (serve_lines)
@@ -1733,19 +1733,33 @@ def prefill_share_ms(dep, batch, fit=FIT):
     return memoised("prefill", dep, batch, fit, lambda: fit.own_prefill * sum(prefill_parts(dep, batch, fit).values()))
 
 
-def prefill_chunk(dep):
-    """Prompt tokens one step prefills: a whole prompt, at most the engine's default per-step token budget for the
-    GPU's memory (Engine.prefill_budget); the budget's decode tokens are a few against it and left out.
-    >>> prefill_chunk(make_deployment(gpu="h100-sxm", input_tokens=20000)), prefill_chunk(make_deployment(gpu="b200", input_tokens=20000))
+def by_memory(dep, tiers):
+    """An engine default that steps with the GPU's memory: the value of the first (least GiB, value) tier the GPU
+    reaches, or the smallest on a GPU the engine keeps at its smallest defaults (Engine.prefill_budget_small)."""
+    if dep.gpu in dep.engine.prefill_budget_small:
+        return tiers[-1][1]
+    return next(value for least, value in tiers if dep.memory_gib >= least)
+
+
+def step_budget(dep):
+    """Tokens one scheduler step carries at most by default, decodes' included: the engine's budget for the GPU's
+    memory (Engine.prefill_budget), a rank's where attention data parallelism divides it.
+    >>> step_budget(make_deployment(gpu="h100-sxm")), step_budget(make_deployment(gpu="b200"))
     (8192, 16384)
     """
-    engine = dep.engine
-    tiers = engine.prefill_budget
-    budget = tiers[-1][1] if dep.gpu in engine.prefill_budget_small else next(
-        tokens for least, tokens in tiers if dep.memory_gib >= least)
-    if dep.dp_attention and engine.prefill_budget_per_dp:
+    budget = by_memory(dep, dep.engine.prefill_budget)
+    if dep.dp_attention and dep.engine.prefill_budget_per_dp:
         budget //= dep.tp
-    return min(dep.input_tokens, budget)
+    return budget
+
+
+def prefill_chunk(dep):
+    """Prompt tokens one step prefills: a whole prompt, at most the step's budget (step_budget); the budget's decode
+    tokens are a few against it and left out.
+    >>> prefill_chunk(make_deployment(gpu="h100-sxm", input_tokens=20000)), prefill_chunk(make_deployment(input_tokens=500))
+    (8192, 500)
+    """
+    return min(dep.input_tokens, step_budget(dep))
 
 
 def prefill_parts(dep, batch, fit=FIT):
@@ -2270,8 +2284,9 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
 # first come first served (Engine.mixes_prefill; SGLang by default runs a prefill batch alone,
 # the decodes waiting). A step costs the cost model's pass for its decodes and prompt tokens,
 # times a lognormal jitter. A request's TTFT ends with the step that prefills its last prompt
-# chunk; each later step streams its A + 1 tokens as one chunk, an ITL entry. TPOT, ITL, E2EL
-# and throughput are then computed exactly as calculate_metrics computes them.
+# chunk; each later step streams its A + 1 tokens as one chunk, an ITL entry (the client appends
+# a gap per streamed chunk: vllm/benchmarks/lib/endpoint_request_func.py). TPOT, ITL, E2EL and
+# throughput are then computed exactly as calculate_metrics computes them.
 
 @dataclass(frozen=True)
 class Workload:
@@ -2304,19 +2319,13 @@ def running_cap(dep, speculative, plan_batch=None):
     (1024, 312, 299)
     """
     engine = dep.engine
-    limit = engine.running_limit[-1][1] if dep.gpu in engine.prefill_budget_small else next(
-        seqs for least, seqs in engine.running_limit if dep.memory_gib >= least)
+    limit = by_memory(dep, engine.running_limit)
     if engine.plan_sets_running and plan_batch:
         limit = plan_batch
     if engine.reserves_whole_request:   # each running request holds KV for its prompt and its whole answer
         dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
     fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
     return max(0, min(limit, fits))
-
-
-def step_budget(dep):
-    """Tokens one scheduler step carries at most by default (prefill_chunk's budget, decodes' tokens included)."""
-    return prefill_chunk(replace(dep, input_tokens=SIZE_LIMIT))
 
 
 def step_cost(dep, decodes, k, prompt, fit):
@@ -2420,7 +2429,7 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     workload_rng, rng = random.Random(f"serve:{seed}"), random.Random(f"serve:{seed}:{k}")
     n = work.num_prompts
     cap = running_cap(dep, k > 0, plan_batch)
-    assert cap >= 1, "the caller checks that a sequence fits (bench_fits)"
+    assert cap >= 1, "the caller checks that a sequence fits (parse_bench_flags, compare_file, predicts_gate_pair)"
     budget, mixes = step_budget(dep), dep.engine.mixes_prefill
     per_decode = verify_tokens(dep, k) if k else 1
     draws = [work.output_tokens * math.exp(work.output_spread * workload_rng.gauss(0.0, 1.0)
@@ -2451,7 +2460,8 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     prefilling = {}                                    # admitted -> prompt tokens left, first come first served
     decoding = []                                      # (decode step of its last token, request), soonest first
     newcomers = []                                     # first token since the last decode step
-    itl, per_second, costs, jitter = {}, {}, {}, STEP_JITTER
+    itl, per_second = collections.Counter(), collections.Counter()   # ITL ticks -> chunks; second -> chunks
+    costs, jitter = {}, STEP_JITTER
     t, done, steps, decode_steps, last_decode, peak = 0.0, 0, 0, 0, 0.0, 0
     while done < n:
         while sends and sends[0][0] <= t:
@@ -2473,9 +2483,9 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
             while decode_steps + 1 < decoding[0][0] and t < until:
                 t += cost * jitter[int(rng.random() * JITTER_LEVELS)]
-                gap, second, last_decode = int((t - last_decode) * ITL_TICKS_PER_S + 0.5), int(t - begin), t
-                itl[gap] = itl.get(gap, 0) + decoders
-                per_second[second] = per_second.get(second, 0) + decoders
+                itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += decoders
+                per_second[int(t - begin)] += decoders
+                last_decode = t
                 steps += 1
                 decode_steps += 1
             if t >= until:
@@ -2503,21 +2513,17 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             decode_steps += 1
             continuing = decoders - len(newcomers)
             if continuing:
-                gap = int((t - last_decode) * ITL_TICKS_PER_S + 0.5)
-                itl[gap] = itl.get(gap, 0) + continuing
-            for i in newcomers:
-                gap = int((t - first[i]) * ITL_TICKS_PER_S + 0.5)
-                itl[gap] = itl.get(gap, 0) + 1
+                itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += continuing
+            for i in newcomers:   # a first decode chunk follows the request's own first token
+                itl[int((t - first[i]) * ITL_TICKS_PER_S + 0.5)] += 1
             newcomers, last_decode = [], t
-            second = int(t - begin)
-            per_second[second] = per_second.get(second, 0) + decoders
+            per_second[int(t - begin)] += decoders
             while decoding and decoding[0][0] == decode_steps:
                 ended.append(heapq.heappop(decoding)[1])
         for i in prefilled:
             del prefilling[i]
             first[i] = t
-            second = int(t - begin)
-            per_second[second] = per_second.get(second, 0) + 1
+            per_second[int(t - begin)] += 1
             if needed[i]:
                 heapq.heappush(decoding, (decode_steps + needed[i], i))
                 newcomers.append(i)
@@ -2529,7 +2535,8 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             if held < n:
                 heapq.heappush(sends, (max(t, arrivals[held]), held))
                 held += 1
-    return ServedRun(arrival=tuple(arrivals), start=tuple(start), first=tuple(first), end=tuple(end), output_tokens=tuple(lengths),
+    return ServedRun(arrival=tuple(arrivals), start=tuple(start), first=tuple(first), end=tuple(end),
+                     output_tokens=tuple(lengths),
                      itl=tuple((gap / ITL_TICKS_PER_S, count) for gap, count in sorted(itl.items())),
                      per_second=tuple(sorted(per_second.items())), k=k, drafts=float(sum(needed)) if k else 0.0,
                      accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
@@ -4404,7 +4411,7 @@ def with_intervals(cell, trust):
 # model's mean-TPOT error (Trust) for every time and, inverted, every throughput. No published source
 # here holds out a TTFT or a throughput under load, so their intervals are a step's, not their own.
 
-BENCH_OPEN_PROMPTS = 1000   # vllm bench serve's default --num-prompts: an open-loop run's, unless given
+BENCH_OPEN_PROMPTS = 1000   # vllm bench serve's default --num-prompts (vllm/benchmarks/serve.py): an open loop's
 BENCH_TIMES = re.compile(r"^(duration|(mean|median|std|p\d+)_(ttft|tpot|itl|e2el)_ms)$")
 BENCH_RATES = ("request_throughput", "output_throughput", "total_token_throughput", "max_output_tokens_per_s")
 
@@ -5388,8 +5395,9 @@ def bench_lines(dep, batch, filename, realistic=False):
     return shell_lines([engine.bench_tool, "--backend openai-chat", "--endpoint /v1/chat/completions",
                         f"--port {engine.port}", f"--model {shlex.quote(served_model(dep))}", *data,
                         f"--num-prompts {bench_prompts(batch)}", f"--max-concurrency {batch}",
-                        f"--temperature {TEMPERATURE:g}", "--percentile-metrics ttft,tpot,itl,e2el",
-                        "--metric-percentiles 50,99", "--save-result", f"--result-filename {filename}"])
+                        f"--temperature {TEMPERATURE:g}", f"--percentile-metrics {','.join(BENCH_METRICS)}",
+                        f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}", "--save-result",
+                        f"--result-filename {filename}"])
 
 
 def path_word(flag, path):
@@ -6062,7 +6070,7 @@ def predicts_gate_pair(dep, plan):
 
 def gate_runs(dep, plan, trust, traffic, fit=FIT):
     """The gate's benchmark pair (sharegpt_baseline_cB.json, sharegpt_spec_cB.json at the plan's batch and K),
-    predicted: [baseline, speculative], or None where the plan predicts none (compared)."""
+    predicted: [baseline, speculative], or None where the plan predicts none (predicts_gate_pair)."""
     if not predicts_gate_pair(dep, plan):
         return None
     batch = plan.shown_batch
@@ -8060,8 +8068,8 @@ def read_benches(args):
         for run in (base, spec):
             if not run.latency.get("p99_tpot_ms"):
                 raise UsageError(f"--gate: {run.flag} {run.path} has no usable p99_tpot_ms (missing, null, NaN "
-                                 "or 0): run the benchmark with --percentile-metrics ttft,tpot,itl,e2el "
-                                 "--metric-percentiles 50,99")
+                                 f"or 0): run the benchmark with --percentile-metrics {','.join(BENCH_METRICS)} "
+                                 f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}")
             if not run.output_throughput:
                 raise UsageError(f"--gate: {run.flag} {run.path} has no usable output_throughput (missing, null, "
                                  "NaN or 0): save the whole result (--save-result), not an excerpt")
@@ -8240,8 +8248,9 @@ class BenchFlags:
                              #: this one is replayed at the acceptance the scrapes measured
 
 
-def parse_bench_flags(args, grid, dep, out, read_paths):
-    """--predict-bench, --num-prompts, --request-rate, --burstiness and --compare, checked before anything runs."""
+def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
+    """--predict-bench, --num-prompts, --request-rate, --burstiness and --compare, checked before anything runs;
+    output_spread: the predicted runs' (--output-spread if given, else 0: the plan's random-prompt runs)."""
     asked = args.predict_bench is not None or args.compare is not None
     for flag, value in (("--num-prompts", args.num_prompts), ("--request-rate", args.request_rate),
                         ("--burstiness", args.burstiness)):
@@ -8279,11 +8288,9 @@ def parse_bench_flags(args, grid, dep, out, read_paths):
     folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
                                                for name in bench_names(grid.ks, tag)],
                           reads, out) if args.predict_bench is not None else None
-    spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
-                       lambda x: 0.0 <= x <= 2.0) if args.output_spread is not None else 0.0
     return BenchFlags(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
-                      output_spread=spread,
-                    spec_path=os.path.realpath(args.bench_spec) if args.bench_spec else None)
+                      output_spread=output_spread, spec_path=os.path.realpath(args.bench_spec) if args.bench_spec
+                      else None)
 
 
 def bench_folder(text, names, reads, out):
@@ -8376,7 +8383,7 @@ def parse_args(argv):
                            *(("--calibrate", path) for path in paths)]:
             if path and os.path.realpath(path) in written:
                 raise UsageError(f"--out: would overwrite {path}, which {flag} reads: write the plan elsewhere")
-    bench = parse_bench_flags(args, grid, dep, out, paths)
+    bench = parse_bench_flags(args, grid, dep, out, paths, output_spread if args.output_spread is not None else 0.0)
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
 
 
@@ -8623,8 +8630,8 @@ def main(argv=None):
     except UsageError as err:
         return refuse(str(err))
     except OSError as err:   # the checks on --out passed, yet the writing failed: a full disk, a race
-        flags = [flag for flag, suffix in (("--predict-bench", ".json"), ("--out", ".md"))
-                 if any(Path(p).suffix == suffix for p in files)]
+        flags = [flag for flag, mine in (("--predict-bench", lambda p: p.suffix == ".json"),
+                                         ("--out", lambda p: p.suffix != ".json")) if any(map(mine, files))]
         where = Path(err.filename).parent if err.filename else None   # the folder: the file was a temporary
         folder = shown(str(where)) if where else "its folder"
         return refuse(f"{' and '.join(flags) or '--out'}: cannot write in {folder}: {err.strerror or err}; nothing "
