@@ -13,7 +13,6 @@ aiconfigurator 0.12.0 reads its bundled model configs and database offline (vLLM
 H100 and H200). Its generation estimate: cli_estimate(mode="static_gen", osl=2), per-op times from
 summary.get_generation_latency_dict(), in ms.
 """
-import importlib.util
 import logging
 import sys
 import warnings
@@ -24,10 +23,8 @@ logging.disable(logging.WARNING)
 from aiconfigurator.cli.api import cli_estimate  # noqa: E402  (installed apart: see the docstring)
 
 HERE = Path(__file__).resolve().parent
-spec = importlib.util.spec_from_file_location("eagle3_main", HERE.parent / "code" / "main.py")
-main = importlib.util.module_from_spec(spec)
-sys.modules["eagle3_main"] = main
-spec.loader.exec_module(main)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "code"))   # rollout imports by name from code/
+from rollout import catalog, costmodel  # noqa: E402
 
 BACKEND = "vllm"
 # (label, aiconfigurator model, its system, ours: model, gpu, tp, dtype, aiconfigurator's extra arguments)
@@ -68,8 +65,8 @@ def theirs(model, system, tp, batch, context, extra):
 def ours(model, gpu, tp, dtype, batch, context):
     """This model's plain decode step on vLLM at this shape, by the same parts (ms): its weight read and compute
     are the GEMMs (and, for a MoE target, the experts), fixed and engine the host time aiconfigurator has none of."""
-    dep = main.make_deployment(model, gpu, tp, dtype, "bf16", context, "ngram", engine="vllm")
-    p = main.target_parts(dep, batch, 1)
+    dep = costmodel.make_deployment(model, gpu, tp, dtype, "bf16", context, "ngram", engine="vllm")
+    p = costmodel.target_parts(dep, batch, 1)
     return dict(gemm=p["weights"] + p["compute"], attention=p["attention"], comm=p["communication"],
                 host=p["fixed"] + p["engine"])
 
@@ -86,7 +83,7 @@ SHARE_SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
 
 
 def gemm_shares():
-    """Achieved share of datasheet bandwidth (main.GPUS) of aiconfigurator's measured bf16 decode GEMMs (m = 1, 2,
+    """Achieved share of datasheet bandwidth (catalog.GPUS) of aiconfigurator's measured bf16 decode GEMMs (m = 1, 2,
     4, 8 rows; the shapes on its grid), bytes over time: {our GPU name: share}."""
     import pandas as pd
     import aiconfigurator_core
@@ -102,9 +99,9 @@ def gemm_shares():
                 row = table[(table.m == m) & (table.n == n) & (table.k == k)]
                 if len(row):
                     read, seconds = read + n * k * 2, seconds + float(row.latency.iloc[0]) * 1e-3
-        shares[gpu] = read / seconds / (main.GPUS[gpu]["bandwidth_tbs"] * 1e12)
+        shares[gpu] = read / seconds / (catalog.GPUS[gpu]["bandwidth_tbs"] * 1e12)
         print(f"  {gpu:14s} ({system}, {BACKEND} {folder.name}): bf16 decode GEMMs read at {shares[gpu]:.3f} of "
-              f"{main.GPUS[gpu]['bandwidth_tbs']:g} TB/s, x{shares[gpu] / shares.get('h100-sxm', shares[gpu]):.3f} "
+              f"{catalog.GPUS[gpu]['bandwidth_tbs']:g} TB/s, x{shares[gpu] / shares.get('h100-sxm', shares[gpu]):.3f} "
               "of the H100's share")
     return shares
 
@@ -137,7 +134,7 @@ def main_cli():
 
 
 if __name__ == "__main__":
-    print("Achieved bandwidth of measured decode GEMMs (main.GPUS' bw_rel is each GPU's share over its family's "
+    print("Achieved bandwidth of measured decode GEMMs (catalog.GPUS' bw_rel is each GPU's share over its family's "
           "fitted GPU's):")
     gemm_shares()
     print()

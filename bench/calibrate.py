@@ -1,7 +1,7 @@
 """Fit the cost model's free constants to published measurements: `python bench/calibrate.py`.
 
 Reads bench/published.json and bench/plain_step.json (copies of shared/calibration/),
-predicts every timed point with code/main.py's cost model, fits main.Fit by a
+predicts every timed point with code/main.py's cost model, fits costmodel.Fit by a
 deterministic pattern search on squared log errors, and prints the error by source,
 tensor-parallel degree and dtype, for the constants in main.py and for the fit. Paste the
 printed Fit into main.py's FIT. Standard library only.
@@ -24,7 +24,7 @@ Each source enters the loss as the mean of its points, so 191 plain steps do not
 the 20-odd speculative points. Last, each source is left out in turn, the rest fitted, and
 the left-out source predicted: the error out of sample (about a minute and a half; the whole script two).
 """
-import importlib.util
+import dataclasses
 import json
 import math
 import statistics
@@ -33,13 +33,8 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-if "eagle3_main" in sys.modules:           # already loaded (the tests import this script)
-    main = sys.modules["eagle3_main"]
-else:                                       # by path: a folder named `code` shadows the stdlib module
-    spec = importlib.util.spec_from_file_location("eagle3_main", HERE.parent / "code" / "main.py")
-    main = importlib.util.module_from_spec(spec)
-    sys.modules["eagle3_main"] = main
-    spec.loader.exec_module(main)
+sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
+from rollout import catalog, costmodel  # noqa: E402
 
 # MT-bench, every timed speculative source here: prompts of ~100-700 tokens (turn 2 carries
 # turn 1) and answers of a few hundred, so a sequence decodes at about 512 tokens of context.
@@ -58,7 +53,7 @@ BOUNDS = dict(bw_hopper=(0.4, 0.95), bw_ampere=(0.4, 0.95), bw_ada=(0.3, 0.95), 
               pass_fixed_ms_sglang=(0.0, 3.0), pass_fixed_ms_trtllm=(0.0, 3.0), draft_fixed_ms_vllm=(0.0, 2.0),
               draft_fixed_ms_sglang=(0.0, 2.0), round_fixed_ms_vllm=(0.0, 3.0), round_fixed_ms_sglang=(0.0, 3.0),
               token_us=(0.0, 60.0), seq_us_trtllm=(0.0, 60.0), bw_cdna=(0.3, 0.95), flop_cdna=(0.1, 1.0))
-START = main.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=0.6, fp8_eff=0.8, fp8_kv_eff=0.8, attn_ns=8.0,
+START = costmodel.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=0.6, fp8_eff=0.8, fp8_kv_eff=0.8, attn_ns=8.0,
                  layer_us=5.0, ar_us=15.0, ar_tp_us=3.0, link_eff=0.7, pass_fixed_ms_vllm=1.0,
                  pass_fixed_ms_sglang=1.0, pass_fixed_ms_trtllm=1.0, draft_fixed_ms_vllm=0.7,
                  draft_fixed_ms_sglang=0.7, round_fixed_ms_vllm=1.0, round_fixed_ms_sglang=1.0, token_us=10.0,
@@ -67,8 +62,8 @@ START = main.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=0.6, fp8_eff
 
 def spec_point(source, what, engine, draft, k, batch, tau, published, model="llama-3.1-8b", gpu="h100-sxm", tp=1,
                dtype="bf16", context=MT_BENCH_CONTEXT, topk=1, verify=None):
-    dep = main.make_deployment(model, gpu, tp, dtype, "bf16", context, draft, engine=engine, topk=topk,
-                               verify_tokens=verify, era=main.fitted_era(engine))
+    dep = costmodel.make_deployment(model, gpu, tp, dtype, "bf16", context, draft, engine=engine, topk=topk,
+                               verify_tokens=verify, era=catalog.fitted_era(engine))
     return dict(source=source, what=what, kind="speedup", dep=dep, k=k, batch=batch, tau=tau, published=published,
                 tp=tp, dtype=dtype, engine=engine, moe=bool(dep.target.experts))
 
@@ -102,8 +97,8 @@ def load_speculative(path=HERE / "published.json"):
                                  1, p["acceptance_length"], p["tokens_per_s"] / batch1["plain_tokens_per_s"]))
     for engine, what, ms in (("vllm", "vLLM 8B plain TPOT B=1", sweep["plain_tpot_ms"]),
                              ("sglang", "SGLang 8B plain step B=1", 1000.0 / batch1["plain_tokens_per_s"])):
-        dep = main.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", MT_BENCH_CONTEXT, "ngram",
-                                   engine=engine, era=main.fitted_era(engine))
+        dep = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", MT_BENCH_CONTEXT, "ngram",
+                                   engine=engine, era=catalog.fitted_era(engine))
         points.append(dict(source=f"{'vLLM' if engine == 'vllm' else 'SGLang'} plain anchor", what=what,
                            kind="decode", dep=dep, batch=1, published=ms, tp=1, dtype="bf16", engine=engine, moe=False))
     return points
@@ -153,9 +148,9 @@ def load_plain(path=HERE / "plain_step.json"):
     points = []
     for p in json.loads(Path(path).read_text())["points"]:
         model = "llama-2-70b" if p["model"].startswith("llama-2-70b") else p["model"]
-        dep = main.make_deployment(model, p["gpu"], p["tp"], p["weights"], p["kv"], round(p["mean_context_tokens"]),
+        dep = costmodel.make_deployment(model, p["gpu"], p["tp"], p["weights"], p["kv"], round(p["mean_context_tokens"]),
                                    "ngram", engine="trtllm", input_tokens=p["input_len"], output_tokens=p["output_len"],
-                                   era=main.fitted_era("trtllm"))
+                                   era=catalog.fitted_era("trtllm"))
         static = "static batch" in p["metric"]
         points.append(dict(source="TensorRT-LLM 0.9 static batch" if static else "NIM closed loop",
                            what=f"{model} {p['gpu']} TP{p['tp']} {p['weights']} B={p['batch']} "
@@ -191,19 +186,19 @@ def predict(point, fit):
     TPOTs (context_slopes), or a static batch's whole latency (load_latency), in ms."""
     if point["kind"] == "latency":   # one pass over every prompt, then the decode steps, no server
         dep, batch = point["dep"], point["batch"]
-        prompt = main.replace(dep, context=dep.input_tokens // 2)
-        return (main.target_pass_ms(prompt, batch, dep.input_tokens, fit)
-                + (dep.output_tokens - 1) * main.decode_step_ms(dep, batch, fit))
+        prompt = dataclasses.replace(dep, context=dep.input_tokens // 2)
+        return (costmodel.target_pass_ms(prompt, batch, dep.input_tokens, fit)
+                + (dep.output_tokens - 1) * costmodel.decode_step_ms(dep, batch, fit))
     if point["kind"] == "slope":
         return predict(dict(point, kind="tpot"), fit) - predict(point["base"], fit)
     dep, batch = point["dep"], point["batch"]
     if point.get("static") and point["dep"].engine.seq_cost:   # a static batch: no server, no per-sequence work
         fit = fit._replace(**{point["dep"].engine.seq_cost: 0.0})
     if point["kind"] == "decode":
-        return main.decode_step_ms(dep, batch, fit)
+        return costmodel.decode_step_ms(dep, batch, fit)
     if point["kind"] == "tpot":
-        return main.plain_step_ms(dep, batch, fit)
-    eps = main.eps_grown("auto", dep, batch, point["k"], fit)
+        return costmodel.plain_step_ms(dep, batch, fit)
+    eps = costmodel.eps_grown("auto", dep, batch, point["k"], fit)
     return point["tau"] / (1.0 + eps)
 
 
@@ -240,7 +235,7 @@ def depends_on(point):
     trials is one the point's model does not read (an engine's or a GPU family's constant, fp8 shares for bf16)."""
     names = []
     for n, (low, high) in BOUNDS.items():
-        for base in (START, main.FIT):
+        for base in (START, costmodel.FIT):
             seen = {predict(point, base._replace(**{n: low + (high - low) * x / 4})) for x in range(5)}
             if len(seen) > 1:
                 names.append(n)
@@ -256,7 +251,7 @@ def cached_loss(points):
     kept = [{} for _ in points]
 
     def value(values):
-        fit = main.Fit(**values)
+        fit = costmodel.Fit(**values)
         by_source = defaultdict(list)
         for p, names, memo in zip(points, reads, kept):
             key = tuple(values[n] for n in names)
@@ -272,7 +267,7 @@ def cached_loss(points):
 def pattern_search(points, start, rounds=80):
     """coordinate_search over every constant inside BOUNDS; deterministic."""
     best = coordinate_search(cached_loss(points), {n: getattr(start, n) for n in BOUNDS}, BOUNDS, rounds)
-    return main.Fit(**{n: round(v, 4) for n, v in best.items()})
+    return costmodel.Fit(**{n: round(v, 4) for n, v in best.items()})
 
 
 def fit_constants(points):
@@ -313,7 +308,7 @@ def report(fit, points, title, detail=True):
         print(f"by {name}:")
         for group, (n, med, worst) in summary(chosen, key).items():
             print(f"  {group:44s} n={n:3d}  median {med * 100:5.1f}%  worst {worst * 100:5.1f}%")
-    print("by engine era (the release span each source was measured in: main.Engine.eras):")
+    print("by engine era (the release span each source was measured in: catalog.Engine.eras):")
     for group, (n, med, worst) in summary(rows, lambda r: f"{r['engine']} {r['dep'].era.key}").items():
         print(f"  {group:44s} n={n:3d}  median {med * 100:5.1f}%  worst {worst * 100:5.1f}%")
     timed = [r for r in rows if in_bound(r)]
@@ -334,9 +329,9 @@ def load_latency(path=HERE / "oracle_mi300x_405b.json"):
     so it alone sets bw_cdna (batch 1) and flop_cdna (how much of flop_eff an MI300X's GEMMs reach: the growth
     with batch); the KV cache taken as bf16 (not stated)."""
     data = json.loads(Path(path).read_text())
-    dep = main.make_deployment("llama-3.1-405b", "mi300x", 8, "fp8", "bf16", None, "ngram", engine="vllm",
+    dep = costmodel.make_deployment("llama-3.1-405b", "mi300x", 8, "fp8", "bf16", None, "ngram", engine="vllm",
                                input_tokens=data["input_tokens"], output_tokens=data["output_tokens"],
-                               era=main.fitted_era("vllm"))
+                               era=catalog.fitted_era("vllm"))
     return [dict(source="vLLM MI300X batch sweep (Oracle)", what=f"llama-3.1-405b mi300x TP8 fp8 B={batch}",
                  kind="latency", dep=dep, batch=int(batch), published=seconds * 1000.0, static=True, tp=8,
                  dtype="fp8", engine="vllm", moe=False) for batch, seconds in data["latency_s_by_batch"].items()]
@@ -387,7 +382,7 @@ def report_held_out(points):
 def main_cli(argv=()):
     points = all_points()
     fitted = fit_constants(points)
-    report(main.FIT, points, "constants now in main.py", detail=False)
+    report(costmodel.FIT, points, "constants now in main.py", detail=False)
     report(fitted, points, "fitted", detail="--detail" in argv)
     report_specbundle(fitted)
     report_held_out(points)

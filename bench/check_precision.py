@@ -3,27 +3,25 @@
 For a few (alpha, K) it simulates the requests under 60 seeds and compares the real 95%
 half-width of P99 TPOT (1.96 x its s.d. over seeds, relative) with the half-width each run
 claims, for each stopping margin given (default: main.py's PRECISION_MARGIN and 1.0).
-The real one must stay under main.PRECISION. About a minute.
+The real one must stay under simulation.PRECISION. About a minute.
 """
-import importlib.util
 import statistics
 import sys
 from pathlib import Path
 
-spec = importlib.util.spec_from_file_location("eagle3_main", Path(__file__).resolve().parent.parent / "code" / "main.py")
-main = importlib.util.module_from_spec(spec)
-sys.modules["eagle3_main"] = main
-spec.loader.exec_module(main)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "code"))   # rollout imports by name from code/
+import main  # noqa: E402
+from rollout import simulation, analysis  # noqa: E402
 
 
 def check(margins, seeds=60):
     for margin in margins:
-        main.PRECISION_MARGIN = margin
+        simulation.PRECISION_MARGIN = margin
         for alpha, k in ((0.8, 5), (0.7, 3), (0.5, 3)):
             p99s, requests, claimed = [], [], []
             for seed in range(seeds):
-                dec = main.decoder(seed, main.ALPHA_SPREAD, main.OUTPUT_SPREAD, main.OUTPUT_TOKENS)(alpha, k)
-                p99s.append(main.percentile(dec.tpot_spec, 0.99))
+                dec = analysis.decoder(seed, main.ALPHA_SPREAD, main.OUTPUT_SPREAD, main.OUTPUT_TOKENS)(alpha, k)
+                p99s.append(simulation.percentile(dec.tpot_spec, 0.99))
                 requests.append(dec.requests)
                 claimed.append(dec.precision)
             real = 1.96 * statistics.stdev(p99s) / statistics.fmean(p99s)
@@ -32,4 +30,4 @@ def check(margins, seeds=60):
 
 
 if __name__ == "__main__":
-    check([float(a) for a in sys.argv[1:]] or [main.PRECISION_MARGIN, 1.0])
+    check([float(a) for a in sys.argv[1:]] or [simulation.PRECISION_MARGIN, 1.0])

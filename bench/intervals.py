@@ -8,7 +8,7 @@ itself for the SpecBundle runs, which it never sees. Each prediction's log error
 bench/held_out_errors.json with its class (what it predicts, engine, dense or MoE target, GPU
 family, draft kind), and the table main.py's MODEL_ERROR should hold is printed: per class, the
 number of points and of sources, the spread of a source's points around its own mean, and the
-spread of the sources' means (main.error_table). tests/test_intervals.py checks that
+spread of the sources' means (trust.error_table). tests/test_intervals.py checks that
 MODEL_ERROR is this file's table and that the intervals built from it cover 70-90% of points
 they did not see. Standard library only.
 """
@@ -21,14 +21,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import calibrate  # noqa: E402  (bench/calibrate.py: the points and the fits)
 
-main = calibrate.main
+from rollout import costmodel, trust  # noqa: E402
 OUT = HERE / "held_out_errors.json"
 
 
 def row(point, predicted, how):
     dep = point["dep"]
     return dict(source=point["source"], point=point["what"], how=how,
-                **main.error_class("speedup" if point["kind"] == "speedup" else "tpot", dep),
+                **trust.error_class("speedup" if point["kind"] == "speedup" else "tpot", dep),
                 log_error=round(math.log(predicted / point["published"]), 6))
 
 
@@ -40,7 +40,7 @@ def held_out_rows():
         rows += [row(p, calibrate.predict(p, fit), "fitted without its source") for p in points
                  if p["source"] == source and p["kind"] != "slope"]   # a slope is a view of NIM's points
         print(f"  {source}", file=sys.stderr)
-    rows += [row(p, calibrate.predict(p, main.FIT), "never fitted") for p in calibrate.load_specbundle()]
+    rows += [row(p, calibrate.predict(p, costmodel.FIT), "never fitted") for p in calibrate.load_specbundle()]
     return rows
 
 
@@ -48,8 +48,8 @@ if __name__ == "__main__":
     rows = held_out_rows()
     OUT.write_text(json.dumps(dict(note=__doc__.split("\n\n")[1].replace("\n", " "), rows=rows), indent=1) + "\n")
     print("MODEL_ERROR = {")
-    for key, value in main.error_table(rows).items():
+    for key, value in trust.error_table(rows).items():
         print(f"    {key!r}: {value!r},")
     print("}")
-    print(f"cross-validated coverage of the {main.INTERVAL_LEVEL:.0%} intervals, sources weighted alike: "
-          f"{main.interval_coverage(rows):.2f}", file=sys.stderr)
+    print(f"cross-validated coverage of the {trust.INTERVAL_LEVEL:.0%} intervals, sources weighted alike: "
+          f"{trust.interval_coverage(rows):.2f}", file=sys.stderr)

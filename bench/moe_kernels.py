@@ -2,8 +2,8 @@
 
 Reads bench/moe_kernels.json (one MoE layer on one tensor-parallel rank, timed by tokens in the
 pass, uniform routing) and predicts each point with code/main.py's read and compute: the distinct
-experts uniform routing touches (main.expected_experts) times one expert's bytes on the rank, at the
-GPU's achieved bandwidth (main.bandwidth_share, fp8_eff for quantized weights), plus the FLOPs at
+experts uniform routing touches (costmodel.expected_experts) times one expert's bytes on the rank, at the
+GPU's achieved bandwidth (costmodel.bandwidth_share, fp8_eff for quantized weights), plus the FLOPs at
 flop_eff. What is left over, measured minus predicted, is the kernel's own latency per layer: routing,
 sorting tokens by expert, launches inside the graph, small tiles. Its median over the points of up to
 64 tokens (where a pass of decode or verify tokens lives) is the engine's Engine.moe_layer_us; past
@@ -16,22 +16,21 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import calibrate  # noqa: E402  (loads code/main.py by path)
+sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-main = calibrate.main
+from rollout import catalog, costmodel  # noqa: E402
 DECODE_TOKENS = 64   # the points whose left-over sets the fixed cost
 
 
-def predicted_us(sweep, tokens, fit=main.FIT):
+def predicted_us(sweep, tokens, fit=costmodel.FIT):
     """The model's time of the sweep's MoE layer at `tokens` tokens, fixed cost left out, in us."""
-    dep = main.make_deployment("llama-3.1-8b", sweep["gpu"], sweep["tp"])   # the GPU's bandwidth share only
-    bytes_per_us = main.GPUS[sweep["gpu"]]["bandwidth_tbs"] * 1e6 * main.bandwidth_share(dep, fit)
+    dep = costmodel.make_deployment("llama-3.1-8b", sweep["gpu"], sweep["tp"])   # the GPU's bandwidth share only
+    bytes_per_us = catalog.GPUS[sweep["gpu"]]["bandwidth_tbs"] * 1e6 * costmodel.bandwidth_share(dep, fit)
     bytes_per_us *= fit.fp8_eff if sweep["quantized"] else 1.0
     expert = 3 * sweep["hidden"] * sweep["moe_inter"] * sweep["weight_bytes"] / sweep["tp"]
-    read = main.expected_experts(sweep["experts"], sweep["k"], tokens) * expert / bytes_per_us
-    spec = main.GPUS[sweep["gpu"]]
-    peak = main.peak_tflops(spec, "fp4" if sweep["weight_bytes"] < 1 else "fp8" if sweep["quantized"] else "bf16")
+    read = costmodel.expected_experts(sweep["experts"], sweep["k"], tokens) * expert / bytes_per_us
+    spec = catalog.GPUS[sweep["gpu"]]
+    peak = costmodel.peak_tflops(spec, "fp4" if sweep["weight_bytes"] < 1 else "fp8" if sweep["quantized"] else "bf16")
     flops = tokens * sweep["k"] * 2 * 3 * sweep["hidden"] * sweep["moe_inter"] / sweep["tp"]
     return read + flops / (peak * 1e6 * fit.flop_eff)
 

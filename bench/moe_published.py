@@ -24,10 +24,9 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import calibrate  # noqa: E402  (loads code/main.py by path)
+sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-main = calibrate.main
+from rollout import catalog, costmodel  # noqa: E402
 ROWS = json.loads((HERE / "published_moe_2026.json").read_text())["points"]
 for _row in ROWS:   # "meta-llama/Llama-4-Scout-...": the name after the organisation
     _row["name"] = _row["model"].split("/")[-1]
@@ -35,7 +34,7 @@ for _row in ROWS:   # "meta-llama/Llama-4-Scout-...": the name after the organis
 
 def speedup(dep, batch, k, tau):
     """The model's speedup at acceptance length tau: plain step over a token's share of rounds, prefill included."""
-    return main.tpot_speedup(dep, batch, 1.0 / tau, main.round_ms(dep, batch, k))
+    return costmodel.tpot_speedup(dep, batch, 1.0 / tau, costmodel.round_ms(dep, batch, k))
 
 
 def tau_for(dep, batch, k, measured):
@@ -63,8 +62,8 @@ def llama4_sweeps():
     for family, model in (("Llama-4-Maverick", "llama-4-maverick"), ("Llama-4-Scout", "llama-4-scout")):
         rows = used([r for r in ROWS if r["name"].startswith(family) and r["engine"] == "SGLang"
                      and r["acceptance_length"] and r["metric"].startswith("speedup")])
-        dep = main.make_deployment(model, "h200", 8, "bf16", "bf16", None, "eagle3", engine="sglang",
-                                   era=main.fitted_era("sglang"))
+        dep = costmodel.make_deployment(model, "h200", 8, "bf16", "bf16", None, "eagle3", engine="sglang",
+                                   era=catalog.fitted_era("sglang"))
         points = [dict(case=f"{family} K sweep (SGLang, LMSYS)", family="Llama 4", engine="sglang",
                        what=f"K={r['k_num_spec_tokens_or_steps']} tau={r['acceptance_length']}",
                        measured=r["speedup"], k=r["k_num_spec_tokens_or_steps"],
@@ -88,8 +87,8 @@ def deepseek_sglang():
     example command, one step (K = 1, two draft tokens)."""
     rows = {r["batch_size"]: r["speedup"] for r in used([r for r in ROWS if r["engine"] == "SGLang"
                                                          and r["name"].startswith("DeepSeek-V3 (V3-0324)")])}
-    dep = main.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", engine="sglang",
-                               era=main.fitted_era("sglang"))
+    dep = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", engine="sglang",
+                               era=catalog.fitted_era("sglang"))
     return [shape("DeepSeek-V3 MTP (SGLang docs)", "DeepSeek", "sglang", dep, 1, (1, rows[1]), [(32, rows[32])])]
 
 
@@ -100,7 +99,7 @@ def kimi_rocm():
     for build in ("v0.19.0", "nightly"):
         rows = sorted((r["max_concurrency"], r["speedup"]) for r in used(
             [r for r in ROWS if r["name"].startswith("Kimi-K2.5-MXFP4") and build in (r["engine_version"] or "")]))
-        dep = main.make_deployment("kimi-k2", "mi355x", 4, "fp4", "bf16", None, "eagle3", engine="vllm",
+        dep = costmodel.make_deployment("kimi-k2", "mi355x", 4, "fp4", "bf16", None, "eagle3", engine="vllm",
                                    input_tokens=1024, output_tokens=1024, draft_hf="AMD Kimi-K2.5 EAGLE-3 head")
         out.append(shape(f"Kimi-K2.5 EAGLE-3 (vLLM {build}, AMD ROCm blog)", "Kimi", "vllm", dep, 3, rows[0],
                          rows[1:]))

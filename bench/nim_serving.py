@@ -20,10 +20,9 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import calibrate  # noqa: E402  (loads code/main.py by path)
+sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-tool = calibrate.main
+from rollout import catalog, costmodel, serving  # noqa: E402
 DATA = json.loads((HERE / "nim_genai_perf.json").read_text())
 MODELS = {"meta-llama3-8b-instruct": "llama-3.1-8b", "meta-llama3-70b-instruct": "llama-3.3-70b"}
 GPUS = {"A100-SXM4-80GB": "a100-sxm-80gb", "H100_80GB_HBM3": "h100-sxm"}
@@ -35,9 +34,9 @@ def deployment(row):
     """The row's deployment, as bench/calibrate.py builds NIM's (fp8 rows with an fp8 KV cache)."""
     dtype = "fp8" if row["precision"] == "fp8" else "bf16"
     i, o = row["input_config_tokens"], row["input_config_output"]
-    return tool.make_deployment(MODELS[row["model"]], GPUS[row["gpu"]], row["gpus"], dtype, dtype,
-                                tool.mean_context(i, o), "ngram", engine="trtllm", input_tokens=i, output_tokens=o,
-                                era=tool.fitted_era("trtllm"))
+    return costmodel.make_deployment(MODELS[row["model"]], GPUS[row["gpu"]], row["gpus"], dtype, dtype,
+                                costmodel.mean_context(i, o), "ngram", engine="trtllm", input_tokens=i, output_tokens=o,
+                                era=catalog.fitted_era("trtllm"))
 
 
 def steady(run, batch):
@@ -59,9 +58,9 @@ def steady(run, batch):
 def predict(row):
     dep = deployment(row)
     c = row["concurrency"]
-    work = tool.Workload(num_prompts=12 * c + 200, max_concurrency=c, request_rate=float("inf"), burstiness=1.0,
+    work = serving.Workload(num_prompts=12 * c + 200, max_concurrency=c, request_rate=float("inf"), burstiness=1.0,
                          input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=0.0)
-    run = tool.serve_run(dep, work, plan_batch=c)
+    run = serving.serve_run(dep, work, plan_batch=c)
     return steady(run, c), run.cap
 
 

@@ -1,14 +1,16 @@
-"""Plant one bug at a time in a copy of code/main.py and see whether the tests catch it.
+"""Plant one bug at a time in a copy of the code and see whether the tests catch it.
 
     $ python bench/plant_bugs.py            # every mutant, the whole suite each: a few minutes
     $ python bench/plant_bugs.py 3 7        # only mutants 3 and 7
 
-Each mutant replaces one exact snippet (it must occur once) with a plausible mistake: a wrong
-unit, a dropped term, an off-by-one. The suite runs on a temporary copy of the repository, so
+Each mutant names a top-level definition ("costmodel.eps_grown": a module of code/rollout/, or
+main, and a function, class or constant in it) and replaces one exact snippet inside it (it must
+occur there once) with a plausible mistake: a wrong unit, a dropped term, an off-by-one. The suite runs on a temporary copy of the repository, so
 the working tree is never touched. Prints each mutant as KILLED (a test that is not a
 byte-for-byte comparison failed), SNAPSHOT (only those failed) or SURVIVED. A surviving
 mutant is either a missing test or a mistake no output can reveal: say which.
 """
+import ast
 import shutil
 import subprocess
 import sys
@@ -23,130 +25,195 @@ SNAPSHOTS = {"test_table_excerpt_is_what_the_default_run_prints",
 
 MUTANTS = [
     ("the gate compares the per-token alpha, not the rate",
+     "analysis.gate",
      'rate = acceptance_rate(measured.alpha, k)   # at a fixed K exactly accepted / drafted tokens',
      'rate = measured.alpha   # at a fixed K exactly accepted / drafted tokens'),
     ("the measured prediction takes per-token ITL for vLLM's per-chunk ITL",
+     "analysis.measured_predictions",
      'p99_itl_change=cell.round_itl_spec_p99_ms / cell.itl_plain_p99_ms - 1.0,',
      'p99_itl_change=cell.p99_change,'),
     ("EAGLE-1 reads the target's lm_head in the weights' dtype (fp8), not bf16",
+     "costmodel.with_draft",
      'drafter = Net(active_params=read, weight_bytes=read * DRAFT_WEIGHT_BYTES,',
      'drafter = Net(active_params=read, weight_bytes=head * DRAFT_WEIGHT_BYTES + (read - head) * BYTES_PER[dep.weights_dtype],'),
     ("best K never tries K_MAX",
+     "analysis.round_costs",
      'ks = [dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)',
      'ks = [dep.tree_steps] if dep.tree_steps else range(1, K_MAX)'),
     ("a given eps grows additively with batch",
+     "costmodel.eps_grown",
      'scaled = (1.0 + base) * (1.0 + eps_decode(dep, batch, k, fit)) / (1.0 + at_one) - 1.0',
      'scaled = base + eps_decode(dep, batch, k, fit) - at_one'),
     ("the plan caps break-even + margin at 1 (the gate does not)",
+     "acceptance.required_rate",
      'return None if rate is None or rate + margin > 1.0 else round(rate + margin, 12)',
      'return None if rate is None else min(1.0, round(rate + margin, 12))'),
     ("tau counts one term too few",
+     "acceptance.acceptance_length",
      'return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)',
      'return (1.0 - alpha ** k) / (1.0 - alpha)'),
     ("the renewal draw forgets the last round's overshoot",
+     "simulation.renewal_draw",
      'mean_rounds = tokens / tau + (square - tau) / (2 * tau * tau)',
      'mean_rounds = tokens / tau'),
     ("a request's round count varies 2% too little",
+     "simulation.renewal_draw",
      'sd_rounds = math.sqrt(tokens * var / tau) / tau',
      'sd_rounds = 0.98 * math.sqrt(tokens * var / tau) / tau'),
     ("the batch's tau averages tau, not 1/tau",
+     "simulation.round_mix",
      'return 1.0 / sum(per_token), per_token',
      'return 1.0 / sum(per_token) * 1.02, per_token'),
     ("two-pass: another sequence rejects with f^(B-1), not 1 - f^(B-1)",
+     "simulation.other_rejects",
      'return 1.0 - dec.full_share ** (batch - 1)',
      'return dec.full_share ** (batch - 1)'),
     ("P99 is the 98th percentile",
+     "simulation.cell_latency",
      'tpot_spec_p99_ms=spec_ms * percentile(dec.tpot_spec, 0.99),',
      'tpot_spec_p99_ms=spec_ms * percentile(dec.tpot_spec, 0.98),'),
     ("prefill: a round carries one step's prompts, not tau steps'",
+     "costmodel.spec_tpot_ms",
      '            + prefill_share_ms(dep, batch, fit))',
      '            + prefill_share_ms(dep, batch, fit) * rounds_per_token)'),
     ("KV cache counts K and V once",
+     "costmodel.kv_bytes_per_layer",
      'return 2 * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]',
      'return m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]'),
     ("the weight read ignores tensor parallelism's split (one GPU's bandwidth)",
+     "costmodel.pass_parts",
      'bytes_per_ms = dep.tp * dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)',
      'bytes_per_ms = dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)'),
     ("the spread's speedup uses the mean alpha's tau",
+     "analysis.evaluate_cell",
      'speedup_requests=speedup(dec.tau, cell_eps),',
      'speedup_requests=speedup(tau, cell_eps),'),
     ("the lesson's speedup uses K + 1",
+     "acceptance.lesson_speedup",
      'return (1.0 + k * alpha) / (1.0 + eps)',
      'return (1.0 + (k + 1) * alpha) / (1.0 + eps)'),
     ("a measured tau is taken as tau(mean alpha), ignoring the spread",
+     "analysis.center_requests",
      'return _increasing_root(lambda a: tau_at(a, spread), tau), spread',
      'return _increasing_root(lambda a: acceptance_length(a, k), tau), spread'),
     ("per-token ITL splits a round over A tokens, not A + 1",
+     "simulation.token_itl_parts",
      'return [(round_cost_ms / (a + 1), w * (a + 1)) for a, w in enumerate(by_accepted)]',
      'return [(round_cost_ms / max(a, 1), w * (a + 1)) for a, w in enumerate(by_accepted)]'),
     ("the mix's request shares are its token shares (lengths ignored)",
+     "analysis.mix_domains",
      'rows = [(row[1] / tokens, row[2], tokens) for row, tokens in zip(mix, lengths)]',
      'rows = [(row[1], row[2], tokens) for row, tokens in zip(mix, lengths)]'),
     ("the two-pass chunk's second-pass share ignores the tagged sequence's own rejections",
+     "simulation.cell_latency",
      'second = 1.0 - (1.0 - p_other) * dec.full_share            # share of rounds with a second pass',
      'second = p_other'),
     ("the two-pass shortcut trusts its candidates without the check",
+     "simulation.cell_latency",
      'if len(heavy) == top and heavy[-1] >= two_pass(*dec.rest_max, 0.0):',
      'if len(heavy) == top:'),
     ("n-gram lookup pays a draft step's fixed cost though it runs no model",
+     "costmodel.draft_step_ms",
      'if not runs_a_draft_model(dep):\n        return 0.0\n',
      'if not runs_a_draft_model(dep):\n        return fixed_ms(dep, "draft", fit)\n'),
     ("a varying-K benchmark's tau is divided by full-K rounds",
+     "analysis.measured_predictions",
      'seen = eps_seen(eps_decode(dep, batch, measured.k_mean, fit),',
      'seen = eps_seen(eps_decode(dep, batch, measured.k, fit),'),
     ("a fixed K a round or two short is read as varying K (position 0's rate for alpha)",
+     "readers.measured_acceptance",
      'varying = shortfall > K_SHORTFALL',
      'varying = shortfall > COUNT_SLACK * k'),
     ("eps_growth splits a tree's round at K + 1 verify tokens",
+     "costmodel.eps_growth",
      'verify = target_parts(dep, batch, verify_tokens(dep, k), fit)',
      'verify = target_parts(dep, batch, k + 1, fit)'),
     ("the traffic mix's best K never considers speculation off",
+     "analysis.traffic_blend",
      'blend_at = {0: 1.0, **{kk:',
      'blend_at = {**{kk:'),
     ("a round's distribution drops the chance that the first draft is rejected",
+     "acceptance.round_distribution",
      '        probs.append(survive * (1.0 - alpha))\n',
      '        probs.append(survive * (1.0 - alpha) if probs else 0.0)\n'),
     ("a mean K below the next whole one costs what the whole K below costs",
+     "costmodel.eps_decode",
      '    share = k - whole\n',
      '    share = 0.0\n'),
     ("TensorRT-LLM borrows SGLang's draft-step and round costs instead of vLLM's",
+     "catalog.ENGINES",
      'pass_cost_of="trtllm", draft_costs_of="vllm",',
      'pass_cost_of="trtllm", draft_costs_of="sglang",'),
     ("--json shows an OPTIONAL field that holds nothing",
+     "export.shown_in_json",
      '    if meta.get("optional") and getattr(record, f.name) is None:\n        return False\n',
      ''),
     ("an engine era hides more host time than a round's fixed costs",
+     "costmodel.hidden_ms",
      'return min(dep.era.saving_ms(draft_kind(dep.draft), dep.topk), fixed)',
      'return dep.era.saving_ms(draft_kind(dep.draft), dep.topk)'),
     ("an era's saving counts the round before at the tau after",
+     "catalog.RoundSaving",
      'return self.before_ms * self.tau_before - self.after_ms * self.tau_after',
      'return (self.before_ms - self.after_ms) * self.tau_after'),
     ("vLLM's async rounds also hide host time for n-gram rounds",
+     "catalog.VLLM_ASYNC_ROUNDS",
      'drafts=("eagle3", "eagle", "mtp"), chains_only=False)',
      'drafts=("eagle3", "eagle", "mtp", "ngram"), chains_only=False)'),
     ("a request's TPOT carries its own prompt too (B, not B - 1)",
+     "costmodel.prefill_tokens",
      'return max(batch - 1, 0) * dep.input_tokens / dep.output_tokens',
      'return batch * dep.input_tokens / dep.output_tokens'),
     ("a capped expert's share is not passed on to the others",
+     "costmodel.expert_shares",
      'shares = [1.0] * capped + [(k - capped) * w / rest for w in weights[capped:]]',
      'shares = [1.0] * capped + [k * w / rest for w in weights[capped:]]'),
     ("expert parallelism waits for the mean GPU, not the busiest",
+     "costmodel.touched_experts",
      'return dep.ep * busiest_rank_experts(net.experts, net.experts_per_token, tokens, net.routing_exponent, dep.ep)',
      'return expected_experts(net.experts, net.experts_per_token, tokens, net.routing_exponent)'),
     ("MLA's latent is split across the TP GPUs like KV heads",
+     "costmodel.kv_groups",
      'return 1 if m.get("mla") else m["kv_heads"]',
      'return m["kv_heads"]'),
     ("the MoE kernel's latency is paid once a pass, not once a MoE layer",
+     "costmodel.pass_parts",
      '+ net.moe_layers * dep.engine.moe_layer_us / 1e3,',
      '+ (net.moe_layers > 0) * dep.engine.moe_layer_us / 1e3,'),
     ("a prefill chunk is the whole prompt whatever the engine's budget",
+     "costmodel.prefill_chunk",
      'return min(dep.input_tokens, step_budget(dep))',
      'return dep.input_tokens'),
 ]
 
 
-def mutated(change):
-    """Run the suite on a copy of the repository whose main.py is change(text) (None: not applicable).
+def source_of(code, target):
+    """(path, text, start, end): the file a target "module.name" lives in, and the character span of that name's
+    top-level statement (decorators included). code: a checkout's code/ folder."""
+    module, _, name = target.partition(".")
+    path = code / "main.py" if module == "main" else code / "rollout" / f"{module}.py"
+    text = path.read_text()
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    for node in ast.parse(text).body:
+        names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else [
+            t.id for t in getattr(node, "targets", [getattr(node, "target", None)]) if isinstance(t, ast.Name)]
+        if name in names:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            return path, text, starts[first - 1], starts[node.end_lineno]
+    raise LookupError(f"{target}: no such top-level name")
+
+
+def planted(code, target, old, new):
+    """The mutated file's (path, text), or None when the snippet does not occur exactly once in the target."""
+    path, text, start, end = source_of(code, target)
+    body = text[start:end]
+    return None if body.count(old) != 1 else (path, text[:start] + body.replace(old, new) + text[end:])
+
+
+def mutated(target, old, new):
+    """Run the suite on a copy of the repository with one mutant planted (None: not applicable).
 
     Returns "NOT APPLIED", or the verdict (KILLED / SNAPSHOT / SURVIVED) and the non-snapshot tests that failed.
     """
@@ -154,11 +221,10 @@ def mutated(change):
         copy = Path(tmp) / "repo"
         # Without tests/test_mutants.py: it fails for every mutant (the snippet is gone), which says nothing.
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "test_mutants.py"))
-        main = copy / "code" / "main.py"
-        text = change(main.read_text())
-        if text is None:
+        change = planted(copy / "code", target, old, new)
+        if change is None:
             return "NOT APPLIED"
-        main.write_text(text)
+        change[0].write_text(change[1])
         proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=copy,
                               capture_output=True, text=True)
     failed = [line.split(" (")[0][6:].strip() for line in proc.stderr.splitlines()
@@ -172,17 +238,17 @@ def name_tests(tests):
     return f" [{', '.join(tests[:3])}{', ...' if len(tests) > 3 else ''}]" if tests else ""
 
 
-def run(index, name, old, new):
-    result = mutated(lambda text: text.replace(old, new) if text.count(old) == 1 else None)
+def run(index, name, target, old, new):
+    result = mutated(target, old, new)
     head, _, tests = result.partition(" [")
     return f"{index:2d} {head.strip()} {name}" + (f"  [{tests}" if tests else "")
 
 
 def main(argv):
     chosen = {int(a) for a in argv} or set(range(1, len(MUTANTS) + 1))
-    for index, (name, old, new) in enumerate(MUTANTS, 1):
+    for index, (name, target, old, new) in enumerate(MUTANTS, 1):
         if index in chosen:
-            print(run(index, name, old, new), flush=True)
+            print(run(index, name, target, old, new), flush=True)
     return 0
 
 

@@ -6,9 +6,12 @@ import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from load_main import ROOT, load_main, run
+from support import ROOT, run
 
-m = load_main()
+import main
+from rollout import acceptance, analysis, charts, costmodel
+
+
 OUTPUTS = ROOT / "outputs"
 
 
@@ -18,8 +21,8 @@ def series_count(svg_text):
 
 class Charts(unittest.TestCase):
     def test_committed_charts_parse_and_hold_the_expected_series(self):
-        expected = {"chart-speedup.svg": len(m.CONCURRENCIES) + 1,      # one per concurrency, plus the 1.0 line
-                    "chart-best-k.svg": len(m.CHART_ALPHAS),
+        expected = {"chart-speedup.svg": len(main.CONCURRENCIES) + 1,      # one per concurrency, plus the 1.0 line
+                    "chart-best-k.svg": len(main.CHART_ALPHAS),
                     "chart-itl-cdf.svg": 3 + 1}                          # plain, exact, two-pass, plus the 0.99 line
         for name, count in expected.items():
             with self.subTest(name=name):
@@ -34,13 +37,13 @@ class Charts(unittest.TestCase):
         with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
             run(["--out", str(Path(a) / "plan.md")])
             run(["--out", str(Path(b) / "plan.md")])
-            for name in m.CHART_FILES.values():
+            for name in charts.CHART_FILES.values():
                 self.assertEqual((Path(a) / name).read_bytes(), (Path(b) / name).read_bytes(), name)
 
     def test_plan_links_to_files_that_exist(self):
         plan = (OUTPUTS / "skill-eagle3-rollout.md").read_text()
         links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", plan)
-        self.assertEqual(sorted(links), sorted(m.CHART_FILES.values()))
+        self.assertEqual(sorted(links), sorted(charts.CHART_FILES.values()))
         for link in links:
             self.assertTrue((OUTPUTS / link).is_file(), link)
 
@@ -53,10 +56,10 @@ class Charts(unittest.TestCase):
         self.assertIn("Left out, KV cache does not fit: B = 1000", text)
 
     def test_break_even_markers_sit_where_the_curves_cross_one(self):
-        grid = m.Grid(acceptance=m.ALPHAS, ks=m.KS, overheads=m.VERIFY_OVERHEADS, concurrencies=m.CONCURRENCIES)
-        charts = m.run_model(grid, m.make_deployment()).charts
+        grid = analysis.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
+        charts = main.run_model(grid, costmodel.make_deployment()).charts
         for curve in charts.curves:
-            self.assertAlmostEqual(m.exact_speedup(curve.breakeven, charts.k, curve.eps), 1.0)
+            self.assertAlmostEqual(acceptance.exact_speedup(curve.breakeven, charts.k, curve.eps), 1.0)
 
 
 class Readme(unittest.TestCase):
@@ -92,7 +95,7 @@ class Exercises(unittest.TestCase):
                     self.assertIsNone(alpha)
                 else:
                     # alpha and eps come rounded to 6 places; tau's slope (< 15 at K = 5) makes that 2e-5 at most
-                    self.assertAlmostEqual(m.acceptance_length(alpha, k), n * (1 + row["eps"]), delta=2e-5)
+                    self.assertAlmostEqual(acceptance.acceptance_length(alpha, k), n * (1 + row["eps"]), delta=2e-5)
                     # --json rounds eps and the answer to 6 places each: at most 8e-7 apart
                     self.assertAlmostEqual(row[f"lesson_{n}x"], (n * (1 + row["eps"]) - 1) / k, delta=1e-6)
         # eps = 0, 2x at K = 5: 1 + a + ... + a^5 = 2, by hand a = 0.5087.
@@ -102,23 +105,23 @@ class Exercises(unittest.TestCase):
         for mix in self.ex["traffic_mix"]:
             self.assertAlmostEqual(mix["naive_alpha"], 0.61, places=6)
             self.assertGreater(mix["naive_speedup"], mix["blended_speedup"])
-            tau = {d["name"]: m.acceptance_length(d["alpha"], mix["k"]) for d in mix["domains"]}
+            tau = {d["name"]: acceptance.acceptance_length(d["alpha"], mix["k"]) for d in mix["domains"]}
             q = mix["prefill_share"]      # prefill per token, in decode steps: the same with speculation or without
             self.assertAlmostEqual(mix["blended_speedup"],
                                    (1 + q) / ((0.7 / tau["chat"] + 0.3 / tau["code"]) * (1 + mix["eps"]) + q), places=5)
             self.assertAlmostEqual(mix["naive_speedup"],
-                                   (1 + q) / ((1 + mix["eps"]) / m.acceptance_length(0.61, mix["k"]) + q), places=5)
+                                   (1 + q) / ((1 + mix["eps"]) / acceptance.acceptance_length(0.61, mix["k"]) + q), places=5)
 
     def test_mix_best_k_is_the_argmax_with_speculation_off_allowed(self):
         # Llama 3.1 8B at TP 4 and B = 2048: no K pays for this mix, so the best single K is 0 at 1.0x.
         for batch, want_off in ((2048, True), (1, False)):
-            dep = m.make_deployment("llama-3.1-8b", tp=4)
-            mix = m.traffic_blend(m.TRAFFIC_MIX, dep, 3, batch)
-            d, q = m.decode_step_ms(dep, batch), m.prefill_share_ms(dep, batch)
+            dep = costmodel.make_deployment("llama-3.1-8b", tp=4)
+            mix = analysis.traffic_blend(main.TRAFFIC_MIX, dep, 3, batch)
+            d, q = costmodel.decode_step_ms(dep, batch), costmodel.prefill_share_ms(dep, batch)
             by_k = {0: 1.0}
-            for k in range(1, m.K_MAX + 1):
-                rounds = sum(share / m.acceptance_length(alpha, k) for _, share, alpha in m.TRAFFIC_MIX)
-                by_k[k] = (d + q) / (rounds * m.round_ms(dep, batch, k) + q)
+            for k in range(1, analysis.K_MAX + 1):
+                rounds = sum(share / acceptance.acceptance_length(alpha, k) for _, share, alpha in main.TRAFFIC_MIX)
+                by_k[k] = (d + q) / (rounds * costmodel.round_ms(dep, batch, k) + q)
             best = max(by_k, key=lambda k: (by_k[k], -k))
             self.assertEqual(mix.best_k, best)
             self.assertEqual(best == 0, want_off)
@@ -136,7 +139,7 @@ class Exercises(unittest.TestCase):
         self.assertAlmostEqual(d["mean_change"], -0.25, delta=0.005)
         self.assertAlmostEqual(d["p99_change"], 0.15, delta=0.005)
         self.assertAlmostEqual(d["tau"], (1 + d["eps"]) / 0.75, places=6)
-        self.assertAlmostEqual(m.acceptance_length(d["alpha"], d["k"]), d["tau"], places=5)   # JSON keeps 6 decimals
+        self.assertAlmostEqual(acceptance.acceptance_length(d["alpha"], d["k"]), d["tau"], places=5)   # JSON keeps 6 decimals
         self.assertGreater(d["zero_accept_token_share"], 0.01)
         # Per token with one alpha: the zero-accept share is (1 - a) / tau, by hand.
         self.assertAlmostEqual(d["zero_accept_token_share"], (1 - d["alpha"]) / d["tau"], places=5)

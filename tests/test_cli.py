@@ -1,15 +1,22 @@
 """The command line: determinism, JSON, bad input, and the committed rollout plan."""
+import ast
+import importlib
 import io
 import json
+import re
 import subprocess
 import sys
 import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import MAIN_PATH, ROOT, load_main, run
+from support import CODE, MAIN_PATH, ROOT, run
 
-m = load_main()
+import main
+import rollout
+from rollout import acceptance, analysis, cli
+
+
 SMALL = ["--alphas", "0.5,0.8", "--ks", "3", "--concurrency", "1,64"]
 
 
@@ -80,7 +87,7 @@ class JsonOutput(unittest.TestCase):
                 self.assertIn(key, cell)
             # The values are the closed forms of their neighbours (JSON keeps 6 decimals).
             tau, eps, k = cell["acceptance_length"], cell["eps_eff"], cell["k"]
-            self.assertAlmostEqual(tau, m.acceptance_length(cell["alpha"], k), places=5)
+            self.assertAlmostEqual(tau, acceptance.acceptance_length(cell["alpha"], k), places=5)
             self.assertAlmostEqual(cell["speedup_exact"], tau / (1 + eps), places=5)
             self.assertAlmostEqual(cell["speedup_lesson"], (1 + k * cell["alpha"]) / (1 + eps), places=5)
             self.assertAlmostEqual(cell["breakeven_alpha_lesson"], cell["eps_decode"] / k, places=5)
@@ -175,21 +182,40 @@ class JsonSchema(unittest.TestCase):
 
 
 class Navigation(unittest.TestCase):
-    def test_the_public_names_exist_and_say_what_they_are(self):
-        self.assertEqual(len(set(m.__all__)), len(m.__all__))
-        for name in m.__all__:
-            with self.subTest(name=name):
-                self.assertTrue(hasattr(m, name))
-                value = getattr(m, name)
-                if callable(value) and not isinstance(value, type(m.FIT)):
-                    self.assertTrue((value.__doc__ or "").strip())
-
     def test_the_start_here_index_names_real_functions(self):
-        index = m.__doc__.split("Start here")[1].split("Sections, in order")[0]
-        names = [word for word in index.replace(",", " ").split() if "_" in word and word.isidentifier()]
+        # Each entry of main.py's map names functions, and the module that holds them where it is not main.py.
+        index = main.__doc__.split("Start here")[1].split("Sources:")[0]
+        names = [word for word in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", index) if "_" in word]
         self.assertGreaterEqual(len(names), 12)
+        modules = [main] + [importlib.import_module(f"rollout.{name}") for name in rollout.LAYERS]
         for name in names:
-            self.assertTrue(callable(getattr(m, name, None)), name)
+            with self.subTest(name=name):
+                self.assertTrue(any(callable(getattr(module, name, None)) for module in modules), name)
+
+    def test_imports_go_one_way(self):
+        # A package module imports only modules listed before it in rollout.LAYERS, and never main.py; main.py
+        # imports the package. Read from the files, so that a lazy import inside a function counts too.
+        package = CODE / "rollout"
+        self.assertEqual(sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__"), sorted(rollout.LAYERS))
+        for rank, name in enumerate(rollout.LAYERS):
+            tree = ast.parse((package / f"{name}.py").read_text())
+            for node in ast.walk(tree):
+                with self.subTest(module=name, line=getattr(node, "lineno", 0)):
+                    if isinstance(node, ast.ImportFrom) and node.level == 1:
+                        self.assertIn(node.module, rollout.LAYERS[:rank], "an import against the layering")
+                    elif isinstance(node, ast.ImportFrom):
+                        self.assertEqual(node.level, 0)
+                        self.assertNotIn((node.module or "").split(".")[0], ("main", "rollout"))
+                    elif isinstance(node, ast.Import):
+                        self.assertFalse({a.name.split(".")[0] for a in node.names} & {"main", "rollout"})
+        for node in ast.walk(ast.parse(MAIN_PATH.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rollout"):
+                self.assertIn(node.module.split(".")[1], rollout.LAYERS)
+
+    def test_every_file_stays_short(self):
+        for path in [MAIN_PATH, *sorted((CODE / "rollout").glob("*.py"))]:
+            with self.subTest(path=path.name):
+                self.assertLessEqual(len(path.read_text().splitlines()), 1200)
 
 
 class Progress(unittest.TestCase):
@@ -198,18 +224,18 @@ class Progress(unittest.TestCase):
             return True
 
     def test_only_long_runs_on_a_terminal_show_progress(self):
-        big = m.Grid(tuple(i / 100 for i in range(30, 81, 2)), tuple(range(1, 9)), (0.1, "auto"),
+        big = analysis.Grid(tuple(i / 100 for i in range(30, 81, 2)), tuple(range(1, 9)), (0.1, "auto"),
                      (1, 2, 4, 8, 16, 32, 64, 128))
         stream = self.Terminal()
-        show = m.progress_meter(big, stream)
+        show = cli.progress_meter(big, stream)
         self.assertIsNotNone(show)
         show(1, 208)
         self.assertTrue(stream.getvalue().startswith("\rsimulating requests: 1/208"))
         show(208, 208)                                     # the last call clears the line
         self.assertTrue(stream.getvalue().endswith("\r"))
-        self.assertIsNone(m.progress_meter(big, io.StringIO()))                     # not a terminal
-        default = m.Grid(acceptance=m.ALPHAS, ks=m.KS, overheads=m.VERIFY_OVERHEADS, concurrencies=m.CONCURRENCIES)
-        self.assertIsNone(m.progress_meter(default, self.Terminal()))               # a short run
+        self.assertIsNone(cli.progress_meter(big, io.StringIO()))                     # not a terminal
+        default = analysis.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
+        self.assertIsNone(cli.progress_meter(default, self.Terminal()))               # a short run
 
 
 class BadInput(unittest.TestCase):

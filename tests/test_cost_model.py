@@ -3,21 +3,24 @@ against a brute-force closed loop."""
 import json
 import random
 import unittest
+from pathlib import Path
 
-from load_main import load_main, run
+from support import run
 
-m = load_main()
-F = m.FIT
+from rollout import acceptance, analysis, catalog, costmodel
+
+
+F = costmodel.FIT
 
 
 class Terms(unittest.TestCase):
     def parts(self, dep, batch=1, tokens=1, prefill=0.0):
-        return m.target_parts(dep, batch, tokens, F, prefill)
+        return costmodel.target_parts(dep, batch, tokens, F, prefill)
 
     def test_weights_stream_at_the_family_share_and_fp8_keeps_its_own(self):
-        bf16 = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
-        fp8 = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "fp8", "bf16", 1000, "ngram")
-        a100 = m.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "bf16", 1000, "ngram")
+        bf16 = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
+        fp8 = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "fp8", "bf16", 1000, "ngram")
+        a100 = costmodel.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "bf16", 1000, "ngram")
         # 8,030,261,248 x 2 B; fp8: 6,979,588,096 linear weights x 1 B + 1,050,673,152 embedding weights x 2 B.
         self.assertAlmostEqual(self.parts(bf16)["weights"], 16_060_522_496 / (3.35e9 * F.bw_hopper), places=9)
         self.assertAlmostEqual(self.parts(fp8)["weights"],
@@ -25,51 +28,51 @@ class Terms(unittest.TestCase):
         self.assertAlmostEqual(self.parts(a100)["weights"], 16_060_522_496 / (2.039e9 * F.bw_ampere), places=9)
 
     def test_attention_has_a_one_sequence_floor_and_fp8_kv_its_own_share(self):
-        dep = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 4000, "ngram")
+        dep = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 4000, "ngram")
         # Batch 1: 32 layers x 4000 tokens x attn_ns beats the 524 MB read; one token of KV written.
         self.assertAlmostEqual(self.parts(dep)["attention"],
                                32 * 4000 * F.attn_ns / 1e6 + 131_072 / (3.35e9 * F.bw_hopper), places=9)
         # Batch 64: the read of 64 histories is the larger.
         self.assertAlmostEqual(self.parts(dep, 64)["attention"],
                                (64 * 4000 + 64) * 131_072 / (3.35e9 * F.bw_hopper), places=9)
-        fp8 = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "fp8", 4000, "ngram")
+        fp8 = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "fp8", 4000, "ngram")
         self.assertAlmostEqual(self.parts(fp8, 64)["attention"],
                                64 * 4001 * 65_536 / (3.35e9 * F.bw_hopper * F.fp8_kv_eff), places=9)
         # The measured slope at batch 1 on 8B/H100 is about 0.24 ms per 1k tokens (REFERENCE.md section 3).
         self.assertAlmostEqual(32 * 1000 * F.attn_ns / 1e6, 0.24, delta=0.03)
 
     def test_two_all_reduces_per_layer_grow_with_tp_and_the_message(self):
-        tp8 = m.make_deployment("llama-3.3-70b", "h100-sxm", 8, "bf16", "bf16", 1000, "ngram")
+        tp8 = costmodel.make_deployment("llama-3.3-70b", "h100-sxm", 8, "bf16", "bf16", 1000, "ngram")
         latency = (F.ar_us + 6 * F.ar_tp_us) / 1e3                      # TP 8: six GPUs past two
-        one = m.allreduce_ms(tp8, 64 * 8192 * 2)                        # 64 tokens x 8,192 x 2 B
+        one = costmodel.allreduce_ms(tp8, 64 * 8192 * 2)                        # 64 tokens x 8,192 x 2 B
         self.assertAlmostEqual(one, latency + 2 * 7 / 8 * 1_048_576 / (450e6 * F.link_eff), places=12)
         self.assertAlmostEqual(self.parts(tp8, 64)["communication"], 2 * 80 * one, places=9)
-        tp1 = m.make_deployment("llama-3.3-70b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
+        tp1 = costmodel.make_deployment("llama-3.3-70b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
         self.assertEqual(self.parts(tp1, 64)["communication"], 0.0)
         # REFERENCE.md section 3: published steps imply 18-29 us per all-reduce, rising with TP.
         self.assertTrue(15 <= F.ar_us + 2 * F.ar_tp_us <= 29 < F.ar_us + 6 * F.ar_tp_us + 10)
 
     def test_fixed_costs_are_the_engines_plus_each_layers(self):
         for engine in ("vllm", "sglang", "trtllm"):
-            dep = m.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", 1000, "ngram", engine=engine)
+            dep = costmodel.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", 1000, "ngram", engine=engine)
             fixed = getattr(F, "pass_fixed_ms_" + engine)
             self.assertAlmostEqual(self.parts(dep)["fixed"], fixed + 80 * F.layer_us / 1e3, places=12)
 
     def test_compute_counts_two_flops_a_parameter_and_attention(self):
-        dep = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
+        dep = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
         flops = 256 * (2 * 8_030_261_248 + 4 * 32 * 4096 * 1000)
         self.assertAlmostEqual(self.parts(dep, 256)["compute"], flops / (989e9 * F.flop_eff), places=9)
 
     def test_the_breakdown_sums_to_the_step_and_reaches_the_json(self):
-        dep = m.make_deployment()
-        parts = m.plain_step_parts(dep, 1)
-        self.assertAlmostEqual(sum(parts.values()), m.plain_step_ms(dep, 1), places=12)
+        dep = costmodel.make_deployment()
+        parts = costmodel.plain_step_parts(dep, 1)
+        self.assertAlmostEqual(sum(parts.values()), costmodel.plain_step_ms(dep, 1), places=12)
         status, out, _ = run(["--alphas", "0.7", "--ks", "3", "--concurrency", "1,64", "--json", "--no-write"])
         data = json.loads(out)
         self.assertEqual(set(data["deployment"]["plain_step_b1"]),
                          {"weights", "attention", "compute", "communication", "fixed", "engine", "prefill share"})
         for cell in data["cells"]:
-            plain = m.plain_step_ms(dep, cell["concurrency"])
+            plain = costmodel.plain_step_ms(dep, cell["concurrency"])
             self.assertAlmostEqual(cell["plain_step_ms"], plain, places=5)
             # Simulated requests: mean TPOT is the step over tau, within their sampling error.
             self.assertAlmostEqual(cell["tpot_plain_mean_ms"] / plain, 1, delta=0.001)
@@ -97,19 +100,19 @@ class PrefillShare(unittest.TestCase):
                 left[i] -= 1
                 if left[i] == 0:
                     left[i], arriving[i] = rng.randint(1, 2 * mean_out - 1), True
-        dep = m.make_deployment(input_tokens=prompt, output_tokens=mean_out)
+        dep = costmodel.make_deployment(input_tokens=prompt, output_tokens=mean_out)
         # 240 a step, not the server's 250: a 2% tolerance tells them apart.
-        self.assertAlmostEqual(seen / decoded / m.prefill_tokens(dep, batch), 1, delta=0.02)
-        self.assertEqual(m.prefill_tokens(dep, 1), 0.0)   # concurrency 1: no other request
+        self.assertAlmostEqual(seen / decoded / costmodel.prefill_tokens(dep, batch), 1, delta=0.02)
+        self.assertEqual(costmodel.prefill_tokens(dep, 1), 0.0)   # concurrency 1: no other request
 
     def test_a_dense_models_chunks_cost_what_a_flat_charge_per_prompt_token_does(self):
         # Every term of a dense pass is linear in its prompt tokens, so P / C chunk steps of C tokens cost P tokens.
-        dep = m.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", None, "eagle3", input_tokens=5000,
+        dep = costmodel.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", None, "eagle3", input_tokens=5000,
                                 output_tokens=500)
         for batch in (2, 25, 64):
-            prompts = m.prefill_tokens(dep, batch)
-            flat = m.target_pass_ms(dep, batch, 1, prefill=prompts) - m.decode_step_ms(dep, batch)
-            self.assertAlmostEqual(m.prefill_share_ms(dep, batch) / flat, 1.0, places=9)
+            prompts = costmodel.prefill_tokens(dep, batch)
+            flat = costmodel.target_pass_ms(dep, batch, 1, prefill=prompts) - costmodel.decode_step_ms(dep, batch)
+            self.assertAlmostEqual(costmodel.prefill_share_ms(dep, batch) / flat, 1.0, places=9)
 
     def test_the_engines_default_chunk_by_gpu_memory(self):
         # vLLM: 2048 below 70 GiB and on A100, 8192 from 70, 16384 from 160; SGLang: 2048/4096/8192/16384 at
@@ -119,48 +122,48 @@ class PrefillShare(unittest.TestCase):
                     ("sglang", "l40s"): 4096, ("sglang", "rtx-4090"): 2048, ("sglang", "a100-sxm-80gb"): 8192,
                     ("sglang", "b200"): 16384, ("trtllm", "b200"): 8192, ("trtllm", "l40s"): 8192}
         for (engine, gpu), tokens in expected.items():
-            dep = m.make_deployment("llama-3.1-8b", gpu, 1, "bf16", "bf16", None, "ngram", engine=engine,
+            dep = costmodel.make_deployment("llama-3.1-8b", gpu, 1, "bf16", "bf16", None, "ngram", engine=engine,
                                     input_tokens=30000, output_tokens=1000)
-            self.assertEqual(m.prefill_chunk(dep), tokens, (engine, gpu))
+            self.assertEqual(costmodel.prefill_chunk(dep), tokens, (engine, gpu))
 
     def test_a_moe_chunk_reads_each_expert_once(self):
         # Kimi-K2 on 4 x MI355X, 10,240 prompt tokens, 512 out, concurrency 40: the chunk is the engine's budget, and
         # the share is P / C chunk steps, each what C prompt tokens add to a pass of B decodes.
-        dep = m.make_deployment("kimi-k2", "mi355x", 4, "fp4", "bf16", None, "eagle3", input_tokens=10240,
+        dep = costmodel.make_deployment("kimi-k2", "mi355x", 4, "fp4", "bf16", None, "eagle3", input_tokens=10240,
                                 output_tokens=512)
-        chunk = m.prefill_chunk(dep)
+        chunk = costmodel.prefill_chunk(dep)
         self.assertEqual(chunk, 10240)   # vLLM's budget on a 288 GiB GPU is 16,384: the whole prompt in one step
         prompts = 39 * 10240 / 512
-        step = m.decode_step_ms(dep, 40)
-        by_hand = prompts / chunk * (m.target_pass_ms(dep, 40, 1, prefill=chunk) - step)
-        self.assertAlmostEqual(m.prefill_share_ms(dep, 40), by_hand, places=9)
-        flat = m.target_pass_ms(dep, 40, 1, prefill=prompts) - step   # the prompts spread over every step
-        self.assertLess(m.prefill_share_ms(dep, 40), 0.8 * flat)
+        step = costmodel.decode_step_ms(dep, 40)
+        by_hand = prompts / chunk * (costmodel.target_pass_ms(dep, 40, 1, prefill=chunk) - step)
+        self.assertAlmostEqual(costmodel.prefill_share_ms(dep, 40), by_hand, places=9)
+        flat = costmodel.target_pass_ms(dep, 40, 1, prefill=prompts) - step   # the prompts spread over every step
+        self.assertLess(costmodel.prefill_share_ms(dep, 40), 0.8 * flat)
 
     def test_prefill_dilutes_the_speedup_but_not_the_break_even(self):
-        heavy = m.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
-        light = m.make_deployment(context=5250, input_tokens=5000, output_tokens=50_000)
-        eps = m.eps_decode(heavy, 32, 3)
-        self.assertAlmostEqual(eps, m.eps_decode(light, 32, 3), places=12)      # decode eps: no prefill
+        heavy = costmodel.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
+        light = costmodel.make_deployment(context=5250, input_tokens=5000, output_tokens=50_000)
+        eps = costmodel.eps_decode(heavy, 32, 3)
+        self.assertAlmostEqual(eps, costmodel.eps_decode(light, 32, 3), places=12)      # decode eps: no prefill
         for dep in (heavy, light):
             # At tau = 1 + eps the round's tau steps of prefill cost what tau plain steps' do: still break-even.
-            self.assertAlmostEqual(m.eps_seen(eps, 1 + eps, dep, 32), eps, places=12)
+            self.assertAlmostEqual(costmodel.eps_seen(eps, 1 + eps, dep, 32), eps, places=12)
         tau = 2.5
-        diluted = tau / (1 + m.eps_seen(eps, tau, heavy, 32))
-        clean = tau / (1 + m.eps_seen(eps, tau, light, 32))
+        diluted = tau / (1 + costmodel.eps_seen(eps, tau, heavy, 32))
+        clean = tau / (1 + costmodel.eps_seen(eps, tau, light, 32))
         self.assertLess(diluted, clean)
         # By hand: ((1 + eps) D + tau q) / (D + q) with D the decode step and q the prefill share.
-        d, q = m.decode_step_ms(heavy, 32), m.prefill_share_ms(heavy, 32)
+        d, q = costmodel.decode_step_ms(heavy, 32), costmodel.prefill_share_ms(heavy, 32)
         self.assertAlmostEqual(diluted, tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
         self.assertGreater(q, 0.3 * d)     # 32 x 5000 / 500 = 320 prompt tokens a step on 70B: not small
 
     def test_a_tokens_cost_is_its_rounds_plain_steps_and_prefill_share(self):
-        dep = m.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
-        d, q = m.decode_step_ms(dep, 32), m.prefill_share_ms(dep, 32)
-        self.assertAlmostEqual(m.spec_tpot_ms(dep, 32, 0.25, 80.0, plain_tokens=0.5), 20.0 + 0.5 * d + q, places=12)
+        dep = costmodel.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
+        d, q = costmodel.decode_step_ms(dep, 32), costmodel.prefill_share_ms(dep, 32)
+        self.assertAlmostEqual(costmodel.spec_tpot_ms(dep, 32, 0.25, 80.0, plain_tokens=0.5), 20.0 + 0.5 * d + q, places=12)
         # A one-domain mix is the one-alpha speedup tau / (1 + eps with prefill).
-        blend = m.traffic_blend((("only", 1.0, 0.7),), dep, 3, 32)
-        tau, eps = m.acceptance_length(0.7, 3), m.eps_decode(dep, 32, 3)
+        blend = analysis.traffic_blend((("only", 1.0, 0.7),), dep, 3, 32)
+        tau, eps = acceptance.acceptance_length(0.7, 3), costmodel.eps_decode(dep, 32, 3)
         self.assertAlmostEqual(blend.blended_speedup, tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
 
 
@@ -170,42 +173,42 @@ class DraftsAndK(unittest.TestCase):
         # 3*8192*28672 = 704,643,072; fc 2*8192^2 = 134,217,728; norms 2*8192: a head of 989,872,128.
         # The lm_head it reads, 128,256*8192 = 1,050,673,152, stays bf16 under fp8 weights.
         for dtype in ("fp8", "bf16"):
-            d = m.with_draft(m.make_deployment(weights_dtype=dtype), "eagle")
+            d = costmodel.with_draft(costmodel.make_deployment(weights_dtype=dtype), "eagle")
             self.assertEqual(d.drafter.weight_bytes, 2 * (989_872_128 + 1_050_673_152), dtype)
             self.assertEqual(d.drafter.held_params, 989_872_128)
 
     def test_best_k_is_the_brute_force_argmax_up_to_k_max(self):
         picked = set()
         for draft in ("eagle3", "ngram"):
-            dep = m.with_draft(m.make_deployment(), draft)
+            dep = costmodel.with_draft(costmodel.make_deployment(), draft)
             for alpha in (0.3, 0.7, 0.95, 0.999):
                 for batch in (1, 64, 256):
                     speeds = {}
-                    for k in range(1, m.K_MAX + 1):
-                        tau = m.acceptance_length(alpha, k)
-                        speeds[k] = tau / (1 + m.eps_seen(m.eps_decode(dep, batch, k), tau, dep, batch))
+                    for k in range(1, analysis.K_MAX + 1):
+                        tau = acceptance.acceptance_length(alpha, k)
+                        speeds[k] = tau / (1 + costmodel.eps_seen(costmodel.eps_decode(dep, batch, k), tau, dep, batch))
                     speeds[0] = 1.0
                     # Within 1% of the best is a tie, won by the smallest K (K = 0 is plain decoding).
                     k_best = min(k for k in speeds if speeds[k] * 1.01 >= max(speeds.values()))
                     expected = (k_best, speeds[k_best])
-                    got = m.best_k(dep, alpha, batch)
+                    got = analysis.best_k(dep, alpha, batch)
                     self.assertEqual(got[0], expected[0], (draft, alpha, batch))
                     self.assertAlmostEqual(got[1], expected[1], places=9)
                     picked.add(got[0])
-        self.assertIn(m.K_MAX, picked)           # the largest K is tried, and wins where drafting is free
+        self.assertIn(analysis.K_MAX, picked)           # the largest K is tried, and wins where drafting is free
 
     def test_a_given_eps_grows_with_batch_as_the_model_does(self):
         # Multiplicatively: (1 + eps(B)) / (1 + eps(1)) is the model's round/step growth, whatever eps(1) is given.
         # A round never costs less than its verify pass over a plain step: that floor binds for a small given eps.
-        dep = m.make_deployment()
+        dep = costmodel.make_deployment()
         floors = 0
         for k in (3, 5):
             for batch in (32, 256):
-                floor = m.target_pass_ms(dep, batch, k + 1) / m.decode_step_ms(dep, batch) - 1
+                floor = costmodel.target_pass_ms(dep, batch, k + 1) / costmodel.decode_step_ms(dep, batch) - 1
                 for given in (0.1, 0.3):
                     scaled = (1 + given) * growth_at(dep, batch, k) - 1
                     floors += floor > scaled
-                    self.assertAlmostEqual(m.eps_grown(given, dep, batch, k), max(scaled, floor), places=9)
+                    self.assertAlmostEqual(costmodel.eps_grown(given, dep, batch, k), max(scaled, floor), places=9)
         self.assertTrue(0 < floors < 8)           # both branches are exercised
         # What the tables print for K = 3, eps 0.10 at B = 32: 1.1 x the model's growth - 1 (the floor is below).
         status, out, _ = run(["--alphas", "0.7", "--ks", "3", "--verify-overheads", "0.1", "--concurrency", "32",
@@ -215,41 +218,40 @@ class DraftsAndK(unittest.TestCase):
 
 
 def growth_at(dep, batch, k):
-    return (1 + m.eps_decode(dep, batch, k)) / (1 + m.eps_decode(dep, 1, k))
+    return (1 + costmodel.eps_decode(dep, batch, k)) / (1 + costmodel.eps_decode(dep, 1, k))
 
 
 class GpuShares(unittest.TestCase):
     def test_a_gpus_own_share_holds_for_its_datasheet_bandwidth_only(self):
-        h200 = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 1024, "ngram")
-        self.assertAlmostEqual(m.bandwidth_share(h200), F.bw_hopper * 0.916, places=12)
-        given = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 1024, "ngram",
-                                  spec=m.gpu_spec("h200", bandwidth_tbs=4.4))     # --gpu-bandwidth: the user's number
-        self.assertAlmostEqual(m.bandwidth_share(given), F.bw_hopper, places=12)
-        custom = m.make_deployment("llama-3.1-8b", "custom", 1, "bf16", "bf16", 1024, "ngram",
-                                   spec=m.gpu_spec("custom", 141, 4.8, 989, "bf16"))
-        self.assertAlmostEqual(m.bandwidth_share(custom), F.bw_hopper, places=12)
+        h200 = costmodel.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 1024, "ngram")
+        self.assertAlmostEqual(costmodel.bandwidth_share(h200), F.bw_hopper * 0.916, places=12)
+        given = costmodel.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 1024, "ngram",
+                                  spec=costmodel.gpu_spec("h200", bandwidth_tbs=4.4))     # --gpu-bandwidth: the user's number
+        self.assertAlmostEqual(costmodel.bandwidth_share(given), F.bw_hopper, places=12)
+        custom = costmodel.make_deployment("llama-3.1-8b", "custom", 1, "bf16", "bf16", 1024, "ngram",
+                                   spec=costmodel.gpu_spec("custom", 141, 4.8, 989, "bf16"))
+        self.assertAlmostEqual(costmodel.bandwidth_share(custom), F.bw_hopper, places=12)
 
     def test_the_attention_floor_scales_with_the_bandwidth_read(self):
         # batch 1: one sequence's floor is above its KV read; on an H200 the floor is the H100's x 3.35 / (4.8 x 0.916)
-        h100, h200 = (m.make_deployment("llama-3.1-8b", gpu, 1, "bf16", "bf16", 4000, "ngram") for gpu in ("h100-sxm", "h200"))
-        floor = lambda dep: m.target_parts(dep, 1, 1)["attention"] - 131_072 / (dep.bandwidth_tbs * 1e9 * m.bandwidth_share(dep))
+        h100, h200 = (costmodel.make_deployment("llama-3.1-8b", gpu, 1, "bf16", "bf16", 4000, "ngram") for gpu in ("h100-sxm", "h200"))
+        floor = lambda dep: costmodel.target_parts(dep, 1, 1)["attention"] - 131_072 / (dep.bandwidth_tbs * 1e9 * costmodel.bandwidth_share(dep))
         self.assertAlmostEqual(floor(h200) / floor(h100), 3.35 / (4.8 * 0.916), places=9)
 
 
 class FitComment(unittest.TestCase):
     def test_what_the_fit_says_is_what_fit_holds(self):
         # The comment under FIT is typed by hand; a refit that moves a constant must move it too.
-        from load_main import ROOT
-        source = (ROOT / "code" / "main.py").read_text()
+        source = Path(costmodel.__file__).read_text()
         block = source[source.index("# What the fit says"):source.index("BW_FAMILY = ")]
         text = " ".join(line.lstrip("# ").strip() for line in block.splitlines())
-        layers_8b = m.MODELS["llama-3.1-8b"]["layers"]
+        layers_8b = catalog.MODELS["llama-3.1-8b"]["layers"]
         for figure in (f"keeps {F.fp8_eff:.2f} of the bandwidth", f"an fp8 KV cache {F.fp8_kv_eff:.2f}",
                        f"costs {F.attn_ns:.1f} ns per layer per token",
                        f"({F.attn_ns * layers_8b * 1000 / 1e6:.2f} ms per 1k tokens on 8B)",
                        f"{F.ar_us:.0f} us at TP 2 and {F.ar_tp_us:.1f} us more",
                        "({:.0f} us at TP 4, {:.0f} at TP 8)".format(
-                           *(m.allreduce_ms(m.make_deployment(tp=tp), 0.0) * 1e3 for tp in (4, 8))),
+                           *(costmodel.allreduce_ms(costmodel.make_deployment(tp=tp), 0.0) * 1e3 for tp in (4, 8))),
                        f"costs {F.seq_us_trtllm:.0f} us more per running sequence",
                        f"reads at {F.bw_cdna:.2f} of its 5.3 TB/s and reaches {F.flop_cdna:.2f} of the NVIDIA",
                        f"({F.draft_fixed_ms_vllm:.2f} ms vLLM, {F.draft_fixed_ms_sglang:.2f} ms SGLang)"):

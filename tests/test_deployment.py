@@ -4,9 +4,9 @@ import math
 import statistics
 import unittest
 
-from load_main import load_main, run
+from support import run
 
-m = load_main()
+from rollout import analysis, catalog, costmodel, trust
 
 
 def run_json(argv):
@@ -26,18 +26,18 @@ class Catalog(unittest.TestCase):
         # REFERENCE.md section 4: EAGLE-3 about 0.425 B (8B) and 1.40 B (70B); EAGLE README 0.25 B, 0.99 B.
         for model, version, billions, delta in (("llama-3.1-8b", 3, 0.425, 0.002), ("llama-3.3-70b", 3, 1.40, 0.01),
                                                 ("llama-3.1-8b", 1, 0.25, 0.005), ("llama-3.3-70b", 1, 0.99, 0.005)):
-            got = m.eagle_head_params(m.MODELS[model], version) / 1e9
+            got = costmodel.eagle_head_params(catalog.MODELS[model], version) / 1e9
             self.assertAlmostEqual(got, billions, delta=delta, msg=(model, version))
 
     def test_every_named_entry_builds(self):
         for gpu in ("a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "rtx-4090", "mi300x", "gh200",
                     "gh200-144gb", "h20", "b300", "mi325x", "mi355x"):
             for draft in ("eagle3", "eagle", "ngram", "llama-3.2-1b"):
-                dep = m.make_deployment("llama-3.1-8b", gpu, 1, "fp8", "bf16", 1024, draft)
+                dep = costmodel.make_deployment("llama-3.1-8b", gpu, 1, "fp8", "bf16", 1024, draft)
                 # A step at least streams the weights at the datasheet bandwidth, and a round costs more.
                 floor = dep.target.weight_bytes / (dep.bandwidth_tbs * 1e12) * 1e3
-                self.assertGreater(m.plain_step_ms(dep, 1), floor, (gpu, draft))
-                self.assertGreater(m.round_ms(dep, 1, 3), m.decode_step_ms(dep, 1), (gpu, draft))
+                self.assertGreater(costmodel.plain_step_ms(dep, 1), floor, (gpu, draft))
+                self.assertGreater(costmodel.round_ms(dep, 1, 3), costmodel.decode_step_ms(dep, 1), (gpu, draft))
 
     def test_the_2026_gpus_by_their_datasheets(self):
         # (memory GB, TB/s, dense bf16 and fp8 TFLOP/s, family): NVIDIA's GH200 datasheet, aiconfigurator's
@@ -45,9 +45,9 @@ class Catalog(unittest.TestCase):
         for gpu, row in (("gh200", (96, 4.0, 989, 1979, "hopper")), ("gh200-144gb", (144, 4.9, 989, 1979, "hopper")),
                          ("h20", (96, 4.0, 148, 296, "hopper")), ("b300", (288, 7.75, 2250, 4500, "blackwell")),
                          ("mi325x", (256, 6.0, 1307, 2615, "cdna")), ("mi355x", (288, 8.0, 2500, 5000, "cdna"))):
-            g = m.GPUS[gpu]
+            g = catalog.GPUS[gpu]
             self.assertEqual((g["memory_gib"], g["bandwidth_tbs"], g["bf16"], g["fp8"], g["family"]), row, gpu)
-        self.assertEqual(m.GPUS["b300"]["bw_rel"], m.GPUS["b200"]["bw_rel"])   # borrowed: the same HBM3e stacks
+        self.assertEqual(catalog.GPUS["b300"]["bw_rel"], catalog.GPUS["b200"]["bw_rel"])   # borrowed: the same HBM3e stacks
 
     def test_json_deployment_facts(self):
         dep = run_json(["--alphas", "0.7", "--ks", "3", "--concurrency", "1"])["deployment"]
@@ -85,50 +85,50 @@ class Memory(unittest.TestCase):
 class CostShape(unittest.TestCase):
     def test_long_context_keeps_verify_close_to_plain(self):
         # MagicDec: at 32k tokens the KV read dominates plain and verify alike.
-        long = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
-        short = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 512, "eagle3")
-        verify_extra = lambda dep, b: (m.target_pass_ms(dep, b, 4)
-                                       / m.decode_step_ms(dep, b) - 1)
+        long = costmodel.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
+        short = costmodel.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 512, "eagle3")
+        verify_extra = lambda dep, b: (costmodel.target_pass_ms(dep, b, 4)
+                                       / costmodel.decode_step_ms(dep, b) - 1)
         self.assertLess(verify_extra(long, 16), 0.2)
         # At 512 tokens the 48 extra query tokens weigh against a short KV read: over twice the share.
         self.assertGreater(verify_extra(short, 16), 2 * verify_extra(long, 16))
         # From 16 to 64 sequences at 32k the KV read grows for plain and verify alike: eps falls and the
         # speedup grows (MagicDec). Below 16 one sequence's attention latency, not bandwidth, sets the step.
-        self.assertLess(m.eps_decode(long, 64, 3), m.eps_decode(long, 16, 3))
-        self.assertGreater(m.best_k(long, 0.8, 64)[1], m.best_k(long, 0.8, 16)[1])
+        self.assertLess(costmodel.eps_decode(long, 64, 3), costmodel.eps_decode(long, 16, 3))
+        self.assertGreater(analysis.best_k(long, 0.8, 64)[1], analysis.best_k(long, 0.8, 16)[1])
 
     def test_best_k_falls_as_concurrency_rises(self):
-        dep = m.make_deployment()
-        ks = [m.best_k(dep, 0.7, b)[0] for b in range(1, m.max_concurrency(dep) + 1)]
+        dep = costmodel.make_deployment()
+        ks = [analysis.best_k(dep, 0.7, b)[0] for b in range(1, costmodel.max_concurrency(dep) + 1)]
         self.assertEqual(ks, sorted(ks, reverse=True))
         self.assertGreater(ks[0], ks[-1])
 
     def test_schedule_matches_a_batch_by_batch_scan(self):
         for alpha in (0.45, 0.7):
-            dep = m.make_deployment()
+            dep = costmodel.make_deployment()
             expected, start = [], 1
-            ks = [m.best_k(dep, alpha, b)[0] for b in range(1, m.max_concurrency(dep) + 1)]
+            ks = [analysis.best_k(dep, alpha, b)[0] for b in range(1, costmodel.max_concurrency(dep) + 1)]
             for b in range(1, len(ks) + 1):
                 if b == len(ks) or ks[b] != ks[b - 1]:
                     expected.append([start, b, ks[b - 1]])
                     start = b + 1
-            self.assertEqual(m.k_schedule(dep, alpha), expected)
+            self.assertEqual(analysis.k_schedule(dep, alpha), expected)
 
     def test_ngram_draft_is_nearly_free(self):
-        dep = m.make_deployment(draft="ngram")
-        self.assertLess(m.eps_decode(dep, 1, 3), m.eps_decode(m.make_deployment(), 1, 3) / 2)
+        dep = costmodel.make_deployment(draft="ngram")
+        self.assertLess(costmodel.eps_decode(dep, 1, 3), costmodel.eps_decode(costmodel.make_deployment(), 1, 3) / 2)
 
     def test_ngram_round_is_the_verify_pass_and_bookkeeping(self):
         # n-gram lookup runs no model: a round is the target's pass over K+1 tokens plus the
         # round's fixed bookkeeping, whatever K costs in draft steps elsewhere; it holds no bytes.
-        dep = m.make_deployment(draft="ngram")
+        dep = costmodel.make_deployment(draft="ngram")
         for batch, k in ((1, 3), (64, 5)):
-            verify = m.pass_ms(dep.target, dep, batch, k + 1, m.FIT.pass_fixed_ms_vllm)
-            self.assertAlmostEqual(m.round_ms(dep, batch, k), verify + m.FIT.round_fixed_ms_vllm, places=12)
-        self.assertEqual(m.static_bytes(dep), dep.target.held_bytes)
-        self.assertEqual(m.kv_bytes_per_sequence(dep), dep.context * dep.target.kv_bytes_per_token)
-        eagle = m.make_deployment(draft="eagle3", era=m.fitted_era("vllm"))   # no host time hidden: all K steps paid
-        self.assertGreater(m.round_ms(eagle, 1, 3) - m.round_ms(dep, 1, 3), 3 * m.FIT.draft_fixed_ms_vllm)
+            verify = costmodel.pass_ms(dep.target, dep, batch, k + 1, costmodel.FIT.pass_fixed_ms_vllm)
+            self.assertAlmostEqual(costmodel.round_ms(dep, batch, k), verify + costmodel.FIT.round_fixed_ms_vllm, places=12)
+        self.assertEqual(costmodel.static_bytes(dep), dep.target.held_bytes)
+        self.assertEqual(costmodel.kv_bytes_per_sequence(dep), dep.context * dep.target.kv_bytes_per_token)
+        eagle = costmodel.make_deployment(draft="eagle3", era=catalog.fitted_era("vllm"))   # no host time hidden: all K steps paid
+        self.assertGreater(costmodel.round_ms(eagle, 1, 3) - costmodel.round_ms(dep, 1, 3), 3 * costmodel.FIT.draft_fixed_ms_vllm)
 
 
 class AcceptanceFlags(unittest.TestCase):
@@ -154,7 +154,7 @@ class AcceptanceFlags(unittest.TestCase):
             self.assertTrue(0 <= row["k"] <= 8)
             if row["k"]:
                 low, high = row["speedup_interval"]
-                self.assertAlmostEqual(math.log(high / row["speedup"]) / z, m.trust_in(m.make_deployment()).speedup_sd,
+                self.assertAlmostEqual(math.log(high / row["speedup"]) / z, trust.trust_in(costmodel.make_deployment()).speedup_sd,
                                        places=4)
                 self.assertAlmostEqual(low * high, row["speedup"] ** 2, delta=1e-5)
             else:

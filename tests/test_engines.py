@@ -1,13 +1,15 @@
 """Each engine's plan: commands that its parser accepts, with numbers that are this run's."""
+import dataclasses
 import json
 import re
 import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import ROOT, load_main, run
+from support import ROOT, run
 
-m = load_main()
+import main
+from rollout import acceptance, analysis, catalog, cli, commands, costmodel, plan, simulation, trust
 
 # Flags each tool's parser defines, read in its source (the engines issue's research notes):
 # vllm/engine/arg_utils.py, vllm/benchmarks/serve.py and datasets.py; sglang
@@ -48,7 +50,7 @@ def plan_for(argv):
         return out.read_text(), json.loads(text)
 
 
-def commands(plan):
+def shell_commands(plan):
     """Every shell command in the plan's unlabelled code blocks, continuation lines joined."""
     inside, label, lines = False, "", []
     for line in plan.splitlines():
@@ -70,7 +72,7 @@ class EveryCommand(unittest.TestCase):
     def test_each_flag_is_one_the_tool_defines(self):
         for engine in ("vllm", "sglang", "trtllm"):
             plan, _ = plan_for(["--engine", engine])
-            found = commands(plan)
+            found = shell_commands(plan)
             self.assertGreaterEqual(len(found), 4, engine)
             for command in found:
                 if command.startswith("wget ") or command.startswith("curl "):
@@ -85,7 +87,7 @@ class EveryCommand(unittest.TestCase):
         # The gate line each plan prints is this program's own: its flags must parse (placeholders aside).
         for engine in ("vllm", "sglang", "trtllm"):
             plan, _ = plan_for(["--engine", engine])
-            line = next(c for c in commands(plan) if c.startswith("python code/main.py"))
+            line = next(c for c in shell_commands(plan) if c.startswith("python code/main.py"))
             argv = line.split()[2:]
             argv = ["1.5" if a == "TAU" else "0.5" if a == "R" else a for a in argv]
             files = [i for i, a in enumerate(argv) if a.startswith(("--metrics", "--bench", "--calibrate", "--compare"))]
@@ -109,8 +111,8 @@ class EveryCommand(unittest.TestCase):
                       "--draft-config", str(configs / "qwen3-30b-a3b-eagle3-head.config.json")],
                      ["--draft", "eagle3", "--draft-model", "my-org/my-head", "--context", "3000"]):
             with self.subTest(argv=argv):
-                grid, dep = m.parse_args(small + argv)[:2]
-                again = m.parse_args(small + " ".join(m.tool_words(dep)).split()[2:])[1]
+                grid, dep = cli.parse_args(small + argv, main.SETTINGS)[:2]
+                again = cli.parse_args(small + " ".join(commands.tool_words(dep)).split()[2:], main.SETTINGS)[1]
                 self.assertEqual([getattr(again, f) for f in fields], [getattr(dep, f) for f in fields])
 
 
@@ -154,11 +156,11 @@ class Vllm(unittest.TestCase):
 
     def test_a_schedule_that_turns_off_ends_in_a_k0_row(self):
         # At alpha 0.4 speculation stops paying inside the memory limit: the table's last row is K = 0.
-        schedule = m.k_schedule(m.make_deployment(), 0.4)
+        schedule = analysis.k_schedule(costmodel.make_deployment(), 0.4)
         self.assertEqual(schedule[-1][2], 0)
-        config = json.loads(m.speculative_config(m.make_deployment(), 2, schedule))
+        config = json.loads(commands.speculative_config(costmodel.make_deployment(), 2, schedule))
         self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][2], 0)
-        self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][1], m.max_concurrency(m.make_deployment()))
+        self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][1], costmodel.max_concurrency(costmodel.make_deployment()))
 
 
 class Sglang(unittest.TestCase):
@@ -176,7 +178,7 @@ class Sglang(unittest.TestCase):
         self.assertEqual(self.plan.count(f"--max-running-requests {target}"), 2)
         # Calibration baselines at 1, 16 and the target, and the gate's ShareGPT pair at the target; SGLang's
         # benchmark records no acceptance, so no speculative calibration run: five benchmark runs.
-        self.assertEqual(m.calibration_batches(256), [1, 16, 256])
+        self.assertEqual(plan.calibration_batches(256), [1, 16, 256])
         self.assertEqual(self.plan.count("--port 30000"), 3 + 2)
         self.assertEqual(self.plan.count("--dataset-name random --random-input-len 1024"), 3)
         self.assertEqual(self.plan.count("--dataset-name sharegpt"), 2)
@@ -229,7 +231,7 @@ class EngineDrafts(unittest.TestCase):
     SMALL = ["--alphas", "0.7", "--ks", "2", "--concurrency", "1,32"]
 
     def check_flags(self, plan, label):
-        for command in commands(plan):
+        for command in shell_commands(plan):
             tool = tool_of(command)
             if tool:
                 flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9_-]*", command.split("'")[0] + " ".join(
@@ -296,14 +298,14 @@ class EngineDrafts(unittest.TestCase):
         self.assertIn("return_perf_metrics: true", plan)
         self.assertIn("curl -s localhost:8000/prometheus/metrics > after.prom", plan)
         self.assertIn("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))", plan)
-        gate = next(c for c in commands(plan) if c.startswith("python code/main.py"))
+        gate = next(c for c in shell_commands(plan) if c.startswith("python code/main.py"))
         self.assertIn(f"--metrics after.prom --metrics-before before.prom --ks {data['plan']['k']}", " ".join(gate.split()))
         self.assertNotRegex(gate, r" (TAU|R) ")
         # The window counts iterations (rounds), about ten minutes of them at the run's round time.
         window = int(re.search(r"acceptance_rate_window_size: (\d+)", plan).group(1))
-        dep, k = m.make_deployment(engine="trtllm"), data["plan"]["k"]
-        tau = m.round_mix(((1.0, 0.7, dep.output_tokens),), k, m.ALPHA_SPREAD)[0]   # the requests' tau, closed form
-        round_ms = (1 + m.eps_seen(m.eps_decode(dep, 32, k), tau, dep, 32)) * m.plain_step_ms(dep, 32)
+        dep, k = costmodel.make_deployment(engine="trtllm"), data["plan"]["k"]
+        tau = simulation.round_mix(((1.0, 0.7, dep.output_tokens),), k, main.ALPHA_SPREAD)[0]   # the requests' tau, closed form
+        round_ms = (1 + costmodel.eps_seen(costmodel.eps_decode(dep, 32, k), tau, dep, 32)) * costmodel.plain_step_ms(dep, 32)
         self.assertAlmostEqual(window, 600_000 / round_ms, delta=50)
         self.assertIn("speculation-enabled iteration", plan)
 
@@ -324,12 +326,12 @@ class EngineDrafts(unittest.TestCase):
         _, data = plan_for(["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--tp", "1", "--weights-dtype", "fp4"]
                            + self.SMALL)
         schedule = data["plan"]["schedule"]
-        self.assertEqual(len(m.paying_ranges(schedule)), 1)       # off below some batch, on above: no K > 0 island
+        self.assertEqual(len(analysis.paying_ranges(schedule)), 1)       # off below some batch, on above: no K > 0 island
         # Each row's K is within 1% of the best at its ends (K_TIE), the smallest such.
-        dep = m.make_deployment("gpt-oss-120b", "h100-sxm", 1, "fp4", "bf16", None, "eagle3")
+        dep = costmodel.make_deployment("gpt-oss-120b", "h100-sxm", 1, "fp4", "bf16", None, "eagle3")
         for lo, hi, k in schedule:
             for b in (lo, hi):
-                self.assertEqual(m.best_k(dep, 0.7, b)[0], k)
+                self.assertEqual(analysis.best_k(dep, 0.7, b)[0], k)
 
     def test_the_raised_eps_is_explained(self):
         status, text, err = run(["--model", "qwen3-30b-a3b", "--tp", "1", "--verify-overheads", "0.1"] + self.SMALL[:4]
@@ -341,7 +343,7 @@ class EngineDrafts(unittest.TestCase):
         plan, data = plan_for(["--model", "kimi-k2", "--gpu", "h200", "--tp", "8", "--engine", "sglang"] + self.SMALL)
         self.assertEqual(data["deployment"]["max_concurrency"], 0)
         self.assertIn("## Nothing fits", plan)
-        self.assertEqual(commands(plan), [])
+        self.assertEqual(shell_commands(plan), [])
         plan, _ = plan_for(["--engine", "sglang", "--draft", "eagle"] + self.SMALL)
         self.assertIn("`--draft eagle3` (a public EAGLE-3 head: `lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-SpecForge`)",
                       plan)
@@ -368,8 +370,8 @@ class PlanDetails(unittest.TestCase):
         self.assertIn(f"`draft_len_schedule: {expected}` (with `max_draft_len: {on[0][2]}`)", plan)
         # K = 4 first at alpha 0.70: K = 5 gains under 1% at B = 1, a tie won by the shorter draft.
         self.assertEqual(on[0][2], 4, expected)
-        dep = m.make_deployment(engine="trtllm")
-        speedup = {k: m.tpot_speedup(dep, 1, 1 / m.acceptance_length(0.7, k), m.round_ms(dep, 1, k)) for k in (4, 5)}
+        dep = costmodel.make_deployment(engine="trtllm")
+        speedup = {k: costmodel.tpot_speedup(dep, 1, 1 / acceptance.acceptance_length(0.7, k), costmodel.round_ms(dep, 1, k)) for k in (4, 5)}
         self.assertLess(speedup[5] / speedup[4], 1.01)
 
     def test_trtllm_kill_switch_warns_where_a_longer_k_shows_a_lower_rate(self):
@@ -409,7 +411,7 @@ class PlanDetails(unittest.TestCase):
             self.assertNotIn("YOUR-", plan)
             self.assertIn("**No head to serve yet.**", plan)
             self.assertIn("specforge train", plan)
-            self.assertFalse([c for c in commands(plan) if "speculative" in c], engine)
+            self.assertFalse([c for c in shell_commands(plan) if "speculative" in c], engine)
 
     def test_trtllm_budget_never_exceeds_the_gpus(self):
         _, data = plan_for(["--engine", "trtllm", "--model", "llama-3.1-405b", "--tp", "1", "--weights-dtype", "bf16"])
@@ -461,16 +463,16 @@ class MoeKernels(unittest.TestCase):
         spec = importlib.util.spec_from_file_location("eagle3_moe_kernels", ROOT / "bench" / "moe_kernels.py")
         bench = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(bench)
-        self.assertEqual(bench.engine_fixed_us(bench.load()), m.MOE_KERNEL_US)
-        self.assertEqual({key: e.moe_layer_us for key, e in m.ENGINES.items() if key in m.MOE_KERNEL_US},
-                         m.MOE_KERNEL_US)
+        self.assertEqual(bench.engine_fixed_us(bench.load()), catalog.MOE_KERNEL_US)
+        self.assertEqual({key: e.moe_layer_us for key, e in catalog.ENGINES.items() if key in catalog.MOE_KERNEL_US},
+                         catalog.MOE_KERNEL_US)
 
     def test_a_moe_pass_pays_its_kernels_latency_once_per_moe_layer(self):
         # Qwen3-30B-A3B, 48 MoE layers: a pass's fixed term over a dense pass's is 48 x moe_layer_us.
         for engine in ("vllm", "sglang", "trtllm"):
-            dep = m.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", 1024, "ngram", engine=engine)
-            parts = m.pass_parts(dep.target, dep, 8, 1, 0.0)
-            self.assertAlmostEqual(parts["fixed"], (48 * m.FIT.layer_us + 48 * m.MOE_KERNEL_US[engine]) / 1e3,
+            dep = costmodel.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", 1024, "ngram", engine=engine)
+            parts = costmodel.pass_parts(dep.target, dep, 8, 1, 0.0)
+            self.assertAlmostEqual(parts["fixed"], (48 * costmodel.FIT.layer_us + 48 * catalog.MOE_KERNEL_US[engine]) / 1e3,
                                    places=12)
 
 
@@ -482,12 +484,12 @@ class EngineTables(unittest.TestCase):
     """Engine knowledge lives in two tables (ENGINES, ENGINE_PLANS): code asks them, not the engine's name."""
 
     def test_both_tables_have_a_row_for_every_engine(self):
-        self.assertEqual(list(m.ENGINES), list(m.ENGINE_PLANS))
-        for key, engine in m.ENGINES.items():
+        self.assertEqual(list(catalog.ENGINES), list(commands.ENGINE_PLANS))
+        for key, engine in catalog.ENGINES.items():
             self.assertEqual(engine.key, key)
             for name in (engine.pass_cost_of, engine.draft_costs_of):   # the Fit fields its costs come from
                 self.assertIn(f"pass_fixed_ms_{name}" if name == engine.pass_cost_of else f"draft_fixed_ms_{name}",
-                              m.Fit._fields)
+                              costmodel.Fit._fields)
 
     def test_a_fourth_engine_is_two_rows(self):
         """A copy of vLLM's rows under another key (as long as its own, so lines wrap alike), with vLLM's published
@@ -496,20 +498,20 @@ class EngineTables(unittest.TestCase):
         out = Path(tempfile.gettempdir()) / "eagle3-fourth-engine-plan.md"   # computed, never written
         argv = ["--draft-model", "RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3", "--concurrency", "1,32",
                 "--alphas", "0.6,0.7", "--out", str(out)]
-        vllm_plan = m.compute(argv)[2][out]
-        m.ENGINES["vlm4"] = m.replace(m.ENGINES["vllm"], key="vlm4")
-        m.ENGINE_PLANS["vlm4"] = m.ENGINE_PLANS["vllm"]
+        vllm_plan = main.compute(argv)[2][out]
+        catalog.ENGINES["vlm4"] = dataclasses.replace(catalog.ENGINES["vllm"], key="vlm4")
+        commands.ENGINE_PLANS["vlm4"] = commands.ENGINE_PLANS["vllm"]
         # and vLLM's published errors as its own, as bench/intervals.py would print them had vLLM's runs its name
-        saved = dict(m.MODEL_ERROR)
+        saved = dict(trust.MODEL_ERROR)
         renamed = {key[:2] + ("vlm4" if key[2] == "vllm" else key[2],) + key[3:]: value for key, value in saved.items()}
-        m.MODEL_ERROR.clear()
-        m.MODEL_ERROR.update(renamed)
+        trust.MODEL_ERROR.clear()
+        trust.MODEL_ERROR.update(renamed)
         try:
-            fourth_plan = m.compute(argv + ["--engine", "vlm4"])[2][out]
+            fourth_plan = main.compute(argv + ["--engine", "vlm4"])[2][out]
         finally:
-            del m.ENGINES["vlm4"], m.ENGINE_PLANS["vlm4"]
-            m.MODEL_ERROR.clear()
-            m.MODEL_ERROR.update(saved)
+            del catalog.ENGINES["vlm4"], commands.ENGINE_PLANS["vlm4"]
+            trust.MODEL_ERROR.clear()
+            trust.MODEL_ERROR.update(saved)
         self.assertIn("--engine vlm4", fourth_plan)
         self.assertEqual(fourth_plan.replace("vlm4", "vllm"), vllm_plan)
 

@@ -8,17 +8,19 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import load_main, run
+from support import run
 
-m = load_main()
+from rollout import calibration, catalog, costmodel, readers, trust
+
+
 Z80 = statistics.NormalDist().inv_cdf(0.9)
 VLLM_ASYNC = (9.91 - 9.57) * 3.08                      # PR #25872's TPOT saving times the head's K = 4 tau (#20780)
 SGLANG_V2 = 2.99 * 1000 / 246.80 - 3.01 * 1000 / 273.43   # PR #11398: a round's ms from tokens/s and acceptance
 
 
 def dep(engine="vllm", version=None, **kw):
-    era = m.era_of(engine, version) if version else None
-    return m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, engine=engine, era=era, **kw)
+    era = catalog.era_of(engine, version) if version else None
+    return costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, engine=engine, era=era, **kw)
 
 
 class Releases(unittest.TestCase):
@@ -30,11 +32,11 @@ class Releases(unittest.TestCase):
                                      ("vllm", "0.14.0.dev3", "v1-sync"), ("vllm", "v0.14.0rc1", "v1-async"),
                                      ("sglang", "0.5.11.dev0+g1234", "spec-v1")):   # a dev build precedes its release
             with self.subTest(engine=engine, version=version):
-                self.assertEqual(m.era_of(engine, version).key, key)
+                self.assertEqual(catalog.era_of(engine, version).key, key)
 
     def test_the_default_is_the_newest_era(self):
-        for engine in m.ENGINES:
-            self.assertIs(m.make_deployment(engine=engine).era, m.ENGINES[engine].eras[-1])
+        for engine in catalog.ENGINES:
+            self.assertIs(costmodel.make_deployment(engine=engine).era, catalog.ENGINES[engine].eras[-1])
 
     def test_releases_before_the_first_era_and_junk_are_refused(self):
         for argv, words in ((["--engine-version", "0.7"], "vLLM releases before 0.8"),
@@ -50,16 +52,16 @@ class Releases(unittest.TestCase):
 
 class RoundSavings(unittest.TestCase):
     def test_the_savings_are_the_sources_numbers(self):
-        self.assertAlmostEqual(m.VLLM_ASYNC_ROUNDS.saved_ms, VLLM_ASYNC, places=12)
-        self.assertAlmostEqual(m.SGLANG_SPEC_V2.saved_ms, SGLANG_V2, places=12)
+        self.assertAlmostEqual(catalog.VLLM_ASYNC_ROUNDS.saved_ms, VLLM_ASYNC, places=12)
+        self.assertAlmostEqual(catalog.SGLANG_SPEC_V2.saved_ms, SGLANG_V2, places=12)
 
     def test_a_newer_round_is_the_fitted_one_less_its_hidden_host_time(self):
         for engine, version, saved in (("vllm", "0.14", VLLM_ASYNC), ("sglang", "0.5.11", SGLANG_V2)):
             old, new = dep(engine, {"vllm": "0.13", "sglang": "0.5.10"}[engine]), dep(engine, version)
             for batch, k in ((1, 3), (64, 5)):
                 with self.subTest(engine=engine, batch=batch, k=k):
-                    self.assertAlmostEqual(m.round_ms(old, batch, k) - m.round_ms(new, batch, k), saved, places=9)
-                    self.assertEqual(m.decode_step_ms(old, batch), m.decode_step_ms(new, batch))   # plain: as fitted
+                    self.assertAlmostEqual(costmodel.round_ms(old, batch, k) - costmodel.round_ms(new, batch, k), saved, places=9)
+                    self.assertEqual(costmodel.decode_step_ms(old, batch), costmodel.decode_step_ms(new, batch))   # plain: as fitted
 
     def test_changes_run_only_for_the_drafts_they_serve(self):
         # vLLM's async rounds are off for n-gram and draft models (PR #31998); SGLang's spec v2 runs chains only.
@@ -67,27 +69,27 @@ class RoundSavings(unittest.TestCase):
                                         ("vllm", "0.13", dict(draft="llama-3.2-1b")),
                                         ("sglang", "0.5.10", dict(draft="eagle3", topk=4, verify_tokens=8))):
             with self.subTest(engine=engine, **{k: str(v) for k, v in kw.items()}):
-                self.assertEqual(m.round_ms(dep(engine, old_version, **kw), 1, 3), m.round_ms(dep(engine, **kw), 1, 3))
+                self.assertEqual(costmodel.round_ms(dep(engine, old_version, **kw), 1, 3), costmodel.round_ms(dep(engine, **kw), 1, 3))
 
     def test_no_more_is_hidden_than_the_rounds_fixed_costs(self):
         new = dep("vllm")
-        fit = m.FIT._replace(round_fixed_ms_vllm=0.2, draft_fixed_ms_vllm=0.1)   # 0.2 + 3 x 0.1 < 1.05
+        fit = costmodel.FIT._replace(round_fixed_ms_vllm=0.2, draft_fixed_ms_vllm=0.1)   # 0.2 + 3 x 0.1 < 1.05
         old = dep("vllm", "0.13")
-        self.assertAlmostEqual(m.round_ms(old, 1, 3, fit) - m.round_ms(new, 1, 3, fit), 0.5, places=12)
+        self.assertAlmostEqual(costmodel.round_ms(old, 1, 3, fit) - costmodel.round_ms(new, 1, 3, fit), 0.5, places=12)
 
     def test_the_calibration_closed_form_hides_the_same(self):
-        run_ = m.Run(batch=8, k=3, tau=2.5, input_tokens=1024, output_tokens=1024)
+        run_ = readers.Run(batch=8, k=3, tau=2.5, input_tokens=1024, output_tokens=1024)
         for version in ("0.13", None):
             d = dep("vllm", version)
-            own = dict.fromkeys(m.OWN_TERMS, 1.0)
-            self.assertAlmostEqual(m.terms_tpot_ms(m.run_terms(d, run_), own), m.run_tpot_ms(d, run_, m.FIT),
+            own = dict.fromkeys(costmodel.OWN_TERMS, 1.0)
+            self.assertAlmostEqual(calibration.terms_tpot_ms(calibration.run_terms(d, run_), own), calibration.run_tpot_ms(d, run_, costmodel.FIT),
                                    places=9)
 
 
 class WhatTheRunSays(unittest.TestCase):
     def test_the_readme_table_gives_the_savings_the_code_computes(self):
         readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-        for key, saving in (("v1-async", m.VLLM_ASYNC_ROUNDS), ("spec-v2", m.SGLANG_SPEC_V2)):
+        for key, saving in (("v1-async", catalog.VLLM_ASYNC_ROUNDS), ("spec-v2", catalog.SGLANG_SPEC_V2)):
             row = next(line for line in readme.splitlines() if line.startswith("| ") and f"`{key}`" in line)
             self.assertIn(f"{saving.saved_ms:.2f} ms less", row)
 
@@ -104,11 +106,11 @@ class WhatTheRunSays(unittest.TestCase):
         self.assertIn("--engine-version 0.8", plan)          # the gate rebuilds the same deployment
 
     def test_a_derived_era_widens_the_speedup_interval_by_its_own_size(self):
-        new, old = m.make_deployment(), m.make_deployment(era=m.fitted_era("vllm"))
-        shift = math.log(m.round_ms(old, 1, 3) / m.round_ms(new, 1, 3))
+        new, old = costmodel.make_deployment(), costmodel.make_deployment(era=catalog.fitted_era("vllm"))
+        shift = math.log(costmodel.round_ms(old, 1, 3) / costmodel.round_ms(new, 1, 3))
         self.assertGreater(shift, 0.03)
-        self.assertIn("era", m.trust_in(new).outside)
-        self.assertAlmostEqual(m.trust_in(new).speedup_sd, math.hypot(m.trust_in(old).speedup_sd, shift), places=12)
+        self.assertIn("era", trust.trust_in(new).outside)
+        self.assertAlmostEqual(trust.trust_in(new).speedup_sd, math.hypot(trust.trust_in(old).speedup_sd, shift), places=12)
 
 
 if __name__ == "__main__":

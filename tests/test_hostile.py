@@ -16,9 +16,12 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import MAIN_PATH, run, load_main
+from support import MAIN_PATH, run
 
-m = load_main()
+import main
+from rollout import readers, records
+
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CONFIGS = FIXTURES / "configs"
 SMALL = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,8"]
@@ -419,7 +422,7 @@ class Flags(Hostile):
     def test_a_huge_grid_is_refused_before_it_runs(self):
         alphas = ",".join(f"{i / 10:.1f}" for i in range(10))
         self.refused(["--alphas", alphas, "--ks", ",".join(map(str, range(1, 11))), "--concurrency",
-                      ",".join(map(str, range(1, 200)))], "grid", "cells", f"{m.GRID_CELL_LIMIT:,}")
+                      ",".join(map(str, range(1, 200)))], "grid", "cells", f"{records.GRID_CELL_LIMIT:,}")
 
     def test_control_characters_in_values(self):
         self.refused(["--served-model", "a\nb", "--metrics", str(FIXTURES / "metrics_after.prom")] + SMALL,
@@ -432,7 +435,7 @@ class Flags(Hostile):
                 'vllm:spec_decode_num_draft_tokens_total{model_name="m"} 4000\n'
                 'vllm:spec_decode_num_accepted_tokens_total{model_name="m"} 1000\n')
         path = self.write("m.prom", text)
-        err = self.refused(["--metrics", path] + SMALL, "--metrics", "40", str(m.K_LIMIT))
+        err = self.refused(["--metrics", path] + SMALL, "--metrics", "40", str(records.K_LIMIT))
         self.assertNotIn("inconsistent", err)
 
 
@@ -485,12 +488,12 @@ class FoundByFuzzing(Hostile):
 
     def test_sizes_that_would_take_long_or_much_memory(self):
         alphas = ",".join(f"{i / 1000:.3f}" for i in range(0, 1000, 4))
-        self.refused(["--alphas", alphas, "--ks", "1,2", "--concurrency", "1"], "pairs", str(m.GRID_PAIR_LIMIT))
+        self.refused(["--alphas", alphas, "--ks", "1,2", "--concurrency", "1"], "pairs", str(records.GRID_PAIR_LIMIT))
         big = self.inputs / "big.json"
         big.write_text('{"completed": 1, "x": [' + "0," * (9 << 20) + "0]}")
         self.refused(["--bench-spec", str(big)] + SMALL, "--bench-spec", "--save-detailed")
         self.refused(["--model-config", str(big)] + SMALL, "--model-config", "larger than 4 MiB")
-        lines = self.write("lines.prom", "x 1\n" * (m.SCRAPE_LINE_LIMIT + 1))
+        lines = self.write("lines.prom", "x 1\n" * (records.SCRAPE_LINE_LIMIT + 1))
         self.refused(["--metrics", lines] + SMALL, "--metrics", "lines")
         self.refused(["--input-tokens", "9000000", "--output-tokens", "2000000"] + SMALL, "--input-tokens")
 
@@ -583,8 +586,8 @@ class FoundByFuzzingAgain(Hostile):
         status, _, err = run(["--bench-spec", appended, "--no-write"] + SMALL)
         self.assertEqual(status, 0, err)
         line = 'vllm:spec_decode_num_drafts_total{model_name="m%d"} 1\n'
-        many = self.write("many.prom", "".join(line % i for i in range(m.MODEL_LIMIT + 1)))
-        self.refused(["--metrics", many] + SMALL, "--metrics", f"more than {m.MODEL_LIMIT} models")
+        many = self.write("many.prom", "".join(line % i for i in range(readers.MODEL_LIMIT + 1)))
+        self.refused(["--metrics", many] + SMALL, "--metrics", f"more than {readers.MODEL_LIMIT} models")
 
     def test_file_contents_never_drive_the_terminal(self):
         escape = "\x1b]0;pwned\x07\x1b[2J"
@@ -665,17 +668,17 @@ class FoundByFuzzingAgain(Hostile):
         status, text, err = run(["--gpu", "custom", "--gpu-memory", "100000", "--gpu-bandwidth", "4",
                                  "--gpu-tflops", "900", "--json", "--no-write"] + SMALL)
         self.assertEqual(status, 0, err)
-        self.assertLessEqual(max(row[1] for row in json.loads(text)["plan"]["schedule"]), m.CONCURRENCY_LIMIT)
+        self.assertLessEqual(max(row[1] for row in json.loads(text)["plan"]["schedule"]), records.CONCURRENCY_LIMIT)
 
 
 class LastResort(Hostile):
     def test_an_unforeseen_error_is_one_line_and_exit_2(self):
-        real = m.render_plan
-        m.render_plan = lambda *a, **k: 1 / 0
+        real = main.render_plan
+        main.render_plan = lambda *a, **k: 1 / 0
         try:
             status, text, err = run(SMALL + ["--out", str(self.plan)])
         finally:
-            m.render_plan = real
+            main.render_plan = real
         self.assertEqual(status, 2)
         self.assertEqual(len(err.splitlines()), 1)
         self.assertIn("internal error", err)

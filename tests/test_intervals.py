@@ -1,6 +1,7 @@
 """How far to trust a number (issue 21): the model's error table is what bench/intervals.py measured, the intervals
 built from it cover about 80% of published points they did not see, and the plan, the K table and the gate say
 "too close to call" where an interval holds 1.0x."""
+import dataclasses
 import json
 import math
 import os
@@ -9,21 +10,23 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import ROOT, load_main, run
+from support import ROOT, run
 
-m = load_main()
+from rollout import acceptance, calibration, catalog, costmodel, trust
+
+
 Z80 = statistics.NormalDist().inv_cdf(0.9)                 # 1.2816: an 80% interval's half-width in s.d.
 HELD_OUT = json.loads((ROOT / "bench" / "held_out_errors.json").read_text())["rows"]
 
 
 class ErrorTable(unittest.TestCase):
     def test_main_carries_the_table_bench_measured(self):
-        self.assertEqual(m.error_table(HELD_OUT), m.MODEL_ERROR)
+        self.assertEqual(trust.error_table(HELD_OUT), trust.MODEL_ERROR)
 
     def test_the_table_by_hand(self):
         rows = [dict(what="speedup", target="dense", engine="vllm", draft="eagle3", family="hopper", source=s,
                      log_error=e) for s, e in (("a", 0.1), ("a", 0.3), ("b", -0.2))]
-        (key, (points, sources, within, between)), = m.error_table(rows).items()
+        (key, (points, sources, within, between)), = trust.error_table(rows).items()
         self.assertEqual((points, sources), (3, 2))
         self.assertAlmostEqual(within, math.sqrt((0.1 ** 2 + 0.1 ** 2 + 0) / 3), places=4)   # around a's 0.2, b's -0.2
         self.assertAlmostEqual(between, math.sqrt((0.2 ** 2 + 0.2 ** 2) / 2), places=4)
@@ -31,12 +34,12 @@ class ErrorTable(unittest.TestCase):
     def test_each_attribute_outside_the_data_widens_by_the_spread_between_all_sources(self):
         table = {("speedup", "dense", "vllm", "eagle3", "hopper"): (10, 2, 0.05, 0.10),
                  ("speedup", "moe", "sglang", "eagle3", "hopper"): (10, 2, 0.20, 0.40)}
-        inside = m.class_error(dict(what="speedup", target="dense", engine="vllm", draft="eagle3", family="hopper"),
+        inside = trust.class_error(dict(what="speedup", target="dense", engine="vllm", draft="eagle3", family="hopper"),
                                table)
         self.assertAlmostEqual(inside.sd, math.hypot(0.05, 0.10), places=12)
         self.assertEqual(inside.outside, ())
         every = (2 * 0.10 ** 2 + 2 * 0.40 ** 2) / 4                  # between, over all sources
-        outside = m.class_error(dict(what="speedup", target="dense", engine="trtllm", draft="mtp", family="hopper"),
+        outside = trust.class_error(dict(what="speedup", target="dense", engine="trtllm", draft="mtp", family="hopper"),
                                 table)
         self.assertEqual(outside.outside, ("engine", "draft"))
         self.assertAlmostEqual(outside.sd, math.sqrt(0.05 ** 2 + 0.10 ** 2 + 2 * every), places=12)
@@ -45,16 +48,16 @@ class ErrorTable(unittest.TestCase):
         table = {("speedup", "moe", "sglang", "eagle3", "hopper"): (10, 2, 0.20, 0.40),
                  ("speedup", "dense", "vllm", "eagle3", "hopper"): (10, 2, 0.05, 0.10)}
         cls = dict(what="speedup", target="moe", engine="sglang", draft="eagle3", family="hopper")
-        tp, ep = m.class_error(dict(cls, layout="tp"), table), m.class_error(dict(cls, layout="ep"), table)
+        tp, ep = trust.class_error(dict(cls, layout="tp"), table), trust.class_error(dict(cls, layout="ep"), table)
         every = (2 * 0.10 ** 2 + 2 * 0.40 ** 2) / 4
         self.assertEqual((tp.outside, ep.outside), ((), ("layout",)))
         self.assertAlmostEqual(ep.sd ** 2 - tp.sd ** 2, every, places=12)
-        dep = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", ep=8)
-        self.assertEqual(m.error_class("speedup", dep)["layout"], "ep")
-        self.assertEqual(m.error_class("speedup", m.replace(dep, dp_attention=True))["layout"], "ep+dp")
+        dep = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", ep=8)
+        self.assertEqual(trust.error_class("speedup", dep)["layout"], "ep")
+        self.assertEqual(trust.error_class("speedup", dataclasses.replace(dep, dp_attention=True))["layout"], "ep+dp")
 
     def test_intervals_cover_seventy_to_ninety_percent_of_sources_they_did_not_see(self):
-        coverage = m.interval_coverage(HELD_OUT)
+        coverage = trust.interval_coverage(HELD_OUT)
         self.assertGreaterEqual(coverage, 0.70)
         self.assertLessEqual(coverage, 0.90)
 
@@ -70,24 +73,24 @@ class ErrorTable(unittest.TestCase):
 
 class Intervals(unittest.TestCase):
     def test_an_interval_is_the_prediction_times_exp_of_z_sd(self):
-        low, high = m.interval(2.0, 0.1)
+        low, high = trust.interval(2.0, 0.1)
         self.assertAlmostEqual(low, 2.0 * math.exp(-Z80 * 0.1), places=12)
         self.assertAlmostEqual(high, 2.0 * math.exp(Z80 * 0.1), places=12)
-        self.assertTrue(m.too_close([0.9, 1.2]))
-        self.assertFalse(m.too_close([1.01, 1.2]))
+        self.assertTrue(trust.too_close([0.9, 1.2]))
+        self.assertFalse(trust.too_close([1.01, 1.2]))
 
     def test_the_break_even_range_by_hand(self):
         spread = math.exp(Z80 * 0.2)
-        low, high = m.breakeven_range(3, 0.6, 0.2)
+        low, high = trust.breakeven_range(3, 0.6, 0.2)
         self.assertAlmostEqual(low, (1.6 / spread - 1) / 3, places=12)
         self.assertAlmostEqual(high, (1.6 * spread - 1) / 3, places=12)
 
     def test_the_break_even_alpha_range_is_tau_at_the_ends_of_the_round_cost(self):
         spread = math.exp(Z80 * 0.2)
-        low, high = m.breakeven_alpha_range(3, 0.6, 0.2)
-        self.assertAlmostEqual(m.acceptance_length(low, 3), 1.6 / spread, places=9)     # tau = 1 + eps at each end
-        self.assertAlmostEqual(m.acceptance_length(high, 3), 1.6 * spread, places=9)
-        self.assertIsNone(m.breakeven_alpha_range(1, 1.5, 0.2)[1])   # dear end: a round of 2.5 x 1.29 steps, K = 1
+        low, high = trust.breakeven_alpha_range(3, 0.6, 0.2)
+        self.assertAlmostEqual(acceptance.acceptance_length(low, 3), 1.6 / spread, places=9)     # tau = 1 + eps at each end
+        self.assertAlmostEqual(acceptance.acceptance_length(high, 3), 1.6 * spread, places=9)
+        self.assertIsNone(trust.breakeven_alpha_range(1, 1.5, 0.2)[1])   # dear end: a round of 2.5 x 1.29 steps, K = 1
 
     def test_every_cell_carries_its_intervals(self):
         status, out, err = run(["--alphas", "0.7", "--ks", "3", "--concurrency", "1,64", "--json", "--no-write"])
@@ -103,26 +106,26 @@ class Intervals(unittest.TestCase):
                 self.assertAlmostEqual(value / bounds[0], math.exp(Z80 * sd), delta=2e-5)
 
     def test_a_deployment_outside_the_data_is_less_certain(self):
-        dense = m.trust_in(m.make_deployment(era=m.fitted_era("vllm")))
-        moe = m.trust_in(m.make_deployment(model="qwen3-235b-a22b", gpu="h200", tp=8, era=m.fitted_era("vllm")))
+        dense = trust.trust_in(costmodel.make_deployment(era=catalog.fitted_era("vllm")))
+        moe = trust.trust_in(costmodel.make_deployment(model="qwen3-235b-a22b", gpu="h200", tp=8, era=catalog.fitted_era("vllm")))
         self.assertEqual(dense.outside, ())
         self.assertIn("target", moe.outside)                   # no published plain step of a MoE target
         self.assertGreater(moe.speedup_sd, 2 * dense.speedup_sd)
 
     def test_after_calibration_the_runs_held_out_error_sets_the_width(self):
-        runs = [m.CalibrationRun(path=f"r{i}", kind="baseline" if k is None else "speculative", batch=1, k=k,
+        runs = [calibration.CalibrationRun(path=f"r{i}", kind="baseline" if k is None else "speculative", batch=1, k=k,
                                  tau=None, measured_tpot_ms=10.0, published_fit_tpot_ms=10.0, fitted_tpot_ms=10.0,
                                  error=0.0, held_out_error=e)
                 for i, (k, e) in enumerate(((None, 0.03), (None, -0.04), (3, 0.05), (3, -0.02)))]
-        cal = m.Calibration(files=[], fitted_fields=[], kept=[], before={}, after={}, runs=runs, median_error=0.0,
+        cal = calibration.Calibration(files=[], fitted_fields=[], kept=[], before={}, after={}, runs=runs, median_error=0.0,
                             worst_error=0.0, notes=[])
-        trust = m.trust_in(m.make_deployment(), cal)
+        believed = trust.trust_in(costmodel.make_deployment(), cal)
         base = math.sqrt((math.log(1.03) ** 2 + math.log(0.96) ** 2) / 2)
         spec = math.sqrt((math.log(1.05) ** 2 + math.log(0.98) ** 2) / 2)
-        self.assertTrue(trust.calibrated)
-        self.assertAlmostEqual(trust.tpot_sd, base, places=12)
-        self.assertAlmostEqual(trust.spec_tpot_sd, spec, places=12)
-        self.assertAlmostEqual(trust.speedup_sd, math.hypot(base, spec), places=12)   # a ratio of the two
+        self.assertTrue(believed.calibrated)
+        self.assertAlmostEqual(believed.tpot_sd, base, places=12)
+        self.assertAlmostEqual(believed.spec_tpot_sd, spec, places=12)
+        self.assertAlmostEqual(believed.speedup_sd, math.hypot(base, spec), places=12)   # a ratio of the two
 
 
 class Decisions(unittest.TestCase):

@@ -5,9 +5,12 @@ import tracemalloc
 import unittest
 from pathlib import Path
 
-from load_main import ROOT, load_main, run
+from support import ROOT, run
 
-m = load_main()
+import main
+from rollout import acceptance, analysis, costmodel, readers
+
+
 FIXTURES = ROOT / "tests" / "fixtures"
 AFTER, BEFORE = str(FIXTURES / "metrics_after.prom"), str(FIXTURES / "metrics_before.prom")
 BASE, SPEC = str(FIXTURES / "bench_baseline.json"), str(FIXTURES / "bench_spec.json")
@@ -36,7 +39,7 @@ class Counters(unittest.TestCase):
         for got, want in zip(ms["per_position_alpha"], (6500 / 8000, 4900 / 6500, 3300 / 4900)):
             self.assertAlmostEqual(got, want, places=6)
         self.assertAlmostEqual(sum(ms["per_position_rates"]) + 1, ms["acceptance_length"], places=6)
-        self.assertAlmostEqual(m.acceptance_length(ms["alpha"], 3), ms["acceptance_length"], places=6)
+        self.assertAlmostEqual(acceptance.acceptance_length(ms["alpha"], 3), ms["acceptance_length"], places=6)
 
     def test_window_is_the_difference(self):
         status, data, _ = run_json(["--metrics", AFTER, "--metrics-before", BEFORE])
@@ -83,7 +86,7 @@ class Counters(unittest.TestCase):
 def at_the_benchmarks_lengths(dep):
     """The deployment at the spec fixture's own lengths: 215,037 prompt and 198,643 output tokens over 1,000
     requests, 215 and 199 a request (the model beside a benchmark is set at its lengths)."""
-    return m.at_lengths(dep, 215, 199)
+    return costmodel.at_lengths(dep, 215, 199)
 
 
 class Gate(unittest.TestCase):
@@ -102,7 +105,7 @@ class Gate(unittest.TestCase):
     def test_break_even_is_eps_over_k_at_the_benchmark_concurrency(self):
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
         g = data["gate"]
-        eps = m.eps_decode(m.make_deployment(), 64, 3)
+        eps = costmodel.eps_decode(costmodel.make_deployment(), 64, 3)
         self.assertEqual(g["concurrency"], 64)
         self.assertAlmostEqual(g["breakeven_rate"], eps / 3, places=6)
         self.assertAlmostEqual(g["required_rate"], eps / 3 + 0.10, places=6)
@@ -133,8 +136,8 @@ class Gate(unittest.TestCase):
         # vLLM's ITL is one chunk, a round: its P99 over a plain step's is 1 + eps exactly (the same jitter),
         # eps with the prefill share a round of the measured tau carries. Per token it is another figure.
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
-        dep, ms = at_the_benchmarks_lengths(m.make_deployment()), data["measured"]
-        eps = m.eps_seen(m.eps_decode(dep, 64, 3), ms["acceptance_length"], dep, 64)
+        dep, ms = at_the_benchmarks_lengths(costmodel.make_deployment()), data["measured"]
+        eps = costmodel.eps_seen(costmodel.eps_decode(dep, 64, 3), ms["acceptance_length"], dep, 64)
         self.assertAlmostEqual(ms["prediction"]["p99_itl_change"], eps, places=3)
         self.assertGreater(abs(ms["prediction"]["p99_token_itl_change"] - eps), 0.02)
 
@@ -143,16 +146,16 @@ class Gate(unittest.TestCase):
         # 2/3 at K = 3 and 1/3 at K = 4 (mean 3.333). The measured tau goes with their mean cost.
         _, data, _ = run_json(["--metrics", str(FIXTURES / "metrics_k_by_batch.prom"),
                                "--bench-baseline", BASE, "--bench-spec", SPEC])
-        dep, ms = at_the_benchmarks_lengths(m.make_deployment()), data["measured"]
+        dep, ms = at_the_benchmarks_lengths(costmodel.make_deployment()), data["measured"]
         self.assertTrue(ms["varying_k"])
         self.assertAlmostEqual(ms["k_mean"], 10 / 3, places=5)
-        d = m.decode_step_ms(dep, 64)
-        mean_round = (2 * m.round_ms(dep, 64, 3) + m.round_ms(dep, 64, 4)) / 3
+        d = costmodel.decode_step_ms(dep, 64)
+        mean_round = (2 * costmodel.round_ms(dep, 64, 3) + costmodel.round_ms(dep, 64, 4)) / 3
         tau = ms["acceptance_length"]
-        want = tau * m.plain_step_ms(dep, 64) / (mean_round + tau * m.prefill_share_ms(dep, 64))
+        want = tau * costmodel.plain_step_ms(dep, 64) / (mean_round + tau * costmodel.prefill_share_ms(dep, 64))
         self.assertAlmostEqual(ms["prediction"]["speedup"], want, delta=5e-6 * want)
-        self.assertAlmostEqual(m.eps_decode(dep, 64, 3.0), m.eps_decode(dep, 64, 3), places=12)
-        self.assertAlmostEqual(m.eps_decode(dep, 64, 10 / 3), mean_round / d - 1, places=9)
+        self.assertAlmostEqual(costmodel.eps_decode(dep, 64, 3.0), costmodel.eps_decode(dep, 64, 3), places=12)
+        self.assertAlmostEqual(costmodel.eps_decode(dep, 64, 10 / 3), mean_round / d - 1, places=9)
 
     def test_target_concurrency_moves_the_break_even(self):
         low = run_json(["--metrics", AFTER, "--target-concurrency", "1"])[1]["gate"]
@@ -182,13 +185,13 @@ class Gate(unittest.TestCase):
 
 class TrafficMix(unittest.TestCase):
     def test_default_mix_against_the_closed_form(self):
-        dep = m.make_deployment()
-        mix = m.traffic_blend(m.TRAFFIC_MIX, dep, 3, 64)
-        eps = m.eps_decode(dep, 64, 3)
+        dep = costmodel.make_deployment()
+        mix = analysis.traffic_blend(main.TRAFFIC_MIX, dep, 3, 64)
+        eps = costmodel.eps_decode(dep, 64, 3)
         # Prefill per token in decode steps: the other 63 requests' 1024 prompt tokens per 1024 output tokens.
-        self.assertEqual(m.prefill_tokens(dep, 64), 63.0)
-        q = m.prefill_share_ms(dep, 64) / m.decode_step_ms(dep, 64)
-        tau = m.acceptance_length
+        self.assertEqual(costmodel.prefill_tokens(dep, 64), 63.0)
+        q = costmodel.prefill_share_ms(dep, 64) / costmodel.decode_step_ms(dep, 64)
+        tau = acceptance.acceptance_length
         self.assertAlmostEqual(mix.naive_alpha, 0.7 * 0.7 + 0.3 * 0.4)
         self.assertAlmostEqual(mix.blended_speedup,
                                (1 + q) / ((0.7 / tau(0.7, 3) + 0.3 / tau(0.4, 3)) * (1 + eps) + q))
@@ -294,7 +297,7 @@ class Streaming(unittest.TestCase):
                 f.write(Path(AFTER).read_text())
             self.assertGreater(big.stat().st_size, 1_400_000)
             tracemalloc.start()
-            (counters,) = m.read_metrics(str(big), "--metrics").values()
+            (counters,) = readers.read_metrics(str(big), "--metrics").values()
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
         self.assertEqual(counters.drafts, 8000)
@@ -319,7 +322,7 @@ class VaryingK(unittest.TestCase):
         self.assertAlmostEqual(ms["acceptance_rate"], 23_681 / 50_000, places=5)
         self.assertAlmostEqual(ms["acceptance_length"], 1 + 23_681 / 15_000, places=5)
         # Rounding the mean (K = 3) and inverting the length would have claimed another alpha:
-        self.assertGreater(abs(m.alpha_from_length(1 + 23_681 / 15_000, 3) - 0.7), 0.01)   # 0.712
+        self.assertGreater(abs(acceptance.alpha_from_length(1 + 23_681 / 15_000, 3) - 0.7), 0.01)   # 0.712
 
     def test_gate_compares_the_rate_alpha_gives_at_the_plans_k(self):
         g, k = self.data["gate"], self.data["plan"]["k"]
@@ -377,8 +380,8 @@ class AcceptanceSweep(unittest.TestCase):
         self.assertNotIn("reuses it", " ".join(json.loads(out)["summary"]))
 
     def test_lengths_of_one_alpha_give_that_alpha_at_every_position(self):
-        lengths = [m.acceptance_length(0.8, k) for k in (1, 2, 3, 4)]   # 1.8, 2.44, 2.952, 3.3616
-        self.assertEqual([round(a, 9) for a in m.profile_from_lengths(lengths)], [0.8] * 4)
+        lengths = [acceptance.acceptance_length(0.8, k) for k in (1, 2, 3, 4)]   # 1.8, 2.44, 2.952, 3.3616
+        self.assertEqual([round(a, 9) for a in analysis.profile_from_lengths(lengths)], [0.8] * 4)
 
     def test_a_published_mtp_sweep_by_hand(self):
         # DeepSeek-R1 MTP on TensorRT-LLM (tech blog 1): acceptance length 1.92, 2.58, 2.82, 2.99, 3.01 at K = 1..5.
@@ -396,14 +399,14 @@ class AcceptanceSweep(unittest.TestCase):
         for cell in data["cells"]:
             self.assertAlmostEqual(cell["acceptance_length"], lengths[cell["k"] - 1], places=6)
         # The best K of the measured profile is the K whose tau / (1 + eps_seen) is largest, by hand.
-        dep = m.make_deployment("deepseek-v3", "b200", 8, "fp4", "bf16", None, "mtp", engine="trtllm")
+        dep = costmodel.make_deployment("deepseek-v3", "b200", 8, "fp4", "bf16", None, "mtp", engine="trtllm")
         best = {}
         for b in (1, 8):
-            speedups = {k: lengths[k - 1] / (1 + m.eps_seen(m.eps_decode(dep, b, k), lengths[k - 1], dep, b))
+            speedups = {k: lengths[k - 1] / (1 + costmodel.eps_seen(costmodel.eps_decode(dep, b, k), lengths[k - 1], dep, b))
                         for k in range(1, 6)}
             # The smallest K within K_TIE of the best (a shorter draft where the gain is a tie): at B = 1, K = 2's
             # 1.864x against K = 3's 1.871x.
-            best[b] = min(k for k, s in speedups.items() if s >= max(speedups.values()) / (1 + m.K_TIE))
+            best[b] = min(k for k, s in speedups.items() if s >= max(speedups.values()) / (1 + analysis.K_TIE))
         self.assertEqual({r["concurrency"]: r["k"] for r in data["best_k"]}, best)
 
 

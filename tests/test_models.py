@@ -1,20 +1,23 @@
 """Any target model (issue 11): catalog shapes against published totals, config.json reading,
 mixture-of-experts verify reads against a brute-force count, MTP and tree drafts."""
+import dataclasses
 import json
 import random
 import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import ROOT, load_main, run
+from support import ROOT, run
 
-m = load_main()
+from rollout import catalog, commands, costmodel, readers, records
+
+
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
 HEAD_KEYS = {"head_inter", "head_heads", "head_kv_heads", "head_head_dim", "hf"}
 
 
 def billions(name, active=False):
-    return m.model_params(m.MODELS[name], active) / 1e9
+    return costmodel.model_params(catalog.MODELS[name], active) / 1e9
 
 
 class PublishedTotals(unittest.TestCase):
@@ -32,27 +35,27 @@ class PublishedTotals(unittest.TestCase):
                 self.assertNear(billions(name, True), active, 0.01)
         # OpenAI counts active parameters without the input embedding: 3.6 B and 5.1 B.
         for name, total, active in (("gpt-oss-20b", 20.9, 3.6), ("gpt-oss-120b", 116.8, 5.1)):
-            s = m.MODELS[name]
+            s = catalog.MODELS[name]
             self.assertNear(billions(name), total)
             self.assertNear(billions(name, True) - s["vocab"] * s["hidden"] / 1e9, active, 0.01)
         # Llama 4 Scout: 108.6 B with its vision encoder, which a text decode does not run.
         self.assertNear(billions("llama-4-scout"), 108.6, 0.01)
         self.assertNear(billions("llama-4-scout", True), 17.2, 0.01)
-        self.assertAlmostEqual(m.mtp_params(m.MODELS["deepseek-v3"]) / 1e9, 11.6, delta=0.05)
+        self.assertAlmostEqual(costmodel.mtp_params(catalog.MODELS["deepseek-v3"]) / 1e9, 11.6, delta=0.05)
 
     def test_kv_bytes_per_token(self):
-        self.assertEqual(m.kv_bytes_per_token(m.MODELS["deepseek-v3"], "bf16"), 61 * (512 + 64) * 2)   # MLA: 70,272
-        self.assertEqual(m.kv_bytes_per_token(m.MODELS["qwen3-30b-a3b"], "bf16"), 48 * 2 * 4 * 128 * 2)
+        self.assertEqual(costmodel.kv_bytes_per_token(catalog.MODELS["deepseek-v3"], "bf16"), 61 * (512 + 64) * 2)   # MLA: 70,272
+        self.assertEqual(costmodel.kv_bytes_per_token(catalog.MODELS["qwen3-30b-a3b"], "bf16"), 48 * 2 * 4 * 128 * 2)
         # gpt-oss-120b: 18 full layers; the 18 sliding ones keep 128 tokens whatever the context.
-        oss = m.make_deployment("gpt-oss-120b", "h100-sxm", 1, "bf16", "bf16", 4096, "ngram")
+        oss = costmodel.make_deployment("gpt-oss-120b", "h100-sxm", 1, "bf16", "bf16", 4096, "ngram")
         self.assertEqual(oss.target.kv_bytes_per_token, 18 * 2 * 8 * 64 * 2)
-        self.assertEqual(m.attended(oss.target, 4096), 18 * 4096 + 18 * 128)
+        self.assertEqual(costmodel.attended(oss.target, 4096), 18 * 4096 + 18 * 128)
 
     def test_fp4_weights_by_hand(self):
-        s = m.MODELS["gpt-oss-120b"]
+        s = catalog.MODELS["gpt-oss-120b"]
         embeddings = 2 * 201_088 * 2880
-        total = m.model_params(s)
-        self.assertAlmostEqual(m.weight_split(s, "fp4")[2], (total - embeddings) * 4.25 / 8 + embeddings * 2, places=0)
+        total = costmodel.model_params(s)
+        self.assertAlmostEqual(costmodel.weight_split(s, "fp4")[2], (total - embeddings) * 4.25 / 8 + embeddings * 2, places=0)
 
 
 class ConfigJson(unittest.TestCase):
@@ -60,9 +63,9 @@ class ConfigJson(unittest.TestCase):
         for file, name in (("qwen3-30b-a3b-fp8", "qwen3-30b-a3b"), ("gpt-oss-120b", "gpt-oss-120b"),
                            ("llama-4-scout", "llama-4-scout"), ("llama-3.3-70b", "llama-3.3-70b")):
             with self.subTest(config=file):
-                read = m.shape_from_config(str(CONFIGS / f"{file}.config.json"))
+                read = readers.shape_from_config(str(CONFIGS / f"{file}.config.json"))
                 strip = lambda shape: {k: v for k, v in shape.items() if k not in HEAD_KEYS | {"checkpoint"}}
-                self.assertEqual(strip(read), strip(m.MODELS[name]))
+                self.assertEqual(strip(read), strip(catalog.MODELS[name]))
                 # The checkpoint's own dtype comes from quantization_config.quant_method.
                 self.assertEqual(read.get("checkpoint"), {"qwen3-30b-a3b-fp8": "fp8", "gpt-oss-120b": "fp4"}.get(file))
 
@@ -117,31 +120,31 @@ class ExpertReads(unittest.TestCase):
             counts = [len({e for _ in range(tokens) for e in rng.sample(range(experts), k)}) for _ in range(trials)]
             mean = sum(counts) / trials
             sd = (sum((c - mean) ** 2 for c in counts) / (trials - 1)) ** 0.5
-            expected = m.expected_experts(experts, k, tokens)
+            expected = costmodel.expected_experts(experts, k, tokens)
             self.assertLess(abs(mean - expected), 4 * sd / trials ** 0.5 + 1e-9, (experts, k, tokens, mean, expected))
 
     def test_skewed_shares_by_hand(self):
         # Weights 1, 1/2, 1/3, 1/4 (exponent 1), k = 2: shares 2 w / (25/12), none capped.
-        self.assertEqual([round(q, 6) for q in m.expert_shares(4, 2, 1.0)], [0.96, 0.48, 0.32, 0.24])
+        self.assertEqual([round(q, 6) for q in costmodel.expert_shares(4, 2, 1.0)], [0.96, 0.48, 0.32, 0.24])
         # Exponent 3: the hottest would take 2 x 1 / 1.1777 = 1.70 > 1, so it is capped at 1 and the other three
         # share the one pick left in proportion to 1/8, 1/27, 1/64.
         rest = (1 / 8, 1 / 27, 1 / 64)
-        self.assertEqual([round(q, 6) for q in m.expert_shares(4, 2, 3.0)],
+        self.assertEqual([round(q, 6) for q in costmodel.expert_shares(4, 2, 3.0)],
                          [1.0] + [round(w / sum(rest), 6) for w in rest])
 
     def test_the_routing_exponent_reproduces_the_measured_hottest_expert(self):
         # TensorRT-LLM tech blog 4, Table 1: DeepSeek-R1's hottest expert slot carries 1 + 10.948 times the mean.
-        s = m.model_routing_exponent(m.MODELS["deepseek-v3"])
-        self.assertAlmostEqual(m.expert_shares(256, 8, s)[0] * 256 / 8, 11.948, places=6)
-        self.assertEqual(m.model_routing_exponent(m.MODELS["qwen3-30b-a3b"]), 0.0)   # no measurement: uniform
-        self.assertEqual(m.routing_exponent(256, 8, 1.0), 0.0)
+        s = costmodel.model_routing_exponent(catalog.MODELS["deepseek-v3"])
+        self.assertAlmostEqual(costmodel.expert_shares(256, 8, s)[0] * 256 / 8, 11.948, places=6)
+        self.assertEqual(costmodel.model_routing_exponent(catalog.MODELS["qwen3-30b-a3b"]), 0.0)   # no measurement: uniform
+        self.assertEqual(costmodel.routing_exponent(256, 8, 1.0), 0.0)
 
     def test_skewed_expected_experts_against_a_brute_force_count(self):
         # Each token draws k distinct experts with the shares as marginals (systematic sampling: one uniform u,
         # the experts whose cumulative intervals hold u, u + 1, ..., u + k - 1); count the distinct ones.
         rng = random.Random(5)
         experts, k, exponent = 64, 4, 0.9
-        shares = m.expert_shares(experts, k, exponent)
+        shares = costmodel.expert_shares(experts, k, exponent)
         edges = [sum(shares[:i + 1]) for i in range(experts)]
 
         def token():
@@ -152,10 +155,10 @@ class ExpertReads(unittest.TestCase):
             trials = 2000
             counts = [len(set().union(*(token() for _ in range(tokens)))) for _ in range(trials)]
             mean = sum(counts) / trials
-            expected = m.expected_experts(experts, k, tokens, exponent)
+            expected = costmodel.expected_experts(experts, k, tokens, exponent)
             self.assertLess(abs(mean / expected - 1), 0.01, (tokens, mean, expected))
             if tokens > 1:   # and fewer than uniform routing touches
-                self.assertLess(expected, 0.95 * m.expected_experts(experts, k, tokens))
+                self.assertLess(expected, 0.95 * costmodel.expected_experts(experts, k, tokens))
 
     def test_a_deepseek_config_routes_as_deepseek(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -165,7 +168,7 @@ class ExpertReads(unittest.TestCase):
             for kind, routing in (("deepseek_v3", "deepseek"), ("kimi_k2", "deepseek"), ("qwen3_moe", None)):
                 path = Path(tmp) / f"{kind}.json"
                 path.write_text(json.dumps(dict(base, model_type=kind)))
-                self.assertEqual(m.shape_from_config(str(path)).get("routing"), routing)
+                self.assertEqual(readers.shape_from_config(str(path)).get("routing"), routing)
 
     def test_the_busiest_expert_parallel_gpu_against_a_brute_force_count(self):
         # Tokens take k distinct experts uniformly; expert e lives on GPU e % G (round-robin); count the busiest.
@@ -181,28 +184,28 @@ class ExpertReads(unittest.TestCase):
                 for e in seen:
                     counts[e % ranks] += 1
                 total += max(counts)
-            model = m.busiest_rank_experts(experts, k, tokens, 0.0, ranks)
+            model = costmodel.busiest_rank_experts(experts, k, tokens, 0.0, ranks)
             self.assertLess(abs(total / trials / model - 1), 0.015, (experts, k, ranks, tokens, total / trials, model))
 
     def test_one_gpu_of_experts_is_the_distinct_count(self):
-        s = m.model_routing_exponent(m.MODELS["deepseek-v3"])
+        s = costmodel.model_routing_exponent(catalog.MODELS["deepseek-v3"])
         for tokens in (1, 8, 40):
-            self.assertAlmostEqual(m.busiest_rank_experts(256, 8, tokens, s, 1),
-                                   m.expected_experts(256, 8, tokens, s), places=9)
+            self.assertAlmostEqual(costmodel.busiest_rank_experts(256, 8, tokens, s, 1),
+                                   costmodel.expected_experts(256, 8, tokens, s), places=9)
 
     def test_expert_parallel_reads_the_busiest_gpus_experts(self):
-        tp = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang")
-        ep = m.replace(tp, ep=8)
+        tp = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang")
+        ep = dataclasses.replace(tp, ep=8)
         net, s = tp.target, tp.target.routing_exponent
         for batch in (1, 8, 64):
-            extra = m.target_parts(ep, batch, 1)["weights"] - m.target_parts(tp, batch, 1)["weights"]
+            extra = costmodel.target_parts(ep, batch, 1)["weights"] - costmodel.target_parts(tp, batch, 1)["weights"]
             # 58 MoE layers x (8 x busiest - distinct) experts x one expert's bytes, at 8 H200s' fitted fp8 rate.
-            by_hand = (58 * (8 * m.busiest_rank_experts(256, 8, batch, s, 8) - m.expected_experts(256, 8, batch, s))
-                       * net.expert_bytes / (8 * 4.8e9 * m.FIT.bw_hopper * 0.916 * m.FIT.fp8_eff))
+            by_hand = (58 * (8 * costmodel.busiest_rank_experts(256, 8, batch, s, 8) - costmodel.expected_experts(256, 8, batch, s))
+                       * net.expert_bytes / (8 * 4.8e9 * costmodel.FIT.bw_hopper * 0.916 * costmodel.FIT.fp8_eff))
             self.assertAlmostEqual(extra, by_hand, delta=1e-9 + 0.001 * by_hand)
             self.assertGreater(extra, 0.0)      # the busiest GPU reads more than its even share
         # Once every GPU's experts are all touched the busiest reads no more than the rest: TP and EP agree.
-        self.assertAlmostEqual(m.target_parts(ep, 4096, 1)["weights"], m.target_parts(tp, 4096, 1)["weights"],
+        self.assertAlmostEqual(costmodel.target_parts(ep, 4096, 1)["weights"], costmodel.target_parts(tp, 4096, 1)["weights"],
                                places=6)
 
     def test_expert_parallel_commands_on_all_three_engines(self):
@@ -216,8 +219,8 @@ class ExpertReads(unittest.TestCase):
                                         "--concurrency", "8", "--out", str(plan)])
                 self.assertEqual(status, 0, err)
                 text = plan.read_text()
-                commands = text.replace("\\\n", " ").splitlines()   # continuation lines joined
-                serve = [line for line in commands if line.startswith(("vllm serve ", "python -m sglang.",
+                joined = text.replace("\\\n", " ").splitlines()   # continuation lines joined
+                serve = [line for line in joined if line.startswith(("vllm serve ", "python -m sglang.",
                                                                        "trtllm-serve "))]
                 self.assertTrue(serve and all(flag[engine] in line for line in serve), serve)
                 self.assertIn("expert parallel 8", text)
@@ -225,9 +228,9 @@ class ExpertReads(unittest.TestCase):
             # Kimi-K2's 958 GiB of fp8 weights leave 8 x H200 no room for its MLA cache, copied on every TP GPU.
             for model in ("kimi-k2", "qwen3-235b-a22b"):
                 with self.subTest(engine=engine, model=model):
-                    dep = m.make_deployment(model, "b200", 8, "fp8", "bf16", None, "ngram", engine=engine, ep=8)
+                    dep = costmodel.make_deployment(model, "b200", 8, "fp8", "bf16", None, "ngram", engine=engine, ep=8)
                     for k in (None, 3):
-                        lines = " ".join(m.ENGINE_PLANS[engine].serve(dep, 8, k)).replace("\\ ", "")
+                        lines = " ".join(commands.ENGINE_PLANS[engine].serve(dep, 8, k)).replace("\\ ", "")
                         self.assertIn(flag[engine], lines)
                         self.assertNotIn("YOUR-", lines)   # a real checkpoint, no placeholder
 
@@ -235,34 +238,34 @@ class ExpertReads(unittest.TestCase):
         # vLLM keeps max(1, kv_heads / tp) heads a GPU: Qwen3-235B's 4 at TP 8 twice over, MLA's latent on all 8.
         for model, tp, copies in (("qwen3-235b-a22b", 8, 2.0), ("qwen3-235b-a22b", 4, 1.0), ("deepseek-v3", 8, 8.0),
                                   ("llama-3.3-70b", 8, 1.0), ("llama-3.3-70b", 16, 2.0)):
-            dep = m.make_deployment(model, "h200", tp, "fp8", "bf16", 2048, "ngram")
-            self.assertEqual(m.kv_copies(dep.target, dep), copies, (model, tp))
+            dep = costmodel.make_deployment(model, "h200", tp, "fp8", "bf16", 2048, "ngram")
+            self.assertEqual(costmodel.kv_copies(dep.target, dep), copies, (model, tp))
         # DeepSeek-V3 at TP 8: the sequences that fit are the free bytes over 8 copies of each one's latent cache.
-        dep = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "ngram")
-        free = m.memory_budget_bytes(dep) - dep.target.held_bytes
-        self.assertEqual(m.max_concurrency(dep), int(free // (2048 * 61 * 576 * 2 * 8)))
+        dep = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "ngram")
+        free = costmodel.memory_budget_bytes(dep) - dep.target.held_bytes
+        self.assertEqual(costmodel.max_concurrency(dep), int(free // (2048 * 61 * 576 * 2 * 8)))
         # and each step reads 8 copies of the history: at B = 64 the KV term is 8 x one copy over 8 GPUs' bandwidth.
-        one = m.replace(dep, tp=1)   # same bandwidth share; one GPU's copy, no split
-        history = lambda d: m.pass_parts(d.target, d, 64, 1, 0.0)["attention"]
+        one = dataclasses.replace(dep, tp=1)   # same bandwidth share; one GPU's copy, no split
+        history = lambda d: costmodel.pass_parts(d.target, d, 64, 1, 0.0)["attention"]
         self.assertGreater(history(dep), 0.9 * history(one))
 
     def test_attention_data_parallel_by_hand(self):
-        ep = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang", ep=8)
-        dp = m.replace(ep, dp_attention=True)
-        t, bw = ep.target, 8 * 4.8e9 * m.FIT.bw_hopper * 0.916
+        ep = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang", ep=8)
+        dp = dataclasses.replace(ep, dp_attention=True)
+        t, bw = ep.target, 8 * 4.8e9 * costmodel.FIT.bw_hopper * 0.916
         for batch in (1, 9, 64):
-            a, b = m.target_parts(ep, batch, 1), m.target_parts(dp, batch, 1)
+            a, b = costmodel.target_parts(ep, batch, 1), costmodel.target_parts(dp, batch, 1)
             # Each GPU reads a whole copy of what is not a routed expert: 7 more copies over 8 GPUs' bandwidth.
-            self.assertAlmostEqual(b["weights"] - a["weights"], 7 * t.weight_bytes / (bw * m.FIT.fp8_eff), places=9)
+            self.assertAlmostEqual(b["weights"] - a["weights"], 7 * t.weight_bytes / (bw * costmodel.FIT.fp8_eff), places=9)
             # One collective a MoE layer (58) instead of two all-reduces a layer (61).
             self.assertAlmostEqual(b["communication"] / a["communication"], 58 / 122, places=9)
         # Its own sequences' cache and no copies of MLA's latent: 8x the sequences, less the weights' copies.
-        free = m.memory_budget_bytes(dp) - m.static_bytes(dp)
-        self.assertAlmostEqual(m.static_bytes(dp) - m.static_bytes(ep),
-                               7 * (m.non_expert_bytes(t) + m.non_expert_bytes(dp.drafter)), places=0)
+        free = costmodel.memory_budget_bytes(dp) - costmodel.static_bytes(dp)
+        self.assertAlmostEqual(costmodel.static_bytes(dp) - costmodel.static_bytes(ep),
+                               7 * (costmodel.non_expert_bytes(t) + costmodel.non_expert_bytes(dp.drafter)), places=0)
         per_seq = 2048 * (t.kv_bytes_per_token + dp.drafter.kv_bytes_per_token)
-        self.assertEqual(m.max_concurrency(dp), min(m.CONCURRENCY_LIMIT, int(free // per_seq)))
-        self.assertGreater(m.max_concurrency(dp), 4 * m.max_concurrency(ep))
+        self.assertEqual(costmodel.max_concurrency(dp), min(records.CONCURRENCY_LIMIT, int(free // per_seq)))
+        self.assertGreater(costmodel.max_concurrency(dp), 4 * costmodel.max_concurrency(ep))
 
     def test_attention_data_parallel_commands(self):
         want = {"vllm": ("--tensor-parallel-size 1", "--data-parallel-size 8", "--enable-expert-parallel"),
@@ -319,26 +322,26 @@ class ExpertReads(unittest.TestCase):
         summary = " ".join(data["summary"])
         # At B = 1 a plain step's token touches 8 experts; the verify pass's 4 tokens 128 (1 - (120/128)^4) = 29.1.
         self.assertIn("1 token touches 8.0 experts a layer, the verify pass's 4 tokens 29.1", summary)
-        dep = m.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", None, "eagle3", engine="sglang")
+        dep = costmodel.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", None, "eagle3", engine="sglang")
         # What the verify pass adds over a plain step, beyond a dense model's: the 29.1 - 8 further experts of
         # 3 x 2048 x 768 fp8 bytes in each of 48 layers, at the H100's fitted fp8 read rate.
-        extra = lambda d: m.target_pass_ms(d, 1, 4) - m.target_pass_ms(d, 1, 1)
+        extra = lambda d: costmodel.target_pass_ms(d, 1, 4) - costmodel.target_pass_ms(d, 1, 1)
         by_hand = ((128 * (1 - (120 / 128) ** 4) - 8) * 48 * 3 * 2048 * 768
-                   / (3.35e9 * m.FIT.bw_hopper * m.FIT.fp8_eff))
-        self.assertAlmostEqual(extra(dep) - extra(m.dense_equivalent(dep)), by_hand, delta=0.01 * by_hand)
-        self.assertIn(f"a dense model of the same active size would have {m.eps_decode(m.dense_equivalent(dep), 1, 3):.2f}",
+                   / (3.35e9 * costmodel.FIT.bw_hopper * costmodel.FIT.fp8_eff))
+        self.assertAlmostEqual(extra(dep) - extra(costmodel.dense_equivalent(dep)), by_hand, delta=0.01 * by_hand)
+        self.assertIn(f"a dense model of the same active size would have {costmodel.eps_decode(costmodel.dense_equivalent(dep), 1, 3):.2f}",
                       summary)
 
     def test_a_dense_model_has_no_expert_reads(self):
-        dep = m.make_deployment()
-        self.assertEqual(m.dense_equivalent(dep).target, dep.target)
+        dep = costmodel.make_deployment()
+        self.assertEqual(costmodel.dense_equivalent(dep).target, dep.target)
 
 
 class Drafts(unittest.TestCase):
     def test_mtp_is_one_target_layer_reading_the_lm_head(self):
-        dep = m.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp")
-        s = m.MODELS["deepseek-v3"]
-        self.assertEqual(dep.drafter.held_params, m.mtp_params(s))
+        dep = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp")
+        s = catalog.MODELS["deepseek-v3"]
+        self.assertEqual(dep.drafter.held_params, costmodel.mtp_params(s))
         self.assertEqual(dep.drafter.moe_layers, 1)
         self.assertEqual(dep.drafter.kv_bytes_per_token, (512 + 64) * 2)
         status, _, err = run(["--model", "qwen3-30b-a3b", "--draft", "mtp", "--no-write"])
@@ -346,34 +349,34 @@ class Drafts(unittest.TestCase):
         self.assertIn("no MTP module", err)
 
     def test_a_tree_verifies_its_own_width(self):
-        chain = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang")
-        tree = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
+        chain = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang")
+        tree = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
                                  topk=4, verify_tokens=8)
-        verify = lambda dep, n: m.target_pass_ms(dep, 8, n)
-        drafts = lambda dep, width: m.pass_ms(dep.drafter, dep, 8, width, m.fixed_ms(dep, "draft"))
-        self.assertAlmostEqual(m.round_ms(tree, 8, 5), m.fixed_ms(tree, "round") + drafts(tree, 1)
+        verify = lambda dep, n: costmodel.target_pass_ms(dep, 8, n)
+        drafts = lambda dep, width: costmodel.pass_ms(dep.drafter, dep, 8, width, costmodel.fixed_ms(dep, "draft"))
+        self.assertAlmostEqual(costmodel.round_ms(tree, 8, 5), costmodel.fixed_ms(tree, "round") + drafts(tree, 1)
                                + 4 * drafts(tree, 4) + verify(tree, 8), places=9)
         spec_v2 = 2.99 * 1000 / 246.80 - 3.01 * 1000 / 273.43   # PR #11398's round before minus after: chains only
-        self.assertAlmostEqual(m.round_ms(chain, 8, 5), m.fixed_ms(chain, "round") + 5 * drafts(chain, 1)
+        self.assertAlmostEqual(costmodel.round_ms(chain, 8, 5), costmodel.fixed_ms(chain, "round") + 5 * drafts(chain, 1)
                                + verify(chain, 6) - spec_v2, places=9)
         # eps_growth splits a round into the verify pass's terms and the rest at the tree's 8 tokens too:
         # what is not the verify pass is the draft steps, one wide, four topk wide, and the bookkeeping.
-        steps = lambda width: m.pass_ms(tree.drafter, tree, 32, width, m.fixed_ms(tree, "draft"))
-        rest = m.fixed_ms(tree, "round") + steps(1) + 4 * steps(4)
-        self.assertAlmostEqual(m.round_ms(tree, 32, 5) - m.verify_pass_ms(tree, 32, 5), rest, places=9)
-        growth = m.eps_growth(tree, 5, 1, 32)        # and the term it names is measured the same way
+        steps = lambda width: costmodel.pass_ms(tree.drafter, tree, 32, width, costmodel.fixed_ms(tree, "draft"))
+        rest = costmodel.fixed_ms(tree, "round") + steps(1) + 4 * steps(4)
+        self.assertAlmostEqual(costmodel.round_ms(tree, 32, 5) - costmodel.verify_pass_ms(tree, 32, 5), rest, places=9)
+        growth = costmodel.eps_growth(tree, 5, 1, 32)        # and the term it names is measured the same way
         if growth.term == "the draft steps and bookkeeping":
             self.assertAlmostEqual(growth.extra_b1, rest, places=9)
         else:
-            plain, verify = m.target_parts(tree, 32, 1), m.target_parts(tree, 32, 8)
+            plain, verify = costmodel.target_parts(tree, 32, 1), costmodel.target_parts(tree, 32, 8)
             term = growth.term.removeprefix("the verify pass's ")
             self.assertAlmostEqual(growth.extra_b1, verify[term] - plain[term], places=9)
         # A wide tree (32 tokens a sequence) at B = 64: the verify pass's compute moves eps most, counted at the
         # tree's own width, not at K + 1 = 4 tokens.
-        wide = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
+        wide = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
                                  topk=8, verify_tokens=32)
-        growth = m.eps_growth(wide, 3, 1, 64)
-        plain, verify = m.target_parts(wide, 64, 1), m.target_parts(wide, 64, 32)
+        growth = costmodel.eps_growth(wide, 3, 1, 64)
+        plain, verify = costmodel.target_parts(wide, 64, 1), costmodel.target_parts(wide, 64, 32)
         self.assertEqual(growth.term, "the verify pass's compute")
         self.assertAlmostEqual(growth.extra_b1, verify["compute"] - plain["compute"], places=9)
         status, out, err = run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8", "--ks", "5",

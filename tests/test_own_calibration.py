@@ -8,13 +8,14 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import load_main, run
+from support import run
 
-m = load_main()
+from rollout import calibration, costmodel, plan, readers
+
 # The "true" deployment: slower memory, dearer passes, engine cost per token and draft steps. Its physics is the
 # model's own form but not the factors the calibration fits: recovering it is not an identity.
-TRUE = m.FIT._replace(bw_hopper=0.70, pass_fixed_ms_vllm=2.5, token_us=25.0, draft_fixed_ms_vllm=1.2)
-DEP = m.make_deployment()                      # Llama 3.3 70B fp8, 4 x H100, vLLM
+TRUE = costmodel.FIT._replace(bw_hopper=0.70, pass_fixed_ms_vllm=2.5, token_us=25.0, draft_fixed_ms_vllm=1.2)
+DEP = costmodel.make_deployment()                      # Llama 3.3 70B fp8, 4 x H100, vLLM
 PROMPT, OUTPUT, TTFT = 600, 300, 200.0
 TAU = {1: 1.7, 2: 2.0, 3: 2.35, 5: 2.8}        # acceptance length the runs measured at each K
 
@@ -27,8 +28,8 @@ def true_tpot_ms(batch, k=None, fit=TRUE):
     """The run's mean TPOT: the model at the batch the run decodes, which depends on that TPOT (a fixed point)."""
     tpot = 20.0
     for _ in range(40):
-        decoding = m.decoding_batch(batch, OUTPUT, tpot, TTFT, completed_at(batch))
-        tpot = m.run_tpot_ms(DEP, m.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT,
+        decoding = readers.decoding_batch(batch, OUTPUT, tpot, TTFT, completed_at(batch))
+        tpot = calibration.run_tpot_ms(DEP, readers.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT,
                                         decoding=decoding), fit)
     return tpot
 
@@ -61,20 +62,20 @@ class OwnRuns(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         d = cls.tmp.name
-        cls.files = [bench_file(d, b) for b in m.calibration_batches(cls.TARGET)]
-        cls.files += [bench_file(d, b, k) for k in m.calibration_ks(cls.K) for b in m.spec_batches(cls.TARGET)]
-        cls.runs = m.read_calibration_runs(cls.files)
-        cls.fit, cls.report = m.calibrate_on_runs(DEP, cls.runs)
+        cls.files = [bench_file(d, b) for b in plan.calibration_batches(cls.TARGET)]
+        cls.files += [bench_file(d, b, k) for k in plan.calibration_ks(cls.K) for b in plan.spec_batches(cls.TARGET)]
+        cls.runs = readers.read_calibration_runs(cls.files)
+        cls.fit, cls.report = calibration.calibrate_on_runs(DEP, cls.runs)
 
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()
 
     def test_the_plan_asks_for_runs_that_span_the_target_at_two_ks(self):
-        self.assertEqual(m.calibration_batches(128), [1, 11, 128])
-        self.assertEqual(m.calibration_batches(4), [1, 2, 4])
-        self.assertEqual(m.calibration_batches(2), [1, 2])
-        self.assertEqual((m.calibration_ks(3), m.calibration_ks(1)), ([1, 3], [1, 3]))
+        self.assertEqual(plan.calibration_batches(128), [1, 11, 128])
+        self.assertEqual(plan.calibration_batches(4), [1, 2, 4])
+        self.assertEqual(plan.calibration_batches(2), [1, 2])
+        self.assertEqual((plan.calibration_ks(3), plan.calibration_ks(1)), ([1, 3], [1, 3]))
 
     def test_the_runs_are_read_as_written(self):
         self.assertEqual([(r.batch, r.k) for r in self.runs],
@@ -86,10 +87,10 @@ class OwnRuns(unittest.TestCase):
         self.assertAlmostEqual(self.runs[2].decoding, 128 * 299 * tpot / (200 + 299 * tpot) * (1 - 128 / 2560), places=9)
 
     def test_the_closed_form_is_the_cost_model(self):
-        own = dict(zip(m.OWN_TERMS, (1.3, 0.9, 1.2, 0.8, 1.5, 2.0, 0.7, 1.1)))
+        own = dict(zip(costmodel.OWN_TERMS, (1.3, 0.9, 1.2, 0.8, 1.5, 2.0, 0.7, 1.1)))
         for r in self.runs:
-            self.assertAlmostEqual(m.terms_tpot_ms(m.run_terms(DEP, r), own),
-                                   m.run_tpot_ms(DEP, r, m.FIT._replace(**own)), places=9)
+            self.assertAlmostEqual(calibration.terms_tpot_ms(calibration.run_terms(DEP, r), own),
+                                   calibration.run_tpot_ms(DEP, r, costmodel.FIT._replace(**own)), places=9)
 
     def test_the_fit_reproduces_its_own_runs_to_one_percent(self):
         self.assertLess(self.report.worst_error, 0.01)
@@ -100,39 +101,39 @@ class OwnRuns(unittest.TestCase):
         self.assertLess(max(held_out), 0.04)
         self.assertAlmostEqual(self.report.held_out_worst, max(held_out), places=12)
         # Each held-out error is a fit without that run, done here by hand for the last one.
-        terms = [m.run_terms(DEP, r) for r in self.runs]
-        theta = m.fit_factors(terms[:-1], self.runs[:-1])
-        own = {n: math.exp(t) for n, t in zip(m.OWN_TERMS, theta)}
-        self.assertAlmostEqual(m.terms_tpot_ms(terms[-1], own) / self.runs[-1].tpot_ms - 1,
+        terms = [calibration.run_terms(DEP, r) for r in self.runs]
+        theta = calibration.fit_factors(terms[:-1], self.runs[:-1])
+        own = {n: math.exp(t) for n, t in zip(costmodel.OWN_TERMS, theta)}
+        self.assertAlmostEqual(calibration.terms_tpot_ms(terms[-1], own) / self.runs[-1].tpot_ms - 1,
                                self.report.runs[-1].held_out_error, places=9)
 
     def test_predictions_at_unseen_batches_and_ks_within_three_percent(self):
         errors = []
         for batch, k in ((16, None), (64, None), (256, None), (16, 2), (64, 2), (16, 5), (128, 5)):
-            probe = m.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT)
-            errors.append(abs(m.run_tpot_ms(DEP, probe, self.fit) / m.run_tpot_ms(DEP, probe, TRUE) - 1))
+            probe = readers.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT)
+            errors.append(abs(calibration.run_tpot_ms(DEP, probe, self.fit) / calibration.run_tpot_ms(DEP, probe, TRUE) - 1))
         self.assertLessEqual(statistics.median(errors), 0.02)
         self.assertLessEqual(max(errors), 0.03)
         # The published fit, for comparison, misses this deployment by far more.
-        before = [abs(m.run_tpot_ms(DEP, m.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), m.FIT)
-                      / m.run_tpot_ms(DEP, m.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), TRUE) - 1)
+        before = [abs(calibration.run_tpot_ms(DEP, readers.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), costmodel.FIT)
+                      / calibration.run_tpot_ms(DEP, readers.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), TRUE) - 1)
                   for b in (16, 64, 256)]
         self.assertGreater(min(before), 0.10)
 
     def test_two_ks_separate_the_draft_step_from_the_round(self):
         self.assertNotIn(("own_round", "own_draft"), [s.terms for s in self.report.unseparated])
         one_k = [r for r in self.runs if r.k != 1]
-        _, report = m.calibrate_on_runs(DEP, one_k)
+        _, report = calibration.calibrate_on_runs(DEP, one_k)
         separation = {s.terms: s for s in report.unseparated}[("own_round", "own_draft")]
-        self.assertLess(separation.correlation, m.TOGETHER)
+        self.assertLess(separation.correlation, calibration.TOGETHER)
         self.assertRegex(separation.run, r"a speculative run at K = [124-8]")   # another K than the runs' 3
-        self.assertLess(separation.spread_after, m.SEPARATES * separation.spread_now)
+        self.assertLess(separation.spread_after, calibration.SEPARATES * separation.spread_now)
 
     def test_a_run_the_fit_cannot_follow_is_named(self):
         with tempfile.TemporaryDirectory() as d:
             files = [bench_file(d, b) for b in (1, 11, 128)] + [bench_file(d, 64, scale=1.12)]
             files += [bench_file(d, b, 3) for b in (1, 128)]
-            _, report = m.calibrate_on_runs(DEP, m.read_calibration_runs(files))
+            _, report = calibration.calibrate_on_runs(DEP, readers.read_calibration_runs(files))
         self.assertTrue(any("the one that disagrees is baseline_c64.json" in note for note in report.notes), report.notes)
 
     def test_the_cli_uses_the_calibrated_model_everywhere(self):
@@ -144,8 +145,8 @@ class OwnRuns(unittest.TestCase):
         self.assertLess(data["calibration"]["worst_error"], 0.01)
         self.assertIn("held_out_error", data["calibration"]["runs"][0])
         # The plain step the grid uses is the fitted deployment's, at the deployment's own lengths.
-        self.assertAlmostEqual(data["cells"][0]["plain_step_ms"], m.plain_step_ms(DEP, 1, self.fit), places=4)
-        self.assertAlmostEqual(data["cells"][0]["tpot_plain_mean_ms"] / m.plain_step_ms(DEP, 1, self.fit), 1,
+        self.assertAlmostEqual(data["cells"][0]["plain_step_ms"], costmodel.plain_step_ms(DEP, 1, self.fit), places=4)
+        self.assertAlmostEqual(data["cells"][0]["tpot_plain_mean_ms"] / costmodel.plain_step_ms(DEP, 1, self.fit), 1,
                                delta=0.001)
 
     def test_the_plan_says_it_is_calibrated(self):
@@ -161,15 +162,15 @@ class OwnRuns(unittest.TestCase):
 
 class Algebra(unittest.TestCase):
     def test_solve_and_inverse_against_a_hand_count(self):
-        self.assertEqual(m.solve([[2.0, 1.0], [1.0, 3.0]], [3.0, 5.0]), [0.8, 1.4])
-        inv = m.inverse([[4.0, 7.0], [2.0, 6.0]])                      # 1/10 [[6, -7], [-2, 4]]
+        self.assertEqual(calibration.solve([[2.0, 1.0], [1.0, 3.0]], [3.0, 5.0]), [0.8, 1.4])
+        inv = calibration.inverse([[4.0, 7.0], [2.0, 6.0]])                      # 1/10 [[6, -7], [-2, 4]]
         for got, want in zip(sum(inv, []), (0.6, -0.7, -0.2, 0.4)):
             self.assertAlmostEqual(got, want, places=12)
 
     def test_the_prior_holds_what_no_run_informs(self):
         with tempfile.TemporaryDirectory() as d:
-            runs = m.read_calibration_runs([bench_file(d, b) for b in (1, 11, 128)])
-            fit, report = m.calibrate_on_runs(DEP, runs)
+            runs = readers.read_calibration_runs([bench_file(d, b) for b in (1, 11, 128)])
+            fit, report = calibration.calibrate_on_runs(DEP, runs)
         for name in ("own_round", "own_verify", "own_draft"):   # baselines say nothing of a round
             self.assertEqual(getattr(fit, name), 1.0)
             self.assertAlmostEqual(report.informed[name], 1.0, places=6)

@@ -7,9 +7,9 @@ import statistics
 import sys
 import unittest
 
-from load_main import ROOT, load_main
+from support import ROOT
 
-m = load_main()
+from rollout import costmodel
 
 
 def load_calibrate():
@@ -54,10 +54,10 @@ class Calibration(unittest.TestCase):
     def setUpClass(cls):
         cls.cal = load_calibrate()
         cls.points = cls.cal.all_points()
-        cls.rows = cls.cal.errors(m.FIT, cls.points)
+        cls.rows = cls.cal.errors(costmodel.FIT, cls.points)
 
     def test_fitted_constants_in_main_are_what_the_script_fits(self):
-        self.assertEqual(m.Fit(*refitted()[0]), m.FIT)
+        self.assertEqual(costmodel.Fit(*refitted()[0]), costmodel.FIT)
 
     def test_speculative_points_within_bound(self):
         errors = [abs(r["error"]) for r in self.rows if self.cal.in_bound(r)]
@@ -85,7 +85,7 @@ class Calibration(unittest.TestCase):
         # Llama 3.1 8B bf16 on one H100 at batch 1, 200 in / 200 out (NIM): 7.386 ms measured.
         row = next(r for r in self.rows if r["what"] == "llama-3.1-8b h100-sxm TP1 bf16 B=1 200/200")
         self.assertEqual(row["published"], 7.386)
-        f = m.FIT
+        f = costmodel.FIT
         # Closed loop at B = 1: no other request, so no prompt rides along (prefill_tokens). Mean context 300.
         bw = 3.35e9 * f.bw_hopper                                             # bytes per ms
         weights = 16_060_522_496 / bw

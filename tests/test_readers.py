@@ -8,9 +8,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from load_main import ROOT, load_main, run
+from support import ROOT, run
 
-m = load_main()
+from rollout import acceptance, analysis, readers
+
+
 FIX = ROOT / "tests" / "fixtures"
 AFTER, BEFORE = FIX / "metrics_after.prom", FIX / "metrics_before.prom"
 BASE, SPEC = FIX / "bench_baseline.json", FIX / "bench_spec.json"
@@ -332,7 +334,7 @@ class EdgesOfRealFiles(Files):
         self.assertFalse(ms["varying_k"])
         self.assertEqual(ms["k"], 3)
         self.assertAlmostEqual(ms["acceptance_length"], 2.8, places=6)
-        self.assertAlmostEqual(m.acceptance_length(ms["alpha"], 3), 2.8, places=5)      # tau, not position 0
+        self.assertAlmostEqual(acceptance.acceptance_length(ms["alpha"], 3), 2.8, places=5)      # tau, not position 0
         for got, want in zip(ms["per_position_alpha"], (0.8, 0.75, 4000 / 6000)):
             self.assertAlmostEqual(got, want, places=6)
         self.assertTrue(any("0.010 short" in n and "at most 1.0% above" in n for n in ms["notes"]), ms["notes"])
@@ -350,13 +352,13 @@ class EdgesOfRealFiles(Files):
         # K = 3, 10,000 drafts, 100 of them one token short: drafted per position 10,000, 10,000, 9,900.
         # Accepted 8,000, 6,000, 3,960: rates 0.8, 0.6, 0.4 over the drafts that reached each position, so
         # K-token rounds deliver 2.8, where the short rounds measured 1 + 17,960 / 10,000 = 2.796.
-        c = m.Counters(drafts=10_000.0, draft_tokens=29_900.0, accepted=17_960.0,
+        c = readers.Counters(drafts=10_000.0, draft_tokens=29_900.0, accepted=17_960.0,
                        per_position={0: 8000.0, 1: 6000.0, 2: 3960.0},
                        drafted_per_position={0: 10_000.0, 1: 10_000.0, 2: 9900.0})
-        ms = m.measured_acceptance(c, "by hand")
-        self.assertAlmostEqual(m.acceptance_length(ms.alpha, 3), 2.8, places=9)
-        grid = m.Grid(acceptance=(0.7,), ks=(3,), overheads=(0.1,), concurrencies=(1,))
-        alpha, spread = m.plan_input(ms, grid, 0.0).requests            # no spread: the requests are alpha itself
+        ms = readers.measured_acceptance(c, "by hand")
+        self.assertAlmostEqual(acceptance.acceptance_length(ms.alpha, 3), 2.8, places=9)
+        grid = analysis.Grid(acceptance=(0.7,), ks=(3,), overheads=(0.1,), concurrencies=(1,))
+        alpha, spread = analysis.plan_input(ms, grid, 0.0).requests            # no spread: the requests are alpha itself
         self.assertAlmostEqual(alpha, ms.alpha, places=6)
 
     def test_escaped_label_values(self):

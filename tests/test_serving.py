@@ -1,5 +1,6 @@
 """A benchmark run simulated step by step (serve_run), the files it predicts (--predict-bench) and their
 comparison with measured ones (--compare): hand counts, queueing theory and vLLM's own arithmetic."""
+import dataclasses
 import json
 import math
 import statistics
@@ -8,16 +9,18 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from load_main import load_main, run
+from support import run
 
-m = load_main()
-DEP = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=64)
+from rollout import acceptance, calibration, catalog, costmodel, readers, serving, trust
+
+
+DEP = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=64)
 SMALL = ["--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16", "--input-tokens", "512",
          "--output-tokens", "64", "--alphas", "0.7", "--ks", "3", "--concurrency", "1,8", "--no-write"]
 
 
 def closed(batch, prompts, output=64, spread=0.0, rate=math.inf):
-    return m.Workload(num_prompts=prompts, max_concurrency=batch, request_rate=rate, burstiness=1.0,
+    return serving.Workload(num_prompts=prompts, max_concurrency=batch, request_rate=rate, burstiness=1.0,
                       input_tokens=512, output_tokens=output, output_spread=spread)
 
 
@@ -28,9 +31,9 @@ class ConstantSteps:
         self.decode, self.prefill = decode, prefill
 
     def __enter__(self):
-        self.patches = [mock.patch.object(m, "step_cost", lambda dep, d, k, p, fit: self.decode + (self.prefill if p
+        self.patches = [mock.patch.object(serving, "step_cost", lambda dep, d, k, p, fit: self.decode + (self.prefill if p
                                                                                                   else 0.0)),
-                        mock.patch.object(m, "STEP_JITTER", [1.0] * m.JITTER_LEVELS)]
+                        mock.patch.object(serving, "STEP_JITTER", [1.0] * serving.JITTER_LEVELS)]
         for p in self.patches:
             p.start()
         return self
@@ -44,7 +47,7 @@ class HandCounts(unittest.TestCase):
     def test_one_slot_runs_requests_back_to_back(self):
         # C = 1, 64 output tokens: a request is one prefill step (its first token) and 63 decode steps.
         with ConstantSteps(decode=10.0, prefill=30.0):
-            r = m.bench_result(m.serve_run(DEP, closed(1, 5)), closed(1, 5), DEP)
+            r = serving.bench_result(serving.serve_run(DEP, closed(1, 5)), closed(1, 5), DEP)
         one = (10.0 + 30.0) + 63 * 10.0                               # ms: the prefill step decodes nothing
         self.assertAlmostEqual(r["duration"], 5 * one / 1e3, places=9)
         self.assertAlmostEqual(r["mean_ttft_ms"], 40.0, places=6)
@@ -61,8 +64,8 @@ class HandCounts(unittest.TestCase):
         # 10 + 30 ms, B's one stalled chunk.
         work = closed(2, 3, output=64, spread=0.8)
         with ConstantSteps(decode=10.0, prefill=30.0):
-            served = m.serve_run(DEP, work)
-            r = m.bench_result(served, work, DEP)
+            served = serving.serve_run(DEP, work)
+            r = serving.bench_result(served, work, DEP)
         a, b, c = served.output_tokens
         self.assertNotEqual(a, b)
         short, long_ = min(a, b), max(a, b)
@@ -77,16 +80,16 @@ class HandCounts(unittest.TestCase):
 
     def test_vllm_budget_and_sglang_prefill_first(self):
         # 8B on an H100 (80 GiB): vLLM steps carry 8192 tokens (arg_utils.py), SGLang chunks 8192 (memory_hook.py).
-        self.assertEqual(m.step_budget(DEP), 8192)
-        sglang = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
+        self.assertEqual(costmodel.step_budget(DEP), 8192)
+        sglang = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
                                    output_tokens=64)
         # Long-lived decodes, then a stream of prompts: under SGLang's prefill-first scheduling a decode waits
         # out every prefill step; vLLM's mixed step carries it. With C = 2 and one request ending at a time,
         # the difference is visible in the decodes' ITL.
         work = closed(2, 40, output=64, spread=0.8)
         with ConstantSteps(decode=10.0, prefill=30.0):
-            mixed = m.bench_result(m.serve_run(DEP, work), work, DEP)
-            alone = m.bench_result(m.serve_run(sglang, work, plan_batch=2), work, sglang)
+            mixed = serving.bench_result(serving.serve_run(DEP, work), work, DEP)
+            alone = serving.bench_result(serving.serve_run(sglang, work, plan_batch=2), work, sglang)
         self.assertAlmostEqual(mixed["p99_itl_ms"], 40.0, places=6)   # a mixed step: 10 + 30
         self.assertAlmostEqual(alone["p99_itl_ms"], 50.0, places=6)              # prefill alone, then a decode
 
@@ -95,11 +98,11 @@ class HandCounts(unittest.TestCase):
         # first over the rounds that made them is tau = 1 + a + a^2 + a^3, less the last round's cut-off.
         for output in (40, 256):   # the round-by-round loop and the renewal limit
             work = closed(8, 400, output=output)
-            r = m.bench_result(m.serve_run(DEP, work, k=3, alpha=0.6, spread=0.0), work, DEP)
-            tau = m.acceptance_length(0.6, 3)
+            r = serving.bench_result(serving.serve_run(DEP, work, k=3, alpha=0.6, spread=0.0), work, DEP)
+            tau = acceptance.acceptance_length(0.6, 3)
             realized = (r["total_output_tokens"] - r["completed"]) / r["spec_decode_num_drafts"]
             # the last round of a request delivers on average (E[T^2] / E[T] - 1) / 2 tokens past its end
-            square = m.round_moments(0.6, 3)[1]
+            square = acceptance.round_moments(0.6, 3)[1]
             rounds = (output - 1) / tau + (square - tau) / (2 * tau * tau)
             self.assertAlmostEqual(realized / ((output - 1) / rounds), 1.0, delta=0.02)
 
@@ -109,14 +112,14 @@ class Capacity(unittest.TestCase):
         # vLLM grows a sequence's KV block by block: on average a running request holds its prompt and half its
         # answer. TensorRT-LLM's GUARANTEED_NO_EVICT starts one only when prompt and whole answer fit: with
         # 2048 + 2048 tokens, 4096 against 3072 held, three quarters as many run.
-        dep = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", draft="eagle3", input_tokens=2048,
+        dep = costmodel.make_deployment("llama-3.1-8b", "h200", 1, "bf16", draft="eagle3", input_tokens=2048,
                                 output_tokens=2048)
-        reserving = m.replace(dep, engine=m.replace(dep.engine, reserves_whole_request=True))
-        grows, holds = m.running_cap(dep, False), m.running_cap(reserving, False)
+        reserving = dataclasses.replace(dep, engine=dataclasses.replace(dep.engine, reserves_whole_request=True))
+        grows, holds = serving.running_cap(dep, False), serving.running_cap(reserving, False)
         self.assertGreater(grows, 200)                       # whole sequences: the ratio is not rounding's
         self.assertAlmostEqual(holds / grows, 3072 / 4096, delta=0.01)
-        self.assertTrue(m.ENGINES["trtllm"].reserves_whole_request)
-        self.assertFalse(m.ENGINES["vllm"].reserves_whole_request or m.ENGINES["sglang"].reserves_whole_request)
+        self.assertTrue(catalog.ENGINES["trtllm"].reserves_whole_request)
+        self.assertFalse(catalog.ENGINES["vllm"].reserves_whole_request or catalog.ENGINES["sglang"].reserves_whole_request)
 
 
 class QueueingTheory(unittest.TestCase):
@@ -125,20 +128,20 @@ class QueueingTheory(unittest.TestCase):
     D, L = 10.0, 20
 
     def open_run(self, rate, prompts, cap, seed=0):
-        work = m.Workload(num_prompts=prompts, max_concurrency=None, request_rate=rate, burstiness=1.0,
+        work = serving.Workload(num_prompts=prompts, max_concurrency=None, request_rate=rate, burstiness=1.0,
                           input_tokens=512, output_tokens=self.L, output_spread=0.0)
-        with ConstantSteps(decode=self.D), mock.patch.object(m, "running_cap", lambda dep, spec, batch=None: cap):
-            return m.bench_result(m.serve_run(DEP, work, seed=seed), work, DEP)
+        with ConstantSteps(decode=self.D), mock.patch.object(serving, "running_cap", lambda dep, spec, batch=None: cap):
+            return serving.bench_result(serving.serve_run(DEP, work, seed=seed), work, DEP)
 
     def test_m_d_1_waiting_time_is_pollaczek_khinchine(self):
         # An idle server starts a request as it arrives and a busy one as the last ends: TTFT is the M/D/1 wait
         # plus the prefill step. Tolerance: 4 standard errors of the mean, from 20 batches of 1,000 requests.
         service = self.L * self.D / 1e3
         for rho in (0.3, 0.6):
-            work = m.Workload(num_prompts=20000, max_concurrency=None, request_rate=rho / service, burstiness=1.0,
+            work = serving.Workload(num_prompts=20000, max_concurrency=None, request_rate=rho / service, burstiness=1.0,
                               input_tokens=512, output_tokens=self.L, output_spread=0.0)
-            with ConstantSteps(decode=self.D), mock.patch.object(m, "running_cap", lambda dep, spec, batch=None: 1):
-                served = m.serve_run(DEP, work)
+            with ConstantSteps(decode=self.D), mock.patch.object(serving, "running_cap", lambda dep, spec, batch=None: 1):
+                served = serving.serve_run(DEP, work)
             ttft = [f - s for s, f in zip(served.start, served.first)]
             batches = [statistics.fmean(ttft[i:i + 1000]) for i in range(0, 20000, 1000)]
             se = statistics.stdev(batches) / math.sqrt(len(batches))
@@ -170,8 +173,8 @@ class QueueingTheory(unittest.TestCase):
 
 class VllmArithmetic(unittest.TestCase):
     def test_every_statistic_as_calculate_metrics_takes_it(self):
-        run_ = m.serve_run(DEP, closed(8, 60, spread=0.8), k=3, alpha=0.7)
-        r = m.bench_result(run_, closed(8, 60, spread=0.8), DEP)
+        run_ = serving.serve_run(DEP, closed(8, 60, spread=0.8), k=3, alpha=0.7)
+        r = serving.bench_result(run_, closed(8, 60, spread=0.8), DEP)
         ttft = [f - s for s, f in zip(run_.start, run_.first)]
         tpot = [(e - f) / (n - 1) for f, e, n in zip(run_.first, run_.end, run_.output_tokens) if n > 1]
         itl = [gap for gap, count in run_.itl for _ in range(count)]
@@ -191,12 +194,12 @@ class TheTail(unittest.TestCase):
         # Plain decoding at C = 128: answers of spread length end one by one, each bringing a prompt that a
         # step prefills beside the decodes. Short requests that meet several of those steps are the P99.
         work = closed(128, 1280, output=256, spread=0.8)
-        r = m.bench_result(m.serve_run(DEP, work), work, DEP)
+        r = serving.bench_result(serving.serve_run(DEP, work), work, DEP)
         self.assertGreater(r["p99_tpot_ms"], 1.15 * r["mean_tpot_ms"])
         # Without what a prompt adds to a step, the same run's P99 is its mean's, jitter and all.
-        free = mock.patch.object(m, "step_cost", lambda dep, d, k, p, fit, real=m.step_cost: real(dep, d, k, 0, fit))
+        free = mock.patch.object(serving, "step_cost", lambda dep, d, k, p, fit, real=serving.step_cost: real(dep, d, k, 0, fit))
         with free:
-            flat = m.bench_result(m.serve_run(DEP, work), work, DEP)
+            flat = serving.bench_result(serving.serve_run(DEP, work), work, DEP)
         self.assertLess(flat["p99_tpot_ms"], 1.05 * flat["mean_tpot_ms"])
 
 
@@ -207,11 +210,11 @@ class TwoSimulations(unittest.TestCase):
         # Two implementations of one model: their mean TPOTs agree within 3% at C = 32 and 128.
         for batch in (32, 128):
             work = closed(batch, 10 * batch, output=256, spread=0.8)
-            dep = m.at_lengths(DEP, 512, 256)
-            plain = m.bench_result(m.serve_run(dep, work), work, dep)
-            self.assertAlmostEqual(plain["mean_tpot_ms"] / m.plain_step_ms(dep, batch), 1.0, delta=0.03)
-            spec = m.bench_result(m.serve_run(dep, work, k=3, alpha=0.7, spread=0.0), work, dep)
-            closed_form = m.spec_tpot_ms(dep, batch, 1 / m.acceptance_length(0.7, 3), m.round_ms(dep, batch, 3))
+            dep = costmodel.at_lengths(DEP, 512, 256)
+            plain = serving.bench_result(serving.serve_run(dep, work), work, dep)
+            self.assertAlmostEqual(plain["mean_tpot_ms"] / costmodel.plain_step_ms(dep, batch), 1.0, delta=0.03)
+            spec = serving.bench_result(serving.serve_run(dep, work, k=3, alpha=0.7, spread=0.0), work, dep)
+            closed_form = costmodel.spec_tpot_ms(dep, batch, 1 / acceptance.acceptance_length(0.7, 3), costmodel.round_ms(dep, batch, 3))
             self.assertAlmostEqual(spec["mean_tpot_ms"] / closed_form, 1.0, delta=0.03)
 
 
@@ -229,7 +232,7 @@ class PredictBench(unittest.TestCase):
                         "spec_decode_acceptance_length", "spec_decode_per_position_acceptance_rates"):
                 self.assertIn(key, data)
             self.assertEqual((data["max_concurrency"], data["request_rate"], data["num_prompts"]), (8, "inf", 200))
-            low, high = data[m.PREDICTION_KEY]["intervals"]["mean_tpot_ms"]
+            low, high = data[readers.PREDICTION_KEY]["intervals"]["mean_tpot_ms"]
             self.assertLess(low, data["mean_tpot_ms"])
             self.assertGreater(high, data["mean_tpot_ms"])
             self.assertIn("spec_k3_c8.json", out)
@@ -254,7 +257,7 @@ class PredictBench(unittest.TestCase):
             self.assertEqual(run(SMALL + ["--predict-bench", a])[0], 0)
             self.assertEqual(run(SMALL + ["--predict-bench", b, "--output-spread", "1.0"])[0], 0)
             fixed, spread = (json.loads((Path(d) / "baseline_c8.json").read_text()) for d in (a, b))
-        self.assertEqual((fixed[m.PREDICTION_KEY]["output_spread"], spread[m.PREDICTION_KEY]["output_spread"]),
+        self.assertEqual((fixed[readers.PREDICTION_KEY]["output_spread"], spread[readers.PREDICTION_KEY]["output_spread"]),
                          (0.0, 1.0))
         self.assertEqual(fixed["total_output_tokens"], 64 * fixed["completed"])
         self.assertNotEqual(spread["total_output_tokens"], 64 * spread["completed"])
@@ -276,8 +279,8 @@ class PredictBench(unittest.TestCase):
             base = json.loads((Path(tmp) / "baseline_r50.json").read_text())
             spec = json.loads((Path(tmp) / "spec_k3_r50.json").read_text())
         self.assertEqual((base["request_rate"], base["max_concurrency"], base["num_prompts"]), (50, None, 300))
-        self.assertLess(spec[m.PREDICTION_KEY]["running_cap"], base[m.PREDICTION_KEY]["running_cap"])
-        self.assertLessEqual(spec[m.PREDICTION_KEY]["peak_running"], spec[m.PREDICTION_KEY]["running_cap"])
+        self.assertLess(spec[readers.PREDICTION_KEY]["running_cap"], base[readers.PREDICTION_KEY]["running_cap"])
+        self.assertLessEqual(spec[readers.PREDICTION_KEY]["peak_running"], spec[readers.PREDICTION_KEY]["running_cap"])
 
     def test_flags_that_need_predict_bench(self):
         for flags in (["--num-prompts", "10"], ["--request-rate", "2"], ["--burstiness", "0.5"]):
@@ -305,7 +308,7 @@ class Compare(unittest.TestCase):
             paths = []
             for name in ("baseline_c8.json", "spec_k3_c8.json"):
                 data = json.loads((Path(tmp) / name).read_text())
-                del data[m.PREDICTION_KEY]
+                del data[readers.PREDICTION_KEY]
                 path = Path(tmp) / f"measured_{name}"
                 path.write_text(json.dumps(data))
                 paths.append(str(path))
@@ -336,9 +339,9 @@ class Compare(unittest.TestCase):
         # Answers of spread length (s.d. 1.0 in log): the replay infers the spread from the file's own E2EL and
         # TTFT spreads and keeps its total; P99 TPOT, set by the short requests that meet prefills, comes back
         # within 10% (the draws are others than the original's), mean TPOT within 2%.
-        dep = m.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
-        work = m.bench_workload(dep, 64, output_spread=1.0)
-        pb = m.predict_bench(dep, "x.json", work, 0, 0.0, m.trust_in(dep))
+        dep = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
+        work = calibration.bench_workload(dep, 64, output_spread=1.0)
+        pb = calibration.predict_bench(dep, "x.json", work, 0, 0.0, trust.trust_in(dep))
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "x.json"
             path.write_text(json.dumps(pb.result))

@@ -1,31 +1,35 @@
 """Cost model and decode simulation against closed forms, numerical integration and the decode loop."""
+import dataclasses
 import json
 import math
 import random
 import statistics
 import unittest
 
-from load_main import ROOT, load_main
+from support import ROOT
 
-m = load_main()
-DEP = m.make_deployment()
+import main
+from rollout import acceptance, analysis, catalog, costmodel, simulation
 
 
-def default_result(seed=m.SEED):
-    grid = m.Grid(acceptance=m.ALPHAS, ks=m.KS, overheads=m.VERIFY_OVERHEADS, concurrencies=m.CONCURRENCIES)
-    return grid, m.run_model(grid, DEP, traffic=m.Traffic(seed=seed))
+DEP = costmodel.make_deployment()
+
+
+def default_result(seed=main.SEED):
+    grid = analysis.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
+    return grid, main.run_model(grid, DEP, traffic=simulation.Traffic(seed=seed))
 
 
 class CostModel(unittest.TestCase):
     def test_parameter_counts_match_published_totals(self):
         for name, billions in (("llama-3.2-1b", 1.236), ("llama-3.1-8b", 8.030), ("llama-3.3-70b", 70.554),
                                ("llama-3.1-405b", 405.853), ("qwen3-32b", 32.76)):
-            self.assertAlmostEqual(m.model_params(m.MODELS[name]) / 1e9, billions, delta=0.006, msg=name)
+            self.assertAlmostEqual(costmodel.model_params(catalog.MODELS[name]) / 1e9, billions, delta=0.006, msg=name)
 
     def test_kv_bytes_per_token(self):
-        self.assertEqual(m.kv_bytes_per_token(m.MODELS["llama-3.1-8b"], "bf16"), 131_072)
-        self.assertEqual(m.kv_bytes_per_token(m.MODELS["llama-3.3-70b"], "bf16"), 327_680)
-        self.assertEqual(m.kv_bytes_per_token(m.MODELS["llama-3.3-70b"], "fp8"), 163_840)
+        self.assertEqual(costmodel.kv_bytes_per_token(catalog.MODELS["llama-3.1-8b"], "bf16"), 131_072)
+        self.assertEqual(costmodel.kv_bytes_per_token(catalog.MODELS["llama-3.3-70b"], "bf16"), 327_680)
+        self.assertEqual(costmodel.kv_bytes_per_token(catalog.MODELS["llama-3.3-70b"], "fp8"), 163_840)
 
     def test_default_memory_budget_by_hand(self):
         # vLLM's 0.92 of 4 x 80 GiB = 316,109,592,985.6 B. Weights: 70,553,706,496 parameters, of which
@@ -34,46 +38,46 @@ class CostModel(unittest.TestCase):
         # (327,680 + 4,096) B = 509,607,936 B a sequence.
         free = 316_109_592_985.6 - 72_655_052_800 - 2 * 1_403_027_456
         self.assertEqual(DEP.context, 1536)
-        self.assertEqual(m.max_concurrency(DEP), 472)
-        self.assertEqual(m.max_concurrency(DEP), int(free // 509_607_936))
-        self.assertAlmostEqual(m.memory_budget_bytes(DEP), 316_109_592_985.6, delta=1.0)
+        self.assertEqual(costmodel.max_concurrency(DEP), 472)
+        self.assertEqual(costmodel.max_concurrency(DEP), int(free // 509_607_936))
+        self.assertAlmostEqual(costmodel.memory_budget_bytes(DEP), 316_109_592_985.6, delta=1.0)
 
     def test_engines_share_memory_their_own_way(self):
         # SGLang: 0.85 of all memory; TensorRT-LLM: weights + 0.9 of what they leave free.
         total = 4 * 80 * 2 ** 30
         static = 72_655_052_800 + 2 * 1_403_027_456
-        sglang = m.make_deployment(engine="sglang")
-        trtllm = m.make_deployment(engine="trtllm")
-        self.assertAlmostEqual(m.memory_budget_bytes(sglang), 0.85 * total, delta=1.0)
-        self.assertAlmostEqual(m.memory_budget_bytes(trtllm), static + 0.9 * (total - static), delta=1.0)
-        self.assertEqual(m.max_concurrency(sglang), 425)     # 216,596,668,416 B / 509,607,936 B
-        self.assertEqual(m.max_concurrency(trtllm), 473)     # 241,322,648,371 B / 509,607,936 B
+        sglang = costmodel.make_deployment(engine="sglang")
+        trtllm = costmodel.make_deployment(engine="trtllm")
+        self.assertAlmostEqual(costmodel.memory_budget_bytes(sglang), 0.85 * total, delta=1.0)
+        self.assertAlmostEqual(costmodel.memory_budget_bytes(trtllm), static + 0.9 * (total - static), delta=1.0)
+        self.assertEqual(costmodel.max_concurrency(sglang), 425)     # 216,596,668,416 B / 509,607,936 B
+        self.assertEqual(costmodel.max_concurrency(trtllm), 473)     # 241,322,648,371 B / 509,607,936 B
 
     def test_fp8_keeps_embeddings_and_lm_head_in_bf16(self):
-        m70 = m.MODELS["llama-3.3-70b"]
-        self.assertEqual(m.weight_split(m70, "fp8")[2], 72_655_052_800)
-        self.assertEqual(m.weight_split(m70, "bf16")[2], 2 * 70_553_706_496)
+        m70 = catalog.MODELS["llama-3.3-70b"]
+        self.assertEqual(costmodel.weight_split(m70, "fp8")[2], 72_655_052_800)
+        self.assertEqual(costmodel.weight_split(m70, "bf16")[2], 2 * 70_553_706_496)
         # Tied embeddings (Llama 3.2 1B) count once: 1,235,814,400 parameters, 128,256 x 2,048 embedded.
-        m1 = m.MODELS["llama-3.2-1b"]
-        self.assertEqual(m.weight_split(m1, "fp8")[2], 1_235_814_400 + 128_256 * 2_048)
+        m1 = catalog.MODELS["llama-3.2-1b"]
+        self.assertEqual(costmodel.weight_split(m1, "fp8")[2], 1_235_814_400 + 128_256 * 2_048)
 
     def test_eps_rises_with_batch(self):
         for k in (1, 3, 5):
-            eps = [m.eps_decode(DEP, b, k) for b in (32, 64, 128, 256, 512)]
+            eps = [costmodel.eps_decode(DEP, b, k) for b in (32, 64, 128, 256, 512)]
             self.assertEqual(eps, sorted(eps), msg=f"K={k}")
 
     def test_given_overhead_is_kept_at_batch_one_and_auto_is_the_model(self):
-        self.assertAlmostEqual(m.eps_grown(0.1, DEP, 1, 3), 0.1)
+        self.assertAlmostEqual(costmodel.eps_grown(0.1, DEP, 1, 3), 0.1)
         for b in (1, 64, 256):
-            self.assertAlmostEqual(m.eps_grown("auto", DEP, b, 3), m.eps_decode(DEP, b, 3))
+            self.assertAlmostEqual(costmodel.eps_grown("auto", DEP, b, 3), costmodel.eps_decode(DEP, b, 3))
 
     def test_given_overhead_never_undercuts_the_verify_pass(self):
         # At 32k context the model's own eps falls with B; a small given eps must not go below
         # what the verify pass over K+1 tokens costs beyond a plain step, nor below zero.
-        long = m.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
+        long = costmodel.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
         for b in (1, 4, 16):
-            verify_only = m.pass_ms(long.target, long, b, 4, m.fixed_ms(long, "pass")) / m.decode_step_ms(long, b) - 1
-            eps = m.eps_grown(0.1, long, b, 3)
+            verify_only = costmodel.pass_ms(long.target, long, b, 4, costmodel.fixed_ms(long, "pass")) / costmodel.decode_step_ms(long, b) - 1
+            eps = costmodel.eps_grown(0.1, long, b, 3)
             self.assertGreaterEqual(eps, verify_only - 1e-12)
             self.assertGreaterEqual(eps, 0.0)
 
@@ -101,8 +105,8 @@ def clip(alpha):
 def inverse_tau_mean(alpha, k, spread):
     """E[1/tau] over requests whose alpha is alpha + spread * z, z standard normal, clipped to [0, 1]."""
     if spread == 0:
-        return 1 / m.acceptance_length(alpha, k)
-    return simpson(lambda z: NORMAL.pdf(z) / m.acceptance_length(clip(alpha + spread * z), k), -8, 8)
+        return 1 / acceptance.acceptance_length(alpha, k)
+    return simpson(lambda z: NORMAL.pdf(z) / acceptance.acceptance_length(clip(alpha + spread * z), k), -8, 8)
 
 
 def numpy_p99(values):
@@ -121,10 +125,10 @@ def loop_reference(alpha, k, spread, output_spread, output_tokens, replicates, b
     rng = random.Random(99)
     decoded = []
     for r in range(replicates):
-        draws = m.draw_requests(m.REPLICATE_REQUESTS, seed, r, output_spread)
+        draws = simulation.draw_requests(simulation.REPLICATE_REQUESTS, seed, r, output_spread)
         for z, scale, _, _, request_seed in zip(*draws):
             tokens = max(1, round(output_tokens * scale) - 1)
-            accepted, time = m.decode_request(clip(alpha + spread * z), k, tokens, random.Random(request_seed))
+            accepted, time = acceptance.decode_request(clip(alpha + spread * z), k, tokens, random.Random(request_seed))
             decoded.append((tokens, accepted, time))
     rounds = [a for _, accepted, _ in decoded for a in accepted]
     other = 1 - (rounds.count(k) / len(rounds)) ** (batch - 1)
@@ -138,25 +142,25 @@ def loop_reference(alpha, k, spread, output_spread, output_tokens, replicates, b
 class Quantiles(unittest.TestCase):
     def test_percentile_is_numpys_linear_rule(self):
         # numpy.percentile([1, 2, 3, 5], 99) = 3 + 0.97 * (5 - 3) = 4.94, by hand.
-        self.assertAlmostEqual(m.percentile([1.0, 2.0, 3.0, 5.0], 0.99), 4.94, places=12)
-        self.assertEqual(m.percentile([7.0], 0.99), 7.0)
+        self.assertAlmostEqual(simulation.percentile([1.0, 2.0, 3.0, 5.0], 0.99), 4.94, places=12)
+        self.assertEqual(simulation.percentile([7.0], 0.99), 7.0)
         rng = random.Random(3)
         for n in (2, 5, 128, 1000):
             values = [rng.random() for _ in range(n)]
-            self.assertAlmostEqual(m.percentile_top(values, 0.99), m.percentile(sorted(values), 0.99), places=12)
+            self.assertAlmostEqual(simulation.percentile_top(values, 0.99), simulation.percentile(sorted(values), 0.99), places=12)
 
     def test_mixture_quantile_by_hand(self):
-        s = m.ROUND_JITTER
+        s = acceptance.ROUND_JITTER
         # One lognormal: its own quantile, exp(ln 2 - s^2/2 + s z_q).
         for q in (0.01, 0.5, 0.99):
-            self.assertAlmostEqual(m.mixture_quantile(q, [(2.0, 1.0)]),
+            self.assertAlmostEqual(simulation.mixture_quantile(q, [(2.0, 1.0)]),
                                    2.0 * math.exp(-s * s / 2 + s * NORMAL.inv_cdf(q)), places=9)
         # 98% of the weight far below, 2% at scale 10: P99 is the upper component's median, 10 exp(-s^2/2).
-        self.assertAlmostEqual(m.mixture_quantile(0.99, [(1.0, 0.98), (10.0, 0.02)]), 10 * math.exp(-s * s / 2),
+        self.assertAlmostEqual(simulation.mixture_quantile(0.99, [(1.0, 0.98), (10.0, 0.02)]), 10 * math.exp(-s * s / 2),
                                places=9)
         # Two equal halves at 1 and 2: the median lies between, where the shares sum to one half.
-        x = m.mixture_quantile(0.5, [(1.0, 1.0), (2.0, 1.0)])
-        self.assertAlmostEqual(m.mixture_share(x, [(1.0, 1.0), (2.0, 1.0)]), 0.5, places=12)
+        x = simulation.mixture_quantile(0.5, [(1.0, 1.0), (2.0, 1.0)])
+        self.assertAlmostEqual(simulation.mixture_share(x, [(1.0, 1.0), (2.0, 1.0)]), 0.5, places=12)
         self.assertTrue(1.0 < x < 2.0)
 
 
@@ -165,9 +169,9 @@ class DecodeSimulation(unittest.TestCase):
     def setUpClass(cls):
         cls.grid, cls.result = default_result()
         cls.cells = [c for c in cls.result.cells if c.feasible]
-        cls.small = m.Grid(acceptance=(0.3, 0.6, 0.8), ks=(1, 3, 5), overheads=("auto",), concurrencies=(1, 32, 256))
-        cls.alike = m.run_model(cls.small, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.0)).cells
-        cls.spread = m.run_model(cls.small, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.15)).cells
+        cls.small = analysis.Grid(acceptance=(0.3, 0.6, 0.8), ks=(1, 3, 5), overheads=("auto",), concurrencies=(1, 32, 256))
+        cls.alike = main.run_model(cls.small, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.0)).cells
+        cls.spread = main.run_model(cls.small, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.15)).cells
 
     def test_without_spread_the_simulated_speedup_is_the_closed_form(self):
         for c in self.alike:
@@ -187,18 +191,18 @@ class DecodeSimulation(unittest.TestCase):
 
     def test_spread_raises_p99_tpot(self):
         # The issue's case: alpha 0.6, K 3, B 32.
-        grid = m.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(32,))
-        wide = m.run_model(grid, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.15)).cells[0]
-        alike = m.run_model(grid, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.0)).cells[0]
+        grid = analysis.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(32,))
+        wide = main.run_model(grid, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.15)).cells[0]
+        alike = main.run_model(grid, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.0)).cells[0]
         self.assertGreater(wide.tpot_spec_p99_ms, 1.1 * alike.tpot_spec_p99_ms)
         self.assertLess(wide.speedup_mc, alike.speedup_mc)
 
     def test_p99_tpot_is_numpys_percentile_of_the_requests(self):
         # Exactly what vllm bench computes from the same requests (np.percentile, linear).
         for alpha, k, spread in ((0.7, 3, 0.11), (0.5, 5, 0.0)):
-            dec = m.decoder(0, spread, 0.8, 1024)(alpha, k)
+            dec = analysis.decoder(0, spread, 0.8, 1024)(alpha, k)
             for batch, plain_ms, spec_ms in ((1, 10.0, 11.0), (64, 20.0, 35.0)):
-                cell = m.cell_latency(dec, plain_ms, spec_ms, batch)
+                cell = simulation.cell_latency(dec, plain_ms, spec_ms, batch)
                 skip = plain_ms * dec.full_share ** (batch - 1)
                 self.assertAlmostEqual(cell.tpot_spec_p99_ms, spec_ms * numpy_p99(dec.per_token[0]), places=9)
                 self.assertAlmostEqual(cell.tpot_spec_p50_ms, spec_ms * statistics.median(dec.per_token[0]), places=9)
@@ -212,10 +216,10 @@ class DecodeSimulation(unittest.TestCase):
         # within about 1.5% at short lengths (seeds 0-3 gave 1.2-1.9% apart at 300 tokens).
         for alpha, k, spread, output_spread, tokens in ((0.7, 3, 0.11, 0.8, 300), (0.5, 5, 0.15, 0.0, 400),
                                                         (0.85, 1, 0.0, 0.8, 300)):
-            dec = m.decoder(0, spread, output_spread, tokens)(alpha, k)
+            dec = analysis.decoder(0, spread, output_spread, tokens)(alpha, k)
             plain_ms, spec_ms, batch = 10.0, 13.0, 4
-            cell = m.cell_latency(dec, plain_ms, spec_ms, batch)
-            ref = loop_reference(alpha, k, spread, output_spread, tokens, dec.requests // m.REPLICATE_REQUESTS,
+            cell = simulation.cell_latency(dec, plain_ms, spec_ms, batch)
+            ref = loop_reference(alpha, k, spread, output_spread, tokens, dec.requests // simulation.REPLICATE_REQUESTS,
                                  batch, plain_ms / spec_ms)
             self.assertEqual(len(ref), dec.requests)
             case = (alpha, k, spread, output_spread)
@@ -231,7 +235,7 @@ class DecodeSimulation(unittest.TestCase):
         # over the round's tokens; a chunk's is the round's time.
         rng = random.Random(5)
         for alpha, k, spread in ((0.7, 3, 0.11), (0.4, 1, 0.0), (0.9, 5, 0.05)):
-            dec = m.decoder(0, spread, 0.8, 300)(alpha, k)
+            dec = analysis.decoder(0, spread, 0.8, 300)(alpha, k)
             ref = loop_reference(alpha, k, spread, 0.8, 300, 8, 1, 1.0)
             tokens, chunks = [], []
             for _, _, accepted in ref:
@@ -239,7 +243,7 @@ class DecodeSimulation(unittest.TestCase):
                     time = rng.lognormvariate(-0.03 ** 2 / 2, 0.03)
                     chunks.append(time)
                     tokens += [time / (a + 1)] * (a + 1)
-            cell = m.cell_latency(dec, 1.0, 1.0, 1)
+            cell = simulation.cell_latency(dec, 1.0, 1.0, 1)
             self.assertAlmostEqual(cell.itl_spec_p99_ms / numpy_p99(tokens), 1, delta=0.01, msg=(alpha, k))
             self.assertAlmostEqual(cell.round_itl_spec_p99_ms / numpy_p99(chunks), 1, delta=0.01, msg=(alpha, k))
             zero = sum(a == 0 for _, _, acc in ref for a in acc) / sum(a + 1 for _, _, acc in ref for a in acc)
@@ -249,49 +253,49 @@ class DecodeSimulation(unittest.TestCase):
         # No spread: a round pays a second plain step unless all B sequences accept all K, 1 - a^(K*B).
         rng = random.Random(11)
         for alpha, k, batch in ((0.9, 3, 1), (0.95, 1, 4), (0.7, 3, 2)):
-            dec = m.decoder(0, 0.0, 0.8, 1024)(alpha, k)
+            dec = analysis.decoder(0, 0.0, 0.8, 1024)(alpha, k)
             second = 1 - alpha ** (k * batch)
             chunks = [(13.0 + (10.0 if rng.random() < second else 0.0)) * rng.lognormvariate(-0.03 ** 2 / 2, 0.03)
                       for _ in range(100_000)]
-            cell = m.cell_latency(dec, 10.0, 13.0, batch)
+            cell = simulation.cell_latency(dec, 10.0, 13.0, batch)
             self.assertAlmostEqual(cell.round_itl_two_pass_p99_ms / numpy_p99(chunks), 1, delta=0.005, msg=(alpha, k, batch))
 
     def test_the_chart_draws_the_itl_the_tables_print(self):
         # itl_parts (the chart's distributions) and cell_latency (the tables) agree at P99 and P50.
         for alpha, k, batch in ((0.7, 3, 1), (0.5, 5, 64)):
-            dec = m.decoder(0, 0.11, 0.8, 1024)(alpha, k)
-            parts = m.itl_parts(dec, 10.0, 14.0, batch)
-            cell = m.cell_latency(dec, 10.0, 14.0, batch)
+            dec = analysis.decoder(0, 0.11, 0.8, 1024)(alpha, k)
+            parts = simulation.itl_parts(dec, 10.0, 14.0, batch)
+            cell = simulation.cell_latency(dec, 10.0, 14.0, batch)
             for q, name in ((0.99, "p99"), (0.5, "p50")):
-                self.assertAlmostEqual(m.mixture_quantile(q, parts.spec), getattr(cell, f"itl_spec_{name}_ms"), places=6)
-                self.assertAlmostEqual(m.mixture_quantile(q, parts.two_pass), getattr(cell, f"itl_spec_two_pass_{name}_ms"), places=6)
-                self.assertAlmostEqual(m.mixture_quantile(q, parts.plain), getattr(cell, f"itl_plain_{name}_ms"), places=6)
+                self.assertAlmostEqual(simulation.mixture_quantile(q, parts.spec), getattr(cell, f"itl_spec_{name}_ms"), places=6)
+                self.assertAlmostEqual(simulation.mixture_quantile(q, parts.two_pass), getattr(cell, f"itl_spec_two_pass_{name}_ms"), places=6)
+                self.assertAlmostEqual(simulation.mixture_quantile(q, parts.plain), getattr(cell, f"itl_plain_{name}_ms"), places=6)
 
     def test_two_pass_shortcut_falls_back_when_the_slowest_do_not_hold_the_tail(self):
-        dec = m.decoder(0, 0.11, 0.8, 1024)(0.7, 3)
+        dec = analysis.decoder(0, 0.11, 0.8, 1024)(0.7, 3)
         everyone = sorted(2.0 * s + 1.0 * n - 0.5 * f for s, n, f in zip(*dec.per_token))
         plain_ms, spec_ms, batch = 1.0, 2.0, 2                  # skip = 1 - (1 - f^1) ... computed below
         p_other = 1 - dec.full_share
         expected = numpy_p99([spec_ms * s + plain_ms * n - plain_ms * (1 - p_other) * f
                               for s, n, f in zip(*dec.per_token)])
-        self.assertAlmostEqual(m.cell_latency(dec, plain_ms, spec_ms, batch).tpot_spec_two_pass_p99_ms, expected, places=9)
+        self.assertAlmostEqual(simulation.cell_latency(dec, plain_ms, spec_ms, batch).tpot_spec_two_pass_p99_ms, expected, places=9)
         # Candidates that cannot hold the tail (the fastest requests): the guard must see it and sort everyone.
         fastest = sorted(zip(*dec.per_token))[:len(dec.heavy)]
-        wrong = m.replace(dec, heavy=fastest, rest_max=(max(dec.per_token[0]), max(dec.per_token[1])))
-        self.assertAlmostEqual(m.cell_latency(wrong, plain_ms, spec_ms, batch).tpot_spec_two_pass_p99_ms, expected,
+        wrong = dataclasses.replace(dec, heavy=fastest, rest_max=(max(dec.per_token[0]), max(dec.per_token[1])))
+        self.assertAlmostEqual(simulation.cell_latency(wrong, plain_ms, spec_ms, batch).tpot_spec_two_pass_p99_ms, expected,
                                places=9)
         self.assertTrue(everyone)
 
     def test_plain_tpot_p99_at_fixed_length(self):
         # Plain decoding of N = 1023 tokens: TPOT is the mean of N round jitters (s.d. 3% each), so
         # its P99 over requests is 1 + 2.326 x 0.03 / sqrt(1023) = 1.00218 plain steps, by hand.
-        dec = m.decoder(0, 0.11, 0.0, 1024)(0.7, 3)
-        self.assertAlmostEqual(m.percentile(dec.tpot_plain, 0.99), 1.00218, delta=0.0003)
+        dec = analysis.decoder(0, 0.11, 0.0, 1024)(0.7, 3)
+        self.assertAlmostEqual(simulation.percentile(dec.tpot_plain, 0.99), 1.00218, delta=0.0003)
         self.assertAlmostEqual(dec.means[3], 1.0, delta=0.0002)
 
     def test_lengths_average_the_mean(self):
         # The lognormal multiplier has mean 1 (exp(s z - s^2/2)); without the correction it would be 1.38 at s = 0.8.
-        draws = [m.draw_requests(128, 0, r, 0.8) for r in range(16)]
+        draws = [simulation.draw_requests(128, 0, r, 0.8) for r in range(16)]
         lengths = [x for d in draws for x in d.length]
         self.assertAlmostEqual(statistics.fmean(lengths), 1.0, delta=0.02)
         self.assertAlmostEqual(statistics.median(lengths), math.exp(-0.32), delta=0.03)
@@ -299,13 +303,13 @@ class DecodeSimulation(unittest.TestCase):
     def test_renewal_draws_match_the_decode_loop(self):
         # Just past LOOP_TOKENS, where the normal limit is least accurate (6% on the s.d., a lattice
         # effect), and at 1,000 tokens, where it must be close (3%): rounds and full rounds.
-        for tokens, tolerance in ((m.LOOP_TOKENS + 1, 0.06), (1000, 0.03)):
-            draws = [m.draw_requests(512, 7, r, 0.0) for r in range(8)]
+        for tokens, tolerance in ((simulation.LOOP_TOKENS + 1, 0.06), (1000, 0.03)):
+            draws = [simulation.draw_requests(512, 7, r, 0.0) for r in range(8)]
             for alpha, k in ((0.7, 3), (0.4, 1), (0.9, 5)):
                 rng = random.Random(3)
-                loop = [m.decode_request(alpha, k, tokens, rng)[0] for _ in range(3000)]
+                loop = [acceptance.decode_request(alpha, k, tokens, rng)[0] for _ in range(3000)]
                 rounds = [len(a) for a in loop]
-                drawn = [m.run_requests(((1.0, alpha, tokens + 1),), k, 0.0, d) for d in draws]
+                drawn = [simulation.run_requests(((1.0, alpha, tokens + 1),), k, 0.0, d) for d in draws]
                 self.assertTrue(all(n == tokens for d in drawn for n in d.tokens))
                 drawn_rounds = [n for d in drawn for n in d.rounds]
                 se = statistics.stdev(rounds) / len(rounds) ** 0.5
@@ -340,8 +344,8 @@ class DecodeSimulation(unittest.TestCase):
         for c in self.cells:
             if c.eps_eff > 0.05 and c.zero_accept_token_share > 0.01:
                 self.assertGreater(c.itl_spec_p99_ms, c.itl_plain_p99_ms, msg=c)
-            self.assertTrue(c.tpot_p99_halfwidth <= m.PRECISION
-                            or c.simulated_requests == m.MAX_REPLICATES * m.REPLICATE_REQUESTS, msg=c)
+            self.assertTrue(c.tpot_p99_halfwidth <= simulation.PRECISION
+                            or c.simulated_requests == simulation.MAX_REPLICATES * simulation.REPLICATE_REQUESTS, msg=c)
 
     def test_zero_accept_share_without_spread(self):
         # Tokens from rounds that accepted nothing: (1 - a) / tau of all tokens.
@@ -358,13 +362,13 @@ class DecodeSimulation(unittest.TestCase):
                         for head in row["metrics"]:
                             if head["accept_length"] > 1:
                                 heads.setdefault((model, head["Name"]), []).append(
-                                    m.alpha_from_length(head["accept_length"], 3))
+                                    acceptance.alpha_from_length(head["accept_length"], 3))
         spreads = [statistics.stdev(alphas) for alphas in heads.values() if len(alphas) >= 3]
-        self.assertAlmostEqual(statistics.median(spreads), m.ALPHA_SPREAD, delta=0.005)
+        self.assertAlmostEqual(statistics.median(spreads), main.ALPHA_SPREAD, delta=0.005)
 
     def test_alpha_edges(self):
-        grid = m.Grid(acceptance=(0.0, 1.0), ks=(4,), overheads=(0.2,), concurrencies=(1, 8))
-        cells = m.run_model(grid, DEP, traffic=m.Traffic(seed=0, alpha_spread=0.0)).cells
+        grid = analysis.Grid(acceptance=(0.0, 1.0), ks=(4,), overheads=(0.2,), concurrencies=(1, 8))
+        cells = main.run_model(grid, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.0)).cells
         for c in cells:
             tau = 1.0 if c.alpha == 0.0 else 5.0
             self.assertEqual(c.acceptance_length, tau)
@@ -373,9 +377,9 @@ class DecodeSimulation(unittest.TestCase):
         self.assertAlmostEqual(zero.speedup_exact, 1 / (1 + zero.eps_eff))
 
     def test_infeasible_cells_carry_no_numbers(self):
-        too_many = m.max_concurrency(DEP) + 1
-        grid = m.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(1, too_many))
-        cells = m.run_model(grid, DEP).cells
+        too_many = costmodel.max_concurrency(DEP) + 1
+        grid = analysis.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(1, too_many))
+        cells = main.run_model(grid, DEP).cells
         self.assertTrue(cells[0].feasible)
         self.assertFalse(cells[1].feasible)
         self.assertIsNone(cells[1].speedup_exact)

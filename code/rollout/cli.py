@@ -1,0 +1,949 @@
+"""The command line: flags parsed and checked (parse_args), the settings a run falls back on (Settings), and files
+written all or none (write_all).
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import re
+import shutil
+import stat
+import unicodedata
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .records import (
+    BENCH_LIMIT_BYTES, CONCURRENCY_LIMIT, EPS_LIMIT, finite_number, GPU_RANGES, GRID_CELL_LIMIT, GRID_PAIR_LIMIT,
+    K_LIMIT, same_model, shown, TOKENS_LIMIT, TP_LIMIT, UsageError,
+)
+from .catalog import (
+    BYTES_PER, DRAFTS, EAGLE_DRAFTS, ENGINES, era_of, GPU_FAMILY, GPUS, MODELS, newest_era, release_text, served_model,
+)
+from .acceptance import profile_length
+from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment
+from .simulation import Traffic
+from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, running_cap, simulated_layout, Workload
+from .readers import (
+    bench_acceptance, bench_comparison, checked_name, Counters, counters_window, head_from_config, is_sglang,
+    measured_acceptance, one_average_draft, pick_model, PREDICTION_KEY, profile_problem, read_bench,
+    read_calibration_runs, read_metrics, run_totals, same_workload, shape_from_config,
+)
+from .analysis import center_requests, Evidence, Grid, profile_from_lengths, SWEEP_SLACK
+from .exercises import draft_problem
+from .calibration import bench_names, BENCH_OPEN_PROMPTS, bench_tags, length_spread, predict_bench, SAME_LENGTHS
+from .charts import CHART_FILES
+from .export import compare_rows
+
+
+# ---------------------------------------------------------------- CLI
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        # A value that looks like a negative number (-1e5, -0.5, -inf) is the flag's value, refused or not by
+        # the flag's own check, never read as an unknown flag (argparse's own pattern misses exponents).
+        self._negative_number_matcher = re.compile(r"^-(?:\d|\.\d|inf|nan)", re.IGNORECASE)
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def ascii_number(text):
+    """text, if written with ASCII digits and no underscores (int() and float() take "１２" and "1_000" too)."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(text)
+    return text
+
+
+def parse_list(flag, text, convert, allowed, check):
+    """Parse a comma list, converting each item and checking it against `check`."""
+    items = [s.strip() for s in text.split(",")]
+    if not text.strip() or any(s == "" for s in items):
+        raise UsageError(f"{flag}: expected a comma list of {allowed}; got {text!r}")
+    values = []
+    for s in items:
+        try:
+            value = convert(ascii_number(s))
+        except ValueError:
+            raise UsageError(f"{flag}: each value must be {allowed}; got {s!r}") from None
+        if not check(value):
+            raise UsageError(f"{flag}: each value must be {allowed}; got {s!r}")
+        values.append(value)
+    return tuple(values)
+
+
+def parse_one(flag, text, convert, allowed, check=lambda value: True):
+    """One value, converted and checked; else UsageError naming the flag, what it allows and what it got."""
+    try:
+        value = convert(ascii_number(text))
+    except ValueError:
+        value = None
+    if value is None or not check(value):
+        raise UsageError(f"{flag}: expected one value, {allowed}; got {text!r}")
+    return value
+
+
+def _finite(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def _overhead(text):
+    return "auto" if text == "auto" else _finite(text)
+
+
+def _choice(flag, value, valid, extra=""):
+    if value not in valid:
+        raise UsageError(f"{flag}: unknown {value!r}; valid: {', '.join(valid)}{extra}")
+    return value
+
+
+DESCRIPTION = "EAGLE-3 rollout simulator: should speculative decoding be on for this deployment?"   # --help's first line
+
+
+def build_parser(settings):
+    p = _Parser(prog="main.py", description=DESCRIPTION)
+    grid = p.add_argument_group("grid (defaults: the constants at the top of main.py)")
+    grid.add_argument("--alphas", help="per-token acceptance alphas, comma list in [0, 1]")
+    grid.add_argument("--acceptance-rates", help="vLLM acceptance rates (accepted/drafted), comma list in [0, 1]")
+    grid.add_argument("--acceptance-length", help="measured tau at the single K given by --ks, in [1, K+1]; or one "
+                                                  "for each K of --ks 1,...,n (a sweep)")
+    grid.add_argument("--ks", help=f"draft lengths K, comma list of integers 1-{K_LIMIT}")
+    grid.add_argument("--verify-overheads", help='eps at B=1, comma list of numbers >= 0 or "auto"')
+    grid.add_argument("--concurrency", help="batch sizes B, comma list of integers >= 1")
+    dep = p.add_argument_group("deployment")
+    dep.add_argument("--model", help=f"target model: {', '.join(MODELS)}")
+    dep.add_argument("--gpu", help=f"GPU: {', '.join(GPUS)}, or custom (with the three numbers below)")
+    dep.add_argument("--tp", help="tensor-parallel degree")
+    dep.add_argument("--ep", help="expert-parallel GPUs of a MoE target: 1 (experts split by --tp) or the --tp "
+                                  "degree (whole experts per GPU)")
+    dep.add_argument("--dp-attention", action="store_true",
+                     help="with --ep: attention data parallel, each GPU its own share of the sequences")
+    dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (sized as MXFP4: 4.25 bits a weight)")
+    dep.add_argument("--kv-dtype", help="bf16 or fp8")
+    dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {settings.input_tokens})")
+    dep.add_argument("--output-tokens", help=f"mean output length, tokens (default {settings.output_tokens})")
+    dep.add_argument("--context", help="mean decode context in tokens (default: input + output / 2)")
+    dep.add_argument("--draft", help=f"draft: {', '.join(DRAFTS)}, or a catalog model")
+    dep.add_argument("--draft-model", help="Hugging Face id or path of the draft head (default: the catalog's)")
+    dep.add_argument("--model-config", help="a Hugging Face config.json to use as the target (instead of --model)")
+    dep.add_argument("--draft-config", help="the EAGLE head's own config.json (its width, vocabulary, trained context), "
+                                            "or with --draft model a draft model's")
+    dep.add_argument("--draft-topk", help="tokens each draft step expands per sequence: 1 a chain, more a tree")
+    dep.add_argument("--verify-tokens", help="tokens per sequence in a tree's verify pass (SGLang's "
+                                             "--speculative-num-draft-tokens)")
+    dep.add_argument("--engine", help=f"engine the plan is written for: {', '.join(ENGINES)} (default {settings.engine})")
+    dep.add_argument("--engine-version", help="the engine's release, e.g. 0.13 or 0.5.10: sets the era a round's "
+                                              "host costs are those of (default: the newest era, Engine.eras)")
+    dep.add_argument("--gpu-bandwidth", help="memory bandwidth per GPU, TB/s")
+    dep.add_argument("--gpu-tflops", help="dense TFLOP/s per GPU for the weights dtype")
+    dep.add_argument("--gpu-memory", help="memory per GPU, GiB")
+    meas = p.add_argument_group("measurements and the gate")
+    meas.add_argument("--metrics", help="a scrape of vLLM's or SGLang's /metrics (Prometheus text)")
+    meas.add_argument("--metrics-before", help="an earlier scrape: measure the window between the two")
+    meas.add_argument("--served-model", help="the model_name to measure when a scrape holds several")
+    meas.add_argument("--bench-baseline", help="`vllm bench serve --save-result` JSON, speculation off")
+    meas.add_argument("--bench-spec", help="the same benchmark with speculation on")
+    meas.add_argument("--target-concurrency", help="batch size the gate is for (default: the benchmark's)")
+    meas.add_argument("--gate-margin", help=f"acceptance-rate margin over break-even (default {settings.gate_margin})")
+    meas.add_argument("--p99-budget", help=f"largest P99 TPOT rise accepted, fraction (default {settings.p99_budget})")
+    meas.add_argument("--gate", action="store_true", help="exit 0 if the gate passes, 1 if it fails")
+    meas.add_argument("--mix", help="traffic mix name:share:alpha[:tokens],... (shares of generated tokens, sum 1; "
+                                    "tokens: the domain's mean output length)")
+    meas.add_argument("--calibrate", help="your `vllm bench serve` results, comma list: fit the cost model on them")
+    out = p.add_argument_group("output")
+    out.add_argument("--exercises", action="store_true", help="print worked answers to the lesson's exercises")
+    out.add_argument("--seed", help="seed of the simulated requests (integer)")
+    out.add_argument("--alpha-spread", help=f"s.d. of a request's per-token alpha around the mean, in [0, 0.5] "
+                                            f"(default {settings.alpha_spread})")
+    out.add_argument("--output-spread", help=f"s.d. of ln(output tokens) over requests, in [0, 2] "
+                                             f"(default {settings.output_spread})")
+    out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
+    out.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
+    out.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    bench = p.add_argument_group("benchmark files: predicted before they are run, and held against the measured")
+    bench.add_argument("--predict-bench", metavar="DIR", help="write the `vllm bench serve --save-result` file of "
+                       "each run: a baseline and one per --ks at each --concurrency (or --request-rate)")
+    bench.add_argument("--num-prompts", help="prompts a predicted run sends (default: the plan's, 10 a concurrent "
+                       f"slot and at least 200; {BENCH_OPEN_PROMPTS} in open loop)")
+    bench.add_argument("--request-rate", help="open loop instead: requests/s, comma list (vllm bench serve's "
+                       "--request-rate)")
+    bench.add_argument("--burstiness", help="gamma shape of an open loop's gaps (default 1: Poisson)")
+    bench.add_argument("--compare", help="measured `vllm bench serve` results, comma list: each key against the "
+                       "prediction of its own run")
+    return p
+
+
+def parse_grid(args, settings):
+    """The grid flags -> Grid. One acceptance flag at most; a length needs a single K."""
+    ks = parse_list("--ks", args.ks, int, f"an integer from 1 to {K_LIMIT}", lambda k: 1 <= k <= K_LIMIT) \
+        if args.ks is not None else settings.ks
+    given = [f for f, v in (("--alphas", args.alphas), ("--acceptance-rates", args.acceptance_rates),
+                            ("--acceptance-length", args.acceptance_length)) if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"{given[0]} and {given[1]}: give acceptance one way only")
+    if args.acceptance_rates is not None:
+        kind, values = "rate", parse_list("--acceptance-rates", args.acceptance_rates, _finite,
+                                          "a number in [0, 1]", lambda r: 0.0 <= r <= 1.0)
+    elif args.acceptance_length is not None and len(ks) > 1:
+        kind, values = "profile", (parse_length_sweep(args.acceptance_length, ks),)
+    elif args.acceptance_length is not None:
+        kind, values = "length", parse_list("--acceptance-length", args.acceptance_length, _finite,
+                                            f"a number in [1, {ks[0] + 1}] (1 to K+1)",
+                                            lambda t: 1.0 <= t <= ks[0] + 1)
+    else:
+        kind, values = "alpha", parse_list("--alphas", args.alphas, _finite, "a number in [0, 1]",
+                                           lambda a: 0.0 <= a <= 1.0) if args.alphas is not None else settings.alphas
+    overheads = parse_list("--verify-overheads", args.verify_overheads, _overhead,
+                           f'a number >= 0 and at most {EPS_LIMIT:g}, or "auto"',
+                           lambda e: e == "auto" or 0.0 <= e <= EPS_LIMIT) \
+        if args.verify_overheads is not None else settings.verify_overheads
+    concurrencies = parse_list("--concurrency", args.concurrency, int, f"an integer from 1 to {CONCURRENCY_LIMIT:,}",
+                               lambda b: 1 <= b <= CONCURRENCY_LIMIT) \
+        if args.concurrency is not None else settings.concurrencies
+    pairs = len(set(values)) * len(set(ks))
+    if pairs > GRID_PAIR_LIMIT:
+        raise UsageError(f"the grid has {pairs:,} (acceptance, K) pairs to simulate ({len(set(values))} acceptance values "
+                         f"x {len(set(ks))} Ks), more than {GRID_PAIR_LIMIT}: split it into several runs")
+    cells = len(values) * len(ks) * len(overheads) * len(concurrencies)
+    if cells > GRID_CELL_LIMIT:
+        raise UsageError(f"the grid has {cells:,} cells ({len(values)} acceptance values x {len(ks)} Ks x "
+                         f"{len(overheads)} overheads x {len(concurrencies)} concurrencies), more than "
+                         f"{GRID_CELL_LIMIT:,}: split it into several runs")
+    return Grid(acceptance=values, ks=ks, overheads=overheads, concurrencies=concurrencies, kind=kind)
+
+
+def parse_length_sweep(text, ks):
+    """--acceptance-length TAU1,...,TAUn with --ks 1,...,n: acceptance lengths measured at each K -> the conditional
+    alphas by position they imply (profile_from_lengths), as a tuple."""
+    if "," not in text:
+        raise UsageError(f"--acceptance-length: one length is measured at one K, so --ks must name exactly one; got "
+                         f"{','.join(map(str, ks))} (or give one length for each K of --ks 1,...,n)")
+    if list(ks) != list(range(1, len(ks) + 1)):
+        raise UsageError(f"--acceptance-length: one K takes one length; several lengths are a sweep measured at "
+                         f"K = 1, 2, ..., n, so --ks must be 1,...,n; got {','.join(map(str, ks))}")
+    lengths = parse_list("--acceptance-length", text, _finite, "a number in [1, K+1] for each K",
+                         lambda t: 1.0 <= t <= K_LIMIT + 1)
+    if len(lengths) != len(ks):
+        raise UsageError(f"--acceptance-length: a sweep gives one length for each of the {len(ks)} --ks; got "
+                         f"{len(lengths)}")
+    profile = profile_from_lengths(lengths)
+    if profile is None:
+        raise UsageError("--acceptance-length: a sweep's length can rise from K to K + 1 by at most its rise from "
+                         f"K - 1 to K (give or take {SWEEP_SLACK:g}), and by at most 1 at K = 1 (a position accepts "
+                         "only if the one before did); got " + ", ".join(f"{t:g}" for t in lengths))
+    return tuple(round(a, 9) for a in profile)
+
+
+def parse_deployment(args, settings):
+    """The deployment flags -> Deployment, refusing what cannot run."""
+    if args.model and args.model_config:
+        raise UsageError("--model and --model-config: name the target one way only")
+    if args.model_config:
+        shape = shape_from_config(args.model_config)
+        model = shape["hf"] or checked_name(Path(args.model_config).stem, "--model-config: the file's name (the config "
+                                                                          "has no _name_or_path)")
+    else:
+        model = _choice("--model", args.model or settings.model, list(MODELS))
+        shape = MODELS[model]
+    gpu = args.gpu or settings.gpu
+    if gpu != "custom":
+        _choice("--gpu", gpu, list(GPUS), ", or custom with --gpu-bandwidth, --gpu-tflops and --gpu-memory")
+    numbers = {}
+    custom_flags = (("--gpu-bandwidth", "bandwidth_tbs", args.gpu_bandwidth),
+                    ("--gpu-tflops", "tflops", args.gpu_tflops), ("--gpu-memory", "memory_gib", args.gpu_memory))
+    for flag, key, text in custom_flags:
+        if text is not None:
+            least, most = GPU_RANGES[key]
+            numbers[key] = parse_one(flag, text, _finite, f"a number from {least:g} to {most:g}",
+                                     lambda x: least <= x <= most)
+    missing = [flag for flag, key, _ in custom_flags if key not in numbers]
+    if gpu == "custom" and missing:
+        raise UsageError(f"--gpu custom: needs --gpu-bandwidth, --gpu-tflops and --gpu-memory; "
+                         f"missing {', '.join(missing)}")
+    weights = _choice("--weights-dtype", args.weights_dtype or settings.weights_dtype, list(BYTES_PER))
+    kv = _choice("--kv-dtype", args.kv_dtype or settings.kv_dtype, ["bf16", "fp8"])
+    tp = parse_one("--tp", args.tp, int, f"an integer from 1 to {TP_LIMIT}", lambda t: 1 <= t <= TP_LIMIT) \
+        if args.tp is not None else settings.tp
+    tokens = lambda least: (f"an integer from {least} to {TOKENS_LIMIT:,} (tokens)",
+                            lambda n: least <= n <= TOKENS_LIMIT)
+    context = parse_one("--context", args.context, int, *tokens(1)) if args.context is not None else settings.context
+    lengths = {}
+    for flag, text, default, least in (("--input-tokens", args.input_tokens, settings.input_tokens, 1),
+                                       ("--output-tokens", args.output_tokens, settings.output_tokens, 2)):   # TPOT needs 2
+        lengths[flag] = parse_one(flag, text, int, *tokens(least)) if text is not None else default
+    if context is not None and context < lengths["--input-tokens"]:
+        raise UsageError(f"--context: a request decodes after its prompt, so the mean decode context is at least "
+                         f"--input-tokens {lengths['--input-tokens']}; got {context}")
+    if sum(lengths.values()) > TOKENS_LIMIT:
+        raise UsageError(f"--input-tokens and --output-tokens: a request of {sum(lengths.values()):,} tokens is past "
+                         f"the {TOKENS_LIMIT:,} this tool models")
+    draft = _choice("--draft", args.draft or settings.draft, list(DRAFTS) + list(MODELS))
+    m = shape
+    if m["heads"] % tp:
+        raise UsageError(f"--tp: {tp} does not divide the {m['heads']} attention heads of {model}")
+    if not m.get("mla") and m["kv_heads"] % tp and tp % m["kv_heads"]:   # vLLM's attention layers assert one of them
+        raise UsageError(f"--tp: {tp} GPUs can neither split nor copy evenly the {m['kv_heads']} KV heads of {model} "
+                         "(one must divide the other)")
+    if draft == "model" and not args.draft_config:
+        raise UsageError("--draft: 'model' is a draft model read from its config.json: give --draft-config PATH")
+    draft_shape = shape_from_config(args.draft_config, "--draft-config") if draft == "model" else None
+    if draft in MODELS or draft == "model":
+        d = draft_shape or MODELS[draft]
+        problem = draft_problem(d, m)
+        if problem:
+            raise UsageError(f"--draft: {draft} cannot draft for {model}: {problem}")
+        if d["heads"] % tp:
+            raise UsageError(f"--tp: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
+    engine = ENGINES[_choice("--engine", args.engine or settings.engine, list(ENGINES))]
+    if engine.nvidia_only and gpu in GPU_FAMILY and GPU_FAMILY[gpu] == "cdna":
+        others = " or ".join(e.key for e in ENGINES.values() if not e.nvidia_only)
+        raise UsageError(f"--engine: {engine.name} runs on NVIDIA GPUs; {gpu} is AMD's (serve it with {others})")
+    era = parse_era(engine, args.engine_version if args.engine_version is not None else settings.engine_version)
+    if draft_kind(draft) not in engine.drafts:
+        raise UsageError(f"--draft: the {engine.name} plan covers {', '.join(engine.drafts)}; "
+                         f"got {draft!r} ({engine.drafts_why})")
+    if draft == "mtp" and not m.get("nextn"):
+        raise UsageError(f"--draft: {model} has no MTP module (num_nextn_predict_layers); got 'mtp'")
+    if args.draft_config and draft != "model":
+        if draft not in EAGLE_DRAFTS:
+            raise UsageError(f"--draft-config: reads an EAGLE head's config, or a draft model's with --draft model; "
+                             f"--draft is {draft!r}")
+        m = head_from_config(args.draft_config, m)
+    topk = parse_one("--draft-topk", args.draft_topk, int, "an integer from 1 to 16", lambda n: 1 <= n <= 16) \
+        if args.draft_topk is not None else 1
+    verify = parse_one("--verify-tokens", args.verify_tokens, int, "an integer from 2 to 64", lambda n: 2 <= n <= 64) \
+        if args.verify_tokens is not None else None
+    if topk > 1 and verify is None:
+        raise UsageError(f"--draft-topk: a tree of top-{topk} needs --verify-tokens, the tokens its verify pass checks")
+    if topk > 1 and draft not in engine.trees:
+        where = "; ".join(f"{e.name} for {', '.join(e.trees)}" for e in ENGINES.values() if e.trees)
+        raise UsageError(f"--draft-topk: no tree of {draft!r} drafts on {engine.name} "
+                         f"({engine.trees_why}); trees run on {where}")
+    if topk > 1 and engine.tree_needs_plain_attention and (m.get("mla") or m.get("window_layers")):
+        raise UsageError(f"--draft-topk: {engine.name}'s trees do not run models with MLA or sliding-window "
+                         f"attention (its speculative-decoding docs), and {model} has "
+                         f"{'MLA' if m.get('mla') else 'sliding-window layers'}")
+    draft_hf = args.draft_model if args.draft_model is not None else settings.draft_model
+    if draft_hf is not None:
+        checked_name(draft_hf, "--draft-model")
+    if draft_hf is not None and draft == "mtp":
+        raise UsageError("--draft-model: MTP runs the target's own MTP module; drop --draft-model or pick another "
+                         "--draft")
+    if draft_hf is not None and draft == "ngram":
+        raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
+    ep = parse_ep(args.ep if args.ep is not None else settings.ep, tp, m, model)
+    dp_attention = args.dp_attention or settings.dp_attention
+    if dp_attention and not m.get("experts"):
+        raise UsageError(f"--dp-attention: runs attention data parallel beside expert-parallel experts; {model} is "
+                         "dense (serve more replicas instead)")
+    if dp_attention and (ep == 1 or tp == 1):
+        raise UsageError("--dp-attention: runs attention data parallel beside expert-parallel experts, as the engines "
+                         f"offer it: give --ep {tp} with --tp {tp} > 1" if tp > 1 else
+                         "--dp-attention: needs several GPUs (--tp) and --ep equal to it")
+    spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
+    dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine.key, draft_hf,
+                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era, ep,
+                          dp_attention, settings.temperature)
+    return replace(dep, model_config=args.model_config, draft_config=args.draft_config)
+
+
+def parse_ep(value, tp, m, model):
+    """--ep (or EP) -> 1 or tp. Each engine places experts inside its tensor-parallel group: vLLM's
+    --enable-expert-parallel makes every one of the TP x DP GPUs an expert-parallel rank (here DP 1), and this
+    tool asks SGLang (--ep-size) and TensorRT-LLM (--ep_size) for the same, so one --ep runs on all three."""
+    ep = parse_one("--ep", str(value), int, f"1 or the --tp degree ({tp})", lambda n: n >= 1)
+    if ep == 1:
+        return 1
+    if not m.get("experts"):
+        raise UsageError(f"--ep: expert parallelism places a mixture of experts' experts on GPUs; {model} is dense")
+    if ep != tp:
+        raise UsageError(f"--ep: 1 or the --tp degree ({tp}): the plan's commands run expert parallel across the "
+                         f"tensor-parallel GPUs, as vLLM's --enable-expert-parallel does; got {ep}")
+    if m["experts"] % ep:
+        raise UsageError(f"--ep: {ep} GPUs do not hold the {m['experts']} experts of {model} evenly")
+    return ep
+
+
+def parse_era(engine, version):
+    """--engine-version -> the engine's Era (newest when not given); a release before the first era is refused."""
+    if version is None:
+        return newest_era(engine.key)
+    try:
+        era = era_of(engine.key, version)
+    except ValueError:
+        raise UsageError(f"--engine-version: a release such as 0.14 or 0.5.11; got {shown(version)}") from None
+    if era is None:
+        raise UsageError(f"--engine-version: {engine.name} releases before {release_text(engine.eras[0].first)} "
+                         "are not modelled: "
+                         f"{engine.eras[0].before}; got {shown(version)}")
+    return era
+
+
+MIX_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,16}", re.ASCII)   # a traffic domain's name, as tables and the plan show it
+
+
+def parse_mix(text):
+    """--mix chat:0.7:0.7,code:0.3:0.4[:tokens] -> ((name, share, alpha[, output tokens]), ...); shares sum to 1."""
+    mix = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        try:
+            name, share, alpha = parts[0], float(ascii_number(parts[1])), float(ascii_number(parts[2]))
+            tokens = int(ascii_number(parts[3])) if len(parts) == 4 else None
+        except (IndexError, ValueError):
+            raise UsageError(f"--mix: each item must be name:share:alpha or name:share:alpha:tokens; "
+                             f"got {item!r}") from None
+        if len(parts) not in (3, 4) or not MIX_NAME.fullmatch(name) or not 0.0 < share <= 1.0 \
+                or not 0.0 <= alpha <= 1.0 or (tokens is not None and not 2 <= tokens <= TOKENS_LIMIT):
+            raise UsageError(f"--mix: each item needs a name (up to 16 letters, digits and . _ + -), a share in "
+                             f"(0, 1], an alpha in [0, 1] and optionally a mean output length of 2 to {TOKENS_LIMIT:,} "
+                             f"tokens; got {item!r}")
+        mix.append((name, share, alpha) if tokens is None else (name, share, alpha, tokens))
+    if len({row[0] for row in mix}) != len(mix):
+        raise UsageError(f"--mix: domain names must differ; got {text!r}")
+    if abs(sum(row[1] for row in mix) - 1.0) > 1e-3:
+        raise UsageError(f"--mix: shares must sum to 1; got {sum(row[1] for row in mix):g}")
+    return tuple(mix)
+
+
+def given_acceptance(grid):
+    """A measurement typed on the command line: one acceptance length or rate at one K, else None.
+
+    That is what a dashboard shows (SGLang and TensorRT-LLM report acceptance as a length or
+    a rate, not as vLLM's counters), so the plan then runs on it instead of EXPECTED_ALPHA.
+    """
+    if grid.kind == "profile":   # a sweep at K = 1..n: its positions' shares as one average draft of K = n
+        profile, k = list(grid.acceptance[0]), grid.ks[-1]
+        shares = list(itertools.accumulate(profile, lambda a, b: a * b))
+        counts = Counters(drafts=1.0, draft_tokens=float(k), accepted=sum(shares),
+                          per_position=dict(enumerate(shares)), drafted_per_position=dict.fromkeys(range(k), 1.0))
+        lengths = ", ".join(f"{profile_length(profile, i):.3g}" for i in grid.ks)
+        guess = (f"past K = {k} the sweep measured nothing: the best-K search takes position {k}'s conditional "
+                 f"alpha ({profile[-1]:.3f}) to repeat, a guess")
+        return measured_acceptance(counts, f"--acceptance-length {lengths} at K = 1..{k}", notes=[guess],
+                                   counted=False)
+    if grid.kind == "alpha" or len(grid.ks) != 1 or len(grid.acceptance) != 1:
+        return None
+    k, value = grid.ks[0], grid.acceptance[0]
+    tau = value if grid.kind == "length" else 1.0 + k * value
+    flag = "--acceptance-length" if grid.kind == "length" else "--acceptance-rates"
+    return measured_acceptance(one_average_draft(tau, k), f"{flag} {value:g} at K={k}", counted=False)
+
+
+def read_scrapes(args, k_given, width=None):
+    """--metrics, minus --metrics-before when given -> (the model it measures, measured acceptance); width: a
+    tree's tokens drafted a round (measured_acceptance)."""
+    model, later = pick_model(read_metrics(args.metrics, "--metrics"), args.served_model, "--metrics", args.metrics)
+    source, notes, counts = f"--metrics {args.metrics}", [], later
+    if args.metrics_before:
+        before = read_metrics(args.metrics_before, "--metrics-before")
+        if model not in before:
+            raise UsageError(f"--metrics-before: {args.metrics_before} has no speculative metrics of {model!r}: "
+                             "not the same server")
+        counts = counters_window(later, before[model], ("--metrics", "--metrics-before"))
+        source = f"--metrics {args.metrics} minus --metrics-before {args.metrics_before}"
+        if is_sglang(later):
+            notes.append("a gauge holds a value, not a count: the later scrape's is used")
+    # The later scrape's own per-position counts are checked as well as the window's.
+    k_known = None
+    if later.per_position and None not in (later.drafts, later.draft_tokens, later.accepted):
+        problem = profile_problem(later, max(later.per_position) + 1)
+        if problem and counts.per_position:
+            notes.append(f"per-position counters dropped (in --metrics, {problem}); the acceptance rate and length "
+                         "are used")
+            k_known = max(counts.per_position) + 1
+            counts = replace(counts, per_position={}, drafted_per_position={})
+    return model, measured_acceptance(counts, source, k_given, notes, k_known, width=width)
+
+
+def read_benches(args):
+    """--bench-baseline and --bench-spec -> (baseline or None, spec run or None), checked as a pair."""
+    if args.bench_baseline and not args.bench_spec:
+        raise UsageError("--bench-baseline: needs --bench-spec: give both, the same workload with speculation off "
+                         "and on")
+    if args.bench_baseline and os.path.realpath(args.bench_baseline) == os.path.realpath(args.bench_spec):
+        raise UsageError("--bench-baseline: is the --bench-spec file itself: give the run with speculation off")
+    base = read_bench(args.bench_baseline, "--bench-baseline") if args.bench_baseline else None
+    spec = read_bench(args.bench_spec, "--bench-spec") if args.bench_spec else None
+    if base:
+        drafted = [key for key in ("spec_decode_num_drafts", "spec_decode_draft_tokens") if base.spec.get(key)]
+        if drafted:
+            raise UsageError(f"--bench-baseline: {base.path} has {drafted[0]} {shown(base.spec[drafted[0]])}: "
+                             "a run with speculation on, not a baseline")
+        same_workload(base, spec)
+    if args.gate and base:
+        for run in (base, spec):
+            if not run.latency.get("p99_tpot_ms"):
+                raise UsageError(f"--gate: {run.flag} {run.path} has no usable p99_tpot_ms (missing, null, NaN "
+                                 f"or 0): run the benchmark with --percentile-metrics {','.join(BENCH_METRICS)} "
+                                 f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}")
+            if not run.output_throughput:
+                raise UsageError(f"--gate: {run.flag} {run.path} has no usable output_throughput (missing, null, "
+                                 "NaN or 0): save the whole result (--save-result), not an excerpt")
+    return base, spec
+
+
+GATE_MIN_DRAFTS = 100   # counted drafts a gate needs: a rate over n drafts has a standard error up to 0.5 / sqrt(n),
+                        # 0.05 at 100, half the gate's default margin
+
+
+def noted(measured, *notes):
+    """The measurement with notes added."""
+    return replace(measured, notes=list(measured.notes) + list(notes))
+
+
+def check_model(name, dep, flag, served):
+    """Refuse a measurement of another model than the deployment's (its catalog or config name, or the checkpoint
+    the plan serves), unless --served-model confirms the name as this deployment's alias."""
+    ours = [dep.shape["hf"], served_model(dep)] if dep.shape.get("hf") else []
+    if name and ours and not any(same_model(name, n) for n in ours) and not (served and same_model(name, served)):
+        raise UsageError(f"{flag}: measures the model {shown(name)}, not this deployment's {ours[0]!r}: check --model "
+                         f"or --model-config, or confirm an alias (--served-model-name) with --served-model {shown(name)}")
+
+
+def parse_evidence(args, grid, dep, settings):
+    """The measurement flags -> Evidence: reads and checks every file named, for the deployment dep."""
+    if args.metrics_before and not args.metrics:
+        raise UsageError("--metrics-before: needs --metrics, the later scrape")
+    if args.served_model is not None and not (args.metrics or args.bench_spec):
+        raise UsageError("--served-model: names the served model of a --metrics scrape or a --bench-spec run; give one")
+    k_given = grid.ks[0] if args.ks is not None and len(grid.ks) == 1 else None
+    typed = given_acceptance(grid)   # one length or rate at one K is a measurement
+    measured = comparison = model = None
+    if args.metrics:
+        model, measured = read_scrapes(args, k_given, dep.verify_tokens - 1 if dep.topk > 1 else None)
+        check_model(model, dep, "--metrics", args.served_model)
+    if typed and measured:
+        raise UsageError(f"{typed.source.split()[0]}: {measured.source} measures acceptance already: give the "
+                         "measurement one way")
+    base, spec = read_benches(args)
+    if spec:
+        if model and spec.model_id and not same_model(model, spec.model_id):
+            if args.served_model is None:
+                raise UsageError(f"--bench-spec: model_id {spec.model_id!r} is not the scrape's model_name "
+                                 f"{model!r}: the files come from different servers (if the server runs with "
+                                 "--served-model-name, confirm the pair with --served-model NAME)")
+            measured = noted(measured, f"the scrape's model {model!r} is taken to be the benchmark's "
+                                       f"{spec.model_id!r} (--served-model)")
+        check_model(spec.model_id, dep, "--bench-spec", args.served_model)
+        own = bench_acceptance(spec, "--bench-spec")
+        if typed and own:
+            raise UsageError(f"{typed.source.split()[0]}: {own.source} measures acceptance "
+                             "already: give the measurement one way")
+        if measured and own:
+            measured = noted(measured, f"acceptance from {measured.source}; the benchmark's own counts "
+                                       f"(rate {own.acceptance_rate:.3f}) were not used")
+        measured = measured or own or typed
+        if measured is None:
+            raise UsageError(f"--bench-spec: {args.bench_spec} has no spec_decode_* keys; give --metrics, or the "
+                             "acceptance your engine reports as --acceptance-length or --acceptance-rates with one --ks")
+        measured = noted(measured, *spec.notes, *(base.notes if base else []))
+    if base:
+        comparison = bench_comparison(base, spec)
+    measured = measured or typed
+    if args.gate and measured is None:
+        raise UsageError("--gate: needs a measurement: --metrics, --bench-spec, or one --acceptance-length or "
+                         "--acceptance-rates value at one --ks")
+    if args.gate and measured.drafts is not None and measured.drafts < GATE_MIN_DRAFTS:
+        raise UsageError(f"--gate: {measured.source} counts {measured.drafts:g} drafts, fewer than the "
+                         f"{GATE_MIN_DRAFTS} a gate needs: measure over more traffic")
+    if comparison and comparison.tpot_speedup and comparison.tpot_speedup > 1.1 * (measured.k + 1):
+        raise UsageError(f"--bench-spec: a {comparison.tpot_speedup:.1f}x mean-TPOT speedup at K = "
+                         f"{measured.k} is more than K + 1 tokens a round can give: not one deployment's pair of "
+                         "runs")
+    target_concurrency = None
+    if args.target_concurrency is not None:
+        target_concurrency = parse_one("--target-concurrency", args.target_concurrency, int,
+                           f"an integer from 1 to {CONCURRENCY_LIMIT:,}", lambda b: 1 <= b <= CONCURRENCY_LIMIT)
+    elif spec and spec.max_concurrency:
+        target_concurrency = int(spec.max_concurrency)
+    if spec and spec.open_loop:
+        measured = noted(measured, "the benchmark's concurrency is not known (an open-loop request-rate run, or a "
+                                   "file without max_concurrency): the gate is for B = " +
+                                   (f"{target_concurrency}, from --target-concurrency" if target_concurrency else
+                                    f"{max(grid.concurrencies)}, the grid's largest concurrency"))
+    margin = parse_one("--gate-margin", args.gate_margin, _finite, "a number in [0, 1)", lambda x: 0 <= x < 1) \
+        if args.gate_margin is not None else settings.gate_margin
+    budget = parse_one("--p99-budget", args.p99_budget, _finite, "a number from 0 to 100 (a fraction)",
+                       lambda x: 0 <= x <= 100) \
+        if args.p99_budget is not None else settings.p99_budget
+    mix = parse_mix(args.mix) if args.mix is not None else settings.traffic_mix
+    return Evidence(measured=measured, comparison=comparison, target_concurrency=target_concurrency, mix=mix,
+                    margin=margin, budget=budget, served_model=args.served_model, mix_assumed=args.mix is None,
+                    expected_alpha=settings.expected_alpha)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run falls back on where no flag is given: main.py's editable constants, one field each (the
+    constant's name in lower case)."""
+    alphas: tuple
+    ks: tuple
+    verify_overheads: tuple
+    concurrencies: tuple
+    expected_alpha: float
+    gate_margin: float
+    p99_budget: float
+    traffic_mix: tuple
+    alpha_spread: float
+    output_spread: float
+    seed: int
+    out_path: Path
+    calibration_files: tuple
+    model: str
+    gpu: str
+    tp: int
+    ep: int
+    dp_attention: bool
+    weights_dtype: str
+    kv_dtype: str
+    input_tokens: int
+    output_tokens: int
+    context: int
+    draft: str
+    draft_model: str
+    engine: str
+    engine_version: str
+    temperature: float
+
+
+MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is simulated
+MIN_RATE = 1e-3               # requests/s: slower, a run of --num-prompts would last days, and its times lose digits
+
+
+@dataclass(frozen=True)
+class BenchFlags:
+    """The benchmark-file flags (parse_bench_flags)."""
+    folder: Path = None      #: --predict-bench
+    prompts: int = None      #: --num-prompts (None: the plan's)
+    rates: tuple = ()        #: --request-rate: open-loop runs instead of closed-loop ones
+    burstiness: float = 1.0  #: --burstiness
+    compare: tuple = ()      #: --compare paths
+    output_spread: float = 0.0   #: the predicted runs' s.d. of ln(output tokens): 0 (random prompts with
+                                 #: --ignore-eos, as the plan's calibration runs), or --output-spread when given
+    spec_path: str = None    #: the real path of --bench-spec: a --compare file without spec_decode_* keys that is
+                             #: this one is replayed at the acceptance the scrapes measured
+
+
+def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
+    """--predict-bench, --num-prompts, --request-rate, --burstiness and --compare, checked before anything runs;
+    output_spread: the predicted runs' (--output-spread if given, else 0: the plan's random-prompt runs)."""
+    asked = args.predict_bench is not None or args.compare is not None
+    for flag, value in (("--num-prompts", args.num_prompts), ("--request-rate", args.request_rate),
+                        ("--burstiness", args.burstiness)):
+        if value is not None and args.predict_bench is None:
+            raise UsageError(f"{flag}: shapes the runs --predict-bench writes; give --predict-bench DIR too")
+    if asked and not simulated_layout(dep):
+        raise UsageError("--predict-bench, --compare: " + ("a tree's rounds are not a chain's: predict chains only"
+                         if dep.topk > 1 else "attention data parallelism runs a scheduler on every rank, which the "
+                         "simulation does not: predict without --dp-attention"))
+    prompts = parse_one("--num-prompts", args.num_prompts, int, f"an integer from 1 to {MAX_BENCH_PROMPTS:,}",
+                        lambda n: 1 <= n <= MAX_BENCH_PROMPTS) if args.num_prompts is not None else None
+    rates = parse_list("--request-rate", args.request_rate, _finite,
+                       f"a rate from {MIN_RATE:g} to {CONCURRENCY_LIMIT:,} requests/s",
+                       lambda r: MIN_RATE <= r <= CONCURRENCY_LIMIT) if args.request_rate is not None else ()
+    if len({f"{r:g}" for r in rates}) < len(rates):   # two rates, one file name
+        raise UsageError(f"--request-rate: each rate once; got {args.request_rate!r}")
+    burstiness = parse_one("--burstiness", args.burstiness, _finite, "a number from 0.01 to 100",
+                           lambda b: 0.01 <= b <= 100) if args.burstiness is not None else 1.0
+    compare = ()
+    if args.compare is not None:
+        compare = tuple(p.strip() for p in args.compare.split(","))
+        if any(not p for p in compare):
+            raise UsageError(f"--compare: expected a comma list of files; got {args.compare!r}")
+    if args.predict_bench is not None and min(running_cap(dep, False), running_cap(dep, True)) < 1:
+        raise UsageError(f"--predict-bench: not one sequence of {dep.input_tokens} + {dep.output_tokens} tokens fits "
+                         f"beside the weights on {dep.tp} x {dep.gpu}: no run to predict")
+    if args.predict_bench is not None and not rates and prompts is None:
+        most = max(bench_prompts(b) for b in grid.concurrencies)
+        if most > MAX_BENCH_PROMPTS:
+            raise UsageError(f"--predict-bench: the plan's runs at concurrency {max(grid.concurrencies):,} send "
+                             f"{most:,} prompts, more than the {MAX_BENCH_PROMPTS:,} this tool simulates: give "
+                             "--num-prompts")
+    reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
+        "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
+    folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
+                                               for name in bench_names(grid.ks, tag)],
+                          reads, out) if args.predict_bench is not None else None
+    return BenchFlags(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
+                      output_spread=output_spread, spec_path=os.path.realpath(args.bench_spec) if args.bench_spec
+                      else None)
+
+
+def bench_folder(text, names, reads, out):
+    """--predict-bench's folder: an existing one this program may write in, where no file it would write (names)
+    is a link, a folder, a file this run reads or writes, or a file that is not one of its own predictions."""
+    folder = Path(text)
+    if not folder.is_dir():
+        raise UsageError(f"--predict-bench: {text!r} is not an existing folder")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--predict-bench: cannot write in the folder {text!r}")
+    used = {os.path.realpath(p) for p in reads if p}
+    if out is not None:
+        used |= {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
+    for name in names:
+        check_bench_target(folder / name, used)
+    return folder
+
+
+def check_bench_target(path, taken):
+    """Refuse to replace anything at path but a prediction this tool wrote there before, or a path this run reads
+    or writes otherwise (taken: real paths)."""
+    if os.path.realpath(path) in taken:
+        raise UsageError(f"--predict-bench: would overwrite {str(path)!r}, which this run reads or writes: predict "
+                         "into another folder")
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a regular file")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(BENCH_LIMIT_BYTES)
+        data = json.loads(head.decode("utf-8"))
+        mine = isinstance(data, dict) and isinstance(data.get(PREDICTION_KEY), dict)
+    except (OSError, ValueError, TypeError, UnicodeDecodeError):
+        mine = False
+    if not mine:
+        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a prediction this tool wrote (a measured "
+                         "run?): predict into another folder")
+
+
+def parse_args(argv, settings):
+    """Flags -> (grid, deployment, evidence, traffic, out path, json?, gate?, exercises?, runs). Raises UsageError."""
+    args = build_parser(settings).parse_args(argv)
+    check_values(args)
+    out = None if args.no_write else (out_path(args.out) if args.out is not None else settings.out_path)
+    grid = parse_grid(args, settings)
+    dep = parse_deployment(args, settings)
+    if dep.topk > 1 and ((grid.kind != "length" and not args.metrics) or len(grid.ks) != 1):
+        raise UsageError("--draft-topk: a tree's acceptance length is measured, not the chain formula: give "
+                         "--acceptance-length TAU, or a --metrics scrape, at its one --ks (the steps)")
+    if dep.topk == 1 and dep.verify_tokens is not None and (len(grid.ks) != 1 or dep.verify_tokens != grid.ks[0] + 1):
+        raise UsageError(f"--verify-tokens: a chain verifies K + 1 tokens; got {dep.verify_tokens} for --ks "
+                         f"{','.join(map(str, grid.ks))}")
+    if dep.topk > 1:
+        steps = grid.ks[0]
+        # A round accepts at most one path, steps deep, and no more tokens than it verified.
+        engine = dep.engine
+        least, most = engine.tree_tokens(dep.topk, steps)
+        if not least <= dep.verify_tokens <= most:
+            raise UsageError(f"--verify-tokens: {engine.name}'s tree of top-{dep.topk} over {steps} steps verifies "
+                             f"{least} to {most} tokens a sequence ({engine.tree_limit_why}); got {dep.verify_tokens}")
+        if grid.kind == "length" and grid.acceptance[0] > dep.verify_tokens:
+            raise UsageError(f"--acceptance-length: a round accepts at most the {dep.verify_tokens} tokens it "
+                             f"verifies; got {grid.acceptance[0]:g}")
+        dep = replace(dep, tree_steps=steps)
+    evidence = parse_evidence(args, grid, dep, settings)
+    if dep.topk > 1 and grid.kind != "length":   # a tree measured by a scrape: its grid is the length measured
+        tau = evidence.measured.acceptance_length
+        if tau > dep.verify_tokens:
+            raise UsageError(f"--metrics: the scrape's acceptance length {tau:.3f} is more than the {dep.verify_tokens} "
+                             "tokens the tree verifies: not this tree's server")
+        grid = replace(grid, acceptance=(round(tau, 6),), kind="length")
+    seed = parse_one("--seed", args.seed, int, "an integer") if args.seed is not None else settings.seed
+    spread = parse_one("--alpha-spread", args.alpha_spread, _finite, "a number in [0, 0.5]",
+                       lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else settings.alpha_spread
+    output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
+                              lambda s: 0.0 <= s <= 2.0) if args.output_spread is not None else settings.output_spread
+    traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread)
+    paths = [p.strip() for p in args.calibrate.split(",")] if args.calibrate is not None else list(settings.calibration_files)
+    if any(not p for p in paths):
+        raise UsageError(f"--calibrate: expected a comma list of files; got {args.calibrate!r}")
+    runs = read_calibration_runs(paths) if paths else None
+    if out is not None:
+        written = {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
+        for flag, path in [("--metrics", args.metrics), ("--metrics-before", args.metrics_before),
+                           ("--bench-baseline", args.bench_baseline), ("--bench-spec", args.bench_spec),
+                           ("--model-config", args.model_config), ("--draft-config", args.draft_config),
+                           *(("--calibrate", path) for path in paths)]:
+            if path and os.path.realpath(path) in written:
+                raise UsageError(f"--out: would overwrite {path}, which {flag} reads: write the plan elsewhere")
+    bench = parse_bench_flags(args, grid, dep, out, paths, output_spread if args.output_spread is not None else 0.0)
+    return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
+
+
+def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batch=None):
+    """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
+    and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none;
+    plan_batch: an open loop's server cap, as the plan's command sets it): (path, PredictedBench, rows, notes)."""
+    flag = "--compare"
+    bench = read_bench(path, flag)
+    check_model(bench.model_id, dep, flag, served)
+    completed, prompts, outputs = run_totals(bench, flag, path, "the runs this tool replays", least_output=1)
+    rate = bench.workload.get("request_rate")
+    rate = math.inf if rate in (None, "inf") or (isinstance(rate, float) and math.isinf(rate)) else rate
+    if rate != math.inf and not (finite_number(rate) and MIN_RATE <= rate <= CONCURRENCY_LIMIT):
+        raise UsageError(f"{flag}: {path}: request_rate must be \"inf\" or a rate from {MIN_RATE:g} to "
+                         f"{CONCURRENCY_LIMIT:,} requests/s; got {shown(rate)}")
+    burstiness = bench.raw_burstiness
+    if burstiness is None:
+        burstiness = 1.0   # files before --burstiness: Poisson
+    elif not (finite_number(burstiness) and 0.01 <= burstiness <= 100):
+        raise UsageError(f"{flag}: {path}: burstiness must be a number from 0.01 to 100; got {shown(burstiness)}")
+    if completed > MAX_BENCH_PROMPTS:
+        raise UsageError(f"{flag}: {path} completed {completed:,} requests; this tool replays at most "
+                         f"{MAX_BENCH_PROMPTS:,}")
+    n = bench.workload.get("num_prompts")
+    n = n if type(n) is int and 1 <= n <= MAX_BENCH_PROMPTS else completed
+    if bench.max_concurrency is None and rate == math.inf:
+        raise UsageError(f"{flag}: {path} records neither max_concurrency nor a request rate: its run cannot be "
+                         "replayed")
+    notes = list(bench.notes)
+    spread = length_spread(bench.latency)
+    if spread is None:   # no spreads to read: equal answers if the total divides evenly, else --output-spread's
+        spread = 0.0 if outputs % completed == 0 else traffic.output_spread
+        notes.append(f"the file gives no E2EL and TTFT spreads: answers drawn with an s.d. of {spread:g} in log")
+    elif spread < SAME_LENGTHS:
+        spread = 0.0   # random prompts with --ignore-eos: every answer as long
+    else:
+        notes.append(f"its answers differ in length: drawn log-normal with an s.d. of {spread:.2f} in log, as its "
+                     "E2EL and TTFT spreads imply")
+    if n != completed:
+        notes.append(f"{n - completed} of its {n} requests failed: replayed with the {completed} that completed")
+    work = Workload(num_prompts=completed, max_concurrency=bench.max_concurrency,
+                    request_rate=rate, burstiness=burstiness, input_tokens=round(prompts / completed),
+                    output_tokens=round(outputs / completed), output_spread=spread, total_output=outputs)
+    acceptance = bench_acceptance(bench, flag) if bench.spec else scraped
+    if bench.spec and acceptance is None:
+        raise UsageError(f"{flag}: {path} is a speculative run without its K and acceptance in its spec_decode_* "
+                         "keys: this tool cannot replay it")
+    k, alpha, spread = 0, 0.0, traffic.alpha_spread
+    if acceptance is not None:
+        # Requests centred so that their rounds deliver the measured tau in aggregate, as counters add them up.
+        k = acceptance.k
+        alpha, spread = center_requests(acceptance.acceptance_length, k, traffic.alpha_spread)
+        notes.append(f"acceptance from {'its own spec_decode_* keys' if bench.spec else acceptance.source}: K = {k}, "
+                     f"tau {acceptance.acceptance_length:.3f}, requests around alpha {alpha:.3f} (s.d. {spread:.2f})")
+    else:
+        notes.append("no spec_decode_* keys: replayed with speculation off")
+    here = at_lengths(dep, work.input_tokens, work.output_tokens)
+    if running_cap(here, k > 0, work.max_concurrency or plan_batch) < 1:
+        raise UsageError(f"{flag}: {path}: not one sequence of its {work.input_tokens} + {work.output_tokens} "
+                         f"tokens fits beside the weights on {dep.tp} x {dep.gpu}")
+    pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread,
+                       work.max_concurrency or plan_batch)
+    measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
+    rows = compare_rows(pb, measured_keys)
+    missing = [key for key in pb.intervals if key not in {row[0] for row in rows}]
+    if missing:   # absent, null, NaN (vllm bench's mark of a statistic without a sample) or 0
+        notes.append(f"not compared, the file gives no value above 0: {', '.join(missing)}")
+    return path, pb, rows, notes
+
+
+UNPRINTABLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}   # Unicode categories: controls (C0, C1, NEL), format characters
+                                              # (bidi overrides), surrogates (bytes that are not UTF-8), line breaks
+
+
+def check_values(args):
+    """Refuse a flag given an empty value (it would silently mean the default), or one that holds a character that
+    could break a line of the plan or a terminal: a control, a line separator, or bytes that are not UTF-8."""
+    for dest, value in vars(args).items():
+        if isinstance(value, str):
+            flag = "--" + dest.replace("_", "-")
+            if not value.strip():
+                raise UsageError(f"{flag}: empty value; give one, or leave the flag out for its default")
+            if any(unicodedata.category(c) in UNPRINTABLE for c in value):
+                raise UsageError(f"{flag}: {ascii(value)} holds a control character, a line separator or bytes "
+                                 "that are not UTF-8")
+
+
+def out_path(text):
+    """--out, checked before anything runs: a file's name (not a folder's, not a chart's) in an existing folder
+    this program may write in, where the plan and its charts will replace nothing but regular files."""
+    path = Path(text)
+    if text.endswith(("/", os.sep)) or path.is_dir():
+        raise UsageError(f"--out: {text!r} is a folder: name the plan's file in it, e.g. {str(path / 'plan.md')!r}")
+    if path.name in CHART_FILES.values():
+        raise UsageError(f"--out: {path.name} is the name of a chart the plan links to: name the plan otherwise")
+    folder = path.parent
+    if not folder.is_dir():
+        raise UsageError(f"--out: the folder {str(folder)!r} does not exist")
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    if len(os.fsencode(path.name)) > longest:
+        raise UsageError(f"--out: the file's name is too long ({len(os.fsencode(path.name))} bytes; this file system "
+                         f"takes {longest})")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"--out: cannot write in the folder {str(folder)!r}")
+    for target in [path] + [folder / name for name in CHART_FILES.values()]:
+        try:
+            mode = os.lstat(target).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise UsageError(f"--out: {str(target)!r} exists and is not a regular file (a link, a folder, a pipe or a "
+                             "device): the plan would replace it")
+    return path
+
+
+PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progress on stderr, if a terminal
+
+
+def progress_meter(grid, stream):
+    """A progress callback for analyse when stream is a terminal and the run should take over PROGRESS_AFTER, else None.
+
+    The estimate, 10 ms an (alpha, K) pair plus 2 ms per draft token of its K (a long K at a high alpha needs
+    more simulated requests: up to 0.12 s at alpha 0.99, K = 32), and 0.2 ms a cell, is what grids took on a
+    2-core machine (22 alphas x 5 Ks x 4 overheads x 8 concurrencies: 3,520 cells in about 1 s).
+    """
+    pairs = len(grid.ks) * len(grid.acceptance)
+    cells = pairs * len(grid.overheads) * len(grid.concurrencies)
+    seconds = (0.010 * pairs + 0.002 * sum(grid.ks) * len(grid.acceptance)) + 0.0002 * cells
+    if not stream.isatty() or seconds < PROGRESS_AFTER:
+        return None
+
+    def show(done, total):
+        line = f"simulating requests: {done}/{total} (alpha, K) pairs"
+        stream.write("\r" + (line if done < total else " " * len(line) + "\r"))
+        stream.flush()
+
+    return show
+
+
+def write_all(files):
+    """Write every file of {path: text} or none. Each is written to a new temporary in its folder, and each file it
+    will replace is kept as a backup (a hard link, else a copy); then all are renamed into place, and if a rename
+    fails the files placed before it are put back. Only the files, old or new, are left."""
+    temporaries, backups, placed = {}, {}, []
+    try:
+        for number, (path, text) in enumerate(files.items()):
+            temporary = path.parent / f".eagle3-rollout-{os.getpid()}-{number}.tmp"   # short: any name that fits
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)      # never someone else's file
+            temporaries[path] = temporary
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+            if os.path.lexists(path):
+                backups[path] = temporary.with_suffix(".bak")
+                try:
+                    os.link(path, backups[path])
+                except OSError:           # a file system without hard links
+                    shutil.copy2(path, backups[path])
+        for path, temporary in temporaries.items():
+            os.replace(temporary, path)
+            placed.append(path)
+    except BaseException:
+        for path in placed:
+            if path in backups:
+                os.replace(backups[path], path)
+            else:
+                os.unlink(path)
+        raise
+    finally:
+        for leftover in [*temporaries.values(), *backups.values()]:
+            if os.path.lexists(leftover):
+                os.unlink(leftover)
+
+
+def printable(text):
+    """text with any control, format or line-separator character but the newline shown as its escape: names and
+    labels read from files reach the tables, the plan and error lines, and must not drive a terminal."""
+    return "".join(c if c == "\n" or unicodedata.category(c) not in UNPRINTABLE else ascii(c)[1:-1] for c in text)

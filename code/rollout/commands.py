@@ -1,0 +1,591 @@
+"""Engine commands: the server and benchmark lines the plan prints for vLLM, SGLang and TensorRT-LLM, one table of
+rows per engine (ENGINE_PLANS), each flag checked against the engine's source at its release.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+
+from .records import same_model
+from .catalog import (
+    EAGLE3_HEADS, EAGLE_DRAFTS, ENGINES, GPUS, MODELS, newest_era, quantize_at_start, release_text, served_model,
+)
+from .acceptance import acceptance_length, acceptance_rate
+from .costmodel import draft_kind, mean_context, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
+from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
+from .readers import SGLANG_GAUGE_STEPS
+from .analysis import paying_ranges, where_it_pays
+
+
+# ---------------------------------------------------------------- rendering: engine commands
+# What the plan tells each engine to run. Every flag and config field below was checked
+# against the engine's own parser or config class, cited beside it; the README names the
+# versions. A fact here that differs from REFERENCE.md was re-checked in the source.
+
+SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
+
+
+SHAREGPT_URL = ("https://huggingface.co/datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/resolve/main/"
+                + SHAREGPT_FILE)   # the file vLLM's benchmark scripts download
+
+
+TRTLLM_GATE_MINUTES = 10   # how long the built-in kill switch of TensorRT-LLM averages acceptance over (a choice)
+
+
+def shell_lines(words, width=100):
+    """One shell command over lines of at most `width` characters, continued with ' \\'."""
+    lines, line = [], ""
+    for word in words:
+        if line and len(line) + len(word) + 3 > width:
+            lines.append(line + " \\")
+            line = "  " + word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+def catalog_name(dep):
+    """The catalog's name of the target, also for a --model-config whose _name_or_path is a catalog model's."""
+    return dep.model if dep.model in MODELS else next(
+        (name for name, row in MODELS.items() if same_model(row["hf"], dep.shape.get("hf") or "")), None)
+
+
+def draft_head(dep):
+    """(Hugging Face id, trained context) of the draft the plan serves; None for what is not known."""
+    trained = dep.shape.get("head_context")      # from --draft-config, when given
+    if dep.draft_hf:
+        return dep.draft_hf, trained
+    if dep.draft == "eagle3":
+        head, context = EAGLE3_HEADS.get((dep.engine.key, catalog_name(dep)), (None, None))
+        return head, trained or context
+    if dep.draft in MODELS:
+        return MODELS[dep.draft]["hf"], None
+    if dep.draft == "model":
+        return dep.draft_shape.get("hf"), None           # the config's _name_or_path, when it has one
+    return None, None
+
+
+def can_serve(dep):
+    """Whether the plan can print the speculative server's command: the draft needs no model to name (MTP, n-gram)
+    or its model is known (the catalog's head, --draft-model, a draft model's _name_or_path)."""
+    return dep.draft in ("mtp", "ngram") or draft_head(dep)[0] is not None
+
+
+def head_or_placeholder(dep):
+    """The head's id, or a placeholder that is safe in a shell line (no < or >) and plainly not a path."""
+    return draft_head(dep)[0] or f"YOUR-{dep.draft.upper()}-HEAD-FOR-{dep.model.upper()}"
+
+
+def speculative_config(dep, k, schedule=None):
+    """vLLM's --speculative-config JSON (SpeculativeConfig in vllm/config/speculative.py).
+
+    draft_sample_method: "greedy" (the default) proposes the draft's argmax; at temperature
+    > 0, "probabilistic" samples the draft as rejection sampling assumes, so the acceptance
+    measured is what sampled traffic gets. Both keep the target's distribution.
+    num_speculative_tokens_per_batch_size: inclusive [start, end, K] rows, K = 0 allowed,
+    num_speculative_tokens their maximum (PR #32374).
+    """
+    if dep.draft == "ngram":
+        # prompt_lookup_max 4 as in vLLM's docs (features/speculative_decoding/n_gram); tune it to your prompts.
+        config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4}
+    elif dep.draft == "mtp":
+        # method "mtp": the target's own MTP weights, no model to name (vllm/config/speculative.py).
+        config = {"method": "mtp", "num_speculative_tokens": k}
+    else:
+        method = dep.draft if dep.draft in EAGLE_DRAFTS else "draft_model"
+        config = {"method": method, "model": head_or_placeholder(dep), "num_speculative_tokens": k}
+        if dep.temperature > 0:
+            config["draft_sample_method"] = "probabilistic"
+    if schedule:
+        config["num_speculative_tokens"] = max(row[2] for row in schedule)
+        config["num_speculative_tokens_per_batch_size"] = schedule
+    return json.dumps(config)
+
+
+def vllm_command(dep, config=None, env=()):
+    """`vllm serve` flags: vllm/engine/arg_utils.py; env: variables set for the server."""
+    # Attention data parallel is vLLM's data parallelism with expert parallel MoE layers: TP 1 in each of tp DP
+    # ranks, EP = TP x DP (vllm/config/parallel.py; docs/serving/data_parallel_deployment.md).
+    tp, dp = (1, dep.tp) if dep.dp_attention else (dep.tp, 1)
+    words = list(env) + ["vllm serve", shlex.quote(served_model(dep)), f"--tensor-parallel-size {tp}"]
+    words += [f"--data-parallel-size {dp}"] if dp > 1 else []
+    # Expert parallel: a switch, its size TP x DP (vllm/engine/arg_utils.py, vllm/config/parallel.py).
+    words += ["--enable-expert-parallel"] if dep.ep > 1 else []
+    words += ["--quantization fp8"] if quantize_at_start(dep) else []
+    words += ["--kv-cache-dtype fp8"] if dep.kv_dtype == "fp8" else []
+    words.append(f"{dep.engine.memory_flag} {dep.memory_fraction:g}")
+    words += [f"--speculative-config {shlex.quote(config)}"] if config else []
+    return shell_lines(words)
+
+
+def vllm_serve(dep, batch, k=None, schedule=None):
+    """vLLM's server, speculation off or on (its --speculative-config); batch unused: vLLM sizes its own batches."""
+    return vllm_command(dep, speculative_config(dep, k, schedule) if k else None)
+
+
+# SGLang's --speculative-algorithm by draft_kind. python/sglang/srt/arg_groups/speculative_hook.py: NEXTN is an
+# alias of EAGLE, and an EAGLE run of a DeepSeek-family model (DeepseekV3ForCausalLM and kin) without a
+# --speculative-draft-model-path drafts with the model's own NextN (MTP) weights; NGRAM drafts from the context
+# (num_draft_tokens counts the root: cpp_ngram/param.h); STANDALONE runs a draft model.
+SGLANG_ALGORITHM = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE", "ngram": "NGRAM", "model": "STANDALONE"}
+
+
+# --speculative-adaptive's built-in step candidates by batch size (DEFAULT_ADAPTIVE_CONFIG in
+# python/sglang/srt/speculative/adaptive_spec_params.py, PR #24055); 0 turns drafting off.
+SGLANG_ADAPTIVE_DEFAULT = {1: (1, 3, 5, 7), 8: (0, 1, 3), 32: (0, 1), 64: (0,)}
+
+
+def sglang_serve(dep, batch, k=None, schedule=None):
+    """`python -m sglang.launch_server` flags: python/sglang/srt/server_args.py.
+
+    Steps, topk and draft tokens are given together (omitting steps makes SGLang choose
+    all three; for a Llama target it picks a tree of 5 steps, topk 4, 8 tokens). A chain
+    is topk 1 with steps + 1 draft tokens. Speculation resets --max-running-requests to
+    48 unless it is set, so both runs set it to the batch the plan runs at. It takes no K-by-batch table
+    (schedule): sglang_k_by_batch says what it offers instead.
+    """
+    # A draft whose max_position_embeddings is below the target's context length stops the
+    # server unless this is set; the SpecForge 70B head's own card launches with it.
+    env = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"] if k and dep.draft in EAGLE_DRAFTS else []
+    words = env + ["python -m sglang.launch_server", f"--model-path {shlex.quote(served_model(dep))}",
+                   f"--tp-size {dep.tp}"]
+    # Expert parallel inside the TP group: --ep-size (alias of --expert-parallel-size; python/sglang/srt/server_args.py).
+    words += [f"--ep-size {dep.ep}"] if dep.ep > 1 else []
+    # Attention data parallel across the TP GPUs: attention TP = tp / dp = 1 (docs/basic_usage/deepseek_v3.md).
+    words += ["--enable-dp-attention", f"--dp-size {dep.tp}"] if dep.dp_attention else []
+    words += ["--quantization fp8"] if quantize_at_start(dep) else []
+    words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
+    words += [f"{dep.engine.memory_flag} {dep.memory_fraction:g}", f"--max-running-requests {batch}",
+              "--enable-metrics"]
+    if k:
+        kind = draft_kind(dep.draft)
+        words.append(f"--speculative-algorithm {SGLANG_ALGORITHM[kind]}")
+        if runs_a_draft_model(dep) and kind != "mtp":
+            words.append(f"--speculative-draft-model-path {shlex.quote(head_or_placeholder(dep))}")
+            # The draft follows the target's --quantization unless told otherwise (fp8 here); the cost model
+            # runs drafts in bf16 (docs/advanced_features/speculative_decoding.md: "unquant" forces no quantization).
+            words += ["--speculative-draft-model-quantization unquant"] if quantize_at_start(dep) else []
+        if kind == "ngram":   # NGRAM's topk is its BFS breadth (_handle_ngram): one branch, as the cost model's chain
+            words.append("--speculative-ngram-max-bfs-breadth 1")
+        else:
+            words += [f"--speculative-num-steps {k}", f"--speculative-eagle-topk {dep.topk}"]
+        words.append(f"--speculative-num-draft-tokens {verify_tokens(dep, k)}")
+    return shell_lines(words)
+
+
+def trtllm_yaml(dep, name, k=None):
+    """The YAML trtllm-serve reads with --extra_llm_api_options (tensorrt_llm/llmapi/llm_args.py).
+
+    enable_iter_perf_stats makes GET /metrics return per-iteration JSON with specDecodingStats
+    (numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens, acceptanceLength: the fields
+    TensorRT-LLM's integration test check_spec_decoding_metrics checks, tests/integration/defs).
+    """
+    # return_perf_metrics mounts /prometheus/metrics (tensorrt_llm/serve/openai_server.py), whose counters
+    # trtllm_spec_decode_num_draft_tokens_total and ..._num_accepted_tokens_total come from the iteration stats
+    # (tensorrt_llm/metrics/collector.py); both runs carry it, so the baseline pays the same bookkeeping.
+    lines = [f"cat > {name} <<'YAML'", "enable_iter_perf_stats: true", "return_perf_metrics: true"]
+    lines += ["enable_attention_dp: true"] if dep.dp_attention else []   # llm_args.py: attention data parallel
+    if dep.input_tokens > prefill_chunk(dep):   # off by default, and a prompt past max_num_tokens is refused
+        lines.append("enable_chunked_prefill: true")   # llm_args.py; the cost model prefills it in chunks
+    if dep.kv_dtype == "fp8":
+        lines += ["kv_cache_config:", "  dtype: fp8"]
+    if k:
+        kind = draft_kind(dep.draft)
+        lines += ["speculative_config:", f"  decoding_type: {TRTLLM_DECODING[kind]}", f"  max_draft_len: {k}"]
+        if kind == "eagle3":
+            lines.append(f"  speculative_model: {json.dumps(head_or_placeholder(dep))}")   # quoted: ~, null are names
+        if dep.topk > 1:   # Eagle3DecodingConfig's dynamic tree: verify width max_total_draft_tokens + 1
+            lines += ["  use_dynamic_tree: true", f"  dynamic_tree_max_topK: {dep.topk}",
+                      f"  max_total_draft_tokens: {verify_tokens(dep, k) - 1}"]
+    return lines + ["YAML"]
+
+
+# decoding_type of TensorRT-LLM's speculative_config by draft_kind (llm_args.py: Eagle3DecodingConfig,
+# MTPDecodingConfig, NGramDecodingConfig; MTP's depth is max_draft_len now, num_nextn_predict_layers before).
+TRTLLM_DECODING = {"eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
+
+
+def trtllm_command(dep, batch, config_name):
+    """`trtllm-serve` flags: tensorrt_llm/commands/serve.py (underscores, PyTorch backend by default)."""
+    # --ep_size sets moe_expert_parallel_size (tensorrt_llm/commands/serve.py); 1: experts split by TP.
+    return shell_lines(["trtllm-serve", shlex.quote(served_model(dep)), "--backend pytorch", f"--tp_size {dep.tp}",
+                        *([f"--ep_size {dep.ep}"] if dep.ep > 1 else []), f"--max_batch_size {batch}",
+                        f"{dep.engine.memory_flag} {dep.memory_fraction:g}",
+                        f"--extra_llm_api_options {config_name}"])
+
+
+def trtllm_serve(dep, batch, k=None, schedule=None):
+    """TensorRT-LLM's YAML and server, speculation off or on; trtllm_k_by_batch gives the table's switches."""
+    name = "spec.yaml" if k else "baseline.yaml"
+    return trtllm_yaml(dep, name, k) + trtllm_command(dep, batch, name)
+
+
+def bench_lines(dep, batch, filename, realistic=False):
+    """A closed-loop benchmark at `batch` concurrency through the chat endpoint, saved as JSON.
+
+    vLLM and SGLang: `vllm bench serve` (vllm/benchmarks/serve.py, datasets/datasets.py). TensorRT-LLM: its own
+    copy, tensorrt_llm/serve/scripts/benchmark_serving.py, with the same flags and result keys. EAGLE heads are
+    trained on chat-formatted prompts, hence openai-chat. A calibration run has the deployment's lengths exactly:
+    random prompts of --random-input-len tokens and --random-output-len outputs (--random-range-ratio is 0 by
+    default, and --ignore-eos keeps an answer from ending early); TensorRT-LLM's random dataset cuts real
+    ShareGPT text to those lengths given --dataset-path (benchmark_dataset.py, RandomDataset). A realistic run
+    has ShareGPT's prompts and answers capped at the deployment's output length (--sharegpt-output-len), ended
+    by EOS as real ones are: its acceptance is real text's.
+    """
+    engine = dep.engine
+    if realistic:
+        data = ["--dataset-name sharegpt", f"--dataset-path {SHAREGPT_FILE}", f"--sharegpt-output-len {dep.output_tokens}"]
+    else:
+        data = (["--dataset-name random"] + ([f"--dataset-path {SHAREGPT_FILE}"] if engine.bench_random_text else [])
+                + [f"--random-input-len {dep.input_tokens}", f"--random-output-len {dep.output_tokens}", "--ignore-eos"])
+    return shell_lines([engine.bench_tool, "--backend openai-chat", "--endpoint /v1/chat/completions",
+                        f"--port {engine.port}", f"--model {shlex.quote(served_model(dep))}", *data,
+                        f"--num-prompts {bench_prompts(batch)}", f"--max-concurrency {batch}",
+                        f"--temperature {dep.temperature:g}", f"--percentile-metrics {','.join(BENCH_METRICS)}",
+                        f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}", "--save-result",
+                        f"--result-filename {filename}"])
+
+
+def path_word(flag, path):
+    """A flag and its path for a shell line: quoted, and joined by = when the path starts with - (a flag's look)."""
+    return f"{flag}={shlex.quote(path)}" if path.startswith("-") else f"{flag} {shlex.quote(path)}"
+
+
+def tool_words(dep):
+    """This program's own flags for the deployment, so a later run gates the same one: every flag that
+    changed it from the catalog's (configs, GPU numbers, a tree, the draft's id)."""
+    model = path_word("--model-config", dep.model_config) if dep.model_config else f"--model {dep.model}"
+    words = ["python code/main.py", f"--engine {dep.engine.key}", model, f"--gpu {dep.gpu}",
+             f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
+             f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
+    words += [f"--ep {dep.ep}"] if dep.ep > 1 else []
+    words += ["--dp-attention"] if dep.dp_attention else []
+    if dep.era != newest_era(dep.engine.key):
+        words.insert(2, f"--engine-version {release_text(dep.era.first)}")
+    if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
+        words.append(f"--context {dep.context}")
+    words.append(f"--draft {dep.draft}")
+    words += [path_word("--draft-config", dep.draft_config)] if dep.draft_config else []
+    words += [f"--draft-model {shlex.quote(dep.draft_hf)}"] if dep.draft_hf else []
+    words += [f"--draft-topk {dep.topk}", f"--verify-tokens {dep.verify_tokens}"] if dep.topk > 1 else []
+    catalog = GPUS.get(dep.gpu)
+    if catalog is None or (dep.memory_gib, dep.bandwidth_tbs, dep.target.tflops) != (
+            catalog["memory_gib"], catalog["bandwidth_tbs"], peak_tflops(catalog, dep.weights_dtype)):
+        words += [f"--gpu-memory {dep.memory_gib:g}", f"--gpu-bandwidth {dep.bandwidth_tbs:g}",
+                  f"--gpu-tflops {dep.target.tflops:g}"]
+    return words
+
+
+def sglang_stage1_notes(dep, k):
+    """SGLang's own choices that differ from the plan's: its default tree for Llama heads, n-gram's branching."""
+    llama = (catalog_name(dep) or "").startswith("llama-") and not (catalog_name(dep) or "").startswith("llama-4")
+    if dep.draft in EAGLE_DRAFTS and dep.topk == 1 and llama:
+        return ["SGLang's own default for a Llama target is a tree (5 steps, top-4 per step, 8 draft tokens): its "
+                "verify pass carries 8 tokens per sequence where a chain carries K+1. This plan runs a chain "
+                "(topk 1): the cost model, the break-even and the gate are for chains, and a tree's acceptance "
+                "can only be measured, not computed from alpha.", ""]
+    if dep.draft == "ngram":
+        return [f"SGLang's n-gram drafter, held to one branch a match (`--speculative-ngram-max-bfs-breadth 1`; its "
+                "default of 10 makes a wide tree), drafts up to K tokens from the context's matches and verifies "
+                f"K + 1 = {k + 1} tokens a sequence whatever it finds (`--speculative-num-draft-tokens`). Matches that "
+                "disagree can still branch: measure its acceptance length rather than trust the chain formula.", ""]
+    return []
+
+
+def no_notes(dep, k):
+    """An engine whose stage 1 needs no note of its own."""
+    return []
+
+
+# Model Runner V2 is vLLM's default runner: vllm/config/vllm.py's use_v2_model_runner takes V2 unless
+# VLLM_USE_V2_MODEL_RUNNER says otherwise or a feature needs V1. Of the speculative methods V2 runs eagle,
+# eagle3 and mtp (and newer ones); for ngram and draft_model it falls back to V1 by itself, and forcing
+# VLLM_USE_V2_MODEL_RUNNER=1 with them raises "Model Runner V2 does not yet support: ...".
+V2_METHODS = ("eagle", "eagle3", "mtp")
+
+
+def vllm_k_by_batch(plan, dep):
+    """vLLM: num_speculative_tokens_per_batch_size (PR #32374), with its caveats.
+
+    The old batch-size off switch of the config did nothing from v0.10.0 and was removed
+    (issue #25112, PR #35060): a row with K = 0 is the off switch now. Open issue #49548 reports throughput
+    collapsing at the table's thresholds. vllm/config/vllm.py (_maybe_override_dynamic_sd_cudagraph_mode)
+    downgrades CUDA graphs to PIECEWISE for the table on the V1 runner only, and ignores the table when data
+    parallel > 1. On V2 the drafter ignores the table's K altogether (issue #51510, open; PRs #51575, #57053).
+    """
+    schedule = plan.schedule
+    if dep.dp_attention:   # the plan's vLLM command runs --data-parallel-size tp: the table would be ignored
+        return [f"vLLM ignores `num_speculative_tokens_per_batch_size` with `--data-parallel-size` above 1 "
+                "(vllm/config/vllm.py), and this deployment runs attention data parallel: keep stage 1's fixed K "
+                f"{plan.k}, and send the batch sizes where the table's K differs, {json.dumps(schedule)}, to "
+                "replicas started with that K.", ""]
+    method = json.loads(speculative_config(dep, plan.k))["method"]
+    v2 = method in V2_METHODS
+    table = json.dumps(schedule)
+    zero = " (a row with K = 0 switches speculation off at its batch sizes)" if any(row[2] == 0 for row in schedule) else ""
+    if can_serve(dep):
+        out = [f"vLLM's dynamic speculative decoding takes this table as it stands{zero}:", "", "```"] + vllm_command(
+            dep, speculative_config(dep, plan.k, schedule), ["VLLM_USE_V2_MODEL_RUNNER=0"] if v2 else []) + ["```", ""]
+    else:
+        out = [f"vLLM's dynamic speculative decoding takes this table as `num_speculative_tokens_per_batch_size` "
+               f"{table} in `--speculative-config`{zero}, once stage 1 has a head to serve.", ""]
+    if v2:
+        out += [f"The table needs the V1 model runner. vLLM runs `{method}` on Model Runner V2 by default, and V2's "
+                "drafter ignores the table: every round drafts `num_speculative_tokens`, K = 0 rows included "
+                "(issue #51510, open at the last check). `VLLM_USE_V2_MODEL_RUNNER=0` selects V1, which then "
+                "captures CUDA graphs in PIECEWISE mode only. Benchmark it against the fixed K of stage 1 on the "
+                "default runner at the batch sizes where K changes:", ""]
+    else:
+        out += [f"vLLM runs `{method}` on the V1 model runner (Model Runner V2 does not support it, and vLLM falls "
+                "back by itself: never force `VLLM_USE_V2_MODEL_RUNNER=1`, which refuses it). With the table, V1 "
+                "captures CUDA graphs in PIECEWISE mode only. Benchmark it against the fixed K of stage 1 at the "
+                "batch sizes where K changes:", ""]
+    return out + ["- open issue #49548 reports throughput collapsing at the table's thresholds;",
+                  "- with `--data-parallel-size` above 1 vLLM ignores the table and runs `num_speculative_tokens` "
+                  "throughout.", ""]
+
+
+def sglang_k_by_batch(plan, dep):
+    """SGLang: --speculative-adaptive (PRs #21599, #24055; EAGLE and EAGLE3 with topk 1 only).
+
+    It picks the step count at run time among candidates listed per batch size in its
+    tuning file, moving with the acceptance it measures; SGLANG_ADAPTIVE_DEFAULT holds
+    its built-in candidates.
+    """
+    route = (" Route the batch sizes where K is 0 to a replica without speculation."
+             if any(row[2] == 0 for row in plan.schedule) else "")
+    if dep.topk > 1:
+        return ["`--speculative-adaptive` adapts chains only (topk 1; with a tree SGLang warns and keeps its static "
+                "parameters, adaptive_spec_params.py): keep the tree of stage 1 where it pays." + route, ""]
+    if dep.draft not in EAGLE_DRAFTS + ("mtp",):
+        what = "n-gram lookup" if dep.draft == "ngram" else "a draft model"
+        return [f"SGLang's adaptive step count works for EAGLE heads and MTP only (EAGLE and EAGLE3): with {what}, "
+                "run the fixed K of stage 1." + route, ""]
+    ks = sorted({row[2] for row in plan.schedule})
+    tried = {k for candidates in SGLANG_ADAPTIVE_DEFAULT.values() for k in candidates}
+    untried = [k for k in ks if k not in tried]
+    off_from = min((b for b, candidates in SGLANG_ADAPTIVE_DEFAULT.items() if candidates == (0,)), default=None)
+    unlike = []
+    still_on = [row for row in plan.schedule if row[2] > 0 and row[1] >= (off_from or 0)]
+    if off_from is not None and still_on:
+        unlike.append(f"they turn speculation off from batch {off_from}, where this table still runs K = "
+                      f"{', '.join(str(k) for k in sorted({row[2] for row in still_on}, reverse=True))}")
+    if untried:
+        unlike.append("they never try K = " + ", ".join(map(str, untried)))
+    return ["SGLang has no table to paste. `--speculative-adaptive` (EAGLE and EAGLE3 with topk 1) picks the "
+            "step count at run time among candidates its tuning file (`--speculative-adaptive-config`) lists per "
+            "batch size, moving with the acceptance it measures. "
+            + (f"Its built-in candidates do not follow this table: {'; '.join(unlike)}. " if unlike else "")
+            + "Give each batch size of its tuning file the one K above (check the file's keys in your build's "
+            "`adaptive_spec_params.py`), or keep the fixed K of stage 1. With it on, the fixed-K alert of the live "
+            "dashboard no longer applies.", ""]
+
+
+def trtllm_k_by_batch(plan, dep):
+    """TensorRT-LLM: draft_len_schedule or max_concurrency in speculative_config (llm_args.py).
+
+    The schedule's keys changed meaning between releases: first batch size of a tier in
+    older llm_args.py ({1: 4, 4: 2, 8: 0}), last batch size in newer ones ({4: 4, 8: 2, 32:
+    1}, larger batches draft nothing). max_concurrency (speculation off above it) is the
+    same in both and excludes the schedule.
+    """
+    schedule = plan.schedule
+    on = [row for row in schedule if row[2] > 0]
+    upper = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
+    monotone = all(a[2] >= b[2] for a, b in zip(on, on[1:]))
+    ranges = paying_ranges(schedule)
+    if ranges[0][0] > 1 or len(ranges) > 1:
+        return [f"TensorRT-LLM's switches turn speculation off above a batch size, not below or between: here "
+                f"{where_it_pays(schedule)}. Serve the batch sizes where it is off from a replica without "
+                "speculation, or keep the fixed K of stage 1 where it pays.", ""]
+    out = []
+    if plan.k_zero_at:
+        out += ["The simple switch: `max_concurrency` in `speculative_config` turns speculation off above a batch "
+                "size:", "", "```yaml", f"  max_concurrency: {plan.k_zero_at - 1}", "```", ""]
+    if monotone and len(on) > 1 and dep.draft == "eagle3":
+        out += [("Or, instead (the two exclude each other), the whole table: " if plan.k_zero_at else
+                 "The whole table is ") + f"`draft_len_schedule: {upper}` (with `max_draft_len: {on[0][2]}`) in "
+                "newer releases, whose keys are each tier's last batch size and which run it in the one-model "
+                "Eagle3 mode (the default). Older releases read the keys as each tier's first batch size, the "
+                "earliest ran it for two-model drafters only, and some one-model builds refuse a 0: read "
+                "`draft_len_schedule` in your installed `tensorrt_llm/llmapi/llm_args.py` before pasting it.", ""]
+    return out
+
+
+def vllm_measure(result, dep, plan):
+    """vLLM's spec-decode counters, per position and per request."""
+    engine, spread = dep.engine, result.alpha_spread
+    page = f"localhost:{engine.port}{engine.metrics_path}"
+    return [
+        "The lesson's `spec_decode_metrics.accepted_tokens_per_request` was never a vLLM metric. For the",
+        f"server as a whole, scrape the Prometheus counters on `{engine.metrics_path}` before and after a window of "
+        "traffic",
+        "(sums over the `engine` and `model_name` labels):", "",
+        "- `vllm:spec_decode_num_drafts_total` (rounds), `vllm:spec_decode_num_draft_tokens_total`,",
+        "  `vllm:spec_decode_num_accepted_tokens_total`,",
+        "  `vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"i\"}`.",
+        "- acceptance rate r = accepted / draft tokens; acceptance length tau = 1 + accepted / drafts;",
+        "  per-position rate i = accepted at position i / drafts. Position 0's rate is the first draft's",
+        "  per-token alpha whatever K each round used; conditional alpha at i = rate i / rate i-1.", "",
+        "Per request, the lesson's metric has a real counterpart since vLLM PR #48915 (after 0.28): with",
+        "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
+        "with an `acceptance_histogram`.",
+        f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan.alpha:.2f} "
+        f"it should be {1 - plan.alpha:.2f}. Each request's histogram also gives that request's own alpha; "
+        f"their standard deviation across requests, less the sampling noise of each estimate (about "
+        f"sqrt(a(1-a)/drafts)), is what `--alpha-spread` takes ({spread:g} assumed here), and it sets P99 TPOT.",
+        "",
+        "```", f"curl -s {page} > before.prom     # ... a window of production traffic ...",
+        f"curl -s {page} > after.prom", "```", ""]
+
+
+def sglang_measure(result, dep, plan):
+    """SGLang's acceptance gauges, averaged over time."""
+    k, engine = plan.k, dep.engine
+    width = verify_tokens(dep, k) - 1
+    tau = result.measured.acceptance_length if plan.measured else acceptance_length(plan.alpha, k)
+    return [
+        "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau, bonus",
+        "token included) and `sglang:spec_accept_rate`, accepted drafts over rounds x the tokens a round drafts",
+        "(`--speculative-num-draft-tokens` - 1, since SGLang PR #23530; before it the bonus token and the",
+        f"root counted), each recomputed over the last {SGLANG_GAUGE_STEPS} decode steps. Average them over time "
+        "(never `rate()` of a gauge):", "",
+        "```promql", "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", "",
+        f"At tau {tau:.2f} the rate gauge reads (tau - 1) / {width} = {(tau - 1) / width:.2f}"
+        + (" (a tree drafts more tokens than its depth)." if dep.topk > 1 else "."),
+        f"For this program, save a scrape taken under traffic: it reads both gauges (their mean over the TP "
+        f"ranks) and takes the steps from `--ks {k}`.", "",
+        "```", f"curl -s localhost:{engine.port}{engine.metrics_path} > after.prom     # under production traffic",
+        "```", ""]
+
+
+def trtllm_measure(result, dep, plan):
+    """TensorRT-LLM's Prometheus counters of draft and accepted tokens."""
+    k, engine = plan.k, dep.engine
+    return [
+        "trtllm-serve, with `return_perf_metrics: true` in its YAML (stage 0), serves Prometheus text at",
+        f"`{engine.metrics_path}`, with the counters `trtllm_spec_decode_num_draft_tokens_total` and",
+        "`trtllm_spec_decode_num_accepted_tokens_total` (tensorrt_llm/metrics/collector.py): acceptance rate",
+        "r = accepted / draft tokens. It counts no drafts (rounds), so this program takes K from",
+        f"`--ks {k}`. Scrape before and after a window of traffic (its JSON `/metrics`, per-iteration",
+        "`specDecodingStats`, holds the same counts):", "",
+        "```", f"curl -s localhost:{engine.port}{engine.metrics_path} > before.prom     # ... a "
+        "window of production traffic ...",
+        f"curl -s localhost:{engine.port}{engine.metrics_path} > after.prom", "```", ""]
+
+
+def vllm_dashboard(dep, plan):
+    """vLLM: the acceptance rate, the first position's alpha, and an alert at the break-even alpha."""
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    out = []
+    rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
+            "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
+    alpha0 = ("sum(rate(vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}[5m]))\n"
+              "  / sum(rate(vllm:spec_decode_num_drafts_total[5m]))")
+    out += ["Acceptance rate over a 5-minute window (it depends on K, and mixes Ks under a K-by-batch table):",
+            "", "```promql", rate, "```", "",
+            "Per-token alpha of the first draft position, the same whatever K a round used:", "",
+            "```promql", alpha0, "```", ""]
+    if gate_a is not None:
+        out += [f"Kill switch: at B={batch} and K={k} speculation breaks even at a per-token alpha of "
+                f"{gate_a:.3f}. Alert, and turn speculation off, when the first position's alpha stays under it "
+                "(10 minutes is a choice, not a computed number). Later positions can accept less than the "
+                "first: check the per-position rates when it fires late.", "",
+                "```yaml", "- alert: SpecDecodeBelowBreakEven",
+                f"  expr: ({alpha0.replace(chr(10) + '  ', ' ')}) < {gate_a:.3f}", "  for: 10m", "```", ""]
+    return out
+
+
+def sglang_dashboard(dep, plan):
+    """SGLang: its gauges over time, and an alert at the break-even accept length."""
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    out = []
+    length = "avg by (model_name) (avg_over_time(sglang:spec_accept_length[5m]))"
+    out += ["SGLang's acceptance gauges, averaged over time:", "", "```promql", length,
+            "avg by (model_name) (avg_over_time(sglang:spec_accept_rate[5m]))", "```", ""]
+    if gate_a is not None:
+        shape = f"the tree of {k} steps" if dep.topk > 1 else f"the fixed chain of K={k}"
+        out += [f"Kill switch: at B={batch} {shape} breaks even at an accept length of "
+                f"{1 + plan.eps:.3f} (1 + eps). SGLang exports no per-position figure, so this alert holds "
+                "for the fixed K of stage 1 only (not under `--speculative-adaptive`); 10 minutes is a choice.",
+                "", "```yaml", "- alert: SpecDecodeBelowBreakEven",
+                f"  expr: {length.replace('[5m]', '[10m]')} < {1 + plan.eps:.3f}", "  for: 10m", "```", ""]
+    return out
+
+
+def trtllm_dashboard(dep, plan):
+    """TensorRT-LLM: the acceptance rate, and its built-in kill switch at the break-even rate."""
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    out = []
+    rate = ("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))\n"
+            "  / sum(rate(trtllm_spec_decode_num_draft_tokens_total[5m]))")
+    out += [f"Acceptance rate over a 5-minute window, from `{dep.engine.metrics_path}` (stage 2):", "", "```promql", rate,
+            "```", ""]
+    # The switch's fields: DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py. acceptance_rate_window_size counts
+    # speculation-enabled decoding iterations (each a round of the batch), acceptance_rate_threshold is a rate in
+    # [0, 1], and the executor's SpeculationGate turns speculation off for good once the rolling mean falls under
+    # it. Older releases had acceptance_window (completed requests) and acceptance_length_threshold (in tau).
+    t = {row.concurrency: row for row in plan.tail}.get(plan.shown_batch)
+    if gate_a is not None and t is not None:
+        drafted = verify_tokens(dep, k) - 1   # tokens a round drafts per request: K, or a tree's width
+        threshold = plan.eps / drafted
+        window = max(100, round(TRTLLM_GATE_MINUTES * 60_000 / t.round_ms, -2))
+        out += [f"Kill switch, built in: at B={batch} a round breaks even at an acceptance rate of {threshold:.3f} "
+                f"(eps {plan.eps:.3f} over the {drafted} token{'s' if drafted > 1 else ''} a round drafts). TensorRT-LLM averages each "
+                "speculation-enabled iteration's rate over a window of iterations and turns speculation off for good "
+                f"once the average falls under the threshold. One iteration is one round, about {t.round_ms:.0f} ms "
+                f"at B={plan.shown_batch}, so {window:,.0f} iterations span about {TRTLLM_GATE_MINUTES} minutes "
+                "of traffic (the minutes are a choice: a short window lets one bad patch switch speculation off for "
+                "the server's life). Add to `speculative_config`:", "", "```yaml",
+                f"  acceptance_rate_window_size: {window:.0f}",
+                f"  acceptance_rate_threshold: {threshold:.3f}", "```", "",
+                "These are the field names of current `llm_args.py`; earlier releases had `acceptance_window` "
+                "(counted in completed requests) and `acceptance_length_threshold` (in tau: "
+                f"{1 + plan.eps:.3f}).", ""]
+    if gate_a is not None and dep.topk == 1:
+        rates = [(kk, acceptance_rate(plan.alpha, kk)) for kk in sorted({row[2] for row in plan.schedule})
+                 if kk > 0]
+        low = [(kk, r) for kk, r in rates if r < plan.gate_rate]
+        if low:
+            out += ["The rate depends on K: use this switch with the fixed K of stage 1 only. Under "
+                    "`draft_len_schedule` it would fire where a longer K runs well: at alpha "
+                    f"{plan.alpha:.2f}, " + ", ".join(f"K = {kk} shows a rate of {r:.3f}" for kk, r in low) +
+                    f", under {plan.gate_rate:.3f}.", ""]
+    return out
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """The functions that write one engine's part of the plan: its row of ENGINE_PLANS, beside its ENGINES row."""
+    serve: object         #: (dep, batch, k=None, schedule=None) -> its server's command, speculation off or on
+    stage1_notes: object  #: (dep, k) -> what stage 1 says about the engine's own defaults
+    k_by_batch: object    #: (plan, dep) -> how the engine can follow the K-by-batch table
+    measure: object       #: (result, dep, plan) -> stage 2: where its acceptance is read and how
+    dashboard: object     #: (dep, plan) -> what to watch live, and its kill switch
+    head_context_note: str   #: what it does when a head's trained context is shorter than the target's
+
+
+ENGINE_PLANS = {
+    "vllm": EnginePlan(
+        serve=vllm_serve, stage1_notes=no_notes, k_by_batch=vllm_k_by_batch, measure=vllm_measure,
+        dashboard=vllm_dashboard,
+        head_context_note=" On vLLM builds without PR #49343, a prompt longer than the head's "
+                          "`max_position_embeddings` crashes the server (issue #48894)."),
+    "sglang": EnginePlan(
+        serve=sglang_serve, stage1_notes=sglang_stage1_notes, k_by_batch=sglang_k_by_batch, measure=sglang_measure,
+        dashboard=sglang_dashboard,
+        head_context_note=" SGLang refuses to start a head whose `max_position_embeddings` is below the target's "
+                          "context length unless `SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1` is set, as the command "
+                          "below does (the SpecForge heads' own cards launch so): that check is then yours."),
+    "trtllm": EnginePlan(
+        serve=trtllm_serve, stage1_notes=no_notes, k_by_batch=trtllm_k_by_batch, measure=trtllm_measure,
+        dashboard=trtllm_dashboard, head_context_note=""),
+}
+assert ENGINE_PLANS.keys() == ENGINES.keys(), "every engine needs its row in both tables"
+assert all(key == row.key and bool(row.trees) == (row.tree_tokens is not None) for key, row in ENGINES.items())
+
+
+def serve_lines(dep, batch, k=None, schedule=None):
+    """The server command, speculation off (k None) or on: the engine's own (ENGINE_PLANS)."""
+    return ENGINE_PLANS[dep.engine.key].serve(dep, batch, k, schedule)

@@ -1,0 +1,1046 @@
+"""The cost model: what a plain step, a draft step, a verify pass and a prefill chunk cost on a deployment
+(weights, KV cache, compute, communication and fixed terms), the fit of its constants (FIT) on published
+measurements, and eps, a round over a plain step.
+"""
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections import namedtuple
+from dataclasses import dataclass, field, fields, replace
+
+from .defaults import (
+    CONTEXT, DP_ATTENTION, DRAFT, DRAFT_MODEL, ENGINE, EP, GPU, INPUT_TOKENS, KV_DTYPE, MODEL, OUTPUT_TOKENS,
+    TEMPERATURE, TP, WEIGHTS_DTYPE,
+)
+from .records import CONCURRENCY_LIMIT
+from .catalog import (
+    BYTES_PER, DRAFT_WEIGHT_BYTES, EAGLE3_DRAFT_VOCAB, EAGLE_DRAFTS, Engine, ENGINES, Era, GIB, GPU_FAMILY, GPUS,
+    MODELS, newest_era,
+)
+
+
+# ---------------------------------------------------------------- cost model
+# A round is K draft steps plus one verify pass over K+1 tokens per sequence; a plain
+# step is one target pass over 1 token per sequence (MagicDec eq. 1). Each pass is a sum
+# of terms (REFERENCE.md section 3): streaming the weights, reading the KV history,
+# compute (2 FLOPs per parameter per token plus attention over the context), two
+# all-reduces per layer under tensor parallelism, a fixed cost per pass that belongs to
+# the engine, and an engine cost per token. Memory and compute time are added, not
+# overlapped: with a hard max eps would stay flat below the ridge, but SGLang's batch
+# sweep shows it rising from B = 2 (EAGLE-3 paper Table 4 / SGLang PR #4247, in
+# bench/published.json). In a closed-loop benchmark every step also carries the prefill
+# of the requests that keep arriving (chunked prefill mixes it into decode batches):
+# prefill_tokens below.
+
+# The terms of the time your benchmark runs can tell apart, each a factor own_<term> in Fit (1: the published
+# fit): what a closed-loop run at another concurrency, K or length moves differently from the rest.
+OWN_TERMS = dict(
+    own_pass="a target pass's fixed cost",             # launches, scheduler, sampler, per-layer fixed costs
+    own_weights="the weight read",
+    own_context="the context's cost per sequence",     # KV read and attention
+    own_token="the cost per token",                    # compute and the engine's cost per token
+    own_prefill="the prefill share",                   # the prompts a closed-loop step carries
+    own_round="a round's bookkeeping",
+    own_verify="the verify pass's extra tokens",       # what they add to a plain step
+    own_draft="the draft steps")
+OWN_PARTS = dict(fixed="own_pass", weights="own_weights", attention="own_context", compute="own_token",
+                 engine="own_token")   # pass_parts' term -> the Fit factor that scales it in a target pass;
+                                       # communication keeps the published fit's (no factor)
+
+Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
+                        "link_eff pass_fixed_ms_vllm pass_fixed_ms_sglang pass_fixed_ms_trtllm draft_fixed_ms_vllm "
+                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us seq_us_trtllm "
+                        "bw_cdna flop_cdna " + " ".join(OWN_TERMS),
+          defaults=(1.0,) * len(OWN_TERMS))
+# bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
+# family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
+# flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
+# weight read keeps (block scales, dequantisation and activation quantisation: an fp8 step
+# is not half a bf16 one); fp8_kv_eff: likewise for an fp8 KV cache (the attention kernel
+# dequantises it); attn_ns: ns per layer per token of context that one sequence's attention
+# takes however few bytes it reads (a decode attention kernel spreads one sequence over
+# few SMs), the floor of the KV time at small batch (the fit's 8 ns is 0.26 ms per 1k tokens
+# on the 32-layer 8B, several times its KV read); layer_us: fixed cost per
+# layer per pass (kernel launches, norms, rotary); ar_us, ar_tp_us: one all-reduce's
+# latency at TP 2 and its growth per further GPU; link_eff: achieved share of the link
+# bandwidth in an all-reduce;
+# pass_fixed_ms_<engine>: fixed cost of one forward pass in that engine, ms (graph launch,
+# scheduler, sampler); draft_fixed_ms_<engine>: fixed cost of one draft step;
+# round_fixed_ms_<engine>: per-round speculation bookkeeping (rejection sampler, input
+# preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us: engine
+# cost per token a pass decodes (sampling, logits; a prefill chunk's prompt tokens have none);
+# bw_cdna, flop_cdna: an AMD CDNA GPU's achieved share of bandwidth, and its share of flop_eff (its
+# GEMMs' achieved share of peak against NVIDIA's), fitted on the one MI300X source
+# (bench/oracle_mi300x_405b.json, a batch sweep at 1 to 256: batch 1 sets the first, the growth the second);
+# seq_us_<engine> (Engine.seq_cost names it): a served step's host cost per running sequence
+# (scheduling, paged-KV tables, streaming), measured for TensorRT-LLM only, where NIM's served closed loop and
+# TensorRT-LLM 0.9's static batches of the same shapes tell it apart from token_us (no
+# source separates it for vLLM or SGLang, whose async schedulers overlap it: none).
+# Fitted together by bench/calibrate.py (its output says which points set
+# which constant), against bench/published.json and bench/plain_step.json.
+# Fit is a namedtuple, not a dataclass like the results: a vector of constants that the fitters (--calibrate,
+# bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
+# own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
+# the published fit; --calibrate fits them to your runs (calibrate_on_runs).
+FIT = Fit(bw_hopper=0.8974, bw_ampere=0.756, bw_ada=0.7754, flop_eff=0.93, fp8_eff=0.9213, fp8_kv_eff=0.7918,
+          attn_ns=8.1758, layer_us=4.1016, ar_us=17.4375, ar_tp_us=3.6738, link_eff=0.5117,
+          pass_fixed_ms_vllm=1.4307, pass_fixed_ms_sglang=0.6631, pass_fixed_ms_trtllm=1.6328,
+          draft_fixed_ms_vllm=0.7, draft_fixed_ms_sglang=0.5027, round_fixed_ms_vllm=1.1963,
+          round_fixed_ms_sglang=1.6709, token_us=12.0508, seq_us_trtllm=40.332, bw_cdna=0.6886, flop_cdna=0.3048)
+# What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.92 of the
+# bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
+# attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
+# set by NIM's batch-1 context slopes; an all-reduce costs 17 us at TP 2 and 3.7 us more
+# per further GPU (25 us at TP 4, 39 at TP 8); a served TensorRT-LLM step (NIM) costs 40 us
+# more per running sequence than its static-batch benchmark (seq_us_trtllm), which had made
+# the closed loop look costlier per token; fixed costs per pass, per draft step (0.70 ms vLLM,
+# 0.50 ms SGLang) and per round differ by engine; an MI300X under 2024's ROCm vLLM reads at
+# 0.69 of its 5.3 TB/s and reaches 0.30 of the NVIDIA GEMMs' share of peak (bw_cdna, flop_cdna).
+# flop_eff sits on its upper bound, the best measured GEMM's share of peak (bench/calibrate.py
+# says why).
+BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
+             "blackwell": "bw_hopper",   # no Blackwell point to fit: taken as Hopper's share (an assumption)
+             "cdna": "bw_cdna"}          # MI300X (CDNA 3): fitted on its one source, with flop_cdna
+ATTN_FLOOR_TBS = 3.35   # Fit.attn_ns is one sequence's attention floor on an H100's 3.35 TB/s: a sequence's KV is
+                        # read by few SMs, so the floor scales with the GPU's bandwidth (times its bw_rel: the H200's
+                        # larger stack is not read proportionally faster), and an fp8 KV cache's runs
+                        # at fp8_kv_eff of it (dequantising). NIM's batch-1 TPOT over 4 contexts (plain_step.json),
+                        # slope per layer per token: 7.9-8.5 ns on H100 and 12.0-12.2 on A100 (7.3-7.4 at 3.35
+                        # TB/s) with a bf16 cache; 9.7-10.3 on H100 with an fp8 cache
+ACTIVATION_BYTES = 2                     # all-reduce messages are bf16 activations, hidden wide per token
+
+@dataclass(frozen=True)
+class Net:
+    """One network a pass runs: the target, or the drafter. Its memory (held_*) and what a pass reads differ for
+    drafts that read the target's lm_head without a copy (EAGLE-1/2, MTP)."""
+    active_params: float     #: parameters one token uses (k experts of a MoE; embeddings and lm_head counted)
+    weight_bytes: float      #: bytes every pass reads: all weights but the routed experts
+    kv_bytes_per_token: float   #: KV bytes per token of context over the full-attention layers
+    attn_width: int          #: attention's query-key width per token: heads x head_dim, or MLA's latent width
+    layers: int
+    hidden: int              #: hidden size: an all-reduce's message per token is hidden x ACTIVATION_BYTES
+    tflops: float            #: peak TFLOP/s per GPU for its weights' dtype
+    held_params: float       #: parameters it holds in memory
+    held_bytes: float        #: bytes it holds in memory
+    fp8: bool                #: whether its weights are quantised (fp8 or fp4): reads keep Fit.fp8_eff of bandwidth
+    expert_bytes: float = 0.0   #: one routed expert of one layer, bytes (0: dense)
+    moe_layers: int = 0      #: layers that route to experts
+    experts: int = 0         #: routed experts per layer
+    experts_per_token: int = 0   #: experts each token is routed to (k)
+    window: int = None       #: sliding-window attention's window, tokens (None: none)
+    window_layers: int = 0   #: layers with sliding-window attention
+    window_kv_bytes: float = 0   #: KV bytes per token over the sliding-window layers
+    routing_exponent: float = 0.0   #: its router's popularity skew (model_routing_exponent; 0: uniform)
+    kv_groups: int = 1       #: KV heads its cache splits into across TP GPUs: kv_heads, 1 for MLA's one latent
+    prompt_attn_width: int = None   #: attention's width per token in a prefill chunk where it differs (MLA)
+
+
+NO_MODEL = Net(active_params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, layers=0, hidden=0, tflops=0,
+               held_params=0, held_bytes=0, fp8=False)
+# The drafter of n-gram lookup: proposals come from matching the context, so it holds no
+# weights, no KV cache, and runs no draft steps (draft_step_ms).
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One replica as the cost model sees it: hardware, target and drafter networks, engine, traffic lengths.
+    make_deployment builds it from catalog names; parse_deployment from the flags. Hashable by value: the cost
+    model's memo (COST_MEMO) is keyed by it."""
+    model: str               #: catalog name of the target, or the name its --model-config gives
+    gpu: str                 #: catalog name of the GPU, or "custom"
+    tp: int                  #: tensor-parallel degree: GPUs in the replica
+    weights_dtype: str       #: the target's weights: "bf16", "fp8" or "fp4"
+    kv_dtype: str            #: KV cache elements: "bf16" or "fp8"
+    context: int             #: mean decode context, tokens
+    draft: str               #: the --draft value: a kind (DRAFTS) or a catalog model's name
+    memory_gib: float        #: memory per GPU, GiB
+    bandwidth_tbs: float     #: memory bandwidth per GPU, TB/s
+    link_gbs: float          #: one-way GPU-to-GPU bandwidth the all-reduces cross, GB/s
+    draft_tflops: float      #: peak bf16 TFLOP/s per GPU: drafts run in bf16
+    target: Net              #: the target network
+    drafter: Net             #: the draft network (NO_MODEL for n-gram lookup)
+    engine: Engine           #: the serving engine (an ENGINES row)
+    memory_fraction: float   #: the engine's share of memory for weights and KV cache (Engine.memory_fraction)
+    draft_hf: str            #: Hugging Face id or path of the draft (None: the catalog's choice)
+    input_tokens: int        #: mean prompt length, tokens
+    output_tokens: int       #: mean output length, tokens
+    shape: dict = field(hash=False)   #: the target's shape: a MODELS row, or one read from --model-config
+    topk: int = 1            #: tokens each draft step expands per sequence (1: a chain)
+    verify_tokens: int = None   #: tokens per sequence in a tree's verify pass (None: K + 1, a chain)
+    tree_steps: int = None   #: a tree's steps: the one K its measured acceptance holds for
+    draft_shape: dict = field(default=None, hash=False)   #: a draft model's shape from its config.json, else None
+    model_config: str = None   #: the --model-config path, so the plan's commands can name it again
+    draft_config: str = None   #: the --draft-config path, likewise
+    era: Era = None          #: the engine's release era (Engine.eras): what a round's host work costs there
+    ep: int = 1              #: expert-parallel GPUs: 1 (every expert split across the TP GPUs) or tp (whole experts)
+    dp_attention: bool = False   #: attention data parallel across the tp GPUs (with ep = tp): see pass_parts
+    temperature: float = TEMPERATURE   #: sampling temperature of the plan's benchmark runs (the traffic's own)
+
+    def __post_init__(self):   # hashed once: the cost model's memo looks deployments up thousands of times a run
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False)))
+
+    def __hash__(self):
+        return self._hash
+
+
+def attention_params(m):
+    """One layer's attention: q, k, v and o projections (MLA's low-rank ones for DeepSeek), biases, sinks."""
+    h, n = m["hidden"], m["heads"]
+    a = m.get("mla")
+    if a:
+        q_width = n * (a["nope"] + a["rope"])
+        q = h * a["q_lora_rank"] + a["q_lora_rank"] + a["q_lora_rank"] * q_width if a["q_lora_rank"] else h * q_width
+        kv = h * (a["kv_lora_rank"] + a["rope"]) + a["kv_lora_rank"] + a["kv_lora_rank"] * n * (a["nope"] + a["v_head_dim"])
+        return q + kv + n * a["v_head_dim"] * h
+    qkv = m["head_dim"] * (n + 2 * m["kv_heads"])
+    params = h * qkv + n * m["head_dim"] * h
+    if m.get("attn_bias"):
+        params += qkv + h
+    return params + (n if m.get("sinks") else 0)
+
+
+def expert_params(m):
+    """One routed expert of one layer: gate, up and down projections (and gpt-oss's biases)."""
+    return 3 * m["hidden"] * m["moe_inter"] + (2 * m["moe_inter"] + m["hidden"] if m.get("expert_bias") else 0)
+
+
+def mlp_params(m, moe, active):
+    """One layer's MLP: dense, or the routed experts (all, or the k a token uses), shared experts and router."""
+    if not moe:
+        return 3 * m["hidden"] * m["inter"]
+    routed = m["experts_per_token"] if active else m["experts"]
+    router = m["hidden"] * m["experts"] + (m["experts"] if m.get("router_bias") else 0)
+    return routed * expert_params(m) + 3 * m["hidden"] * m.get("shared_inter", 0) + router
+
+
+def embedding_params(m):
+    return m["vocab"] * m["hidden"] * (1 if m["tied"] else 2)
+
+
+def model_params(m, active=False):
+    """Parameters from a config's shape; active: those one token uses (k experts, embeddings and lm_head counted).
+
+    >>> round(model_params(MODELS["llama-3.1-8b"]) / 1e9, 3), round(model_params(MODELS["llama-3.3-70b"]) / 1e9, 3)
+    (8.03, 70.554)
+    >>> round(model_params(MODELS["qwen3-30b-a3b"]) / 1e9, 2), round(model_params(MODELS["qwen3-30b-a3b"], active=True) / 1e9, 2)
+    (30.53, 3.35)
+    """
+    moe_layers = m.get("moe_layers", 0)
+    per_layer = attention_params(m) + 2 * m["hidden"]
+    mlp = (m["layers"] - moe_layers) * mlp_params(m, False, active)
+    if moe_layers:
+        mlp += moe_layers * mlp_params(m, True, active)
+    return m["layers"] * per_layer + mlp + embedding_params(m) + m["hidden"]
+
+
+def mtp_params(m):
+    """One MTP module (DeepSeek-V3): a decoder layer of the target's kind, the 2h -> h projection and its norms.
+
+    >>> round(mtp_params(MODELS["deepseek-v3"]) / 1e9, 1)
+    11.6
+    """
+    moe = m.get("moe_layers", 0) > 0
+    return attention_params(m) + mlp_params(m, moe, False) + 2 * m["hidden"] * m["hidden"] + 5 * m["hidden"]
+
+
+def draft_kind(draft):
+    """The kind of a --draft value: a draft model for a catalog model's name, else the value itself."""
+    return "model" if draft in MODELS else draft
+
+
+def head_shape(m):
+    """The one dense decoder layer of an EAGLE head for target m: the target's attention shape and MLP
+    width, or where the head's published config differs (MoE and MLA targets), that config's."""
+    mla = m.get("mla")
+    return dict(hidden=m["hidden"], inter=m.get("head_inter", m["inter"]), layers=1,
+                heads=m.get("head_heads", m["heads"]), kv_heads=m.get("head_kv_heads", m["kv_heads"]),
+                head_dim=m.get("head_head_dim", m["head_dim"] if not mla else 128), vocab=m["vocab"], tied=False)
+
+
+def eagle_head_params(m, version):
+    """Parameters of an EAGLE head for target shape m, embeddings (shared) excluded.
+
+    EAGLE-3: q/k/v read 2*hidden (token embedding + fused features), fc fuses three
+    target layers (3h -> h), own lm_head over a 32k draft vocabulary. EAGLE-1/2: a plain
+    decoder layer, fc 2h -> h, no lm_head (SafeAILab/EAGLE cnets.py, cnets1.py).
+    >>> round(eagle_head_params(MODELS["llama-3.1-8b"], 3) / 1e9, 3), round(eagle_head_params(MODELS["llama-3.3-70b"], 3) / 1e9, 2)
+    (0.425, 1.4)
+    >>> round(eagle_head_params(MODELS["llama-3.1-8b"], 1) / 1e9, 2), round(eagle_head_params(MODELS["llama-3.3-70b"], 1) / 1e9, 2)
+    (0.25, 0.99)
+    """
+    s = head_shape(m)
+    h, hd = s["hidden"], s["head_dim"]
+    q_in = 2 * h if version == 3 else h
+    attention = q_in * hd * (s["heads"] + 2 * s["kv_heads"]) + s["heads"] * hd * h
+    mlp = 3 * h * s["inter"]
+    if version == 3:
+        return attention + mlp + 3 * h * h + m.get("draft_vocab", EAGLE3_DRAFT_VOCAB) * h + 4 * h
+    return attention + mlp + 2 * h * h + 2 * h
+
+
+def kv_bytes_per_layer(m, kv_dtype):
+    """KV bytes per token per layer: K and V of each KV head, or MLA's one latent vector
+    (kv_lora_rank + rope), vllm/v1/kv_cache_interface.py (coefficient 2, or 1 for MLA)."""
+    a = m.get("mla")
+    if a:
+        return (a["kv_lora_rank"] + a["rope"]) * BYTES_PER[kv_dtype]
+    return 2 * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]
+
+
+def kv_bytes_per_token(m, kv_dtype):
+    """KV bytes per token of context over the full-attention layers (sliding-window layers: window_kv_bytes).
+
+    >>> kv_bytes_per_token(MODELS["llama-3.1-8b"], "bf16"), kv_bytes_per_token(MODELS["llama-3.3-70b"], "bf16")
+    (131072, 327680)
+    >>> kv_bytes_per_token(MODELS["deepseek-v3"], "bf16")   # 61 x (512 + 64) x 2
+    70272
+    """
+    return (m["layers"] - m.get("window_layers", 0)) * kv_bytes_per_layer(m, kv_dtype)
+
+
+def weight_split(m, dtype):
+    """(bytes of everything but the routed experts, bytes of one routed expert of one layer, all bytes).
+
+    Quantised checkpoints keep embeddings and lm_head in bf16 (REFERENCE.md section 3) and
+    store every other weight at the dtype's width; fp4 is MXFP4, 4 bits plus an 8-bit scale
+    per 32 (gpt-oss ships its experts so; NVFP4's 16-element blocks are 4.5 bits).
+    >>> round(weight_split(MODELS["llama-3.3-70b"], "fp8")[2] / 1e9, 2), round(weight_split(MODELS["llama-3.3-70b"], "bf16")[2] / 1e9, 2)
+    (72.66, 141.11)
+    """
+    embeddings = embedding_params(m)
+    width = BYTES_PER[dtype]
+    total = (model_params(m) - embeddings) * width + embeddings * BYTES_PER["bf16"]
+    expert = expert_params(m) * width if m.get("moe_layers") else 0.0
+    return total - m.get("moe_layers", 0) * m.get("experts", 0) * expert, expert, total
+
+
+# Routing skew. A router trained to balance its load still sends more tokens to some experts
+# than to others, and a batch's tokens then touch fewer distinct experts than uniform routing
+# would have them touch. Modelled as a power law over the experts' popularity ranks (expert i
+# of E drawn with weight (i + 1)^-s, each token taking k distinct ones), its exponent s set by
+# a measured ratio of the hottest expert's load to the mean load (routing_exponent); s = 0 is
+# uniform routing, E (1 - (1 - k/E)^n). Measured: DeepSeek-R1 served by TensorRT-LLM on 32
+# GB200 (expert parallel, no load balancer), the hottest expert slot of a layer carries 1 +
+# 10.948 times the mean slot's tokens, per layer and iteration (NVIDIA/TensorRT-LLM
+# docs/source/blogs/tech_blog/blog4_Scaling_Expert_Parallelism_in_TensorRT-LLM.md, Table 1).
+# Kimi-K2 is DeepSeek-V3's architecture and router kind (sigmoid gates with a balancing bias)
+# with 384 experts: it borrows the ratio. No source here measures Qwen3's, gpt-oss's or Llama
+# 4's routing: they route uniformly, the upper end of their expert reads.
+HOT_EXPERT_LOAD = {"deepseek": 1 + 10.948}
+ROUTING_OF_MODEL_TYPE = {"deepseek_v3": "deepseek", "kimi_k2": "deepseek"}   # config.json model_type -> routing
+
+
+@functools.lru_cache(maxsize=256)
+def expert_shares(experts, k, exponent):
+    """Each expert's chance to be among a token's k, under power-law popularity (weight (i + 1)^-exponent),
+    hottest first; summing to k. A share cannot pass 1 (a token takes an expert once): the excess of a capped
+    expert goes to the others in proportion. A tuple, computed once per (E, k, exponent).
+    >>> [round(q, 4) for q in expert_shares(4, 2, 0.0)], round(sum(expert_shares(256, 8, 0.6)), 9)
+    ([0.5, 0.5, 0.5, 0.5], 8.0)
+    """
+    weights = [(i + 1) ** -exponent for i in range(experts)]
+    capped, shares = 0, []
+    while True:                     # the hottest are capped first: weights fall with i
+        rest = sum(weights[capped:])
+        shares = [1.0] * capped + [(k - capped) * w / rest for w in weights[capped:]]
+        if capped == experts or shares[capped] <= 1.0:
+            return tuple(shares)
+        capped += 1
+
+
+@functools.lru_cache(maxsize=64)
+def routing_exponent(experts, k, hot_load):
+    """The power-law exponent whose hottest expert carries `hot_load` times the mean expert's load (mean: k/E a
+    token), by bisection; 0 for a load of 1 or less, and the exponent at which the hottest share reaches 1 for a
+    load of E/k or more (a token takes an expert at most once)."""
+    if hot_load <= 1.0:
+        return 0.0
+    low, high = 0.0, 8.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if expert_shares(experts, k, mid)[0] * experts / k < hot_load:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2
+
+
+def expected_experts(experts, k, tokens, exponent=0.0):
+    """Distinct experts that `tokens` routings of k of E experts touch: with uniform routing (exponent 0)
+    E (1 - (1 - k/E)^n), under skew the sum over experts of 1 - (1 - q_i)^n (expert_shares q).
+
+    Each token's picks are drawn independently of the other tokens'; what makes real batches touch fewer still
+    (a sequence's consecutive tokens, as a verify pass carries them, reusing experts) is not measured here.
+    A dense model has none.
+    >>> round(expected_experts(128, 8, 1), 3), round(expected_experts(128, 8, 32), 1), expected_experts(0, 0, 5)
+    (8.0, 111.8, 0.0)
+    """
+    if experts == 0 or tokens <= 0:
+        return 0.0
+    if exponent == 0.0:
+        return experts * (1.0 - (1.0 - k / experts) ** tokens)
+    return sum(1.0 - (1.0 - q) ** tokens for q in expert_shares(experts, k, exponent))
+
+
+def touched_experts(net, dep, tokens):
+    """Expert reads of one MoE layer of a pass, in experts the replica reads at its slowest GPU's pace.
+
+    Split by tensor parallelism (ep 1), every GPU reads its share of each touched expert: the
+    distinct experts (expected_experts). Expert parallel (ep = tp), each GPU reads the whole
+    experts it holds that the pass touches, and the layer waits for the busiest GPU:
+    ep x busiest_rank_experts.
+    """
+    if dep.ep == 1 or not net.experts:   # a dense network (an EAGLE head of a MoE target) reads no experts
+        return expected_experts(net.experts, net.experts_per_token, tokens, net.routing_exponent)
+    return dep.ep * busiest_rank_experts(net.experts, net.experts_per_token, tokens, net.routing_exponent, dep.ep)
+
+
+@functools.lru_cache(maxsize=65536)
+def busiest_rank_experts(experts, k, tokens, exponent, ranks):
+    """Expected touched experts on the busiest of `ranks` GPUs holding experts / ranks whole experts each.
+
+    Experts are dealt to the GPUs hottest first, round-robin (the placement a load balancer
+    makes without copies), so what is left is the spread of one pass's picks. Expert i is
+    touched with chance t_i = 1 - (1 - q_i)^n (expert_shares q), taken independently of the
+    others; a GPU's count is then a sum of Bernoulli draws whose distribution is counted
+    exactly, and E[max] = sum over x of P(max > x) = 1 - prod over GPUs of P(count <= x).
+    Without a balancer hot experts can share a GPU and its load is worse: TensorRT-LLM
+    measured DeepSeek-R1's busiest GPU at 2.56x the mean at EP 32 with none, 1.11x with
+    EPLB (tech blog 4, Table 1).
+    >>> round(busiest_rank_experts(8, 2, 64, 0.0, 1), 6) == round(expected_experts(8, 2, 64), 6)
+    True
+    """
+    if tokens == 1 and not exponent:   # one token under uniform routing: its k picks' spread counted exactly
+        return one_token_busiest(experts, k, ranks)
+    shares = expert_shares(experts, k, exponent)   # k / E each for exponent 0
+    touched = [1.0 - (1.0 - q) ** tokens for q in shares] if tokens > 0 else [0.0] * experts
+    below = [1.0] * (experts // ranks + 1)          # prod over GPUs of P(count <= x), x = 0 .. experts/ranks
+    for rank in range(ranks):
+        pmf = [1.0]
+        for t in touched[rank::ranks]:
+            pmf = [a * (1.0 - t) + b * t for a, b in zip(pmf + [0.0], [0.0] + pmf)]
+        cdf = list(itertools.accumulate(pmf))
+        below = [a * min(1.0, c) for a, c in zip(below, cdf)]
+    return sum(1.0 - b for b in below)
+
+
+def one_token_busiest(experts, k, ranks):
+    """Expected picks on the busiest GPU when one token takes k distinct of E experts uniformly, E / ranks on each
+    GPU: P(max <= x) is the share of the C(E, k) choices that put at most x on every GPU (a product of
+    polynomials, coefficient of t^k). Independent draws (busiest_rank_experts) miss this most for few picks:
+    one pick of Llama 4's 16 experts on 4 GPUs is on one GPU for certain, not on 0.73 of one.
+    >>> one_token_busiest(16, 1, 4), round(one_token_busiest(256, 8, 8), 3)
+    (1.0, 2.564)
+    """
+    per = experts // ranks
+    expected = 0.0
+    for x in range(k):
+        ways = [1]
+        for _ in range(ranks):
+            row = [math.comb(per, c) for c in range(min(x, per) + 1)]
+            ways = [sum(ways[i - c] * row[c] for c in range(len(row)) if 0 <= i - c < len(ways))
+                    for i in range(min(k, len(ways) + len(row) - 2) + 1)]
+        expected += 1.0 - (ways[k] if k < len(ways) else 0) / math.comb(experts, k)
+    return expected
+
+
+def model_routing_exponent(m):
+    """The routing exponent of model shape m: from its family's measured hottest-expert load, else 0 (uniform)."""
+    family = m.get("routing")
+    if not m.get("experts") or family not in HOT_EXPERT_LOAD:
+        return 0.0
+    return routing_exponent(m["experts"], m["experts_per_token"], HOT_EXPERT_LOAD[family])
+
+
+def peak_tflops(spec, dtype):
+    """Dense peak for a weights dtype; without tensor cores for it, fp4 runs at the fp8 rate and fp8 at bf16's."""
+    if dtype == "fp4" and spec.get("fp4"):
+        return spec["fp4"]
+    return (spec.get("fp8") or spec["bf16"]) if dtype in ("fp4", "fp8") else spec["bf16"]
+
+
+def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, weights_dtype=WEIGHTS_DTYPE):
+    """A catalog GPU with any of its numbers replaced, or "custom" hardware from all three.
+
+    tflops is the dense rate for the weights dtype. For custom hardware the draft's bf16
+    rate is taken as half an fp8 figure, as on every fp8-capable GPU in the catalog.
+    """
+    spec = dict(GPUS.get(gpu, dict(memory_gib=None, bandwidth_tbs=None, bf16=None, fp8=None,
+                                   link=450)))   # custom hardware: NVLink 4 assumed (its family: gpu_family)
+    if memory_gib is not None:
+        spec["memory_gib"] = memory_gib
+    if bandwidth_tbs is not None:
+        spec["bandwidth_tbs"] = bandwidth_tbs
+    if tflops is not None:
+        spec[weights_dtype] = tflops
+        if gpu not in GPUS:
+            spec["bf16"] = tflops if weights_dtype == "bf16" else tflops / 2
+    return spec
+
+
+def attention_width(m):
+    """Query-key width of attention per token: heads x head_dim, or MLA's absorbed latent (kv_lora_rank + rope)."""
+    a = m.get("mla")
+    return m["heads"] * (a["kv_lora_rank"] + a["rope"]) if a else m["heads"] * m["head_dim"]
+
+
+def prompt_attention_width(m):
+    """Attention's width per token in a prefill chunk: MLA prefills without the latent absorption (vLLM's
+    vllm/attention/backends/mla/common.py: the compute-friendly path for prefill), with queries and keys of
+    nope + rope and values of v_head_dim per head, so 4 x width counts 2 x heads x (nope + rope + v) FLOPs per
+    token of context; None (attention_width) for other attention."""
+    a = m.get("mla")
+    return m["heads"] * (a["nope"] + a["rope"] + a["v_head_dim"]) // 2 if a else None
+
+
+def target_net(m, weights_dtype, kv_dtype, tflops):
+    """The target network of shape m: active parameters, the bytes each pass reads, experts, windows."""
+    every_pass, expert, total = weight_split(m, weights_dtype)
+    window_layers = m.get("window_layers", 0)
+    return Net(active_params=model_params(m, active=True), weight_bytes=every_pass,
+               kv_bytes_per_token=kv_bytes_per_token(m, kv_dtype), attn_width=attention_width(m), layers=m["layers"],
+               hidden=m["hidden"], tflops=tflops, held_params=model_params(m), held_bytes=total,
+               fp8=weights_dtype != "bf16", expert_bytes=expert, moe_layers=m.get("moe_layers", 0),
+               experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0), window=m.get("window"),
+               window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype),
+               routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m),
+               prompt_attn_width=prompt_attention_width(m))
+
+
+def mean_context(input_tokens, output_tokens):
+    """The mean decode context: a request decodes from input to input + output tokens of context."""
+    return int(input_tokens + output_tokens / 2)
+
+
+def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
+                    draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
+                    output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None, draft_shape=None,
+                    era=None, ep=EP, dp_attention=DP_ATTENTION, temperature=TEMPERATURE):
+    """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers.
+
+    shape: a model's shape read from its config.json, instead of the catalog's row for `model`.
+    The mean decode context defaults to the prompt plus half the output: a request decodes
+    from input to input + output tokens of context. era: one of the engine's eras (default: its newest).
+    ep: expert-parallel GPUs, 1 or tp; dp_attention: with ep = tp (parse_deployment checks both).
+    """
+    spec = spec or GPUS[gpu]
+    m = shape or MODELS[model]
+    target = target_net(m, weights_dtype, kv_dtype, peak_tflops(spec, weights_dtype))
+    context = context if context is not None else mean_context(input_tokens, output_tokens)
+    dep = Deployment(model=model, gpu=gpu, tp=tp, weights_dtype=weights_dtype, kv_dtype=kv_dtype, context=context,
+                     draft=draft, memory_gib=spec["memory_gib"], bandwidth_tbs=spec["bandwidth_tbs"],
+                     link_gbs=spec["link"], draft_tflops=peak_tflops(spec, "bf16"), target=target, drafter=NO_MODEL,
+                     engine=ENGINES[engine], memory_fraction=ENGINES[engine].memory_fraction, draft_hf=draft_hf,
+                     input_tokens=input_tokens, output_tokens=output_tokens, shape=m, topk=topk,
+                     verify_tokens=verify_tokens, draft_shape=draft_shape, era=era or newest_era(engine), ep=ep,
+                     dp_attention=dp_attention, temperature=temperature)
+    return with_draft(dep, draft)
+
+
+def with_draft(dep, draft):
+    """The same deployment with another draft: an EAGLE head, the model's MTP module, n-gram lookup or a
+    draft model. Heads and draft models are bf16; an MTP module has the target's dtype."""
+    m = dep.shape
+    lm_head = m["vocab"] * m["hidden"]      # the target's own lm_head, read every draft step by EAGLE-1/2 and
+    if draft in EAGLE_DRAFTS:               # MTP (bf16 even under fp8: weight_split)
+        head, s = eagle_head_params(m, 3 if draft == "eagle3" else 1), head_shape(m)
+        read = head + (lm_head if draft == "eagle" else 0)
+        drafter = Net(active_params=read, weight_bytes=read * DRAFT_WEIGHT_BYTES,
+                      kv_bytes_per_token=kv_bytes_per_token(s, dep.kv_dtype), attn_width=attention_width(s), layers=1,
+                      hidden=m["hidden"], tflops=dep.draft_tflops, held_params=head,
+                      held_bytes=head * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(s))
+    elif draft == "mtp":
+        width, moe = BYTES_PER[dep.weights_dtype], m.get("moe_layers", 0) > 0
+        held = mtp_params(m)
+        expert = expert_params(m) * width if moe else 0.0
+        every_pass = (held - (m["experts"] * expert_params(m) if moe else 0)) * width + lm_head * BYTES_PER["bf16"]
+        active = held - (m["experts"] - m["experts_per_token"]) * expert_params(m) if moe else held
+        drafter = Net(active_params=active + lm_head, weight_bytes=every_pass,
+                      kv_bytes_per_token=kv_bytes_per_layer(m, dep.kv_dtype), attn_width=attention_width(m), layers=1,
+                      hidden=m["hidden"], tflops=dep.target.tflops, held_params=held, held_bytes=held * width,
+                      fp8=dep.weights_dtype != "bf16", expert_bytes=expert, moe_layers=1 if moe else 0,
+                      experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0),
+                      routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m),
+                      prompt_attn_width=prompt_attention_width(m))
+    elif draft == "ngram":
+        drafter = NO_MODEL
+    else:
+        d = dep.draft_shape if draft == "model" else MODELS[draft]
+        d_params = model_params(d)
+        drafter = Net(active_params=d_params, weight_bytes=d_params * DRAFT_WEIGHT_BYTES,
+                      kv_bytes_per_token=kv_bytes_per_token(d, dep.kv_dtype), attn_width=attention_width(d),
+                      layers=d["layers"], hidden=d["hidden"], tflops=dep.draft_tflops, held_params=d_params,
+                      held_bytes=d_params * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(d))
+    return replace(dep, draft=draft, drafter=drafter)
+
+
+def memory_budget_bytes(dep):
+    """Bytes the engine may fill with weights and KV cache across the replica's GPUs.
+
+    vLLM and SGLang give a share of all GPU memory to weights plus KV cache; TensorRT-LLM
+    gives a share of the memory left free once the weights are loaded to the KV cache.
+    """
+    total = dep.tp * dep.memory_gib * GIB
+    if dep.engine.memory_of_free:
+        return min(total, static_bytes(dep) + dep.memory_fraction * max(0.0, total - static_bytes(dep)))
+    return total * dep.memory_fraction
+
+
+def static_bytes(dep):
+    """Target plus draft weights; under attention data parallelism every GPU holds its own copy of what is not a
+    routed expert (non_expert_bytes)."""
+    copies = dep.tp - 1 if dep.dp_attention else 0
+    return (dep.target.held_bytes + dep.drafter.held_bytes
+            + copies * (non_expert_bytes(dep.target) + non_expert_bytes(dep.drafter)))
+
+
+def non_expert_bytes(net):
+    """The bytes a network holds outside its routed experts."""
+    return net.held_bytes - net.moe_layers * net.experts * net.expert_bytes
+
+
+def kv_groups(m):
+    """KV heads a model's cache splits into across tensor-parallel GPUs: its KV heads, or 1 for MLA's latent."""
+    return 1 if m.get("mla") else m["kv_heads"]
+
+
+def kv_copies(net, dep):
+    """How many times over the replica holds (and each step reads) a network's KV cache: each TP GPU keeps
+    max(1, groups / tp) of its KV heads, so past tp = groups the heads are copied, and MLA's one latent is on every
+    GPU (vllm/model_executor/models/deepseek_v2.py, DeepseekAttention: "Number of KV heads is less than TP
+    size, so we replicate the KV heads"; vllm/distributed/kv_transfer/kv_connector/utils.py: the MLA cache is
+    [blocks, block_size, 1, kv_lora_rank + rope] on each GPU). Under attention data parallelism each GPU
+    holds its own sequences' whole cache: one copy.
+    >>> d = make_deployment("deepseek-v3", "h200", 8, "fp8", draft="mtp")
+    >>> kv_copies(d.target, d), kv_copies(make_deployment().target, make_deployment())
+    (8.0, 1.0)
+    """
+    if dep.dp_attention:   # each GPU holds its own sequences' whole cache
+        return 1.0
+    groups = net.kv_groups or 1
+    return dep.tp * math.ceil(groups / dep.tp) / groups
+
+
+def kv_bytes_per_sequence(dep):
+    """KV cache of one sequence at the mean context across the replica, target and draft, copies included
+    (kv_copies); sliding-window layers keep their window."""
+    window = min(dep.context, dep.target.window) if dep.target.window else 0
+    return (dep.context * (dep.target.kv_bytes_per_token * kv_copies(dep.target, dep)
+                           + dep.drafter.kv_bytes_per_token * kv_copies(dep.drafter, dep))
+            + window * dep.target.window_kv_bytes * kv_copies(dep.target, dep))
+
+
+def max_concurrency(dep):
+    """Largest batch whose KV cache fits beside the weights (0: the weights alone do not fit), at most
+    CONCURRENCY_LIMIT: past it no engine schedules a batch."""
+    free = memory_budget_bytes(dep) - static_bytes(dep)
+    return max(0, min(CONCURRENCY_LIMIT, int(free // kv_bytes_per_sequence(dep))))
+
+
+def gpu_family(dep):
+    """The GPU's family; a --gpu custom one is taken as Hopper, an assumption the tables state."""
+    return GPU_FAMILY.get(dep.gpu, "hopper")
+
+
+def fitted_family(dep):
+    """Whether the GPU's family has calibration points of its own (else it borrows another's bandwidth share)."""
+    return dep.gpu in GPU_FAMILY and BW_FAMILY[gpu_family(dep)] == f"bw_{gpu_family(dep)}"
+
+
+def bw_rel(dep):
+    """The GPU's own bw_rel (GPUS): 1 for custom hardware, and for a catalog GPU whose bandwidth --gpu-bandwidth
+    replaced (the number given is the user's, not the datasheet's)."""
+    spec = GPUS.get(dep.gpu)
+    return spec.get("bw_rel", 1.0) if spec and dep.bandwidth_tbs == spec["bandwidth_tbs"] else 1.0
+
+
+def bandwidth_share(dep, fit=FIT):
+    """The achieved share of datasheet bandwidth: the GPU family's fitted share, times the GPU's own bw_rel."""
+    return getattr(fit, BW_FAMILY[gpu_family(dep)]) * bw_rel(dep)
+
+
+def allreduce_ms(dep, message_bytes, fit=FIT):
+    """One all-reduce across the TP GPUs: a latency that grows with the GPU count, plus a ring's
+    2(G-1)/G of the message over one link (REFERENCE.md section 3: 18-29 us at small batch).
+
+    >>> dep = make_deployment(gpu="h100-sxm", tp=4)
+    >>> round(allreduce_ms(dep, 0.0, FIT._replace(ar_us=18.0, ar_tp_us=5.0)) * 1e3, 3)   # 18 + 2 x 5 us
+    28.0
+    """
+    if dep.tp == 1:
+        return 0.0
+    latency_ms = (fit.ar_us + fit.ar_tp_us * (dep.tp - 2)) / 1e3
+    return latency_ms + 2 * (dep.tp - 1) / dep.tp * message_bytes / (dep.link_gbs * 1e6 * fit.link_eff)
+
+
+def attended(net, context):
+    """Layer-tokens of KV one query attends to: every full layer reads the context, a sliding layer its window."""
+    window = min(context, net.window) if net.window else 0
+    return (net.layers - net.window_layers) * context + net.window_layers * window
+
+
+def rank_sequences(dep, batch):
+    """The sequences one GPU's attention and host work serve: all B, or under attention data parallelism the busiest
+    rank's ceil(B / tp)."""
+    return math.ceil(batch / dep.tp) if dep.dp_attention else batch
+
+
+def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
+    """The terms of one forward pass, in ms: weights, attention, compute, communication, fixed, engine.
+
+    tokens_per_seq new tokens for each of `batch` sequences at the mean context, plus
+    `prefill` prompt tokens mixed into the same pass (their own attention averages half
+    the prompt). The engine's cost per token (Fit.token_us: sampling, logits, per-token
+    bookkeeping) is a decoded token's: a prompt token in a prefill chunk is not sampled.
+    All K+1 query tokens of a sequence share one read of its KV history. A MoE
+    layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
+    tokens touch more than a plain step's B; its fused kernel adds a latency of its own
+    (Engine.moe_layer_us) to the pass's fixed cost.
+    """
+    tokens = batch * tokens_per_seq + prefill
+    bytes_per_ms = dep.tp * dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)
+    experts = net.moe_layers * touched_experts(net, dep, tokens) * net.expert_bytes
+    # Attention data parallel: every GPU reads a whole copy of what is not a routed expert, holds ceil(B / tp) of
+    # the sequences (their KV and per-token host work, no copies), and one collective a MoE layer gathers its
+    # tokens for the experts and scatters them back, where TP runs two all-reduces a layer.
+    dp = dep.tp if dep.dp_attention else 1
+    weights = (net.weight_bytes * dp + experts) / (bytes_per_ms * (fit.fp8_eff if net.fp8 else 1.0))
+    mine = rank_sequences(dep, batch)   # the sequences the busiest GPU attends to: the replica's pace is dp x them
+    kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
+    window = min(dep.context, net.window) if net.window else 0
+    copies = kv_copies(net, dep)   # each GPU reads its own copy of heads it shares with others
+    history = mine * dp * copies * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
+    one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS
+                    / (dep.bandwidth_tbs * bw_rel(dep))
+                    / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
+    attention = (max(history, one_sequence)
+                 + tokens * copies * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
+    flops = batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
+    prompt = prefill * (2 * net.active_params
+                        + 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2))
+    if dep.dp_attention and prefill:   # one rank prefills a prompt: all but its routed experts' math on one GPU
+        routed = net.moe_layers * net.experts_per_token * net.expert_bytes
+        alone = prompt - prefill * 2 * net.active_params * routed / (net.weight_bytes + routed)
+        flops, prompt = flops + prompt - alone, alone * dep.tp
+    efficiency = fit.flop_eff * (fit.flop_cdna if gpu_family(dep) == "cdna" else 1.0)   # AMD's own share of it
+    compute = (flops + prompt) / (dep.tp * net.tflops * 1e9 * efficiency)
+    collectives = net.moe_layers if dep.dp_attention else 2 * net.layers
+    communication = collectives * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
+    return dict(weights=weights, attention=attention, compute=compute, communication=communication,
+                fixed=fixed_cost + net.layers * fit.layer_us / 1e3 + net.moe_layers * dep.engine.moe_layer_us / 1e3,
+                engine=mine * tokens_per_seq * fit.token_us / 1e3)
+
+
+def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
+    """Time of one forward pass (pass_parts, summed); fixed_cost: the engine's fixed cost of it (fixed_ms)."""
+    return sum(pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit, prefill).values())
+
+
+def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
+    """The terms of one target pass (pass_parts) with the engine's fixed cost of a pass, each times its own_*
+    factor (OWN_PARTS: 1 in the published fit)."""
+    parts = pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
+    if dep.engine.seq_cost:   # a served step's host work per running sequence, where it is measured
+        parts["engine"] += rank_sequences(dep, batch) * getattr(fit, dep.engine.seq_cost) / 1e3
+    return {term: ms * (getattr(fit, OWN_PARTS[term]) if term in OWN_PARTS else 1.0) for term, ms in parts.items()}
+
+
+def target_pass_ms(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
+    """Time of one target pass: a plain step over 1 token a sequence, a verify pass over K + 1."""
+    return sum(target_parts(dep, batch, tokens_per_seq, fit, prefill).values())
+
+
+def verify_tokens(dep, k):
+    """Tokens a sequence carries into the verify pass: K + 1 for a chain, the tree's own count for a tree."""
+    return dep.verify_tokens or k + 1
+
+
+def fixed_field(dep, what):
+    """The Fit field of the engine's fixed cost of a target pass ("pass"), a draft step ("draft") or a round's
+    bookkeeping ("round"); an engine without speculative points to fit borrows another's (Engine.draft_costs_of)."""
+    engine = dep.engine
+    return f"{what}_fixed_ms_{engine.pass_cost_of if what == 'pass' else engine.draft_costs_of}"
+
+
+def fixed_ms(dep, what, fit=FIT):
+    """The engine's fixed cost of a target pass, a draft step or a round's bookkeeping, in ms (fixed_field)."""
+    return getattr(fit, fixed_field(dep, what))
+
+
+def prefill_tokens(dep, batch):
+    """Prompt tokens a request's decode steps carry in a closed loop at concurrency B, on average.
+
+    Each request leaves after OUTPUT tokens and is replaced by one with INPUT prompt tokens,
+    so the server prefills B * I / O prompt tokens a step (steady state, chunked prefill on;
+    REFERENCE.md section 3). A request's TPOT sees only the prompts of the other B - 1: its
+    own is prefilled before its first token (TTFT), and its successor arrives after its
+    last. So (B - 1) * I / O: none at concurrency 1, where NIM's batch-1 runs at 2,000-7,000
+    prompt tokens showed the B * I / O charge 10-26% too dear in the context slope.
+    >>> prefill_tokens(make_deployment(input_tokens=5000, output_tokens=500), 25)
+    240.0
+    """
+    return max(batch - 1, 0) * dep.input_tokens / dep.output_tokens
+
+
+COST_MEMO = {}   # (what, deployment, fit, batch) -> ms: Deployment and Fit are frozen and hashed by value
+
+
+def memoised(what, dep, batch, fit, compute):
+    """compute() once per deployment, fit and batch: the tables ask for the same passes many times."""
+    key = (what, dep, fit, batch)
+    if key not in COST_MEMO:
+        if len(COST_MEMO) > 65536:
+            COST_MEMO.clear()
+        COST_MEMO[key] = compute()
+    return COST_MEMO[key]
+
+
+def decode_step_ms(dep, batch, fit=FIT):
+    """One decode step without speculation and without any prefill: a target pass over one token per sequence."""
+    return memoised("decode", dep, batch, fit, lambda: target_pass_ms(dep, batch, 1, fit))
+
+
+def dense_equivalent(dep):
+    """The deployment with a dense target of the same active size: every pass reads k experts, no more."""
+    t = dep.target
+    dense = replace(t, weight_bytes=t.weight_bytes + t.moe_layers * t.experts_per_token * t.expert_bytes,
+                       moe_layers=0, experts=0, experts_per_token=0, expert_bytes=0.0)
+    return replace(dep, target=dense)
+
+
+@dataclass(frozen=True)
+class MoeVerify:
+    """What a verify pass reads of a mixture of experts against a plain step (moe_verify)."""
+    k: int                   #: draft length K
+    batch: int               #: batch size B
+    verify_tokens: int       #: tokens a sequence carries into the verify pass
+    experts: int             #: routed experts per layer
+    experts_per_token: int   #: experts a token is routed to
+    plain_experts: float     #: distinct experts a plain step's B tokens touch per layer
+    verify_experts: float    #: distinct experts the verify pass's tokens touch per layer
+    plain_read: float        #: experts a plain step reads per layer at the replica's pace (touched_experts)
+    verify_read: float       #: likewise for the verify pass: under expert parallelism, ep x the busiest GPU's
+    eps: float               #: decode eps of the round
+    eps_dense: float         #: decode eps of a dense model of the same active size
+
+
+def moe_verify(dep, k, batch, fit=FIT):
+    """Experts a plain step and a verify pass touch per MoE layer, and eps beside a dense model's of the same active size."""
+    t = dep.target
+    verify = verify_tokens(dep, k)
+    return MoeVerify(k=k, batch=batch, verify_tokens=verify, experts=t.experts, experts_per_token=t.experts_per_token,
+                     plain_experts=expected_experts(t.experts, t.experts_per_token, batch, t.routing_exponent),
+                     verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify,
+                                                     t.routing_exponent),
+                     plain_read=touched_experts(t, dep, batch), verify_read=touched_experts(t, dep, batch * verify),
+                     eps=eps_decode(dep, batch, k, fit),
+                     eps_dense=eps_decode(dense_equivalent(dep), batch, k, fit))
+
+
+def plain_step_parts(dep, batch, fit=FIT):
+    """A plain step's terms in ms (pass_parts), with its prefill share as a term of its own."""
+    parts = target_parts(dep, batch, 1, fit)
+    parts["prefill share"] = prefill_share_ms(dep, batch, fit)
+    return parts
+
+
+@dataclass(frozen=True)
+class EpsGrowth:
+    """The term of a round that moves eps most between two batch sizes (eps_growth)."""
+    k: int                   #: draft length K
+    b0: int                  #: the smaller batch
+    b1: int                  #: the larger batch
+    term: str                #: the term, in words
+    change: float            #: its change in eps from b0 to b1 (a fraction of a plain step)
+    extra_b0: float          #: what it adds to a round over a plain step at b0, ms
+    extra_b1: float          #: likewise at b1, ms
+    plain_b0: float          #: a plain decode step at b0, ms
+    plain_b1: float          #: likewise at b1, ms
+    eps_b0: float            #: decode eps at b0
+    eps_b1: float            #: decode eps at b1
+
+
+def eps_growth(dep, k, b0, b1, fit=FIT):
+    """The term of a round (against a plain step, decode only) that moves eps most from batch b0 to b1."""
+    def extra(batch):
+        plain = target_parts(dep, batch, 1, fit)
+        verify = target_parts(dep, batch, verify_tokens(dep, k), fit)
+        terms = {f"the verify pass's {t}": fit.own_verify * (verify[t] - plain[t]) for t in plain}
+        terms["the draft steps and bookkeeping"] = round_ms(dep, batch, k, fit) - verify_pass_ms(dep, batch, k, fit)
+        return terms, sum(plain.values())
+    (e0, p0), (e1, p1) = extra(b0), extra(b1)
+    change = {t: e1[t] / p1 - e0[t] / p0 for t in e0}
+    term = max(change, key=lambda t: abs(change[t]))
+    return EpsGrowth(k=k, b0=b0, b1=b1, term=term, change=change[term], extra_b0=e0[term], extra_b1=e1[term],
+                     plain_b0=p0, plain_b1=p1, eps_b0=eps_decode(dep, b0, k, fit),
+                     eps_b1=eps_decode(dep, b1, k, fit))
+
+
+def plain_step_ms(dep, batch, fit=FIT):
+    """A plain step as a closed-loop benchmark's mean TPOT sees it: decode plus its share of prefill."""
+    return decode_step_ms(dep, batch, fit) + prefill_share_ms(dep, batch, fit)
+
+
+def prefill_share_ms(dep, batch, fit=FIT):
+    """What the prompts a request's decode steps carry add to a step, on average (prefill_parts), times own_prefill;
+    the same in a plain step and, per token, in a round."""
+    return memoised("prefill", dep, batch, fit, lambda: fit.own_prefill * sum(prefill_parts(dep, batch, fit).values()))
+
+
+def by_memory(dep, tiers):
+    """An engine default that steps with the GPU's memory: the value of the first (least GiB, value) tier the GPU
+    reaches, or the smallest on a GPU the engine keeps at its smallest defaults (Engine.prefill_budget_small)."""
+    if dep.gpu in dep.engine.prefill_budget_small:
+        return tiers[-1][1]
+    return next(value for least, value in tiers if dep.memory_gib >= least)
+
+
+def step_budget(dep):
+    """Tokens one scheduler step carries at most by default, decodes' included: the engine's budget for the GPU's
+    memory (Engine.prefill_budget), a rank's where attention data parallelism divides it.
+    >>> step_budget(make_deployment(gpu="h100-sxm")), step_budget(make_deployment(gpu="b200"))
+    (8192, 16384)
+    """
+    budget = by_memory(dep, dep.engine.prefill_budget)
+    if dep.dp_attention and dep.engine.prefill_budget_per_dp:
+        budget //= dep.tp
+    return budget
+
+
+def prefill_chunk(dep):
+    """Prompt tokens one step prefills: a whole prompt, at most the step's budget (step_budget); the budget's decode
+    tokens are a few against it and left out.
+    >>> prefill_chunk(make_deployment(gpu="h100-sxm", input_tokens=20000)), prefill_chunk(make_deployment(input_tokens=500))
+    (8192, 500)
+    """
+    return min(dep.input_tokens, step_budget(dep))
+
+
+def prefill_parts(dep, batch, fit=FIT):
+    """The prefill share by term (target_parts' names): a request's decode shares P / C steps a step with a prefill
+    chunk of C prompt tokens (P = prefill_tokens, C = prefill_chunk), each costing what C prompt tokens add to a
+    pass of B decodes. Not a flat charge per prompt token: for a dense model the two agree (every term is linear in
+    the prompt tokens), but a MoE chunk touches each expert once however many of its tokens route there, so
+    spreading its tokens over every step (P a step) would read the experts P / C times over."""
+    prompts = prefill_tokens(dep, batch)
+    if prompts <= 0:
+        return {}
+    chunk = prefill_chunk(dep)
+    plain, mixed = target_parts(dep, batch, 1, fit), target_parts(dep, batch, 1, fit, chunk)
+    return {term: prompts / chunk * (mixed[term] - plain[term]) for term in plain}
+
+
+def runs_a_draft_model(dep):
+    """Whether drafting runs a network: not for n-gram lookup (NO_MODEL, no layers)."""
+    return dep.drafter.layers > 0
+
+
+def draft_step_ms(dep, batch, tokens_per_seq, fit=FIT):
+    """One draft step over tokens_per_seq tokens a sequence; a drafter with no layers (NO_MODEL) runs none."""
+    if not runs_a_draft_model(dep):
+        return 0.0
+    return pass_ms(dep.drafter, dep, batch, tokens_per_seq, fixed_ms(dep, "draft", fit), fit)
+
+
+def round_ms(dep, batch, k, fit=FIT):
+    """One speculative round without prefill: K draft steps, then one verify pass over K+1 tokens a sequence.
+
+    A tree draft expands topk tokens a sequence at each step after the first and verifies
+    dep.verify_tokens a sequence (SGLang's --speculative-num-draft-tokens).
+    """
+    return (fit.own_round * fixed_ms(dep, "round", fit) + fit.own_draft * draft_ms(dep, batch, k, fit)
+            + verify_pass_ms(dep, batch, k, fit) - hidden_ms(dep, k, fit))
+
+
+def hidden_ms(dep, k, fit=FIT):
+    """The host time of a round its engine era no longer waits for (Era.saving_ms), at most the round's fixed costs:
+    its bookkeeping and its K draft steps' fixed costs (a kernel's own time is never hidden)."""
+    fixed = fit.own_round * fixed_ms(dep, "round", fit)
+    if runs_a_draft_model(dep):
+        fixed += fit.own_draft * k * fixed_ms(dep, "draft", fit)
+    return min(dep.era.saving_ms(draft_kind(dep.draft), dep.topk), fixed)
+
+
+def draft_ms(dep, batch, k, fit=FIT):
+    """A round's K draft steps (before own_draft): a chain's are alike; a tree's steps after the first expand topk
+    tokens a sequence."""
+    first = draft_step_ms(dep, batch, 1, fit)
+    return first + (k - 1) * (first if dep.topk == 1 else draft_step_ms(dep, batch, dep.topk, fit))
+
+
+def verify_pass_ms(dep, batch, k, fit=FIT):
+    """The verify pass: a plain decode step plus what its extra tokens add (times own_verify)."""
+    plain = decode_step_ms(dep, batch, fit)
+    return plain + fit.own_verify * (target_pass_ms(dep, batch, verify_tokens(dep, k), fit) - plain)
+
+
+# eps, a round's cost over a plain step's minus one, has two meanings, each a function: eps_decode, the decode
+# step's alone, which sets the break-even (tau = 1 + eps); and eps_seen, a round with the prefill its tau tokens
+# bring in a closed loop, which a benchmark's speedup divides by. Both come from the same cost, spec_tpot_ms.
+
+def eps_decode(dep, batch, k, fit=FIT):
+    """eps of decoding: a round's time over a plain decode step's, minus one, prefill left out.
+
+    The break-even does not depend on the prefill share: a round of tau tokens carries tau steps' prefill, so per
+    token both sides pay the same (eps_seen). K may be a mean, for rounds that drafted different lengths (K varied
+    with the batch, a K-by-batch table): a round's cost is close to linear in K (K draft steps, a verify pass over
+    K + 1 tokens), so it is interpolated between the two whole Ks around it. Below 1, K = 1's: newer vLLM leaves
+    draft tokens a grammar rejected out of the count (scheduler.py, make_spec_decoding_stats,
+    num_invalid_spec_tokens), so a round can count fewer tokens than it drafted and paid for.
+    """
+    whole = max(1, math.floor(k))
+    share = k - whole
+    if share > 0.0:
+        return (1.0 - share) * eps_decode(dep, batch, whole, fit) + share * eps_decode(dep, batch, whole + 1, fit)
+    return round_ms(dep, batch, whole, fit) / decode_step_ms(dep, batch, fit) - 1.0
+
+
+def spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit=FIT, plain_tokens=0.0):
+    """Mean TPOT in a closed loop, prefill included: what one generated token costs.
+
+    A token costs its share of rounds (1/tau of a round at one alpha; a traffic mix sums
+    share/tau over its domains), any plain steps, and one plain step's prefill share q: the
+    prompts arriving per generated token are the same with speculation or without
+    (prefill_tokens). Every speedup with the prefill share is plain_step_ms over this (tpot_speedup).
+    """
+    return (rounds_per_token * round_cost + plain_tokens * decode_step_ms(dep, batch, fit)
+            + prefill_share_ms(dep, batch, fit))
+
+
+def tpot_speedup(dep, batch, rounds_per_token, round_cost, fit=FIT, plain_tokens=0.0):
+    """The speedup of tokens that cost spec_tpot_ms over plain decoding's: for one tau, speedup(tau, eps_seen)."""
+    return plain_step_ms(dep, batch, fit) / spec_tpot_ms(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
+
+
+def eps_seen(eps, tau, dep, batch, fit=FIT):
+    """eps with the prefill share: ((1 + eps) D + tau q) / (D + q) - 1 for decode eps, decode step D and prefill
+    share q.
+
+    A round delivers tau tokens a sequence, so in a closed loop it carries tau steps' worth
+    of arriving prompts; the speedup tau / (1 + this) is diluted towards 1, the break-even
+    (tau = 1 + eps) is unchanged.
+    """
+    seen_round = tau * spec_tpot_ms(dep, batch, 1.0 / tau, (1.0 + eps) * decode_step_ms(dep, batch, fit), fit)
+    return seen_round / plain_step_ms(dep, batch, fit) - 1.0
+
+
+def eps_grown(eps_b1, dep, batch, k, fit=FIT):
+    """The grid's decode eps at batch B: a given eps at B=1 ("auto" = the model's) grown as the model's own grows.
+
+    1 + eps(B) = (1 + eps(1)) * [(1 + eps_decode(B)) / (1 + eps_decode(1))], so "auto" is
+    exactly the cost model and a given eps keeps its value at B=1. It never falls below
+    what the verify pass alone costs over a plain step (no draft can make a round cheaper).
+    """
+    at_one = eps_decode(dep, 1, k, fit)
+    base = at_one if eps_b1 == "auto" else eps_b1
+    scaled = (1.0 + base) * (1.0 + eps_decode(dep, batch, k, fit)) / (1.0 + at_one) - 1.0
+    verify_only = verify_pass_ms(dep, batch, k, fit) / decode_step_ms(dep, batch, fit) - 1.0
+    return max(scaled, verify_only, 0.0)
+
+
+def at_lengths(dep, input_tokens, output_tokens):
+    """The deployment at a run's own prompt and output lengths (its totals over completed requests)."""
+    return replace(dep, input_tokens=input_tokens, output_tokens=output_tokens,
+                   context=mean_context(input_tokens, output_tokens))

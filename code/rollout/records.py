@@ -1,0 +1,103 @@
+"""Records and text shared by every layer: field metadata for --json, the one domain error (UsageError), how a
+value from a file is echoed, and the bounds on what is read and asked.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+
+
+# ---------------------------------------------------------------- helpers: records and text
+# Results are frozen dataclasses whose fields carry a unit or a meaning (#: comments); --json shows them as they
+# are (clean), leaving out the fields marked NOT_IN_JSON, and OPTIONAL ones while they are None.
+NOT_IN_JSON = {"json": False}   # a field for the tables and the plan only
+OPTIONAL = {"optional": True}   # a field --json shows only when it holds a value
+
+
+def shown_with(name):
+    """Metadata of a field --json shows only when the record's field `name` holds a value (None or not itself)."""
+    return {"shown_with": name}
+
+
+def fields_of(record):
+    """A record's fields as keywords for another record that repeats them (shallow: values are not copied)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def eps_label(eps_b1):
+    return "auto" if eps_b1 == "auto" else f"{eps_b1:.2f}"
+
+
+def fmt(value, spec, missing="-"):
+    """Format a number, or show a dash for a value that does not exist."""
+    return missing if value is None else format(value, spec)
+
+
+def pct(x):
+    return f"{x * 100:+.0f}%"
+
+
+def k_words(k):
+    """A K for a sentence: 0 is speculation off."""
+    return "0 (speculation off)" if k == 0 else str(k)
+
+
+def pct1(x):
+    return f"{x * 100:+.1f}%"
+
+
+def wrap(text, width, indent):
+    """Greedy word wrap (textwrap would do; this keeps the hanging indent explicit)."""
+    words, lines, line = text.split(), [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = indent + word
+        else:
+            line = f"{line} {word}" if line else word
+    return lines + [line]
+
+
+K_LIMIT = 32   # the largest K the flags and the readers accept: a sanity bound, not an engine's
+                     # request's last rounds near its length limit, or draft tokens a grammar rejected
+                     # (vLLM's num_invalid_spec_tokens), draft fewer; at most that share of drafts missed a
+                     # position, so its true rate is at most K_SHORTFALL / (1 - K_SHORTFALL) above the shown
+
+
+# Bounds on what is read and asked: far past any real deployment, and small enough that nothing sized by
+# them can hang or exhaust memory. A value past one is refused with the bound named.
+SCRAPE_LIMIT_BYTES = 64 << 20   # a /metrics scrape, read a line at a time
+SCRAPE_LINE_LIMIT = 500_000     # lines of one scrape (a server's page has a few thousand): a few seconds to read
+LINE_LIMIT_BYTES = 64 << 10     # one line of a scrape: a sample with its labels is well under 1 KiB
+BENCH_LIMIT_BYTES = 16 << 20    # a `vllm bench serve` result (a few kB; --save-detailed adds per-request lists)
+CONFIG_LIMIT_BYTES = 4 << 20    # a config.json (tens of kB); parsed JSON takes up to ~20 times its file
+COUNT_LIMIT = 1e18              # a counter's value: a million years of a server making 30,000 tokens a second
+LAYER_LIMIT = 1024              # layers in a config.json (the largest released models have 126)
+SIZE_LIMIT = 1 << 22            # any other size in a config.json: widths, heads, vocabulary, experts
+CONCURRENCY_LIMIT = 100_000     # a batch size or a benchmark's concurrency
+TOKENS_LIMIT = 10_000_000       # a prompt, output or context length (Llama 4 Scout's context is 10M tokens)
+TP_LIMIT = 1024                 # GPUs in one tensor-parallel group
+EPS_LIMIT = 100.0               # a given verify overhead: a round as long as 101 plain steps
+GRID_PAIR_LIMIT = 200           # (acceptance, K) pairs in one run's grid, each simulated: 1 to 15 s on 2 cores
+GRID_CELL_LIMIT = 5_000         # cells in one run's grid (pairs x overheads x concurrencies): about 2 s too
+GPU_RANGES = dict(memory_gib=(1, 100_000), bandwidth_tbs=(0.01, 1_000), tflops=(1, 1_000_000))   # GiB, TB/s, TFLOP/s
+
+
+class UsageError(ValueError):
+    """Bad input, a flag or a file: the message names it, what it allows and what it got."""
+
+
+def shown(value, width=60):
+    """A value from a file, as an error message echoes it: its repr, cut to a width."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def same_model(a, b):
+    """Whether two model names from different files name the same model (case, spaces and a trailing / aside)."""
+    return str(a).strip().rstrip("/").lower() == str(b).strip().rstrip("/").lower()
+
+
+def finite_number(value):
+    """True for an int or float that is finite (JSON's NaN and Infinity, null and strings are not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,385 @@
+"""A `vllm bench serve` run simulated step by step: the client's sends and semaphore, the server's cap on running
+sequences, decodes first and prompts in chunks from each step's token budget, and TTFT, TPOT, ITL and E2EL as the
+benchmark computes them.
+"""
+from __future__ import annotations
+
+import collections
+import heapq
+import itertools
+import math
+import random
+from dataclasses import dataclass, replace
+
+from .defaults import ALPHA_SPREAD, SEED
+from .catalog import served_model
+from .acceptance import decode_request, JITTER_MU, ROUND_JITTER
+from .costmodel import (
+    by_memory, decode_step_ms, FIT, fixed_ms, max_concurrency, NO_MODEL, pass_ms, round_ms,
+    runs_a_draft_model, step_budget, target_pass_ms, verify_tokens,
+)
+from .simulation import clip01, LOOP_TOKENS, NORMAL, percentile, renewal_draw
+
+
+# ---------------------------------------------------------------- simulation of a benchmark run
+# What `vllm bench serve` would print for one run, step by step as the engine serves it. The
+# client (vllm/benchmarks/serve.py) sends N requests: all at once (--request-rate inf) or at
+# gamma-distributed gaps of shape burstiness (1: Poisson) rescaled so the last is sent at
+# N / rate; --max-concurrency holds them in a semaphore (the client's queue, outside TTFT).
+# The server admits a request while its running sequences are below its cap (max_num_seqs or
+# the KV cache's sequences, whichever is less: with speculation the draft's weights and KV
+# leave fewer) and runs steps: each running decode advances one plain step or one round, and
+# the step's token budget left after the decodes' tokens prefills waiting prompts in chunks,
+# first come first served (Engine.mixes_prefill; SGLang by default runs a prefill batch alone,
+# the decodes waiting). A step costs the cost model's pass for its decodes and prompt tokens,
+# times a lognormal jitter. A request's TTFT ends with the step that prefills its last prompt
+# chunk; each later step streams its A + 1 tokens as one chunk, an ITL entry (the client appends
+# a gap per streamed chunk: vllm/benchmarks/lib/endpoint_request_func.py). TPOT, ITL, E2EL and
+# throughput are then computed exactly as calculate_metrics computes them.
+
+@dataclass(frozen=True)
+class Workload:
+    """One `vllm bench serve` run's traffic (its flags), for serve_run."""
+    num_prompts: int              #: --num-prompts
+    max_concurrency: int | None   #: --max-concurrency (None: no client cap)
+    request_rate: float           #: --request-rate, requests/s (math.inf: all at once)
+    burstiness: float             #: --burstiness: the gamma shape of the gaps (1: Poisson)
+    input_tokens: int             #: prompt tokens a request
+    output_tokens: int            #: mean output tokens a request
+    output_spread: float          #: s.d. of ln(output tokens) over requests (0: every answer the same length)
+    output_cap: int | None = None   #: max_tokens: no answer is longer (ShareGPT's answers, --sharegpt-output-len)
+    total_output: int | None = None   #: a replayed run's own total: the drawn lengths are scaled to add up to it
+
+
+def simulated_layout(dep):
+    """Whether serve_run simulates this deployment: a chain (a tree's rounds are measured, not drawn) on one
+    scheduler. Attention data parallelism runs a scheduler, a token budget and a cap on every rank, which it does not."""
+    return dep.topk == 1 and not dep.dp_attention
+
+
+def running_cap(dep, speculative, plan_batch=None):
+    """Sequences the server runs at once: the engine's default cap for the GPU's memory (Engine.running_limit), or
+    the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights (at
+    the mean context, or where the engine reserves it, at prompt plus answer): with speculation the draft's
+    weights and KV take their share, so fewer fit.
+    >>> from rollout.costmodel import make_deployment
+    >>> short = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=64, output_tokens=64)
+    >>> long = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3")
+    >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
+    (1024, 312, 299)
+    """
+    engine = dep.engine
+    limit = by_memory(dep, engine.running_limit)
+    if engine.plan_sets_running and plan_batch:
+        limit = plan_batch
+    if engine.reserves_whole_request:   # each running request holds KV for its prompt and its whole answer
+        dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
+    fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
+    return max(0, min(limit, fits))
+
+
+def step_cost(dep, decodes, k, prompt, fit):
+    """One step's time in ms without jitter: `decodes` sequences each decoding a token (k = 0) or a round of K
+    drafts, with `prompt` prompt tokens prefilled in the same pass (the verify pass's and the draft's marginal
+    cost of them, times own_prefill). A step of prompt tokens alone is a pass over none but them.
+    >>> from rollout.costmodel import make_deployment
+    >>> d = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16")
+    >>> step_cost(d, 4, 0, 0, FIT) == decode_step_ms(d, 4), step_cost(d, 0, 0, 0, FIT)
+    (True, 0.0)
+    """
+    tokens = verify_tokens(dep, k) if k else 1
+    if decodes:
+        base = round_ms(dep, decodes, k, fit) if k else decode_step_ms(dep, decodes, fit)
+    else:
+        base = target_pass_ms(dep, 0, tokens, fit) if prompt else 0.0
+    if not prompt:
+        return base
+    extra = target_pass_ms(dep, decodes, tokens, fit, prompt) - target_pass_ms(dep, decodes, tokens, fit)
+    if k and runs_a_draft_model(dep):
+        fixed = fixed_ms(dep, "draft", fit)
+        extra += pass_ms(dep.drafter, dep, decodes, 1, fixed, fit, prompt) - pass_ms(dep.drafter, dep, decodes, 1,
+                                                                                      fixed, fit)
+    return base + fit.own_prefill * extra
+
+
+def send_times(work, rng):
+    """When the client would send each request without --max-concurrency (get_request): all at 0 at an infinite
+    rate; else cumulative gamma gaps of shape burstiness and mean 1 / rate, rescaled so the last is at N / rate."""
+    n = work.num_prompts
+    if math.isinf(work.request_rate):
+        return [0.0] * n
+    shape = work.burstiness
+    gaps = [rng.gammavariate(shape, 1.0 / (work.request_rate * shape)) for _ in range(n)]
+    times = list(itertools.accumulate(gaps))
+    scale = n / work.request_rate / times[-1] if times[-1] > 0 else 1.0
+    return [t * scale for t in times]
+
+
+ITL_TICKS_PER_S = 1_000_000   # an ITL is counted in whole us (rounded): equal gaps share one count, and a
+                              # percentile moves by less than a printed digit (0.01 ms)
+JITTER_LEVELS = 4096   # a step's jitter is one of this many equally likely lognormal quantiles: a draw is one uniform
+STEP_JITTER = [math.exp(JITTER_MU + ROUND_JITTER * NORMAL.inv_cdf((i + 0.5) / JITTER_LEVELS))
+               for i in range(JITTER_LEVELS)]
+
+
+def whole_lengths(draws, total=None):
+    """Answer lengths of at least 1 token from real-valued draws: each rounded, or, given their total, the largest
+    remainders rounded up so that they add up to it exactly.
+    >>> whole_lengths([1.4, 2.4, 3.2]), whole_lengths([1.4, 2.4, 3.2], 8)
+    ([1, 2, 3], [2, 3, 3])
+    """
+    if total is None:
+        return [max(1, round(d)) for d in draws]
+    floors = [max(1, math.floor(d)) for d in draws]
+    short = total - sum(floors)
+    order = sorted(range(len(draws)), key=lambda i: floors[i] - draws[i])   # the largest remainders first
+    for i in order[:max(0, short)]:
+        floors[i] += 1
+    return floors
+
+
+def request_rounds(alpha, k, tokens, rng):
+    """Rounds a request needs for `tokens` tokens after its first at per-token alpha: decode_request's count for a
+    short one, renewal_draw's for a long one (as run_requests draws them)."""
+    if tokens <= 0:
+        return 0
+    if tokens <= LOOP_TOKENS:
+        return len(decode_request(alpha, k, tokens, rng)[0])
+    rounds, _ = renewal_draw(alpha, k, tokens, rng.gauss(0.0, 1.0), 0.0)
+    return min(tokens, max(math.ceil(tokens / (k + 1)), round(rounds)))
+
+
+@dataclass(frozen=True)
+class ServedRun:
+    """What serve_run simulated: per request (in the order sent, seconds from the run's start) and per step."""
+    arrival: tuple        #: when the client would have sent each request (its semaphore aside)
+    start: tuple          #: when each request was sent, after the client's semaphore
+    first: tuple          #: when its first token came (the step that prefilled its last prompt chunk)
+    end: tuple            #: when its last token came
+    output_tokens: tuple  #: tokens each generated
+    itl: tuple            #: (gap s, how many streamed chunks had it): every chunk after a request's first token
+    per_second: tuple     #: (second, chunks streamed in it), first tokens included: max_output_tokens_per_s
+    k: int                #: draft length (0: speculation off)
+    drafts: float         #: rounds drafted, summed over sequences
+    accepted_at: tuple    #: expected accepted drafts at positions 0..K-1, summed over those rounds
+    cap: int              #: sequences the server ran at most (running_cap)
+    steps: int            #: scheduler steps
+    peak_running: int     #: most sequences running at once
+
+
+def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT, plan_batch=None):
+    """Simulate one benchmark run of `work` on `dep`, speculation off (k = 0) or at K with per-token alpha around
+    `alpha` (s.d. `spread` over requests), the server started as the plan starts it for plan_batch: a ServedRun.
+
+    Every running decode advances at every step that decodes, so a request's chunks are the decode steps from
+    its first token to its last: it needs its own count of rounds (request_rounds; L - 1 plain steps), drawn
+    before the run, and the loop is over steps, not tokens.
+    """
+    # The workload's draws (answer lengths, send times) are the seed's alone, so the baseline and every K serve the
+    # same requests; acceptance and jitter come from a stream of each K's own.
+    workload_rng, rng = random.Random(f"serve:{seed}"), random.Random(f"serve:{seed}:{k}")
+    n = work.num_prompts
+    cap = running_cap(dep, k > 0, plan_batch)
+    assert cap >= 1, "the caller checks that a sequence fits (parse_bench_flags, compare_file, predicts_gate_pair)"
+    budget, mixes = step_budget(dep), dep.engine.mixes_prefill
+    per_decode = verify_tokens(dep, k) if k else 1
+    draws = [work.output_tokens * math.exp(work.output_spread * workload_rng.gauss(0.0, 1.0)
+                                           - work.output_spread ** 2 / 2) for _ in range(n)]
+    if work.output_cap:
+        draws = [min(d, work.output_cap) for d in draws]
+    if work.total_output:   # the replayed file's own total
+        draws = [d * work.total_output / sum(draws) for d in draws]
+    lengths = whole_lengths(draws, work.total_output)
+    needed, accepted_at = [], [0.0] * k
+    for length in lengths:
+        if not k:
+            needed.append(length - 1)
+            continue
+        a = clip01(alpha + spread * rng.gauss(0.0, 1.0))
+        rounds = request_rounds(a, k, length - 1, rng)
+        needed.append(rounds)
+        for position in range(k):   # a round accepts position p when its first p + 1 drafts are kept
+            accepted_at[position] += rounds * a ** (position + 1)
+    arrivals = send_times(work, workload_rng)
+    begin = arrivals[0]   # the first send: vLLM's one-second buckets start there
+    limit = min(work.max_concurrency or n, n)
+    start, first, end = [0.0] * n, [0.0] * n, [0.0] * n
+    sends = [(arrivals[i], i) for i in range(limit)]   # the client's next sends, by time
+    heapq.heapify(sends)
+    held = limit                                       # the next request the semaphore holds
+    waiting = collections.deque()                      # sent, not admitted
+    prefilling = {}                                    # admitted -> prompt tokens left, first come first served
+    decoding = []                                      # (decode step of its last token, request), soonest first
+    newcomers = []                                     # first token since the last decode step
+    itl, per_second = collections.Counter(), collections.Counter()   # ITL ticks -> chunks; second -> chunks
+    costs, jitter = {}, STEP_JITTER
+    t, done, steps, decode_steps, last_decode, peak = 0.0, 0, 0, 0, 0.0, 0
+    while done < n:
+        while sends and sends[0][0] <= t:
+            at, i = heapq.heappop(sends)
+            start[i] = at
+            waiting.append(i)
+        while waiting and len(prefilling) + len(decoding) < cap:
+            prefilling[waiting.popleft()] = work.input_tokens
+        if not prefilling and not decoding:
+            t = sends[0][0]
+            continue
+        if not prefilling and not newcomers:
+            # Only decodes until the next request ends or (with room for it) the next is sent: the same step over
+            # and over, each with its own jitter. The general step below runs the one that ends a request.
+            decoders = len(decoding)
+            key = (decoders, 0)
+            if key not in costs:
+                costs[key] = step_cost(dep, decoders, k, 0, fit)
+            cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
+            while decode_steps + 1 < decoding[0][0] and t < until:
+                t += cost * jitter[int(rng.random() * JITTER_LEVELS)]
+                itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += decoders
+                per_second[int(t - begin)] += decoders
+                last_decode = t
+                steps += 1
+                decode_steps += 1
+            if t >= until:
+                continue
+        prefill_only = bool(prefilling) and not mixes
+        decoders = 0 if prefill_only else len(decoding)
+        room, chunk, prefilled = budget - decoders * per_decode, 0, []
+        for i in prefilling:
+            if room <= 0:
+                break
+            take = min(prefilling[i], room)
+            prefilling[i] -= take
+            room -= take
+            chunk += take
+            if not prefilling[i]:
+                prefilled.append(i)
+        key = (decoders, chunk)
+        if key not in costs:
+            costs[key] = step_cost(dep, decoders, k, chunk, fit)
+        t += costs[key] * jitter[int(rng.random() * JITTER_LEVELS)] / 1e3
+        steps += 1
+        peak = max(peak, len(prefilling) + len(decoding))
+        ended = []
+        if decoders:
+            decode_steps += 1
+            continuing = decoders - len(newcomers)
+            if continuing:
+                itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += continuing
+            for i in newcomers:   # a first decode chunk follows the request's own first token
+                itl[int((t - first[i]) * ITL_TICKS_PER_S + 0.5)] += 1
+            newcomers, last_decode = [], t
+            per_second[int(t - begin)] += decoders
+            while decoding and decoding[0][0] == decode_steps:
+                ended.append(heapq.heappop(decoding)[1])
+        for i in prefilled:
+            del prefilling[i]
+            first[i] = t
+            per_second[int(t - begin)] += 1
+            if needed[i]:
+                heapq.heappush(decoding, (decode_steps + needed[i], i))
+                newcomers.append(i)
+            else:
+                ended.append(i)
+        for i in ended:
+            end[i] = t
+            done += 1
+            if held < n:
+                heapq.heappush(sends, (max(t, arrivals[held]), held))
+                held += 1
+    return ServedRun(arrival=tuple(arrivals), start=tuple(start), first=tuple(first), end=tuple(end),
+                     output_tokens=tuple(lengths),
+                     itl=tuple((gap / ITL_TICKS_PER_S, count) for gap, count in sorted(itl.items())),
+                     per_second=tuple(sorted(per_second.items())), k=k, drafts=float(sum(needed)) if k else 0.0,
+                     accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
+
+
+BENCH_PERCENTILES = (50, 99)   # the plan's --metric-percentiles
+BENCH_METRICS = ("ttft", "tpot", "itl", "e2el")   # the plan's --percentile-metrics, in the order vLLM writes them
+
+
+def bench_stats(values):
+    """(mean, median, population s.d., sorted values) as numpy gives them to calculate_metrics; [] is taken as [0]."""
+    values = sorted(values) or [0.0]
+    mean = math.fsum(values) / len(values)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    return mean, percentile(values, 0.5), std, values
+
+
+def weighted_percentile(pairs, total, q):
+    """percentile(q) of the values that pairs (value, count), sorted by value, stand for: numpy's linear one of the
+    list with each value repeated count times, total values in all.
+
+    >>> weighted_percentile([(1.0, 2), (3.0, 1), (5.0, 1)], 4, 0.5) == percentile([1.0, 1.0, 3.0, 5.0], 0.5)
+    True
+    """
+    at = q * (total - 1)
+    low, share = int(at), at - int(at)
+    seen, below = 0, None
+    for value, count in pairs:
+        if below is None and seen + count > low:
+            below = value
+        if seen + count > low + 1 or (share == 0 and below is not None):
+            return below + share * (value - below)
+        seen += count
+    return pairs[-1][0]
+
+
+def itl_stats(pairs):
+    """(mean, median, population s.d., {p: percentile}) of the ITLs that pairs (gap, chunks) stand for."""
+    total = sum(count for _, count in pairs)
+    if not total:
+        return 0.0, 0.0, 0.0, {p: 0.0 for p in BENCH_PERCENTILES}
+    mean = math.fsum(gap * count for gap, count in pairs) / total
+    std = math.sqrt(math.fsum(count * (gap - mean) ** 2 for gap, count in pairs) / total)
+    return (mean, weighted_percentile(pairs, total, 0.5), std,
+            {p: weighted_percentile(pairs, total, p / 100) for p in BENCH_PERCENTILES})
+
+
+def bench_result(run, work, dep):
+    """The run as `vllm bench serve --save-result` writes it (vllm/benchmarks/serve.py: main's result_json, then
+    benchmark's result and calculate_metrics' keys), without --save-detailed's per-request lists and without the
+    date it ran."""
+    n, duration = len(run.start), max(run.end)
+    total_out = sum(run.output_tokens)
+    total_in = work.input_tokens * n
+    # Peak chunks in a one-second bucket from the first send (vLLM stamps a token time per streamed chunk:
+    # serve_run counts them) and peak concurrency over half-open [start, end): a request sent at the instant
+    # another ended does not overlap it.
+    events = sorted([(t, 1) for t in run.start] + [(t, -1) for t in run.end])
+    served = served_model(dep)
+    result = {"endpoint_type": "openai-chat", "backend": "openai-chat", "label": None, "model_id": served,
+              "tokenizer_id": served, "num_prompts": work.num_prompts,
+              "request_rate": "inf" if math.isinf(work.request_rate) else work.request_rate,
+              "burstiness": work.burstiness, "max_concurrency": work.max_concurrency,
+              "duration": duration, "completed": n, "failed": 0, "total_input_tokens": total_in,
+              "total_output_tokens": total_out, "request_throughput": n / duration, "request_goodput": None,
+              "output_throughput": total_out / duration, "total_token_throughput": (total_in + total_out) / duration,
+              # the per-request lists vLLM keeps without --save-detailed, in s: latency and time in the semaphore
+              "latencies": [e - s for s, e in zip(run.start, run.end)],
+              "queue_times": [s - a for a, s in zip(run.arrival, run.start)],
+              "max_output_tokens_per_s": float(max(chunks for _, chunks in run.per_second)),
+              "max_concurrent_requests": max(itertools.accumulate(delta for _, delta in events)), "rtfx": 0.0}
+    drafts, accepted = round(run.drafts), round(sum(run.accepted_at))
+    if run.k and drafts:   # vLLM writes them only when drafts were counted, from the integer counts
+        result.update({"spec_decode_acceptance_rate": 100.0 * accepted / (drafts * run.k),
+                       "spec_decode_acceptance_length": 1.0 + accepted / drafts,
+                       "spec_decode_num_drafts": drafts, "spec_decode_draft_tokens": drafts * run.k,
+                       "spec_decode_accepted_tokens": accepted,
+                       "spec_decode_per_position_acceptance_rates": [round(a) / drafts for a in run.accepted_at]})
+    per = {"ttft": [f - s for s, f in zip(run.start, run.first)], "e2el": [e - s for s, e in zip(run.start, run.end)],
+           "tpot": [(e - f) / (tokens - 1) for f, e, tokens in zip(run.first, run.end, run.output_tokens)
+                    if tokens > 1]}
+    for name in BENCH_METRICS:
+        if name == "itl":
+            mean, median, std, at = itl_stats(run.itl)
+        else:
+            mean, median, std, values = bench_stats(per[name])
+            at = {p: percentile(values, p / 100) for p in BENCH_PERCENTILES}
+        result.update({f"mean_{name}_ms": mean * 1e3, f"median_{name}_ms": median * 1e3, f"std_{name}_ms": std * 1e3})
+        result.update({f"p{p}_{name}_ms": at[p] * 1e3 for p in BENCH_PERCENTILES})
+    return result
+
+
+def bench_prompts(batch):
+    """Prompts per benchmark run: ten per concurrent slot, so ramp-up and drain stay a small share."""
+    return max(200, 10 * batch)

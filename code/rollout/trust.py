@@ -1,0 +1,215 @@
+"""How far to trust a number: the model's error out of sample by class of deployment (MODEL_ERROR), the 80% intervals
+built on it, and when a gain is too close to call.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+
+from .catalog import fitted_era
+from .acceptance import exact_breakeven
+from .costmodel import draft_kind, FIT, gpu_family, round_ms
+from .simulation import NORMAL
+from .readers import RUN_NOISE
+
+
+# ---------------------------------------------------------------- analysis: how far to trust a number
+# Every predicted speedup and TPOT carries an interval at INTERVAL_LEVEL. Before calibration its
+# width is the model's own error out of sample on published deployments like this one
+# (MODEL_ERROR, from bench/intervals.py: each point predicted by a fit that did not see its
+# source), widened for each way this deployment lies outside those data; after --calibrate, it
+# is the held-out error of your own runs.
+
+INTERVAL_LEVEL = 0.8   # share of measurements an interval should hold
+ERROR_CLASS = ("what", "target", "engine", "draft", "family")   # what sets the model's error, most telling first
+
+
+Z_INTERVAL = NORMAL.inv_cdf(0.5 + INTERVAL_LEVEL / 2)   # 1.28: an interval is the prediction times exp(+-z sd)
+# The model's error out of sample by class, (what, target, engine, draft, family) -> (points, sources, within,
+# between): within, the RMS of a source's log errors around the source's own mean; between, the RMS of the sources'
+# means. Printed by bench/intervals.py from bench/held_out_errors.json (error_table); tests/test_intervals.py checks
+# the two agree. A TPOT's class has no draft: a plain step runs none.
+MODEL_ERROR = {
+    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1112, 0.0652),
+    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0499, 0.1856),
+    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (6, 1, 0.0136, 0.0154),
+    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1808, 0.3797),
+    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.0517),
+    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.0991, 0.0121),
+    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1278, 0.0344),
+    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1305, 0.0686),
+    ('tpot', 'dense', 'vllm', '', 'cdna'): (9, 1, 0.1306, 0.229),
+    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0017),
+}
+
+
+def error_class(what, dep):
+    """A prediction's class for MODEL_ERROR: what it predicts ("speedup" or "tpot") and the deployment's kind."""
+    return dict(what=what, target="moe" if dep.target.experts else "dense", engine=dep.engine.key,
+                draft=draft_kind(dep.draft) if what == "speedup" else "", family=gpu_family(dep),
+                layout="ep+dp" if dep.dp_attention else "ep" if dep.ep > 1 else "tp")
+
+
+def error_table(rows):
+    """MODEL_ERROR from held-out rows (dicts with the ERROR_CLASS keys, "source" and "log_error")."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(tuple(r[key] for key in ERROR_CLASS), {}).setdefault(r["source"], []).append(r["log_error"])
+    table = {}
+    for key, sources in sorted(groups.items()):
+        means = {name: statistics.fmean(errors) for name, errors in sources.items()}
+        points = sum(len(errors) for errors in sources.values())
+        within = math.sqrt(sum((e - means[name]) ** 2 for name, errors in sources.items() for e in errors) / points)
+        between = math.sqrt(statistics.fmean(m * m for m in means.values()))
+        table[key] = (points, len(sources), round(within, 4), round(between, 4))
+    return table
+
+
+@dataclass(frozen=True)
+class ClassError:
+    """How far the model errs for a class of deployment (class_error): s.d. of log(measured / predicted)."""
+    sd: float                #: the whole s.d.: within, between and outside added in quadrature
+    within: float            #: the spread of a source's points around its own mean, same kind of target
+    between: float           #: the spread between sources of the same target kind: a new deployment is a new source
+    outside: tuple           #: the attributes (target, engine, draft, family) with no data, each adding the spread
+                             #: between all sources once more
+
+
+def class_error(cls, table=MODEL_ERROR):
+    """The model's error for a prediction of class `cls` (error_class): the spreads within and between the sources
+    of the same kind of target, and the spread between all sources once more for each attribute (engine, draft,
+    GPU family, or the target's kind itself) that no source shares. Pooled by target, not matched on every
+    attribute: few classes hold more than one source, and one source says nothing of the next."""
+    rows = {key: value for key, value in table.items() if key[0] == cls["what"]}
+    order = ERROR_CLASS[1:]
+    alike = [value for key, value in rows.items() if key[1] == cls["target"]] or list(rows.values())
+    within = sum(v[0] * v[2] ** 2 for v in alike) / sum(v[0] for v in alike)
+
+    def between_of(values):
+        return sum(v[1] * v[3] ** 2 for v in values) / sum(v[1] for v in values)
+    outside = tuple(name for name in order if not any(key[order.index(name) + 1] == cls[name] for key in rows))
+    # Every published source ran tensor parallel: an expert-parallel layout is one more attribute none shares.
+    outside += ("layout",) if cls.get("layout", "tp") != "tp" else ()
+    squared = within + between_of(alike) + len(outside) * between_of(rows.values())
+    return ClassError(sd=math.sqrt(squared), within=math.sqrt(within), between=math.sqrt(between_of(alike)),
+                      outside=outside)
+
+
+def interval_coverage(rows, level=INTERVAL_LEVEL):
+    """Cross-validated coverage of the intervals: each source's points against the table of all the other sources,
+    each source's share of points inside weighted alike (a new deployment is a new source)."""
+    z = NORMAL.inv_cdf(0.5 + level / 2)
+    shares = []
+    for source in sorted({r["source"] for r in rows}):
+        table = error_table([r for r in rows if r["source"] != source])
+        mine = [r for r in rows if r["source"] == source]
+        inside = [abs(r["log_error"]) <= z * class_error({k: r[k] for k in ERROR_CLASS}, table).sd for r in mine]
+        shares.append(sum(inside) / len(inside))
+    return statistics.fmean(shares)
+
+
+@dataclass(frozen=True)
+class Trust:
+    """How far to believe this run's predictions (trust): the s.d. of log(measured / predicted) for a speedup and
+    a mean TPOT, and where it comes from."""
+    level: float             #: share of measurements an interval holds
+    speedup_sd: float        #: s.d. of a predicted speedup's log error
+    tpot_sd: float           #: s.d. of a predicted mean TPOT's log error, speculation off
+    spec_tpot_sd: float      #: likewise with speculation on
+    calibrated: bool         #: from your runs' held-out errors (else the published data's)
+    outside: tuple           #: attributes of this deployment no published data share (uncalibrated)
+    basis: str               #: in words
+
+
+def trust_in(dep, calibration=None, table=MODEL_ERROR):
+    """The model's error here: after --calibrate your runs' held-out errors (baselines for a TPOT; a speedup is a
+    ratio of two TPOTs, so both kinds add), before it the published data's for this class of deployment."""
+    speedup, tpot = class_error(error_class("speedup", dep), table), class_error(error_class("tpot", dep), table)
+    if calibration is None:
+        outside = tuple(dict.fromkeys(speedup.outside + tpot.outside))
+        era = era_sd(dep)
+        outside += ("era",) if era else ()
+        speedup_sd = math.hypot(speedup.sd, era)
+        return Trust(level=INTERVAL_LEVEL, speedup_sd=speedup_sd, tpot_sd=tpot.sd,
+                     spec_tpot_sd=math.hypot(speedup_sd, tpot.sd), calibrated=False, outside=outside,
+                     basis="the model's error on published deployments like this one, each predicted by a fit that "
+                           "did not see it" + (f", plus an s.d. of {era:.2f} in log for the engine release, as large "
+                                               "as the round's derived saving (taken off rounds only: had the plain "
+                                               "step's host time shrunk too, the speedup would be lower)"
+                                               if era else ""))
+
+    def rms(errors):
+        return math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in errors)) if errors else None
+    base = rms([r.held_out_error for r in calibration.runs if r.k is None])
+    spec = rms([r.held_out_error for r in calibration.runs if r.k is not None])
+    base = max(RUN_NOISE, base)
+    speedup_sd = math.hypot(base, max(RUN_NOISE, spec)) if spec is not None else speedup.sd
+    return Trust(level=INTERVAL_LEVEL, speedup_sd=speedup_sd, tpot_sd=base,
+                 spec_tpot_sd=max(RUN_NOISE, spec) if spec is not None else math.hypot(base, speedup_sd),
+                 calibrated=True, outside=(),
+                 basis="your runs, each predicted by a fit on the others"
+                       + ("" if spec is not None else "; no speculative run: a speedup keeps the published data's error"))
+
+
+ERA_REFERENCE = (1, 3)   # (B, K) where an era's saving is sized for the interval: batch 1, where fixed costs weigh most
+
+
+def era_sd(dep, fit=FIT):
+    """The s.d. (of a speedup's log) the engine era adds: the log of the fitted era's round over this era's at
+    ERA_REFERENCE, i.e. the saving's own size. No published point times a round in an era that is not fitted, so
+    the saving is taken to be uncertain by as much as it moves the round (0 for a fitted era)."""
+    if dep.era.fitted or not dep.era.saving_ms(draft_kind(dep.draft), dep.topk):
+        return 0.0
+    fitted = replace(dep, era=fitted_era(dep.engine.key))
+    batch, k = ERA_REFERENCE
+    return math.log(round_ms(fitted, batch, k, fit) / round_ms(dep, batch, k, fit))
+
+
+def interval(value, sd):
+    """[low, high] around a prediction: value times exp(-+ Z_INTERVAL sd), the INTERVAL_LEVEL share of outcomes."""
+    if value is None:
+        return None
+    spread = math.exp(Z_INTERVAL * sd)
+    return [value / spread, value * spread]
+
+
+def span(bounds, digits=2):
+    """An interval as printed: "0.93-1.22"."""
+    return f"{bounds[0]:.{digits}f}-{bounds[1]:.{digits}f}"
+
+
+def too_close(bounds, line=1.0):
+    """Whether an interval straddles a line (1.0 for a speedup): the prediction cannot tell the side."""
+    return bounds is not None and bounds[0] < line < bounds[1]
+
+
+def breakeven_range(k, eps, sd):
+    """[low, high] of the break-even rate eps / K when a round's cost over a plain step, 1 + eps, is uncertain by
+    the s.d. sd of a speedup's log (the speedup is tau over it): None when even the low end is above 1.
+
+    >>> [round(x, 4) for x in breakeven_range(2, 0.5, 0.0)]
+    [0.25, 0.25]
+    """
+    spread = math.exp(Z_INTERVAL * sd)
+    low, high = max(0.0, ((1.0 + eps) / spread - 1.0) / k), ((1.0 + eps) * spread - 1.0) / k
+    return None if low > 1.0 else [low, min(high, 1.0)]
+
+
+def breakeven_alpha_range(k, eps, sd):
+    """[low, high] of the break-even per-token alpha when 1 + eps is uncertain by sd (breakeven_range); None
+    without sd, and high None where the dear end of the range has no break-even below 1."""
+    if sd is None:
+        return None
+    spread = math.exp(Z_INTERVAL * sd)
+    low = exact_breakeven(k, max(0.0, (1.0 + eps) / spread - 1.0))
+    return None if low is None else [low, exact_breakeven(k, (1.0 + eps) * spread - 1.0)]
+
+
+def with_intervals(cell, trust):
+    """A grid cell with the intervals of its predicted speedup and mean TPOTs (Trust)."""
+    if not cell.feasible:
+        return cell
+    return replace(cell, speedup_interval=interval(cell.speedup_mc, trust.speedup_sd),
+                   tpot_plain_mean_interval_ms=interval(cell.tpot_plain_mean_ms, trust.tpot_sd),
+                   tpot_spec_mean_interval_ms=interval(cell.tpot_spec_mean_ms, trust.spec_tpot_sd))
