@@ -58,13 +58,13 @@ from rollout.trust import interval, span, Trust, trust_in, with_intervals
 from rollout.analysis import (
     best_k_table, Cell, chart_data, Charts, close_call_words, decoder, deployment_facts, evaluate_cell, Evidence,
     Facts, Gate, gate, K_MAX, Measured, measured_predictions, Mix, mix_result, per_token_alpha, Plan, plan_choices,
-    plan_input, where_it_pays,
+    plan_input, verdict, Verdict, where_it_pays,
 )
 from rollout.exercises import Exercises, solve_exercises
 from rollout.calibration import calibrate_on_runs, Calibration, OWN_HELD_OUT, OWN_WORST, predicted_benches
 from rollout.tables import (
     column_header, deployment_lines, ratio_span, render_blocks, render_calibration, render_exercises, render_gate,
-    render_measured, render_mix, render_summary, render_tail,
+    render_measured, render_mix, render_summary, render_tail, render_verdict,
 )
 from rollout.charts import render_charts
 from rollout.plan import gate_runs, render_plan
@@ -215,8 +215,8 @@ def grid_row(c, dep, max_fit):
 
 
 def render_tables(result, dep, grid):
-    """The printed report: grid cells, break-even, the tail, and a summary."""
-    lines = deployment_lines(dep, result) + [""]
+    """The printed report: the verdict, then the grid cells, break-even, best K, the tail, and a summary."""
+    lines = render_verdict(result.verdict, dep) + deployment_lines(dep, result) + [""]
     if result.calibration is not None:
         lines += render_calibration(result.calibration)
     if result.measured is not None:
@@ -263,6 +263,7 @@ class Result:
     benches: list = None     #: PredictedBench per file --predict-bench writes
     gate_runs: list = None   #: the gate's pair of runs, predicted (gate_runs): only when the plan is written
     comparisons: list = None   #: (path, PredictedBench, rows, notes) per --compare file
+    verdict: Verdict = None  #: the answer first: on or off, at which K by batch size, the gain and its range
 
 
 def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True, trust=None):
@@ -296,7 +297,8 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
                   measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
                                                 decode, fit, inputs.requests) if measured else None,
                   gate=gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None,
-                  trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None)
+                  trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None,
+                  verdict=verdict(dep, plan, inputs.acceptance, trust.level, fit))
 
 
 def compute(argv):
@@ -343,8 +345,25 @@ def compute(argv):
         files[out] = render_plan(result, dep)
     for pb in benches or ():
         files[bench.folder / pb.name] = render_bench_file(pb, dep)
+    if files and not as_json:   # the run ends by naming what it wrote (printed once write_all has written it)
+        report += "\n" + wrote_line(files) + "\n"
     status = (0 if result.gate.verdict == "pass" else 1) if as_gate else 0
     return status, printable(report), {path: printable(text) for path, text in files.items()}
+
+
+def wrote_line(files):
+    """The report's last line: the files the run writes (the plan and its charts by name, --predict-bench's files
+    counted by folder), relative to the working folder where they are inside it."""
+    def shown_path(path):
+        relative = os.path.relpath(path)
+        return relative if not relative.startswith(os.pardir) else str(path)
+
+    named = [shown_path(path) for path in sorted(files, key=lambda p: p.suffix != ".md") if path.suffix != ".json"]
+    benches = [path for path in files if path.suffix == ".json"]
+    if benches:
+        named.append(f"{len(benches)} predicted benchmark file{'s' if len(benches) > 1 else ''} in "
+                     f"{shown_path(benches[0].parent)}")
+    return "Wrote " + ", ".join(named) + "."
 
 
 SETTINGS = Settings(

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from support import ROOT, run
 
-from rollout import acceptance, calibration, catalog, costmodel, trust
+import main
+from rollout import acceptance, analysis, calibration, catalog, costmodel, trust
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)                 # 1.2816: an 80% interval's half-width in s.d.
@@ -141,8 +142,56 @@ class Decisions(unittest.TestCase):
         plan = self.plan([])
         row = next(line for line in plan.splitlines() if line.startswith("| K |"))
         self.assertIn("too close to call", row)
-        self.assertIn("`sharegpt_spec_c256.json` against `sharegpt_baseline_c256.json`", row)
         self.assertIn("The model cannot tell whether it pays at B = ", plan)
+        # The plan opens with the call, and the one run that settles it: stage 1's ShareGPT run at the target,
+        # beside stage 0's baseline of the same workload.
+        verdict = plan.split("## Verdict")[1].split("\n## ")[0]
+        self.assertLess(plan.index("## Verdict"), plan.index("## The deployment this plan is for"))
+        self.assertIn("**Too close to call at B = 256: K = 1 gives 1.11x (0.90-1.38 at 80%), a range that holds 1.0x.",
+                      verdict)
+        self.assertIn("sharegpt_baseline_c256.json", verdict)
+        self.assertIn("--max-concurrency 256", verdict)
+        self.assertIn("--result-filename sharegpt_spec_c256.json", verdict)
+        self.assertIn("--result-filename sharegpt_spec_c256.json", plan.split("## Stage 1")[1])
+
+    def verdict(self, settings=None, **evidence):
+        grid = analysis.Grid(acceptance=(0.7,), ks=(3,), overheads=("auto",), concurrencies=(1, 256))
+        dep = costmodel.make_deployment()
+        return main.run_model(grid, dep, analysis.Evidence(**evidence), charts=False), dep
+
+    def test_the_verdict_is_the_best_k_on_and_its_range(self):
+        # By hand from the same parts: the best K with speculation on at B = 256 (best_k ties aside), its speedup's
+        # 80% range exp(+-1.2816 sd), and the call that range makes. Weak, middling and strong acceptance.
+        for alpha, call in ((0.05, "off"), (0.7, "benchmark first"), (0.95, "on")):
+            with self.subTest(alpha=alpha):
+                result, dep = self.verdict(expected_alpha=alpha)
+                v = result.verdict
+                k_on, gain = analysis.best_on_k(dep, alpha, 256, costmodel.FIT)   # the best K with speculation on
+                k = result.plan.k_target or k_on
+                width = math.exp(1.2815516 * result.trust.speedup_sd)
+                self.assertEqual((v.call, v.concurrency, v.k), (call, 256, k))
+                if v.call != "on":   # on: the K that best_k's 1% tie rule keeps, within 1% of the best
+                    self.assertAlmostEqual(v.speedup, gain, places=12)
+                self.assertGreater(v.speedup, gain / 1.0101)
+                self.assertAlmostEqual(v.speedup_interval[0], v.speedup / width, places=5)
+                self.assertEqual(v.speedup_interval[0] < 1.0 < v.speedup_interval[1], call == "benchmark first")
+                self.assertEqual(v.speedup_interval[1] < 1.0, call == "off")
+                # K by batch size is the plan's schedule, each row's speedups best_k's at its ends.
+                self.assertEqual([row[:3] for row in v.by_batch], result.plan.schedule)
+                lo, hi, kk, first, last = v.by_batch[-1]
+                self.assertAlmostEqual(last, analysis.best_k(dep, alpha, hi, costmodel.FIT)[1], places=12)
+
+    def test_the_report_opens_with_the_verdict_and_ends_with_the_files_written(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "plan.md"
+            status, text, err = run(["--concurrency", "1,256", "--out", str(out)])
+        lines = text.splitlines()
+        self.assertEqual(status, 0, err)
+        self.assertTrue(lines[0].startswith("== Verdict: speculative decoding (eagle3) for llama-3.3-70b"), lines[0])
+        self.assertTrue(lines[1].startswith("Too close to call at B = 256: K = 1 gives"), lines[1])
+        self.assertEqual(lines[-1], f"Wrote {out}, {Path(tmp) / 'chart-speedup.svg'}, "
+                                    f"{Path(tmp) / 'chart-best-k.svg'}, {Path(tmp) / 'chart-itl-cdf.svg'}.")
+        self.assertEqual(sum("Traffic mix at B" in line or "Averaging alpha first" in line for line in lines), 2)
 
     def test_a_gain_beyond_the_models_error_is_stated(self):
         plan = self.plan(["--concurrency", "1", "--alphas", "0.8"])

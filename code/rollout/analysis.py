@@ -309,8 +309,14 @@ def piecewise(limit, value_at):
 
 def best_on(dep, acceptance, batch, fit=FIT):
     """The best speedup with speculation on (K = 1..K_MAX) at a batch: what "off" gives up."""
+    return best_on_k(dep, acceptance, batch, fit)[1]
+
+
+def best_on_k(dep, acceptance, batch, fit=FIT):
+    """(K, speedup) of the best K with speculation on (1..K_MAX) at a batch; the first K wins a tie."""
     rounds = round_costs(dep, batch, fit)
-    return max(tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit) for k in rounds)
+    return max(((k, tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit)) for k in rounds),
+               key=lambda pair: pair[1])
 
 
 def close_calls(dep, acceptance, sd, fit=FIT):
@@ -637,7 +643,7 @@ class Plan:
     eps: float = None        #: decode eps at shown_batch and K
     gate_alpha: float = None   #: break-even per-token alpha there (None: none)
     gate_rate: float = None  #: break-even acceptance rate there, eps / K (None: none below 1)
-    break_evens: list = None   #: BreakEvenAt at the plan's K and the grid's, each concurrency that fits
+    break_evens: list = None   #: BreakEvenAt at each concurrency that fits, at the plan's K and the schedule's
     lesson_gate_as_rate: float = None    #: the lesson's "alpha >= 0.55" read as a per-token alpha, shown as a rate
     lesson_gate_as_alpha: float = None   #: the same read as a rate, shown as a per-token alpha
     tail: list = field(default=None, metadata=NOT_IN_JSON)   #: Cells at the grid's concurrencies and shown_batch
@@ -682,11 +688,14 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
                                                                           fit).tpot_spec_p99_ms)
             tail.append(cell)
     required = required_rate(k, eps, margin)
-    # Break-even alpha at the plan's K and the grid's, at each concurrency that fits (eps from the model).
+    # Break-even alpha at each of the grid's concurrencies that fits, at the K the plan runs there: its K, and the
+    # schedule's where that differs (eps from the model).
+    def ks_at(b):
+        return sorted({k} | {kk for lo, hi, kk in schedule if lo <= b <= hi and kk})
+
     break_evens = [BreakEvenAt(k=kk, concurrency=b, alpha=exact_breakeven(kk, eps_decode(dep, b, kk, fit)),
                                alpha_interval=breakeven_alpha_range(kk, eps_decode(dep, b, kk, fit), sd))
-                   for kk in sorted({k} | set(grid.ks)) for b in sorted(set(grid.concurrencies) | {shown_batch})
-                   if b <= limit]
+                   for b in sorted(set(grid.concurrencies) | {shown_batch}) if b <= limit for kk in ks_at(b)]
     return Plan(target=target_concurrency, feasible=target_concurrency <= limit, alpha=alpha,
                 request_alpha=request_alpha, request_spread=request_spread, measured=measured, k=k, rate_at_alpha=acceptance_rate(alpha, k),
                 margin=margin, required_rate=required,
@@ -706,6 +715,44 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
                            and too_close(interval(best_on(dep, acceptance, shown_batch, fit), sd))),
                 close_calls=[list(r) for r in close_calls(dep, acceptance, sd, fit)] if sd is not None else None,
                 gate_rate_interval=breakeven_range(k, eps, sd) if sd is not None else None, speedup_sd=sd)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The answer first (verdict): turn speculation on or not at the plan's batch, at which K by batch size, the gain
+    with its range, and where only a benchmark can tell. call: "on" (the range clears 1.0x), "off" (no K gains, and
+    the best K's range stays below 1.0x), "benchmark first" (the range holds 1.0x) or "no fit" (nothing fits)."""
+    call: str                #: "on", "off", "benchmark first" or "no fit"
+    concurrency: int         #: the batch the call is for: the target, or the most that fits (Plan.shown_batch)
+    target: int              #: the concurrency asked for
+    alpha: float             #: per-token alpha the call rests on
+    measured: bool           #: whether that alpha was measured (else assumed until stage 2 measures it)
+    k: int                   #: the K the call is about: the best K with speculation on at that batch
+    speedup: float           #: its speedup over plain decoding at that batch (None: no fit)
+    speedup_interval: list   #: [low, high] at level (None: no interval, or no fit)
+    level: float             #: the share of outcomes the interval holds
+    by_batch: list           #: [first B, last B, K, speedup at first, speedup at last] per schedule row (K 0: off)
+    close_calls: list        #: [first B, last B] stretches where the range holds 1.0x
+
+
+def verdict(dep, plan, acceptance, level, fit=FIT):
+    """The call at the plan's batch from its best K with speculation on and that speedup's range (Plan), and the
+    schedule with its speedups: a Verdict. acceptance is what best K ran on (plan_input)."""
+    batch = plan.shown_batch
+    if max_concurrency(dep) < 1:
+        return Verdict(call="no fit", concurrency=batch, target=plan.target, alpha=plan.alpha, measured=plan.measured,
+                       k=0, speedup=None, speedup_interval=None, level=level, by_batch=[], close_calls=[])
+    k, gain = (plan.k_target, plan.speedup_target) if plan.k_target else best_on_k(dep, acceptance, batch, fit)
+    bounds = interval(gain, plan.speedup_sd) if plan.speedup_sd is not None else None
+    if plan.too_close:
+        call = "benchmark first"
+    else:
+        call = "on" if plan.k_target else "off"
+    return Verdict(call=call, concurrency=batch, target=plan.target, alpha=plan.alpha, measured=plan.measured, k=k,
+                   speedup=gain, speedup_interval=bounds, level=level,
+                   by_batch=[[lo, hi, kk, first, last] for (lo, hi, kk), (first, last)
+                             in zip(plan.schedule, plan.schedule_speedups)],
+                   close_calls=plan.close_calls or [])
 
 
 @dataclass(frozen=True)

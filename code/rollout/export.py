@@ -69,7 +69,8 @@ def render_json(result, dep, grid):
                       era_saving_ms=dep.era.saving_ms(draft_kind(dep.draft), dep.topk),
                       plain_step_b1=result.facts.plain_b1,
                       plain_step_ms_b1=result.plan.plain_ms_b1)
-    data = dict(deployment=deployment, interval_level=result.trust.level, trust=result.trust, cells=result.cells,
+    data = dict(verdict=result.verdict, deployment=deployment, interval_level=result.trust.level, trust=result.trust,
+                cells=result.cells,
                 breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)
     for key in ("measured", "gate", "exercises", "calibration"):   # the JSON's keys, in order, where there is one
         if getattr(result, key) is not None:

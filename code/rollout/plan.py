@@ -19,7 +19,7 @@ from .commands import (
 from .calibration import bench_workload, predict_bench
 from .tables import (
     calibration_findings, calibration_headline, copies_text, mix_blend_sentence, mix_tail_sentence, trained_draft,
-    trust_sentence,
+    trust_sentence, verdict_command, verdict_sentences, verdict_steps,
 )
 from .charts import CHART_FILES
 
@@ -68,11 +68,12 @@ def lesson_rule_sentence(plan):
 
 
 def plan_when_not(plan):
-    """Bullets for 'when not to use': the break-even alpha at the plan's K and the grid's, by concurrency."""
+    """Bullets for 'when not to use': the break-even alpha, by concurrency, at the K the plan runs there (its K, and
+    the schedule's K at that batch where it differs)."""
     out = []
     for row in plan.break_evens:
         k, b, alpha = row.k, row.concurrency, row.alpha
-        mark = " (the plan's K)" if k == plan.k else ""
+        mark = " (the plan's K)" if k == plan.k else " (the K the plan runs there)"
         if alpha is None:
             out.append(f"- K={k}{mark} at B={b}: a round costs more than {k + 1} plain steps; no acceptance pays.")
         else:
@@ -105,6 +106,19 @@ def era_account(dep):
             f"from a before/after measurement, not fitted: {how}")
 
 
+def plan_verdict(v, dep):
+    """The plan's first section: the verdict (tables.verdict_sentences) and the one benchmark that settles it."""
+    sentences = verdict_sentences(v, dep)   # the call, the alpha it rests on, K by batch size, the close calls
+    out = ["## Verdict", "", f"**{md(sentences[0])}**" + "".join(f" {md(x)}" for x in sentences[1:2]), ""]
+    if v.by_batch:
+        out += ["K by batch size:", ""] + [f"- {step}" for step in verdict_steps(v)] + [""]
+    out += [line for sentence in sentences[3:] for line in (md(sentence), "")]
+    words, command = verdict_command(v, dep)
+    for sentence in words:
+        out += [md(sentence), "", "```"] + command + ["```", ""]
+    return out
+
+
 def plan_front(result, dep, plan):
     """Front matter and the deployment table."""
     k, batch, alpha = plan.k, plan.shown_batch, plan.alpha
@@ -120,8 +134,7 @@ def plan_front(result, dep, plan):
         k_line = (f"{k} where speculation pays; at B={batch} and alpha {alpha:.2f} no K beats plain decoding "
                   "(see K by batch size)")
     if plan.too_close:
-        k_line += (f": too close to call, since the range holds 1.0x. The stage-1 benchmark at B={batch} "
-                   f"(`sharegpt_spec_c{batch}.json` against `sharegpt_baseline_c{batch}.json`) settles it")
+        k_line += ": too close to call (the verdict above)"
     return [
         "---",
         "name: eagle3-rollout",
@@ -135,6 +148,7 @@ def plan_front(result, dep, plan):
         "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
         "requests; change the deployment constants or flags and run it again.",
         "",
+        *plan_verdict(result.verdict, dep),
         "## The deployment this plan is for",
         "",
         "| | this run |",

@@ -14,9 +14,67 @@ from .costmodel import (
 from .simulation import slow_domains
 from .trust import INTERVAL_LEVEL, span, too_close, Z_INTERVAL
 from .analysis import profile_from_lengths, where_it_pays
+from .commands import bench_lines, can_serve
 
 
 # ---------------------------------------------------------------- rendering: tables and exercises
+# ---------------------------------------------------------------- the verdict, first
+def verdict_sentences(v, dep):
+    """The verdict (analysis.verdict) in words a serving lead acts on: the call at the plan's batch with its gain and
+    range, the alpha it rests on, K by batch size, where it is too close to call. Plain text: the plan escapes it."""
+    if v.call == "no fit":
+        return [f"Nothing fits: the weights and one sequence's KV cache of {dep.context} tokens do not fit in memory on "
+                f"{dep.tp} x {dep.gpu}, so no K can run."]
+    b, k = v.concurrency, v.k
+    gives = f"{v.speedup:.2f}x" + (f" ({span(v.speedup_interval)} at {v.level:.0%})" if v.speedup_interval else "")
+    gain = f"K = {k} gives {gives}"
+    where = f"B = {b}" if b == v.target else f"B = {b}, the most that fits (B = {v.target} does not)"
+    call = {"on": f"Turn it on at {where}: {gain} over plain decoding.",
+            "off": f"Leave it off at {where}: no K gains there; the best, K = {k}, gives {gives}.",
+            "benchmark first": f"Too close to call at {where}: {gain}, a range that holds 1.0x. Benchmark it "
+                               "before turning it on."}[v.call]
+    basis = (f"This rests on the measured per-token alpha {v.alpha:.2f}." if v.measured else
+             f"This assumes per-token alpha {v.alpha:.2f} until your server measures it (the plan's stage 2).")
+    out = [call, basis, f"K by batch size: {'; '.join(verdict_steps(v))}."]
+    if v.close_calls:
+        out.append("Too close to call at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}"
+                                                           for lo, hi in v.close_calls)
+                   + ": there the range holds 1.0x, and only a benchmark can say whether speculation pays.")
+    return out
+
+
+def verdict_steps(v):
+    """K by batch size, one phrase a schedule row: "B = 9-34: K = 3, 1.84x to 1.50x" ("off" where K is 0)."""
+    return [(f"B = {lo}-{hi}: " if lo < hi else f"B = {lo}: ")
+            + (f"K = {k}, {first:.2f}x" + (f" to {last:.2f}x" if hi > lo else "") if k else "off")
+            for lo, hi, k, first, last in v.by_batch]
+
+
+def verdict_command(v, dep):
+    """(words, shell lines): the one benchmark run that settles or confirms the call at its batch, against stage 0's
+    run with speculation off; ([], []) where there is none to run (speculation off, nothing fits, no head to serve)."""
+    if v.call in ("off", "no fit") or not can_serve(dep):
+        return [], []
+    b = v.concurrency
+    words = (f"{'Settle' if v.call == 'benchmark first' else 'Confirm'} it at B = {b} with one benchmark against the "
+             f"plan's stage-1 server (speculation on, K = {v.k}), beside stage 0's sharegpt_baseline_c{b}.json "
+             "(speculation off):")
+    return [words], bench_lines(dep, b, f"sharegpt_spec_c{b}.json", realistic=True)
+
+
+def render_verdict(v, dep):
+    """The printed report's first block: the verdict and the benchmark that settles it."""
+    title = f"== Verdict: speculative decoding ({dep.draft}) for {dep.model} on {dep.tp} x {dep.gpu}, {dep.engine.name} =="
+    lines = ["\n".join(wrap(title, 100, "   "))]
+    for sentence in verdict_sentences(v, dep):
+        lines += wrap(sentence, 100, "  ")
+    words, command = verdict_command(v, dep)
+    for sentence in words:
+        lines += wrap(sentence, 100, "")
+    lines += ["  " + line for line in command]
+    return lines + [""]
+
+
 def render_blocks(title, header_lines, rows, block=24):
     """A titled table split into blocks of at most `block` rows, header repeated."""
     out = [title]
@@ -331,10 +389,11 @@ def facts_gate(result):
     return facts
 
 
-def summary_facts(result, grid, dep):
-    """Sentences the summary prints, each built from computed numbers."""
+def summary_facts(result, grid, dep, mix=True):
+    """Sentences the summary holds, each built from computed numbers; mix: with the traffic mix's (the printed
+    summary leaves it out: the mix's own block, just above it, says it)."""
     return (facts_lesson(result) + facts_eps(result, grid) + facts_moe(result, dep) + facts_mtp(result, grid, dep)
-            + facts_tail(result) + facts_mix(result) + facts_gate(result))
+            + facts_tail(result) + (facts_mix(result) if mix else []) + facts_gate(result))
 
 
 # A published sweep of one MTP module reused K deep: DeepSeek-R1 (one module, num_nextn_predict_layers 1) on
@@ -366,7 +425,7 @@ def facts_mtp(result, grid, dep):
 
 def render_summary(result, grid, dep):
     lines = ["== Summary =="]
-    for i, fact in enumerate(summary_facts(result, grid, dep)):
+    for i, fact in enumerate(summary_facts(result, grid, dep, mix=False)):
         lines += ([""] if i else []) + wrap("- " + fact, 100, "  ")
     return lines
 
