@@ -38,7 +38,7 @@ class Terms(unittest.TestCase):
         fp8 = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "fp8", 4000, "ngram")
         self.assertAlmostEqual(self.parts(fp8, 64)["attention"],
                                64 * 4001 * 65_536 / (3.35e9 * F.bw_hopper * F.fp8_kv_eff), places=9)
-        # The measured slope at batch 1 on 8B/H100 is about 0.24 ms per 1k tokens (REFERENCE.md section 3).
+        # The measured slope at batch 1 on 8B/H100 is about 0.24 ms per 1k tokens (bench/plain_step.json's 8B/H100 points).
         self.assertAlmostEqual(32 * 1000 * F.attn_ns / 1e6, 0.24, delta=0.03)
 
     def test_two_all_reduces_per_layer_grow_with_tp_and_the_message(self):
@@ -49,7 +49,7 @@ class Terms(unittest.TestCase):
         self.assertAlmostEqual(self.parts(tp8, 64)["communication"], 2 * 80 * one, places=9)
         tp1 = costmodel.make_deployment("llama-3.3-70b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
         self.assertEqual(self.parts(tp1, 64)["communication"], 0.0)
-        # REFERENCE.md section 3: published steps imply 18-29 us per all-reduce, rising with TP.
+        # bench/plain_step.json: published steps imply 18-29 us per all-reduce, rising with TP.
         self.assertTrue(15 <= F.ar_us + 2 * F.ar_tp_us <= 29 < F.ar_us + 6 * F.ar_tp_us + 10)
 
     def test_fixed_costs_are_the_engines_plus_each_layers(self):

@@ -23,7 +23,8 @@ def run_status(argv):
 
 class Catalog(unittest.TestCase):
     def test_draft_head_sizes(self):
-        # REFERENCE.md section 4: EAGLE-3 about 0.425 B (8B) and 1.40 B (70B); EAGLE README 0.25 B, 0.99 B.
+        # Counted from the heads' configs (SafeAILab/EAGLE eagle/model/cnets.py): EAGLE-3 about 0.425 B (8B) and 1.40 B
+        # (70B); the EAGLE README gives 0.25 B and 0.99 B for EAGLE-1.
         for model, version, billions, delta in (("llama-3.1-8b", 3, 0.425, 0.002), ("llama-3.3-70b", 3, 1.40, 0.01),
                                                 ("llama-3.1-8b", 1, 0.25, 0.005), ("llama-3.3-70b", 1, 0.99, 0.005)):
             got = costmodel.eagle_head_params(catalog.MODELS[model], version) / 1e9

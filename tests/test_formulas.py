@@ -56,7 +56,7 @@ class AcceptanceLength(unittest.TestCase):
             self.assertAlmostEqual(got, point["speedup"], delta=0.006, msg=point)
 
     def test_reference_worked_example(self):
-        # REFERENCE.md section 1: K = 5, a = 0.7 gives 1 + K*a = 4.5, tau = 2.94 and r = 0.39.
+        # By hand: K = 5, a = 0.7 gives 1 + K*a = 4.5, tau = 2.94 and r = 0.39.
         self.assertAlmostEqual(acceptance.lesson_speedup(0.7, 5, 0.0), 4.5)
         self.assertAlmostEqual(acceptance.acceptance_length(0.7, 5), 2.9412, places=4)
         self.assertAlmostEqual(acceptance.acceptance_rate(0.7, 5), 0.3882, places=4)
@@ -64,7 +64,7 @@ class AcceptanceLength(unittest.TestCase):
 
 class ThreeAlphas(unittest.TestCase):
     def test_rate_055_in_per_token_units(self):
-        # REFERENCE.md section 1: rate 0.55 is a = 0.73 at K = 3 and a = 0.807 at K = 5.
+        # By bisection on tau(a, K) = 1 + K r: rate 0.55 is a = 0.73 at K = 3 and a = 0.807 at K = 5.
         self.assertAlmostEqual(acceptance.alpha_from_rate(0.55, 3), 0.730, delta=0.001)
         self.assertAlmostEqual(acceptance.alpha_from_rate(0.55, 5), 0.807, delta=0.001)
 

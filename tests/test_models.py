@@ -21,7 +21,7 @@ def billions(name, active=False):
 
 
 class PublishedTotals(unittest.TestCase):
-    """REFERENCE.md section 7 (computed from each config) and the publishers' own figures."""
+    """Computed from each config.json (tests/fixtures/configs) and the publishers' own figures."""
 
     def assertNear(self, value, published, share=0.005):
         self.assertLessEqual(abs(value / published - 1), share, (value, published))

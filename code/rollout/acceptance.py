@@ -8,12 +8,7 @@ round's extra cost over one plain target step. Leviathan et al. 2023, arXiv 2211
 from __future__ import annotations
 
 
-ROUND_JITTER = 0.03     # relative s.d. of one round's duration (launch and kernel noise), lognormal; > 0
-
 # ---------------------------------------------------------------- acceptance mathematics
-# a: per-token alpha, P(draft i accepted | drafts before it accepted); K: draft length;
-# tau: tokens per round, bonus token included; r: vLLM's acceptance rate (accepted /
-# drafted); eps: a round's extra cost over one plain target step. REFERENCE.md section 1.
 
 def acceptance_length(alpha, k):
     """tau = 1 + a + a^2 + ... + a^K (Leviathan et al., eq. 1).
@@ -191,6 +186,7 @@ def round_moments(alpha, k):
 # decode tokens; a longer one, most requests of a run, draws what the loop would return from
 # its normal limit (renewal_draw: renewal theory on round_moments), and tests/test_simulation.py
 # checks those draws, and the P99s built on them, against this loop.
+ROUND_JITTER = 0.03   # relative s.d. of one round's duration (launch and kernel noise), lognormal; > 0
 JITTER_MU = -ROUND_JITTER ** 2 / 2   # log-mean of a round's lognormal jitter: its mean is 1
 
 

@@ -25,7 +25,7 @@ from .readers import Comparison, length_note, Measurement
 from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, too_close, Z_INTERVAL
 
 
-# ---------------------------------------------------------------- analysis: the grid
+# ---------------------------------------------------------------- the grid
 # Every (acceptance, K, eps, B) cell: the closed forms beside the simulated requests.
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def per_token_alpha(kind, value, k):
 def profile_from_lengths(lengths):
     """Conditional alphas by position from acceptance lengths measured at K = 1, 2, ..., n: position i accepts in
     tau_(i+1) - tau_i of rounds (1 + the shares reaching each position is tau), so its alpha given the one before
-    is that share over the one before (REFERENCE.md section 1). None if a share rises or leaves [0, 1].
+    is that share over the one before (vLLM's per-position counters are unconditional the same way). None if a share rises or leaves [0, 1].
     >>> [round(a, 4) for a in profile_from_lengths([1.8, 2.44, 2.952])]
     [0.8, 0.8, 0.8]
     >>> [round(a, 4) for a in profile_from_lengths([1.7, 2.0, 2.35])]   # 0.35 after 0.3: noise, read as 0.3
@@ -190,7 +190,7 @@ def decoder(seed, spread, output_spread, output_tokens):
     return decode
 
 
-# ---------------------------------------------------------------- analysis: best K
+# ---------------------------------------------------------------- best K
 # The K (0 = off) with the most tokens a second at each batch size, and vLLM's K-by-batch table.
 
 K_TIE = 0.01   # speedups within 1% of the best are a tie, won by the smallest K: the cost model cannot tell them apart
@@ -356,7 +356,7 @@ def best_k_table(dep, sources, batches, fit=FIT, sd=None):
     return rows
 
 
-# ---------------------------------------------------------------- analysis: the traffic mix
+# ---------------------------------------------------------------- the traffic mix
 # Domains of different alpha share one round time: their tau blends harmonically.
 
 @dataclass(frozen=True)
@@ -484,6 +484,9 @@ def mix_result(mix, dep, k, batch, decode, fit=FIT, assumed=False):
     return Mix(**fields_of(traffic_blend(mix, dep, k, batch, fit)), **fields_of(mix_tail(mix, dep, k, batch, decode, fit)),
                assumed=assumed)
 
+
+# ---------------------------------------------------------------- measurements, the plan and the gate
+# What the plan runs on (measured or assumed), its choices, and the gate.
 
 @dataclass(frozen=True)
 class MeasuredSpeedup:
@@ -841,7 +844,7 @@ class Evidence:
     expected_alpha: float = EXPECTED_ALPHA   #: per-token alpha the plan assumes until measured
 
 
-# ---------------------------------------------------------------- analysis: facts and chart data
+# ---------------------------------------------------------------- facts and chart data
 @dataclass(frozen=True)
 class Facts:
     """What the deployment lines and the summary say about the deployment itself (deployment_facts)."""

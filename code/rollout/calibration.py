@@ -24,7 +24,7 @@ from .trust import interval
 from .analysis import K_MAX
 
 
-# ---------------------------------------------------------------- analysis: calibrating on your runs
+# ---------------------------------------------------------------- calibrating on your runs
 # `vllm bench serve` results of your own deployment (--calibrate) correct the published fit
 # where your engine, kernels or GPU differ from it. Each run's predicted mean TPOT is a sum
 # of terms (run_terms): a pass's fixed cost, the weight read, the context, the cost per
@@ -47,6 +47,7 @@ OWN_PRIOR_SD = dict(   # s.d. of each own_* factor's log before your runs: how w
     own_draft=0.5)     # draft heads run in CUDA graphs on some engines and not others
 OWN_WORST = 0.25      # a fit whose worst run is further off than this says the files disagree
 OWN_HELD_OUT = 0.5    # and so does a run the others predict more than x1.5 (or /1.5) off when it is left out: the
+                      # fit reaches it in sample only by bending a factor (one run 2.5x slower than its neighbours)
 OWN_OUTLIER = 3.0     # a run further from the fit than this many times its noise is named as disagreeing
 
 
@@ -360,7 +361,7 @@ def calibrate_on_runs(dep, runs, fit=FIT, expected_alpha=EXPECTED_ALPHA):
         disagreeing=runs[disagreeing].path)
 
 
-# ---------------------------------------------------------------- analysis: predicted benchmark files
+# ---------------------------------------------------------------- predicted benchmark files
 # The files a benchmark run would write (serve_run, bench_result), each number with its interval: the
 # model's mean-TPOT error (Trust) for every time and, inverted, every throughput. No published source
 # here holds out a TTFT or a throughput under load, so their intervals are a step's, not their own.

@@ -7,9 +7,8 @@ import re
 from dataclasses import dataclass
 
 
-# ---------------------------------------------------------------- catalog
 # GPUs, dense (no sparsity). Memory in GiB: the marketed "80 GB" of an H100 is 80 GiB =
-# 85.9e9 bytes (REFERENCE.md section 3). Bandwidth TB/s, peak TFLOP/s per dtype; fp8 None
+# 85.9e9 bytes (nvidia-smi reports an H100 SXM's as 81,559 MiB). Bandwidth TB/s, peak TFLOP/s per dtype; fp8 None
 # = no fp8 tensor cores (fp8 weights then run as W8A16 at the bf16 rate). link: GB/s one
 # way between two GPUs, what an all-reduce's bytes cross (NVLink 4: 450, NVLink 3: 300,
 # NVLink 5: 900, PCIe Gen5 x16: 64, Gen4 x16: 32, MI300X's seven Infinity Fabric links: 448; the
@@ -48,7 +47,7 @@ GPUS = {
 # stream share at 0.976 of the H200's, a check on the fitted one.
 GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 
-# Target models: the shapes in each HF config.json (REFERENCE.md sections 4 and 7; the MoE
+# Target models: the shapes in each HF config.json (the publishers' model cards for the totals; the MoE
 # rows from the stored copies in ai-dynamo/aiconfigurator model_configs and its forks).
 # Keys: hidden, layers, heads, kv_heads, head_dim, vocab, tied (embeddings shared with the
 # lm_head), inter (a dense layer's MLP width). Mixture of experts: experts routed per
@@ -98,7 +97,7 @@ MODELS = {
                              experts=128, experts_per_token=1, moe_inter=8192, shared_inter=8192, moe_layers=24,
                              hf="meta-llama/Llama-4-Maverick-17B-128E-Instruct"),                    # 401.6 B, 17.2 B active
     # DeepSeek-V3 (deepseek_v3): MLA; the first 3 layers dense (first_k_dense_replace 3:
-    # REFERENCE.md section 7; a trimmed stored copy says 1), one shared expert, an MTP module.
+    # deepseek-ai/DeepSeek-V3 config.json and its report, arXiv 2412.19437; a trimmed stored copy says 1), one shared expert, an MTP module.
     "deepseek-v3": dict(hidden=7168, inter=18432, layers=61, heads=128, kv_heads=128, head_dim=192, vocab=129280, tied=False,
                         experts=256, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=58,
                         mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128), nextn=1,

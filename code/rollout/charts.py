@@ -9,7 +9,6 @@ from .analysis import K_MAX
 from .tables import ratio_span
 
 
-# ---------------------------------------------------------------- rendering: SVG charts
 # Hand-written SVG (it is text): fixed size, fixed number formats, so the same run gives
 # the same bytes. Lines differ in colour lightness and in dash pattern, so they stay
 # apart in greyscale.

@@ -38,7 +38,6 @@ from .charts import CHART_FILES
 from .export import compare_rows
 
 
-# ---------------------------------------------------------------- CLI
 class _Parser(argparse.ArgumentParser):
     def __init__(self, **kw):
         super().__init__(**kw)

@@ -18,10 +18,9 @@ from .readers import SGLANG_GAUGE_STEPS
 from .analysis import paying_ranges, where_it_pays
 
 
-# ---------------------------------------------------------------- rendering: engine commands
 # What the plan tells each engine to run. Every flag and config field below was checked
 # against the engine's own parser or config class, cited beside it; the README names the
-# versions. A fact here that differs from REFERENCE.md was re-checked in the source.
+# versions.
 
 SHAREGPT_FILE = "ShareGPT_V3_unfiltered_cleaned_split.json"
 

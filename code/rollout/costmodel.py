@@ -21,10 +21,9 @@ from .catalog import (
 )
 
 
-# ---------------------------------------------------------------- cost model
 # A round is K draft steps plus one verify pass over K+1 tokens per sequence; a plain
 # step is one target pass over 1 token per sequence (MagicDec eq. 1). Each pass is a sum
-# of terms (REFERENCE.md section 3): streaming the weights, reading the KV history,
+# of terms (a roofline whose terms add, fitted on bench/plain_step.json): streaming the weights, reading the KV history,
 # compute (2 FLOPs per parameter per token plus attention over the context), two
 # all-reduces per layer under tensor parallelism, a fixed cost per pass that belongs to
 # the engine, and an engine cost per token. Memory and compute time are added, not
@@ -303,7 +302,8 @@ def kv_bytes_per_token(m, kv_dtype):
 def weight_split(m, dtype):
     """(bytes of everything but the routed experts, bytes of one routed expert of one layer, all bytes).
 
-    Quantised checkpoints keep embeddings and lm_head in bf16 (REFERENCE.md section 3) and
+    Quantised checkpoints keep embeddings and lm_head in bf16 (vLLM's fp8 quantizes linear layers only:
+    vllm/model_executor/layers/quantization/fp8.py) and
     store every other weight at the dtype's width; fp4 is MXFP4, 4 bits plus an 8-bit scale
     per 32 (gpt-oss ships its experts so; NVFP4's 16-element blocks are 4.5 bits).
     >>> round(weight_split(MODELS["llama-3.3-70b"], "fp8")[2] / 1e9, 2), round(weight_split(MODELS["llama-3.3-70b"], "bf16")[2] / 1e9, 2)
@@ -663,7 +663,8 @@ def bandwidth_share(dep, fit=FIT):
 
 def allreduce_ms(dep, message_bytes, fit=FIT):
     """One all-reduce across the TP GPUs: a latency that grows with the GPU count, plus a ring's
-    2(G-1)/G of the message over one link (REFERENCE.md section 3: 18-29 us at small batch).
+    2(G-1)/G of the message over one link (the published plain steps, bench/plain_step.json, imply 18-29 us
+    at small batch).
 
     >>> dep = make_deployment(gpu="h100-sxm", tp=4)
     >>> round(allreduce_ms(dep, 0.0, FIT._replace(ar_us=18.0, ar_tp_us=5.0)) * 1e3, 3)   # 18 + 2 x 5 us
@@ -774,7 +775,7 @@ def prefill_tokens(dep, batch):
 
     Each request leaves after OUTPUT tokens and is replaced by one with INPUT prompt tokens,
     so the server prefills B * I / O prompt tokens a step (steady state, chunked prefill on;
-    REFERENCE.md section 3). A request's TPOT sees only the prompts of the other B - 1: its
+    Little's law over the closed loop). A request's TPOT sees only the prompts of the other B - 1: its
     own is prefilled before its first token (TTFT), and its successor arrives after its
     last. So (B - 1) * I / O: none at concurrency 1, where NIM's batch-1 runs at 2,000-7,000
     prompt tokens showed the B * I / O charge 10-26% too dear in the context slope.

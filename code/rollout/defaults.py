@@ -5,6 +5,7 @@ which start at these values; edit those, not these.
 from __future__ import annotations
 
 
+# The traffic and the gate.
 EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured: mid of the lesson's 0.6-0.8 for chat
                         # (vLLM's CI tau of 2.81 at K=3 on MT-bench at temperature 0 is a per-token 0.77:
                         # examples/offline_inference/spec_decode.py and its CI expectation)
@@ -20,7 +21,6 @@ OUTPUT_SPREAD = 0.8     # s.d. of ln(output tokens) over requests: an assumption
                         # its --random-range-ratio defaults to 0.0, benchmarks/benchmark_serving.py, now vllm/benchmarks)
 SEED = 0                # seeds every simulated request: same seed, same bytes
 
-# ---------------------------------------------------------------- the deployment (edit me)
 MODEL = "llama-3.3-70b"        # catalog name of the target model
 GPU = "h100-sxm"               # catalog name of the GPU
 TP = 4                         # tensor-parallel degree (GPUs per replica)
@@ -36,5 +36,5 @@ CONTEXT = None                 # mean decode context, tokens; None: INPUT_TOKENS
 DRAFT = "eagle3"               # "eagle3", "eagle", "mtp", "ngram", or a catalog model as a draft model ("model" with
                                # --draft-config: any draft model)
 DRAFT_MODEL = None             # Hugging Face id of the draft head or model; None: the catalog's for this engine
-ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (ENGINES below)
+ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (catalog.ENGINES)
 TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own

@@ -15,7 +15,6 @@ from .analysis import decoder, evaluate_cell, k_schedule, k_zero_at, traffic_ble
 from .commands import speculative_config
 
 
-# ---------------------------------------------------------------- analysis: the lesson's exercises
 # The five exercises, answered by the model.
 
 def alpha_for_speedup(speedup, k, eps):

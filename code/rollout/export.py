@@ -17,7 +17,6 @@ from .tables import summary_facts
 from .plan import memory_setting
 
 
-# ---------------------------------------------------------------- rendering: JSON
 def clean(value):
     """JSON-safe value: a record as a dict of its fields in order (less NOT_IN_JSON ones, and OPTIONAL or shown_with
     ones that hold nothing), floats rounded, inf/NaN as null."""

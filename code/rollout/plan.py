@@ -24,7 +24,6 @@ from .tables import (
 from .charts import CHART_FILES
 
 
-# ---------------------------------------------------------------- rendering: the rollout plan
 # outputs/skill-eagle3-rollout.md: front matter, the stages, K by batch size, the tail watch, the dashboard.
 # Engine-specific parts come from ENGINE_PLANS; every number from the run.
 

@@ -19,13 +19,24 @@ from .acceptance import alpha_from_length, profile_length
 from .costmodel import ROUTING_OF_MODEL_TYPE
 
 
-# ---------------------------------------------------------------- analysis: measurements, the plan and the gate
-# What the plan runs on (measured or assumed), its choices, the gate, and the charts' numbers.
+# vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
+# (vllm/v1/spec_decode/metrics.py, vllm/benchmarks/serve.py). Files are checked here, at the boundary; a bad one raises
+# UsageError. What real files look like, by vLLM version: V0 (removed in v0.10.0) had
+# draft and accepted token counters and two gauges; V1 from PR #15151 the two counters;
+# from PR #16665 (~v0.8.5) also num_drafts and accepted tokens per position; from PR
+# #24049 an `engine` label per data-parallel engine; newer builds also drafted tokens per
+# position. prometheus_client writes X_total beside X_created, in exponent notation.
+COUNT_SLACK = 1e-4   # relative slack between counts that must agree: exponent notation keeps six digits
+                     # (1.7644e+09), and counters scraped a moment apart can drift a little further
+K_SHORTFALL = 0.02   # draft tokens a round may fall short of K on average and K still count as fixed: a
+                     # request's last rounds near its length limit, or draft tokens a grammar rejected
+                     # (vLLM's num_invalid_spec_tokens), draft fewer; at most that share of drafts missed a
+                     # position, so its true rate is at most K_SHORTFALL / (1 - K_SHORTFALL) above the shown
 
 @dataclass(frozen=True)
 class Measurement:
     """Acceptance as measured (measured_acceptance, from /metrics counters or gauges, a benchmark file's spec_decode_*
-    keys, or a length or rate typed on the command line): the three meanings of alpha, REFERENCE.md section 1."""
+    keys, or a length or rate typed on the command line): the three meanings of alpha (acceptance.py)."""
     k: int                   #: the K in use (the highest position counted, plus one), or the most a round drafts
     k_mean: float            #: draft tokens per draft: K, or less when K varied
     varying_k: bool          #: whether rounds drafted different lengths (a K-by-batch table, n-gram misses)
@@ -39,7 +50,6 @@ class Measurement:
     source: str              #: where it was read, as flags and paths
     notes: list              #: what the reading noticed, in words
 RUN_NOISE = 0.01      # least run-to-run spread of a closed-loop run's mean TPOT (fraction): ten prompts a slot
-                      # fit reaches it in sample only by bending a factor (one run 2.5x slower than its neighbours)
 OWN_LENGTHS = 0.25    # runs one calibration fits may differ in mean prompt or output length by at most this
 
 
@@ -61,20 +71,7 @@ def decoding_batch(concurrency, output_tokens, tpot_ms, ttft_ms, completed):
 SGLANG_GAUGE_STEPS = 40   # decode steps SGLang's acceptance gauges average over (python/sglang/srt/metrics/collector.py)
 
 
-# ---------------------------------------------------------------- rendering: benchmark files
 PREDICTION_KEY = "eagle3_rollout_prediction"   # the key that marks a file as this tool's prediction, not a run
-
-# ---------------------------------------------------------------- reading measurements
-# vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
-# (REFERENCE.md section 5). Files are checked here, at the boundary; a bad one raises
-# UsageError. What real files look like, by vLLM version: V0 (removed in v0.10.0) had
-# draft and accepted token counters and two gauges; V1 from PR #15151 the two counters;
-# from PR #16665 (~v0.8.5) also num_drafts and accepted tokens per position; from PR
-# #24049 an `engine` label per data-parallel engine; newer builds also drafted tokens per
-# position. prometheus_client writes X_total beside X_created, in exponent notation.
-COUNT_SLACK = 1e-4   # relative slack between counts that must agree: exponent notation keeps six digits
-                     # (1.7644e+09), and counters scraped a moment apart can drift a little further
-K_SHORTFALL = 0.02   # draft tokens a round may fall short of K on average and K still count as fixed: a
 
 
 SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py; the emitted-tokens counter is V0's (vllm/engine/metrics.py)
@@ -450,7 +447,8 @@ def v0_drafts(c, source, k_given, notes, ask):
 
 
 def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted=True, width=None):
-    """The three alphas, per-position rates and conditional alphas from counts (REFERENCE.md section 1).
+    """The three alphas, per-position rates and conditional alphas from counts (acceptance.py: tau = 1 + accepted / drafts,
+    r = accepted / draft tokens, and position i's rate = accepted at i / drafts).
 
     K is the highest position exported plus one (vLLM creates a per-position counter for
     each of num_speculative_tokens positions), not the rounded mean draft length. When the
@@ -842,8 +840,8 @@ def shape_from_config(path, flag="--model-config"):
     """A model's shape (MODELS' keys) from its Hugging Face config.json; a missing, mistyped or out-of-range field
     exits 2 naming it.
 
-    Reads dense Llama-style configs and the MoE and attention variants of REFERENCE.md
-    section 7: Qwen3 MoE (decoder_sparse_step, mlp_only_layers), Llama 4 (text_config,
+    Reads dense Llama-style configs and the MoE and attention variants of the catalog's MoE rows
+    (their config.json files, as catalog.MODELS cites them): Qwen3 MoE (decoder_sparse_step, mlp_only_layers), Llama 4 (text_config,
     interleave_moe_layer_step, a shared expert, intermediate_size_mlp for dense layers),
     DeepSeek and Kimi (MLA, first_k_dense_replace, shared experts, MTP), gpt-oss (experts
     intermediate_size wide, biases, sinks, sliding-window layer_types). Missing

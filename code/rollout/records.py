@@ -7,7 +7,6 @@ import math
 from dataclasses import fields
 
 
-# ---------------------------------------------------------------- helpers: records and text
 # Results are frozen dataclasses whose fields carry a unit or a meaning (#: comments); --json shows them as they
 # are (clean), leaving out the fields marked NOT_IN_JSON, and OPTIONAL ones while they are None.
 NOT_IN_JSON = {"json": False}   # a field for the tables and the plan only
@@ -59,9 +58,6 @@ def wrap(text, width, indent):
 
 
 K_LIMIT = 32   # the largest K the flags and the readers accept: a sanity bound, not an engine's
-                     # request's last rounds near its length limit, or draft tokens a grammar rejected
-                     # (vLLM's num_invalid_spec_tokens), draft fewer; at most that share of drafts missed a
-                     # position, so its true rate is at most K_SHORTFALL / (1 - K_SHORTFALL) above the shown
 
 
 # Bounds on what is read and asked: far past any real deployment, and small enough that nothing sized by

@@ -21,7 +21,6 @@ from .costmodel import (
 from .simulation import clip01, LOOP_TOKENS, NORMAL, percentile, renewal_draw
 
 
-# ---------------------------------------------------------------- simulation of a benchmark run
 # What `vllm bench serve` would print for one run, step by step as the engine serves it. The
 # client (vllm/benchmarks/serve.py) sends N requests: all at once (--request-rate inf) or at
 # gamma-distributed gaps of shape burstiness (1: Poisson) rescaled so the last is sent at

@@ -17,7 +17,6 @@ from .defaults import ALPHA_SPREAD, OUTPUT_SPREAD, SEED
 from .acceptance import acceptance_length, decode_request, JITTER_MU, round_distribution, ROUND_JITTER, round_moments
 
 
-# ---------------------------------------------------------------- simulation over requests
 # `vllm bench serve` measures requests: a request's TPOT is its decode time over its tokens
 # after the first, and P99 TPOT is np.percentile over requests (vllm/benchmarks/serve.py,
 # calculate_metrics). Each simulated request has its own per-token alpha (the cell's, or its

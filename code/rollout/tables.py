@@ -17,7 +17,6 @@ from .analysis import profile_from_lengths, where_it_pays
 from .commands import bench_lines, can_serve
 
 
-# ---------------------------------------------------------------- rendering: tables and exercises
 # ---------------------------------------------------------------- the verdict, first
 def verdict_sentences(v, dep):
     """The verdict (analysis.verdict) in words a serving lead acts on: the call at the plan's batch with its gain and
@@ -75,6 +74,7 @@ def render_verdict(v, dep):
     return lines + [""]
 
 
+# ---------------------------------------------------------------- tables, the summary and the exercises
 def render_blocks(title, header_lines, rows, block=24):
     """A titled table split into blocks of at most `block` rows, header repeated."""
     out = [title]

@@ -14,7 +14,6 @@ from .simulation import NORMAL
 from .readers import RUN_NOISE
 
 
-# ---------------------------------------------------------------- analysis: how far to trust a number
 # Every predicted speedup and TPOT carries an interval at INTERVAL_LEVEL. Before calibration its
 # width is the model's own error out of sample on published deployments like this one
 # (MODEL_ERROR, from bench/intervals.py: each point predicted by a fit that did not see its
