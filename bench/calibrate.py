@@ -1,14 +1,14 @@
 """Fit the cost model's free constants to published measurements: `python bench/calibrate.py`.
 
-Reads bench/published.json and bench/plain_step.json (copies of shared/calibration/),
-predicts every timed point with code/main.py's cost model, fits costmodel.Fit by a
+Reads bench/published.json and bench/plain_step.json (the team's published measurements, copied
+here), predicts every timed point with code/rollout/costmodel.py's cost model, fits costmodel.Fit by a
 deterministic pattern search on squared log errors, and prints the error by source,
-tensor-parallel degree and dtype, for the constants in main.py and for the fit. Paste the
-printed Fit into main.py's FIT. Standard library only.
+tensor-parallel degree and dtype, for the constants now in costmodel.FIT and for the fit. Paste the
+printed Fit into FIT in code/rollout/costmodel.py. Standard library only.
 
 Which points set which constant:
 - plain steps of TensorRT-LLM (NIM at fixed concurrency; TensorRT-LLM 0.9 static batches):
-  the bandwidth share of each GPU family, fp8_eff, seq_kv_eff (batch 1 at growing
+  the bandwidth share of each GPU family, fp8_eff, attn_ns (batch 1 at growing
   context), ar_us and ar_tp_us (TP 1-8), flop_eff and token_us (large batches),
   pass_fixed_ms_trtllm; the closed-loop NIM runs also the prefill share and, against the
   static batches (predicted without it), seq_us_trtllm: a served step's cost per sequence;
@@ -19,7 +19,7 @@ The SpecBundle runs (SGLang, H200, batch 8, dense and mixture-of-experts targets
 and trees) are predicted, not fitted, and reported apart: their baselines are not the
 physics of the other sources (Llama 3.1 8B's plain step there is 44 ms, eight times what
 an H200 needs), and fitting them pulls every physical constant off the plain steps. They
-test the MoE verify reads (expected_experts in main.py) out of sample.
+test the MoE verify reads (costmodel.expected_experts) out of sample.
 Each source enters the loss as the mean of its points, so 191 plain steps do not drown
 the 20-odd speculative points. Last, each source is left out in turn, the rest fitted, and
 the left-out source predicted: the error out of sample (about a minute and a half; the whole script two).
@@ -382,11 +382,11 @@ def report_held_out(points):
 def main_cli(argv=()):
     points = all_points()
     fitted = fit_constants(points)
-    report(costmodel.FIT, points, "constants now in main.py", detail=False)
+    report(costmodel.FIT, points, "constants now in rollout/costmodel.py", detail=False)
     report(fitted, points, "fitted", detail="--detail" in argv)
     report_specbundle(fitted)
     report_held_out(points)
-    print(f"\nPaste into code/main.py:\nFIT = {fitted!r}")
+    print(f"\nPaste into code/rollout/costmodel.py:\nFIT = {fitted!r}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The model's error out of sample, by class of deployment: what main.py's intervals are made of.
+"""The model's error out of sample, by class of deployment: what rollout/trust.py's intervals are made of.
 
     python bench/intervals.py          # about two minutes: refits without each source, writes, prints
 
@@ -6,7 +6,7 @@ Every published point is predicted by a fit that did not see its source: the lea
 fits of bench/calibrate.py for the points the constants are fitted on, and the published fit
 itself for the SpecBundle runs, which it never sees. Each prediction's log error is written to
 bench/held_out_errors.json with its class (what it predicts, engine, dense or MoE target, GPU
-family, draft kind), and the table main.py's MODEL_ERROR should hold is printed: per class, the
+family, draft kind), and the table trust.MODEL_ERROR should hold is printed: per class, the
 number of points and of sources, the spread of a source's points around its own mean, and the
 spread of the sources' means (trust.error_table). tests/test_intervals.py checks that
 MODEL_ERROR is this file's table and that the intervals built from it cover 70-90% of points

@@ -1,14 +1,14 @@
 """Each engine's fixed cost of a fused-MoE layer, from published kernel sweeps: `python bench/moe_kernels.py`.
 
 Reads bench/moe_kernels.json (one MoE layer on one tensor-parallel rank, timed by tokens in the
-pass, uniform routing) and predicts each point with code/main.py's read and compute: the distinct
+pass, uniform routing) and predicts each point with rollout/costmodel.py's read and compute: the distinct
 experts uniform routing touches (costmodel.expected_experts) times one expert's bytes on the rank, at the
 GPU's achieved bandwidth (costmodel.bandwidth_share, fp8_eff for quantized weights), plus the FLOPs at
 flop_eff. What is left over, measured minus predicted, is the kernel's own latency per layer: routing,
 sorting tokens by expert, launches inside the graph, small tiles. Its median over the points of up to
 64 tokens (where a pass of decode or verify tokens lives) is the engine's Engine.moe_layer_us; past
 that, groups of more than a few tokens per expert run below peak and the left-over grows (printed, not
-fitted). tests/test_engines.py checks that main.py carries these medians. Standard library only.
+fitted). tests/test_engines.py checks that catalog.MOE_KERNEL_US carries these medians. Standard library only.
 """
 import json
 import statistics

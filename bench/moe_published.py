@@ -2,7 +2,7 @@
 
 Reads bench/published_moe_2026.json (a copy of shared/calibration/published_moe_2026.json: 89
 published results, each with its source, metric and provenance) and predicts the rows this model
-can ask, with the published fit in code/main.py: nothing here is fitted on them, so every error is
+can ask, with the published fit (costmodel.FIT): nothing here is fitted on them, so every error is
 out of sample. Most rows lack what a speedup needs (acceptance, K, GPU, batch); the file's own
 caveats say such rows test the physics only as the shape of a sweep within one source. So:
 

@@ -2,7 +2,7 @@
 
 Each of the 787 runs (Llama 3 8B and 70B on A100 and H100, TP 1-8, fp16/fp8, 200-7,000 prompt
 tokens, 200-2,000 output tokens, concurrency 1-250; NIM is TensorRT-LLM underneath) is simulated
-step by step by code/main.py's serve_run on its TensorRT-LLM engine row, the server capped at the
+step by step by rollout/serving.py's serve_run on its TensorRT-LLM engine row, the server capped at the
 run's concurrency and the sequences its KV cache holds, and its steady state is read as genai-perf
 reads it: the requests sent after the first 2C and before the last 2C of N = 12 C + 200.
 

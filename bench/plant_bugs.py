@@ -213,7 +213,13 @@ def planted(code, target, old, new):
 
 
 def mutated(target, old, new):
-    """Run the suite on a copy of the repository with one mutant planted (None: not applicable).
+    """Run the suite on a copy of the repository with one mutant planted (see suite_with)."""
+    return suite_with(lambda code: planted(code, target, old, new))
+
+
+def suite_with(change):
+    """Run the suite on a copy of the repository where change(code folder of the copy) gives one file's new
+    (path, text), or None when it does not apply.
 
     Returns "NOT APPLIED", or the verdict (KILLED / SNAPSHOT / SURVIVED) and the non-snapshot tests that failed.
     """
@@ -221,7 +227,7 @@ def mutated(target, old, new):
         copy = Path(tmp) / "repo"
         # Without tests/test_mutants.py: it fails for every mutant (the snippet is gone), which says nothing.
         shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "test_mutants.py"))
-        change = planted(copy / "code", target, old, new)
+        change = change(copy / "code")
         if change is None:
             return "NOT APPLIED"
         change[0].write_text(change[1])

@@ -5,21 +5,21 @@
 
 Issue 14 asks that a 2% error in any function of the acceptance mathematics and of the cost
 model fail a test that is not a byte-for-byte comparison. For each function this script
-appends to a copy of code/main.py a wrapper that multiplies what the function returns by
-SCALE (a float, an int rounded, or each number of a tuple or dict), so every caller in the
-module gets the wrong value, runs the suite on the copy, and prints KILLED (a test other
+appends to a copy of the module that defines it (code/rollout/acceptance.py or costmodel.py)
+a wrapper that multiplies what the function returns by SCALE (a float, an int rounded, or each
+number of a tuple or dict); the wrapper rebinds the name before any other module imports it,
+so every caller in the package gets the wrong value, runs the suite on the copy, and prints KILLED (a test other
 than the two snapshots failed), SNAPSHOT (only they did) or SURVIVED, with the tests that
 failed. The working tree is never touched.
 """
 import concurrent.futures
 import sys
 
-from plant_bugs import mutated   # the copy, the suite and the verdict are plant_bugs.py's
+from plant_bugs import suite_with   # the copy, the suite and the verdict are plant_bugs.py's
 
 SCALE = 1.02
-GUARD = '\nif __name__ == "__main__":'
 
-# The functions of the two sections that return numbers (the rest build deployments, find
+# The functions of rollout/acceptance.py and rollout/costmodel.py that return numbers (the rest build deployments, find
 # roots or look things up). Each is checked on its own.
 ACCEPTANCE = ["acceptance_length", "acceptance_rate", "alpha_from_length", "alpha_from_rate", "profile_length",
               "speedup", "lesson_speedup", "exact_speedup", "breakeven_rate", "required_rate", "exact_breakeven",
@@ -52,13 +52,14 @@ def _scaled_by_the_check(f, scale={scale}):
 
 
 def check(name):
-    def change(text):
-        if f"\ndef {name}(" not in text:
-            return None
-        # Before the entry point, so that the wrapped function is the one every caller finds.
-        head, tail = text.rsplit(GUARD, 1)
-        return head + WRAPPER.format(scale=SCALE, name=name) + GUARD + tail
-    head, _, tests = mutated(change).partition(" [")
+    def change(code):
+        for module in ("acceptance", "costmodel"):
+            path = code / "rollout" / f"{module}.py"
+            text = path.read_text()
+            if f"\ndef {name}(" in text:   # at the module's end: importers see the wrapped function
+                return path, text + WRAPPER.format(scale=SCALE, name=name)
+        return None
+    head, _, tests = suite_with(change).partition(" [")
     return f"{head.strip()} {name}" + (f"  [{tests}" if tests else "")
 
 

@@ -34,8 +34,8 @@ Start here: the eight things a reader of the lesson looks for, and where they ar
                                                cell; render_tables prints them (here)
     7. the P99 tail, and the two-pass model    cell_latency, itl_parts (rollout/simulation.py); at load,
                                                with prefills stalling decodes: serve_run (rollout/serving.py)
-    8. the verdict, the gate and the plan      best_k, plan_choices, gate (rollout/analysis.py), verdict
-                                               (here), render_plan (rollout/plan.py)
+    8. the verdict, the gate and the plan      best_k, plan_choices, gate, verdict (rollout/analysis.py);
+                                               render_verdict (rollout/tables.py), render_plan (rollout/plan.py)
 
 Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
 2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
@@ -110,11 +110,22 @@ CONTEXT = None                 # mean decode context, tokens; None: INPUT_TOKENS
 DRAFT = "eagle3"               # "eagle3", "eagle", "mtp", "ngram", or a catalog model as a draft model ("model" with
                                # --draft-config: any draft model)
 DRAFT_MODEL = None             # Hugging Face id of the draft head or model; None: the catalog's for this engine
-ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (ENGINES below)
+ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (rollout.catalog.ENGINES)
 ENGINE_VERSION = None          # ENGINE's release, e.g. "0.13" (numbering is per engine); None: its newest era (Engine.eras)
 TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own
 
 
+# ---------------------------------------------------------------- the lesson's mathematics
+# For a chain of K drafts each kept with probability a (the per-token alpha) until the first rejection, a round
+# emits tau = 1 + a + a^2 + ... + a^K tokens (acceptance_length) for 1 + eps plain steps of time, so speculation
+# runs tau / (1 + eps) times as fast (exact_speedup). The lesson writes 1 + K*a for tau (lesson_speedup): exact
+# only when a is vLLM's acceptance rate r = (tau - 1) / K, not the per-token alpha. Break-even is eps / K as a
+# rate (breakeven_rate), and the alpha with tau(a, K) = 1 + eps as a per-token alpha (exact_breakeven). One
+# round accepts A drafts with P(A = j) = a^j (1 - a) below K and a^K at K (round_distribution); decode_request
+# loops draft, verify, accept for one request. They live in rollout/acceptance.py because every layer of the
+# package uses them; eps comes from rollout/costmodel.py. Below, every cell of the grid puts them side by side.
+
+# ---------------------------------------------------------------- every cell of the grid
 @dataclass(frozen=True)
 class BreakEven:
     """One row of the break-even table: where speculation stops paying at (K, eps at B=1, B)."""
@@ -156,6 +167,7 @@ def analyse(grid, dep, decode, fit=FIT, progress=None):
     return cells, breakeven, {(k, e): eps_grown(e, dep, 1, k, fit) for k in grid.ks for e in grid.overheads}
 
 
+# ---------------------------------------------------------------- the printed tables
 GRID_COLUMNS = [("B", 5), ("alpha", 5), ("rate", 4), ("tau", 4), ("eps", 4), ("lesson", 6), ("exact", 5),
                 ("sim", 5), ("80% range", 9), ("plain", 5), ("spec", 5), ("2-pass", 6), ("change", 6),
                 ("plain", 5), ("token", 5), ("chunk", 5)]
@@ -242,6 +254,7 @@ def render_tables(result, dep, grid):
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------- one run: the model, then what it prints and writes
 @dataclass(frozen=True)
 class Result:
     """Everything the tables, the plan and --json show (run_model; compute adds the calibration and exercises)."""
@@ -366,7 +379,8 @@ def wrote_line(files):
     return "Wrote " + ", ".join(named) + "."
 
 
-SETTINGS = Settings(
+# ---------------------------------------------------------------- main
+SETTINGS = Settings(   # what a run falls back on where no flag is given: the constants at the top
     alphas=ALPHAS, ks=KS, verify_overheads=VERIFY_OVERHEADS, concurrencies=CONCURRENCIES, expected_alpha=EXPECTED_ALPHA,
     gate_margin=GATE_MARGIN, p99_budget=P99_BUDGET, traffic_mix=TRAFFIC_MIX, alpha_spread=ALPHA_SPREAD,
     output_spread=OUTPUT_SPREAD, seed=SEED, out_path=OUT_PATH, calibration_files=CALIBRATION_FILES, model=MODEL, gpu=GPU,

@@ -1,4 +1,4 @@
-"""bench/calibrate.py against the published points: main.py carries what the script fits, the fit reproduces the
+"""bench/calibrate.py against the published points: costmodel.FIT carries what the script fits, the fit reproduces the
 points within their bounds, and each plain-step source is predicted by a fit without it."""
 import concurrent.futures
 import importlib.util

@@ -93,7 +93,7 @@ NORMAL = statistics.NormalDist()
 
 
 def simpson(f, lo, hi, n=800):
-    """Composite Simpson's rule: an integrator independent of main.py's midpoint quadrature."""
+    """Composite Simpson's rule: an integrator independent of the simulation's midpoint quadrature (simulation.Z_NODES)."""
     h = (hi - lo) / n
     return h / 3 * sum(f(lo + i * h) * (1 if i in (0, n) else 4 if i % 2 else 2) for i in range(n + 1))
 
@@ -180,7 +180,7 @@ class DecodeSimulation(unittest.TestCase):
             self.assertLess(abs(error) / c.speedup_exact, 0.005, msg=c)
 
     def test_with_spread_the_speedup_is_one_over_the_mean_of_one_over_tau(self):
-        # Numerical integration over the alpha distribution, independent of main.py's quadrature.
+        # Numerical integration over the alpha distribution, independent of the simulation's quadrature (simulation.Z_NODES).
         for c in self.spread:
             expected = 1 / inverse_tau_mean(c.alpha, c.k, 0.15) / (1 + c.eps_eff)
             self.assertAlmostEqual(c.speedup_requests / expected, 1, delta=1e-3, msg=c)

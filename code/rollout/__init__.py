@@ -1,23 +1,25 @@
 """rollout: the machinery behind code/main.py, one module per concern, standard library only.
 
 main.py is the lesson's file: the grid and deployment constants, the grid's evaluation, the tables and main().
-Everything it stands on is here. Imports go one way: a module imports only modules above it in this list
-(records and catalog at the bottom, the command line at the top), never main.py; tests/test_cli.py holds it.
+Everything it stands on is here. Imports go one way: a module imports only modules listed before it below
+(defaults, records and catalog first, the command line last), never main.py; tests/test_cli.py holds it.
 
     defaults      the reference deployment and traffic a caller falls back on when it names none
     records       field metadata for --json, UsageError, echoing a value, the bounds on input
     catalog       GPUs, models, engines and their release eras, draft heads and models
     acceptance    tau, alpha, the speedups, the break-even, one round, the decode loop
-    costmodel     what a step, a draft step, a verify pass and a prefill chunk cost; FIT; eps
+    costmodel     the Deployment and what fits in memory; what a step, a draft step, a verify pass and a
+                  prefill chunk cost; FIT; eps
     simulation    requests with spread alphas and lengths: TPOT and ITL, the two-pass model
     serving       a `vllm bench serve` run, step by step: TTFT, TPOT, ITL, E2EL at load
     readers       /metrics scrapes, benchmark result files, config.json
     trust         the model's error out of sample and the 80% intervals
-    analysis      a grid cell, the best K by batch size, the traffic mix, the plan's choices, the gate
+    analysis      a grid cell, the best K by batch size, the traffic mix, the plan's choices, the verdict,
+                  the gate, the charts' data
     commands      the engines' server and benchmark commands, by engine and release
     exercises     the lesson's five exercises, answered
     calibration   fitting the cost model on your runs; the benchmark files a run should write
-    tables        the printed tables' parts and the summary
+    tables        the verdict in words, the printed tables' parts, the summary, the exercises' answers
     charts        the three SVG charts
     plan          the staged rollout plan (Markdown)
     export        --json, predicted benchmark files, --compare

@@ -182,7 +182,7 @@ def round_moments(alpha, k):
 # ---------------------------------------------------------------- the decode loop
 # One request decodes round by round, the way gpt-fast's speculative_decode runs on a GPU,
 # each round accepting A drafts with round_distribution's probabilities. The simulation over
-# requests (below the cost model) runs this loop as it is for requests of at most LOOP_TOKENS
+# requests (simulation.run_requests) runs this loop as it is for requests of at most simulation.LOOP_TOKENS
 # decode tokens; a longer one, most requests of a run, draws what the loop would return from
 # its normal limit (renewal_draw: renewal theory on round_moments), and tests/test_simulation.py
 # checks those draws, and the P99s built on them, against this loop.
@@ -195,8 +195,8 @@ def decode_request(alpha, k, tokens, rng):
 
     Every round costs one draft and one verify pass whatever it accepts: the caller multiplies
     the time by round_ms. alpha = 1 gives K + 1 tokens a round, alpha = 0 one. run_requests runs
-    it for requests of at most LOOP_TOKENS tokens (a few in a run: their lengths spread around
-    OUTPUT_TOKENS) and draws longer ones from renewal_draw, which tests check against this loop.
+    it for requests of at most simulation.LOOP_TOKENS tokens (a few in a run: their lengths spread around
+    the deployment's output_tokens) and draws longer ones from renewal_draw, which tests check against this loop.
     >>> import random
     >>> decode_request(1.0, 3, 10, random.Random(0))[0], decode_request(0.0, 3, 3, random.Random(0))[0]
     ([3, 3, 3], [0, 0, 0])

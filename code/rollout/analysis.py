@@ -1,5 +1,6 @@
 """Analysis: one grid cell's closed forms beside its simulated requests (evaluate_cell), the best K at each batch
-size, the traffic mix, the plan's choices and the gate on measurements, and the charts' data.
+size, the traffic mix, the plan's choices, the verdict and the gate on measurements, the deployment's facts and the
+charts' data.
 """
 from __future__ import annotations
 
@@ -486,7 +487,7 @@ def mix_result(mix, dep, k, batch, decode, fit=FIT, assumed=False):
 
 
 # ---------------------------------------------------------------- measurements, the plan and the gate
-# What the plan runs on (measured or assumed), its choices, and the gate.
+# What the plan runs on (measured or assumed), its choices, the verdict and the gate.
 
 @dataclass(frozen=True)
 class MeasuredSpeedup:

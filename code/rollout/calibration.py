@@ -29,11 +29,12 @@ from .analysis import K_MAX
 # where your engine, kernels or GPU differ from it. Each run's predicted mean TPOT is a sum
 # of terms (run_terms): a pass's fixed cost, the weight read, the context, the cost per
 # token, the prefill share, and for a speculative run a round's bookkeeping, the verify
-# pass's extra tokens and the draft steps. The fit finds one factor for each (Fit's own_*,
-# OWN_TERMS) by least squares on log error, each run weighted by its noise, with the
+# pass's extra tokens and the draft steps. The fit finds one factor for each (costmodel.Fit's own_*,
+# costmodel.OWN_TERMS) by least squares on log error, each run weighted by its noise (at least
+# readers.RUN_NOISE), with the
 # published fit as a prior: a penalty (log factor / OWN_PRIOR_SD)^2 pulls a factor the runs
 # do not inform back to 1, where hard bounds would pin it at an edge. A closed-loop run at
-# max_concurrency C decodes fewer than C sequences on average (decoding_batch): the fit
+# max_concurrency C decodes fewer than C sequences on average (readers.decoding_batch): the fit
 # uses that batch, the physics the run measured; the tables' B stays the decode batch.
 
 OWN_PRIOR_SD = dict(   # s.d. of each own_* factor's log before your runs: how well the published fit knows it

@@ -25,7 +25,7 @@ GPUS = {
     "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733,  family="ada",       link=32),   # NVIDIA L40S datasheet
     "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330,  family="ada",       link=32),   # spec table, fp32 accumulate
     "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
-    # The GPUs of the 2026 published runs (shared/calibration/published_moe_2026.json). None has a measured point
+    # The GPUs of the 2026 published runs (bench/published_moe_2026.json). None has a measured point
     # here: each reads at its family's fitted share (GH200 and H20: the H100's; B300: the B200's bw_rel, the same
     # eight HBM3e stacks; MI325X and MI355X: the MI300X's, fitted on 2024's ROCm, CDNA 4 included).
     "gh200":         dict(memory_gib=96,  bandwidth_tbs=4.0,   bf16=989,  fp8=1979, family="hopper",    link=450),  # NVIDIA GH200 datasheet (HBM3); NVLink between GPUs in NVL2/NVL32 builds only
@@ -222,9 +222,9 @@ PREFILL_BUDGET_SMALL = {"vllm": ("a100-sxm-80gb",)}   # GPUs an engine keeps at 
 class Engine:
     """A serving engine as the plan and the model know it: one row per engine in ENGINES, each fact
     checked against the engine's own source, cited in the row. The commands themselves are built by the
-    functions of ENGINE_PLANS (rendering). Adding an engine is a row here, a row there and their tests, plus
-    what the model needs to know of it: its public heads in EAGLE3_HEADS, and either its own fixed costs in
-    Fit (pass_fixed_ms_<key>, draft_fixed_ms_<key>, round_fixed_ms_<key>, fitted in bench/calibrate.py) or an
+    functions of commands.ENGINE_PLANS. Adding an engine is a row here, a row in commands.ENGINE_PLANS and their
+    tests, plus what the model needs to know of it: its public heads in EAGLE3_HEADS, and either its own fixed
+    costs in costmodel.Fit (pass_fixed_ms_<key>, draft_fixed_ms_<key>, round_fixed_ms_<key>, fitted in bench/calibrate.py) or an
     engine's to borrow (pass_cost_of, draft_costs_of)."""
     key: str                 #: the --engine value
     name: str                #: as sentences print it

@@ -888,7 +888,7 @@ PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progre
 
 
 def progress_meter(grid, stream):
-    """A progress callback for analyse when stream is a terminal and the run should take over PROGRESS_AFTER, else None.
+    """A progress callback for main.analyse when stream is a terminal and the run should take over PROGRESS_AFTER, else None.
 
     The estimate, 10 ms an (alpha, K) pair plus 2 ms per draft token of its K (a long K at a high alpha needs
     more simulated requests: up to 0.12 s at alpha 0.99, K = 32), and 0.2 ms a cell, is what grids took on a

@@ -120,7 +120,7 @@ def render_benches(benches, folder):
     lines = [f"== Predicted `vllm bench serve` files, written to {folder} ==", header, "-" * len(header)]
     lines += [bench_row(pb) for pb in benches]
     caps = sorted({(pb.k > 0, pb.cap) for pb in benches})
-    lines += wrap(f"Each file is a simulated run, step by step: the server runs at most "
+    lines += wrap("Each file is a simulated run, step by step: the server runs at most "
                   + ", ".join(f"{cap} sequences {'with' if spec else 'without'} speculation" for spec, cap in caps)
                   + "; prompts prefill in chunks beside the decodes or, where the engine runs prefill alone, before "
                   "them; every number carries the interval of a mean TPOT (its s.d. in the file).", 100, "")

@@ -25,7 +25,7 @@ from .charts import CHART_FILES
 
 
 # outputs/skill-eagle3-rollout.md: front matter, the stages, K by batch size, the tail watch, the dashboard.
-# Engine-specific parts come from ENGINE_PLANS; every number from the run.
+# Engine-specific parts come from commands.ENGINE_PLANS; every number from the run.
 
 def md(text):
     """Text from a file or a path, safe in the plan's Markdown: no table cell split (|), no HTML, no code span."""
@@ -382,7 +382,7 @@ def plan_k_by_batch(plan, dep):
             return f"{value:.2f}x" + (f" ({span(interval(value, sd))})" if k and sd is not None else "")
         out.append(f"| {lo}-{hi} | {k} | {shown(s_lo) if lo == hi else f'{shown(s_lo)} at {lo} to {shown(s_hi)} at {hi}'} |")
     out.append("")
-    close = (f" The model cannot tell whether it pays at B = "
+    close = (" The model cannot tell whether it pays at B = "
              + ", ".join(f"{lo}-{hi}" if lo < hi else str(lo) for lo, hi in plan.close_calls)
              + f": its range there holds 1.0x. Benchmark speculation on against off at B = {plan.close_calls[0][0]} "
              "and at the batch you run before relying on the table there." if plan.close_calls else "")

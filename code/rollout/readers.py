@@ -49,6 +49,10 @@ class Measurement:
     profile: list = field(metadata=NOT_IN_JSON)   #: conditional alphas by position best K runs on
     source: str              #: where it was read, as flags and paths
     notes: list              #: what the reading noticed, in words
+
+
+# Bounds on a calibration run (calibration.py's fit): here, below calibration, because the readers and trust use
+# them too.
 RUN_NOISE = 0.01      # least run-to-run spread of a closed-loop run's mean TPOT (fraction): ten prompts a slot
 OWN_LENGTHS = 0.25    # runs one calibration fits may differ in mean prompt or output length by at most this
 
@@ -371,13 +375,13 @@ def counters_window(after, before, flags):
         if a is not None and a < b:
             raise UsageError(f"{flags[0]}: {name} fell from {b:g} in {flags[1]} to {a:g}: {restart}")
     per = {}
-    for field in ("per_position", "drafted_per_position"):
-        per[field] = {}
-        for position, value in getattr(after, field).items():
-            earlier = getattr(before, field).get(position, 0.0)
+    for name in ("per_position", "drafted_per_position"):
+        per[name] = {}
+        for position, value in getattr(after, name).items():
+            earlier = getattr(before, name).get(position, 0.0)
             if value < earlier:
                 raise UsageError(f"{flags[0]}: tokens at position {position} fell between the scrapes: {restart}")
-            per[field][position] = value - earlier
+            per[name][position] = value - earlier
     difference = lambda name: None if getattr(after, name) is None else getattr(after, name) - getattr(before, name)
     # Gauges hold a value, not a count: the window is the later scrape's.
     return Counters(drafts=difference("drafts"), draft_tokens=difference("draft_tokens"),

@@ -1,4 +1,5 @@
-"""Rendering: the printed tables' parts, the summary and the exercises' answers.
+"""Rendering: the verdict in words, the printed tables' parts, the deployment lines and the summary, and the
+exercises' answers.
 """
 from __future__ import annotations
 
