@@ -1,6 +1,6 @@
 """The cost model against the 2026 large and MoE runs: `python bench/moe_published.py` (seconds).
 
-Reads bench/published_moe_2026.json (a copy of shared/calibration/published_moe_2026.json: 89
+Reads bench/published_moe_2026.json (the team's published MoE runs, copied here: 89
 published results, each with its source, metric and provenance) and predicts the rows this model
 can ask, with the published fit (costmodel.FIT): nothing here is fitted on them, so every error is
 out of sample. Most rows lack what a speedup needs (acceptance, K, GPU, batch); the file's own
