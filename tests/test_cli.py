@@ -1,5 +1,6 @@
 """The command line: determinism, JSON, bad input, and the committed rollout plan."""
 import ast
+import dataclasses
 import importlib
 import io
 import json
@@ -9,6 +10,7 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 from support import CODE, MAIN_PATH, ROOT, run
 
@@ -216,6 +218,31 @@ class Navigation(unittest.TestCase):
         for path in [MAIN_PATH, *sorted((CODE / "rollout").glob("*.py"))]:
             with self.subTest(path=path.name):
                 self.assertLessEqual(len(path.read_text().splitlines()), 1200)
+
+
+class EditedConstants(unittest.TestCase):
+    """main.py's constants are what a run falls back on: an edited one reaches the run through main.SETTINGS, not the
+    package's defaults (rollout/defaults.py, its fallback for library callers)."""
+
+    def test_an_edited_constant_reaches_the_tables_the_plan_and_the_json(self):
+        edited = dataclasses.replace(main.SETTINGS, model="llama-3.1-8b", tp=1, weights_dtype="bf16", temperature=0.3,
+                                     expected_alpha=0.6, input_tokens=700, ks=(2,), concurrencies=(1, 16))
+        with mock.patch.object(main, "SETTINGS", edited), tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "plan.md"
+            status, text, err = run(["--out", str(out)])
+            self.assertEqual(status, 0, err)
+            plan = out.read_text()
+            status, dumped, err = run(["--json", "--no-write"])
+            self.assertEqual(status, 0, err)
+        data = json.loads(dumped)
+        self.assertEqual((data["deployment"]["model"], data["deployment"]["tp"], data["deployment"]["input_tokens"]),
+                         ("llama-3.1-8b", 1, 700))
+        self.assertEqual(sorted({c["k"] for c in data["cells"]}), [2])
+        self.assertEqual(data["verdict"]["alpha"], 0.6)
+        self.assertIn("--temperature 0.3 ", plan.replace("\\\n", " "))
+        self.assertNotIn("--temperature 0.7", plan)
+        self.assertIn("This assumes per-token alpha 0.60 until", text)
+        self.assertIn("(default 700)", " ".join(cli.build_parser(edited).format_help().split()))
 
 
 class Progress(unittest.TestCase):
