@@ -81,6 +81,9 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # which constant), against bench/published.json and bench/plain_step.json.
 # Fit is a namedtuple, not a dataclass like the results: a vector of constants that the fitters (--calibrate,
 # bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
+# overlap: a GEMM's transition from its weight read to its math (overlapped): 1 adds them, as the published fit
+# does; fitted with the served runs of 2025-2026 it comes out at 1.35, at a cost to the published sources
+# (bench/served_fit.py, bench/FIT.md), so it stays 1 until the terms it exposes are in the model.
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
 FIT = Fit(bw_hopper=0.8974, bw_ampere=0.756, bw_ada=0.7754, flop_eff=0.93, fp8_eff=0.9213, fp8_kv_eff=0.7918,
