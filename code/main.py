@@ -15,7 +15,7 @@ plan with charts to outputs/.
     $ python code/main.py --metrics after.prom --metrics-before before.prom --gate
     $ python code/main.py --exercises                      # the lesson's five exercises, answered
     $ python code/main.py --engine sglang                  # the plan's commands for SGLang (or trtllm)
-    $ python code/main.py --predict-bench runs/            # the `vllm bench serve` files each run should write
+    $ python code/main.py --predict-bench runs/            # (an existing folder) the files each run should write
     $ python code/main.py --compare base.json,spec.json    # measured files, key by key against their prediction
 
 This file is the lesson: the constants to edit, the grid's evaluation, the tables and main().
@@ -304,14 +304,14 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
                      assumed=evidence.mix_assumed) if evidence.mix else None
     if mix is not None:
         mix = replace(mix, blended_speedup_interval=interval(mix.blended_speedup, trust.speedup_sd))
+    checked = gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None
     return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
                   output_spread=traffic.output_spread, best_k=best, plan=plan, mix=mix,
                   charts=chart_data(grid, dep, plan, decode, fit, CHART_ALPHAS) if charts else None,
                   measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
                                                 decode, fit, inputs.requests) if measured else None,
-                  gate=gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None,
-                  trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None,
-                  verdict=verdict(dep, plan, inputs.acceptance, trust.level, fit))
+                  gate=checked, trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None,
+                  verdict=verdict(dep, plan, inputs.acceptance, trust.level, fit, checked))
 
 
 def compute(argv):
@@ -359,23 +359,22 @@ def compute(argv):
     for pb in benches or ():
         files[bench.folder / pb.name] = render_bench_file(pb, dep)
     if files and not as_json:   # the run ends by naming what it wrote (printed once write_all has written it)
-        report += "\n" + wrote_line(files) + "\n"
+        charts = [path for path in files if out is not None and path != out and path.parent == out.parent]
+        report += "\n" + wrote_line(out, charts, len(benches or ()), bench.folder) + "\n"
     status = (0 if result.gate.verdict == "pass" else 1) if as_gate else 0
     return status, printable(report), {path: printable(text) for path, text in files.items()}
 
 
-def wrote_line(files):
-    """The report's last line: the files the run writes (the plan and its charts by name, --predict-bench's files
-    counted by folder), relative to the working folder where they are inside it."""
+def wrote_line(plan, charts, benches, folder):
+    """The report's last line: the plan, its charts and how many predicted benchmark files in which folder, each path
+    relative to the working folder where it is inside it."""
     def shown_path(path):
         relative = os.path.relpath(path)
         return relative if not relative.startswith(os.pardir) else str(path)
 
-    named = [shown_path(path) for path in sorted(files, key=lambda p: p.suffix != ".md") if path.suffix != ".json"]
-    benches = [path for path in files if path.suffix == ".json"]
+    named = ([shown_path(plan)] if plan is not None else []) + [shown_path(path) for path in charts]
     if benches:
-        named.append(f"{len(benches)} predicted benchmark file{'s' if len(benches) > 1 else ''} in "
-                     f"{shown_path(benches[0].parent)}")
+        named.append(f"{benches} predicted benchmark file{'s' if benches > 1 else ''} in {shown_path(folder)}")
     return "Wrote " + ", ".join(named) + "."
 
 

@@ -224,6 +224,13 @@ class EditedConstants(unittest.TestCase):
     """main.py's constants are what a run falls back on: an edited one reaches the run through main.SETTINGS, not the
     package's defaults (rollout/defaults.py, its fallback for library callers)."""
 
+    def test_settings_are_main_pys_constants(self):
+        # Each field is the constant of its name in capitals, the very object: a miswired field (kv_dtype from
+        # WEIGHTS_DTYPE) would make an edit of one constant move another.
+        for name in (f.name for f in dataclasses.fields(main.SETTINGS)):
+            with self.subTest(field=name):
+                self.assertIs(getattr(main.SETTINGS, name), getattr(main, name.upper()))
+
     def test_an_edited_constant_reaches_the_tables_the_plan_and_the_json(self):
         edited = dataclasses.replace(main.SETTINGS, model="llama-3.1-8b", tp=1, weights_dtype="bf16", temperature=0.3,
                                      expected_alpha=0.6, input_tokens=700, ks=(2,), concurrencies=(1, 16))
@@ -243,6 +250,21 @@ class EditedConstants(unittest.TestCase):
         self.assertNotIn("--temperature 0.7", plan)
         self.assertIn("This assumes per-token alpha 0.60 until", text)
         self.assertIn("(default 700)", " ".join(cli.build_parser(edited).format_help().split()))
+
+
+class Wrote(unittest.TestCase):
+    def test_the_last_line_names_the_plan_its_charts_and_counts_the_benchmark_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out, folder = Path(tmp) / "plan.json", Path(tmp) / "runs"   # a plan named .json is still the plan
+            folder.mkdir()
+            status, text, err = run(["--ks", "3", "--concurrency", "1,8", "--out", str(out), "--predict-bench",
+                                     str(folder)])
+            written = sorted(p.name for p in folder.iterdir())
+        self.assertEqual(status, 0, err)
+        self.assertEqual(len(written), 4)   # baseline and K = 3 at each of two concurrencies
+        charts = ", ".join(str(Path(tmp) / name) for name in ("chart-speedup.svg", "chart-best-k.svg",
+                                                               "chart-itl-cdf.svg"))
+        self.assertEqual(text.splitlines()[-1], f"Wrote {out}, {charts}, 4 predicted benchmark files in {folder}.")
 
 
 class Progress(unittest.TestCase):

@@ -37,7 +37,8 @@ KNOWN_FLAGS = {
                             "--target-concurrency", "--metrics", "--metrics-before", "--acceptance-length",
                             "--acceptance-rates", "--ks", "--calibrate", "--gate", "--gate-margin", "--p99-budget",
                             "--served-model", "--model-config", "--draft-config", "--draft-model", "--draft-topk",
-                            "--verify-tokens", "--gpu-memory", "--gpu-bandwidth", "--gpu-tflops", "--compare"},
+                            "--verify-tokens", "--gpu-memory", "--gpu-bandwidth", "--gpu-tflops", "--compare",
+                            "--ep", "--dp-attention", "--engine-version"},
 }
 
 

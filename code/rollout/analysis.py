@@ -723,40 +723,55 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The answer first (verdict): turn speculation on or not at the plan's batch, at which K by batch size, the gain
-    with its range, and where only a benchmark can tell. call: "on" (the range clears 1.0x), "off" (no K gains, and
-    the best K's range stays below 1.0x), "benchmark first" (the range holds 1.0x) or "no fit" (nothing fits)."""
+    """The answer first (verdict): turn speculation on or not at the plan's batch with the K the plan runs there, the
+    gain with its range, K by batch size, and where only a benchmark can tell. call: "on" (the range clears 1.0x),
+    "off" (it stays below), "benchmark first" (it holds 1.0x) or "no fit" (nothing fits); with a gate, the gate's."""
     call: str                #: "on", "off", "benchmark first" or "no fit"
     concurrency: int         #: the batch the call is for: the target, or the most that fits (Plan.shown_batch)
     target: int              #: the concurrency asked for
     alpha: float             #: per-token alpha the call rests on
     measured: bool           #: whether that alpha was measured (else assumed until stage 2 measures it)
-    k: int                   #: the K the call is about: the best K with speculation on at that batch
+    k: int                   #: the K the plan runs at that batch (Plan.k), the one its stage-1 server starts with
     speedup: float           #: its speedup over plain decoding at that batch (None: no fit)
     speedup_interval: list   #: [low, high] at level (None: no interval, or no fit)
     level: float             #: the share of outcomes the interval holds
+    k_best: int              #: the best K at that batch (0: speculation off), where it is not k
+    speedup_best: float      #: its speedup
     by_batch: list           #: [first B, last B, K, speedup at first, speedup at last] per schedule row (K 0: off)
     close_calls: list        #: [first B, last B] stretches where the range holds 1.0x
+    gate: str = None         #: the gate's verdict when measurements were given ("pass", "fail", "too close to call")
+    gate_failed: list = None   #: the checks the gate failed (GateCheck.check), in its order
 
 
-def verdict(dep, plan, acceptance, level, fit=FIT):
-    """The call at the plan's batch from its best K with speculation on and that speedup's range (Plan), and the
-    schedule with its speedups: a Verdict. acceptance is what best K ran on (plan_input)."""
+GATE_CALLS = {"pass": "on", "fail": "off", "too close to call": "benchmark first"}   # Gate.verdict -> Verdict.call
+
+
+def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None):
+    """The call at the plan's batch and K: the gate's when there is one (measured_gate), else where the range of the
+    model's speedup at that K lies (Plan, trust); and the schedule with its speedups: a Verdict. acceptance is what
+    best K ran on (plan_input)."""
     batch = plan.shown_batch
     if max_concurrency(dep) < 1:
-        return Verdict(call="no fit", concurrency=batch, target=plan.target, alpha=plan.alpha, measured=plan.measured,
-                       k=0, speedup=None, speedup_interval=None, level=level, by_batch=[], close_calls=[])
-    k, gain = (plan.k_target, plan.speedup_target) if plan.k_target else best_on_k(dep, acceptance, batch, fit)
+        return Verdict(call="no fit", concurrency=None, target=plan.target, alpha=plan.alpha, measured=plan.measured,
+                       k=0, speedup=None, speedup_interval=None, level=level, k_best=0, speedup_best=None,
+                       by_batch=[], close_calls=[])
+    k = plan.k
+    rounds = round_costs(dep, batch, fit)
+    gain = tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k] if k in rounds
+                        else round_ms(dep, batch, k, fit), fit)
     bounds = interval(gain, plan.speedup_sd) if plan.speedup_sd is not None else None
-    if plan.too_close:
-        call = "benchmark first"
-    else:
-        call = "on" if plan.k_target else "off"
+    low, high = bounds or (gain, gain)
+    call = "on" if low > 1.0 else "off" if high < 1.0 else "benchmark first"
+    if measured_gate is not None:
+        call = GATE_CALLS[measured_gate.verdict]
     return Verdict(call=call, concurrency=batch, target=plan.target, alpha=plan.alpha, measured=plan.measured, k=k,
-                   speedup=gain, speedup_interval=bounds, level=level,
+                   speedup=gain, speedup_interval=bounds, level=level, k_best=plan.k_target,
+                   speedup_best=plan.speedup_target,
                    by_batch=[[lo, hi, kk, first, last] for (lo, hi, kk), (first, last)
                              in zip(plan.schedule, plan.schedule_speedups)],
-                   close_calls=plan.close_calls or [])
+                   close_calls=plan.close_calls or [],
+                   gate=measured_gate.verdict if measured_gate else None,
+                   gate_failed=[c.check for c in measured_gate.reasons if not c.passed] if measured_gate else None)
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from .records import same_model
 from .catalog import (
-    EAGLE3_HEADS, EAGLE_DRAFTS, ENGINES, GPUS, MODELS, newest_era, quantize_at_start, release_text, served_model,
+    EAGLE3_HEADS, EAGLE_DRAFTS, ENGINES, GPUS, MODELS, quantize_at_start, release_text, served_model,
 )
 from .acceptance import acceptance_length, acceptance_rate
-from .costmodel import draft_kind, mean_context, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
+from .costmodel import draft_kind, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
 from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
 from .readers import SGLANG_GAUGE_STEPS
 from .analysis import paying_ranges, where_it_pays
@@ -220,7 +220,7 @@ def trtllm_serve(dep, batch, k=None, schedule=None):
     return trtllm_yaml(dep, name, k) + trtllm_command(dep, batch, name)
 
 
-def bench_lines(dep, batch, filename, realistic=False):
+def bench_lines(dep, batch, filename, realistic=False, width=100):
     """A closed-loop benchmark at `batch` concurrency through the chat endpoint, saved as JSON.
 
     vLLM and SGLang: `vllm bench serve` (vllm/benchmarks/serve.py, datasets/datasets.py). TensorRT-LLM: its own
@@ -243,7 +243,7 @@ def bench_lines(dep, batch, filename, realistic=False):
                         f"--num-prompts {bench_prompts(batch)}", f"--max-concurrency {batch}",
                         f"--temperature {dep.temperature:g}", f"--percentile-metrics {','.join(BENCH_METRICS)}",
                         f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}", "--save-result",
-                        f"--result-filename {filename}"])
+                        f"--result-filename {filename}"], width)
 
 
 def path_word(flag, path):
@@ -258,12 +258,11 @@ def tool_words(dep):
     words = ["python code/main.py", f"--engine {dep.engine.key}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
-    words += [f"--ep {dep.ep}"] if dep.ep > 1 else []
-    words += ["--dp-attention"] if dep.dp_attention else []
-    if dep.era != newest_era(dep.engine.key):
-        words.insert(2, f"--engine-version {release_text(dep.era.first)}")
-    if dep.context != mean_context(dep.input_tokens, dep.output_tokens):
-        words.append(f"--context {dep.context}")
+    # Every value a flag can carry is written, even at its default: a rerun falls back on main.py's constants,
+    # which the user may have edited since (--dp-attention, a switch, can only say on).
+    words += [f"--ep {dep.ep}"] + (["--dp-attention"] if dep.dp_attention else [])
+    words.insert(2, f"--engine-version {release_text(dep.era.first)}")
+    words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
     words += [path_word("--draft-config", dep.draft_config)] if dep.draft_config else []
     words += [f"--draft-model {shlex.quote(dep.draft_hf)}"] if dep.draft_hf else []

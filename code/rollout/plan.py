@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from .defaults import GATE_MARGIN, P99_BUDGET
 from .records import fmt, k_words, pct, pct1
 from .catalog import EAGLE3_HEADS, EAGLE_DRAFTS, era_releases, GIB
 from .acceptance import acceptance_length, acceptance_rate, LESSON_RULE
@@ -435,8 +434,7 @@ def gate_command(dep, plan):
     words = tool_words(dep) + [f"--bench-baseline sharegpt_baseline_c{batch}.json",
                                f"--bench-spec sharegpt_spec_c{batch}.json", f"--target-concurrency {batch}",
                                "--calibrate " + ",".join(files)]
-    words += [f"--gate-margin {plan.margin:g}"] if plan.margin != GATE_MARGIN else []
-    words += [f"--p99-budget {plan.p99_budget:g}"] if plan.p99_budget != P99_BUDGET else []
+    words += [f"--gate-margin {plan.margin:g}", f"--p99-budget {plan.p99_budget:g}"]   # always: see tool_words
     words += [f"--served-model {shlex.quote(plan.served_model)}"] if plan.served_model else []
     if predicts_gate_pair(dep, plan):   # each key of the pair against the prediction of its own run (gate_runs)
         words.append(f"--compare sharegpt_baseline_c{batch}.json,sharegpt_spec_c{batch}.json")

@@ -19,27 +19,49 @@ from .commands import bench_lines, can_serve
 
 
 # ---------------------------------------------------------------- the verdict, first
+GATE_CHECK_WORDS = {"memory": "memory", "acceptance": "acceptance over break-even + margin",
+                    "p99_tpot": "the P99 TPOT budget", "throughput": "measured throughput"}   # GateCheck.check
+
+
 def verdict_sentences(v, dep):
-    """The verdict (analysis.verdict) in words a serving lead acts on: the call at the plan's batch with its gain and
-    range, the alpha it rests on, K by batch size, where it is too close to call. Plain text: the plan escapes it."""
+    """The verdict (analysis.verdict) in words a serving lead acts on: the call at the plan's batch and K with its gain
+    and range, the alpha it rests on, K by batch size, then what qualifies the call (a better K there, smaller
+    batches that pay, close calls, no head to serve). Plain text: the plan escapes it."""
     if v.call == "no fit":
         return [f"Nothing fits: the weights and one sequence's KV cache of {dep.context} tokens do not fit in memory on "
                 f"{dep.tp} x {dep.gpu}, so no K can run."]
     b, k = v.concurrency, v.k
     gives = f"{v.speedup:.2f}x" + (f" ({span(v.speedup_interval)} at {v.level:.0%})" if v.speedup_interval else "")
-    gain = f"K = {k} gives {gives}"
     where = f"B = {b}" if b == v.target else f"B = {b}, the most that fits (B = {v.target} does not)"
-    call = {"on": f"Turn it on at {where}: {gain} over plain decoding.",
-            "off": f"Leave it off at {where}: no K gains there; the best, K = {k}, gives {gives}.",
-            "benchmark first": f"Too close to call at {where}: {gain}, a range that holds 1.0x. Benchmark it "
-                               "before turning it on."}[v.call]
+    if v.gate is not None:
+        failed = ", ".join(GATE_CHECK_WORDS.get(c, c) for c in v.gate_failed)
+        call = {"on": f"Turn it on at {where} with K = {k}: the gate passes on your measurements, and the model "
+                      f"predicts {gives} over plain decoding.",
+                "off": f"Leave it off at {where} with K = {k}: the gate fails ({failed}).",
+                "benchmark first": f"Too close to call at {where} with K = {k}: the gate cannot decide from the "
+                                   f"scrapes alone ({failed}); benchmark it and gate again."}[v.call]
+    else:
+        call = {"on": f"Turn it on at {where}: K = {k} gives {gives} over plain decoding.",
+                "off": f"Leave it off at {where}: K = {k} gives {gives}" + ("; no K gains there." if not v.k_best
+                                                                          else "."),
+                "benchmark first": f"Too close to call at {where}: K = {k} gives {gives}, a range that holds 1.0x. "
+                                   "Benchmark it before turning it on."}[v.call]
     basis = (f"This rests on the measured per-token alpha {v.alpha:.2f}." if v.measured else
              f"This assumes per-token alpha {v.alpha:.2f} until your server measures it (the plan's stage 2).")
     out = [call, basis, f"K by batch size: {'; '.join(verdict_steps(v))}."]
+    if v.k_best and v.k_best != k:
+        out.append(f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs K = {k}.")
+    paying = [(lo, hi) for lo, hi, kk, *_ in v.by_batch if kk]
+    if v.call == "off" and paying:
+        out.append("It pays at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}" for lo, hi in paying)
+                   + ": there run the K by batch size above.")
     if v.close_calls:
         out.append("Too close to call at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}"
                                                            for lo, hi in v.close_calls)
                    + ": there the range holds 1.0x, and only a benchmark can say whether speculation pays.")
+    if v.call != "off" and not can_serve(dep):
+        out.append(f"No {dep.draft} head for {dep.model} on {dep.engine.name} is known to this tool: give "
+                   "--draft-model (the plan's stage 1 says how to get one); --draft ngram needs no model.")
     return out
 
 
@@ -50,16 +72,17 @@ def verdict_steps(v):
             for lo, hi, k, first, last in v.by_batch]
 
 
-def verdict_command(v, dep):
-    """(words, shell lines): the one benchmark run that settles or confirms the call at its batch, against stage 0's
-    run with speculation off; ([], []) where there is none to run (speculation off, nothing fits, no head to serve)."""
+def verdict_command(v, dep, width=100):
+    """(words, shell lines of at most width columns): the one benchmark run that settles or confirms the call at its
+    batch, against stage 0's run with speculation off; ([], []) where there is none to run (speculation off, nothing
+    fits, no head to serve)."""
     if v.call in ("off", "no fit") or not can_serve(dep):
         return [], []
     b = v.concurrency
     words = (f"{'Settle' if v.call == 'benchmark first' else 'Confirm'} it at B = {b} with one benchmark against the "
              f"plan's stage-1 server (speculation on, K = {v.k}), beside stage 0's sharegpt_baseline_c{b}.json "
              "(speculation off):")
-    return [words], bench_lines(dep, b, f"sharegpt_spec_c{b}.json", realistic=True)
+    return [words], bench_lines(dep, b, f"sharegpt_spec_c{b}.json", realistic=True, width=width)
 
 
 def render_verdict(v, dep):
@@ -68,7 +91,7 @@ def render_verdict(v, dep):
     lines = ["\n".join(wrap(title, 100, "   "))]
     for sentence in verdict_sentences(v, dep):
         lines += wrap(sentence, 100, "  ")
-    words, command = verdict_command(v, dep)
+    words, command = verdict_command(v, dep, width=98)   # indented by two below
     for sentence in words:
         lines += wrap(sentence, 100, "")
     lines += ["  " + line for line in command]
