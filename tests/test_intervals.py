@@ -217,7 +217,7 @@ class Decisions(unittest.TestCase):
         paying = [row for row in data["verdict"]["by_batch"] if row[2]]
         self.assertEqual(data["verdict"]["call"], "off")
         self.assertTrue(paying)
-        self.assertIn(f"It pays at B = {paying[0][0]}-{paying[0][1]}", " ".join(text.split()))
+        self.assertIn(f"By the model it pays at B = {paying[0][0]}-{paying[-1][1]},", " ".join(text.split()))
 
     def test_no_head_to_serve_is_said_and_no_command_given(self):
         status, text, err = run(["--draft", "eagle", "--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16",

@@ -14,7 +14,7 @@ from .costmodel import (
 )
 from .simulation import slow_domains
 from .trust import INTERVAL_LEVEL, span, too_close, Z_INTERVAL
-from .analysis import profile_from_lengths, where_it_pays
+from .analysis import paying_ranges, profile_from_lengths, where_it_pays
 from .commands import bench_lines, can_serve
 
 
@@ -51,10 +51,10 @@ def verdict_sentences(v, dep):
     out = [call, basis, f"K by batch size: {'; '.join(verdict_steps(v))}."]
     if v.k_best and v.k_best != k:
         out.append(f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs K = {k}.")
-    paying = [(lo, hi) for lo, hi, kk, *_ in v.by_batch if kk]
+    paying = paying_ranges([row[:3] for row in v.by_batch])
     if v.call == "off" and paying:
-        out.append("It pays at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}" for lo, hi in paying)
-                   + ": there run the K by batch size above.")
+        out.append("By the model it pays at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}" for lo, hi in paying)
+                   + ", at the K by batch size above.")
     if v.close_calls:
         out.append("Too close to call at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}"
                                                            for lo, hi in v.close_calls)
