@@ -184,6 +184,14 @@ MUTANTS = [
      "costmodel.prefill_chunk",
      'return min(dep.input_tokens, step_budget(dep))',
      'return dep.input_tokens'),
+    ("the verdict turns speculation on wherever the range's top clears 1.0x",
+     "analysis.verdict",
+     'call = "on" if low > 1.0 else',
+     'call = "on" if high > 1.0 else'),
+    ("the verdict ignores a failed gate",
+     "analysis.verdict",
+     '        call = GATE_CALLS[measured_gate.verdict]',
+     '        call = call'),
 ]
 
 
