@@ -352,15 +352,14 @@ def compute(argv):
             report += "\n".join(render_benches(benches, bench.folder)) + "\n"
         if comparisons:
             report += "\n".join(render_compare(comparisons)) + "\n"
-    files = {}
+    charts = {out.parent / name: svg for name, svg in render_charts(result, dep).items()} if out is not None else {}
+    files = dict(charts)
     if out is not None:
-        files = {out.parent / name: svg for name, svg in render_charts(result, dep).items()}
         files[out] = render_plan(result, dep)
     for pb in benches or ():
         files[bench.folder / pb.name] = render_bench_file(pb, dep)
     if files and not as_json:   # the run ends by naming what it wrote (printed once write_all has written it)
-        charts = [path for path in files if out is not None and path != out and path.parent == out.parent]
-        report += "\n" + wrote_line(out, charts, len(benches or ()), bench.folder) + "\n"
+        report += "\n" + wrote_line(out, list(charts), len(benches or ()), bench.folder) + "\n"
     status = (0 if result.gate.verdict == "pass" else 1) if as_gate else 0
     return status, printable(report), {path: printable(text) for path, text in files.items()}
 
@@ -374,7 +373,9 @@ def wrote_line(plan, charts, benches, folder):
 
     named = ([shown_path(plan)] if plan is not None else []) + [shown_path(path) for path in charts]
     if benches:
-        named.append(f"{benches} predicted benchmark file{'s' if benches > 1 else ''} in {shown_path(folder)}")
+        where = shown_path(folder)
+        named.append(f"{benches} predicted benchmark file{'s' if benches > 1 else ''} in "
+                     + ("the working folder" if where == os.curdir else where))
     return "Wrote " + ", ".join(named) + "."
 
 

@@ -266,6 +266,15 @@ class Wrote(unittest.TestCase):
                                                                "chart-itl-cdf.svg"))
         self.assertEqual(text.splitlines()[-1], f"Wrote {out}, {charts}, 4 predicted benchmark files in {folder}.")
 
+    def test_benchmark_files_beside_the_plan_are_counted_not_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "plan.md"
+            status, text, err = run(["--ks", "3", "--concurrency", "1,8", "--out", str(out), "--predict-bench", tmp])
+        self.assertEqual(status, 0, err)
+        last = text.splitlines()[-1]
+        self.assertTrue(last.endswith(f"chart-itl-cdf.svg, 4 predicted benchmark files in {tmp}."), last)
+        self.assertNotIn(".json", last)
+
 
 class Progress(unittest.TestCase):
     class Terminal(io.StringIO):

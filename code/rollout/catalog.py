@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 
 
-# GPUs, dense (no sparsity). Memory in GiB: the marketed "80 GB" of an H100 is 80 GiB =
-# 85.9e9 bytes (nvidia-smi reports an H100 SXM's as 81,559 MiB). Bandwidth TB/s, peak TFLOP/s per dtype; fp8 None
+# GPUs, dense (no sparsity). Memory in GiB: the marketed "80 GB" of an H100 is taken as 80 GiB =
+# 85.9e9 bytes. Bandwidth TB/s, peak TFLOP/s per dtype; fp8 None
 # = no fp8 tensor cores (fp8 weights then run as W8A16 at the bf16 rate). link: GB/s one
 # way between two GPUs, what an all-reduce's bytes cross (NVLink 4: 450, NVLink 3: 300,
 # NVLink 5: 900, PCIe Gen5 x16: 64, Gen4 x16: 32, MI300X's seven Infinity Fabric links: 448; the

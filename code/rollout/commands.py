@@ -252,8 +252,8 @@ def path_word(flag, path):
 
 
 def tool_words(dep):
-    """This program's own flags for the deployment, so a later run gates the same one: every flag that
-    changed it from the catalog's (configs, GPU numbers, a tree, the draft's id)."""
+    """This program's own flags for the deployment, so a later run gates the same one: the deployment's every
+    setting a flag carries, and what changed it from the catalog's (configs, GPU numbers, a tree, the draft's id)."""
     model = path_word("--model-config", dep.model_config) if dep.model_config else f"--model {dep.model}"
     words = ["python code/main.py", f"--engine {dep.engine.key}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
