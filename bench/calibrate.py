@@ -9,12 +9,13 @@ printed Fit into FIT in code/rollout/costmodel.py. Standard library only.
 Which points set which constant:
 - plain steps of TensorRT-LLM (NIM at fixed concurrency; TensorRT-LLM 0.9 static batches):
   the bandwidth share of each GPU family, fp8_eff, attn_ns (batch 1 at growing
-  context), ar_us and ar_tp_us (TP 1-8), flop_eff and token_us (large batches),
+  context), ar_us and ar_tp_us (TP 1-8), flop_eff (large batches),
   pass_fixed_ms_trtllm; the closed-loop NIM runs also the prefill share and, against the
   static batches (predicted without it), seq_us_trtllm: a served step's cost per sequence;
 - vLLM's plain TPOT and K sweep (Llama 3.1 8B, batch 1): pass_fixed_ms_vllm, draft_fixed_ms_vllm, round_fixed_ms_vllm;
 - SGLang's plain step, batch sweeps and batch-1 points (Llama 3.1 8B, H100): pass_fixed_ms_sglang,
-  draft_fixed_ms_sglang, round_fixed_ms_sglang, and with all the others token_us.
+  draft_fixed_ms_sglang, round_fixed_ms_sglang and token_us_sglang (the batch sweep's growth with the tokens a
+  verify pass carries)
 The SpecBundle runs (SGLang, H200, batch 8, dense and mixture-of-experts targets, chains
 and trees) are predicted, not fitted, and reported apart: their baselines are not the
 physics of the other sources (Llama 3.1 8B's plain step there is 44 ms, eight times what
@@ -34,30 +35,35 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
-from rollout import catalog, costmodel  # noqa: E402
+sys.path.insert(0, str(HERE))                   # served_runs, beside this file
+from rollout import calibration, catalog, costmodel  # noqa: E402
+import served_runs  # noqa: E402  (bench/served_runs.py: bench/served_runs.json's runs as the tool reads runs)
 
 # MT-bench, every timed speculative source here: prompts of ~100-700 tokens (turn 2 carries
 # turn 1) and answers of a few hundred, so a sequence decodes at about 512 tokens of context.
 MT_BENCH_CONTEXT = 512
 
-# Search box for each constant: (low, high). flop_eff is kept between 0.45 and 0.93: no
-# point here runs a pass of more than a few hundred tokens, where slow small GEMMs (cost
-# per FLOP) and engine cost per token (token_us) cannot be told apart; left free the fit
-# wanders from a 70B verify pass at 1,024 tokens three times dearer than large-GEMM
-# efficiencies allow (at 0.27) upwards. 0.93 is the best a measured GEMM reaches:
-# aiconfigurator's vLLM 0.24 database, bf16 on H100, m = 512-1024, n and k 4k-16k, 0.928 of
-# 989 TFLOP/s (bench/aiconfigurator_compare.py's data; 0.75, the bound before, was a guess).
-BOUNDS = dict(bw_hopper=(0.4, 0.95), bw_ampere=(0.4, 0.95), bw_ada=(0.3, 0.95), flop_eff=(0.45, 0.93),
+# A GEMM's transition from its weight read to its math (Fit.overlap), Hopper's share of peak FLOP/s (flop_eff) and the
+# A100's over it (flop_ampere) are fitted on measured kernels, not here: `python bench/gemm_kernels.py` (aiconfigurator's
+# bf16 GEMMs, m = 1-8192). Fitted on whole passes they trade against the read and the fixed costs (a first joint fit
+# put flop_eff at 0.45 and the A100's share at twice the H100's, where its kernels say 0.95).
+GEMM_OVERLAP, GEMM_FLOP_EFF, GEMM_FLOP_AMPERE = 2.5, 0.83, 0.95
+
+# Search box for each constant: (low, high).
+BOUNDS = dict(bw_hopper=(0.4, 0.95), bw_ampere=(0.4, 0.95), bw_ada=(0.3, 0.95),
               fp8_eff=(0.4, 1.0), fp8_kv_eff=(0.3, 1.0), attn_ns=(0.0, 30.0), layer_us=(0.0, 40.0),
               ar_us=(2.0, 80.0), ar_tp_us=(0.0, 30.0), link_eff=(0.05, 1.0), pass_fixed_ms_vllm=(0.0, 3.0),
               pass_fixed_ms_sglang=(0.0, 3.0), pass_fixed_ms_trtllm=(0.0, 3.0), draft_fixed_ms_vllm=(0.0, 2.0),
               draft_fixed_ms_sglang=(0.0, 2.0), round_fixed_ms_vllm=(0.0, 3.0), round_fixed_ms_sglang=(0.0, 3.0),
-              token_us=(0.0, 60.0), seq_us_trtllm=(0.0, 60.0), bw_cdna=(0.3, 0.95), flop_cdna=(0.1, 1.0))
-START = costmodel.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=0.6, fp8_eff=0.8, fp8_kv_eff=0.8, attn_ns=8.0,
+              token_us_vllm=(0.0, 60.0), token_us_sglang=(0.0, 60.0),
+              seq_us_trtllm=(0.0, 60.0), bw_cdna=(0.3, 0.95), flop_cdna=(0.1, 1.0))
+START = costmodel.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=GEMM_FLOP_EFF, fp8_eff=0.8, fp8_kv_eff=0.8, attn_ns=8.0,
                  layer_us=5.0, ar_us=15.0, ar_tp_us=3.0, link_eff=0.7, pass_fixed_ms_vllm=1.0,
                  pass_fixed_ms_sglang=1.0, pass_fixed_ms_trtllm=1.0, draft_fixed_ms_vllm=0.7,
-                 draft_fixed_ms_sglang=0.7, round_fixed_ms_vllm=1.0, round_fixed_ms_sglang=1.0, token_us=10.0,
-                 seq_us_trtllm=5.0, bw_cdna=0.82, flop_cdna=1.0)
+                 draft_fixed_ms_sglang=0.7, round_fixed_ms_vllm=1.0, round_fixed_ms_sglang=1.0, token_us_vllm=10.0,
+                 seq_us_trtllm=5.0, bw_cdna=0.82, flop_cdna=1.0,
+                 flop_ampere=GEMM_FLOP_AMPERE, token_us_sglang=10.0,
+                 overlap=GEMM_OVERLAP)
 
 
 def spec_point(source, what, engine, draft, k, batch, tau, published, model="llama-3.1-8b", gpu="h100-sxm", tp=1,
@@ -183,7 +189,11 @@ def context_slopes(points):
 
 def predict(point, fit):
     """The model's value for a point: a speedup, a decode step, a closed-loop TPOT, the difference of two
-    TPOTs (context_slopes), or a static batch's whole latency (load_latency), in ms."""
+    TPOTs (context_slopes), a static batch's whole latency (load_latency), in ms, or a served point's ratio of two
+    runs' mean TPOTs (calibration.run_tpot_ms)."""
+    if point["kind"] == "served":
+        return (calibration.run_tpot_ms(point["dep"], point["numerator"], fit)
+                / calibration.run_tpot_ms(point["dep"], point["denominator"], fit))
     if point["kind"] == "latency":   # one pass over every prompt, then the decode steps, no server
         dep, batch = point["dep"], point["batch"]
         prompt = dataclasses.replace(dep, context=dep.input_tokens // 2)
@@ -251,7 +261,7 @@ def cached_loss(points):
     kept = [{} for _ in points]
 
     def value(values):
-        fit = costmodel.Fit(**values)
+        fit = START._replace(**values)   # a constant outside BOUNDS keeps its start
         by_source = defaultdict(list)
         for p, names, memo in zip(points, reads, kept):
             key = tuple(values[n] for n in names)
@@ -267,7 +277,7 @@ def cached_loss(points):
 def pattern_search(points, start, rounds=80):
     """coordinate_search over every constant inside BOUNDS; deterministic."""
     best = coordinate_search(cached_loss(points), {n: getattr(start, n) for n in BOUNDS}, BOUNDS, rounds)
-    return costmodel.Fit(**{n: round(v, 4) for n, v in best.items()})
+    return start._replace(**{n: round(v, 4) for n, v in best.items()})
 
 
 def fit_constants(points):
@@ -337,9 +347,66 @@ def load_latency(path=HERE / "oracle_mi300x_405b.json"):
                  dtype="fp8", engine="vllm", moe=False) for batch, seconds in data["latency_s_by_batch"].items()]
 
 
+SERVED_B_ALPHAS = (0.6, 0.8, 1.0)                             # of 0.5-1.0
+SERVED_B_LOADS = ("C = 1", "C = 128", "rate #3", "rate #6")   # of C 1 and 128 and ten constant rates
+
+
+def load_served_pairs():
+    """bench/served_runs.json's vLLM pairs (source A of bench/served_runs.py): Llama 3.3 70B bf16 TP 2 on vLLM main of
+    2026-01 (on H100 PCIe GPUs, served_runs.LLAMA_GPU says why), an EAGLE-3 head or a 1B draft model at K 3-8 and
+    concurrency 1-64; each run's TPOT speedup over the
+    baseline at its concurrency, both predicted at the batch they decoded (served_runs.llama_run). One source per
+    draft kind: the v1-async era's draft-step and round costs rest on them."""
+    points = [p for p in served_runs.POINTS if p["source"] == served_runs.LLAMA]
+    baselines = {p["source_file"]: p for p in points if p["baseline"]}
+    era = catalog.era_of("vllm", "0.14")
+    out = []
+    for p in points:
+        if p["baseline"]:
+            continue
+        base = baselines[p["baseline_ref"]]
+        draft = "eagle3" if p["draft"].startswith("eagle3") else "llama-3.2-1b"
+        dep = served_runs.llama_deployment(draft, era)
+        out.append(dict(source=f"served A: Llama 3.3 70B TP2, {draft}", what=f"{draft} K={p['K']} C={p['concurrency']}",
+                        kind="served", dep=dep, numerator=served_runs.llama_run(base, None, None),
+                        denominator=served_runs.llama_run(p, p["K"], p["acceptance"]["acceptance_length"]),
+                        published=base["metrics"]["mean_tpot_ms"] / p["metrics"]["mean_tpot_ms"],
+                        tp=2, dtype="bf16", engine="vllm", moe=False))
+    return out
+
+
+def load_forced_alpha():
+    """bench/served_runs.json's forced-alpha sweeps (source B of bench/served_runs.py): Qwen3 0.6B-32B on one A100-class
+    GPU, vLLM V1 of 2025-08; each run at K > 1 as its mean TPOT over the same model, alpha and load at K = 1, at
+    SERVED_B_ALPHAS and SERVED_B_LOADS (a subset that keeps a fit near two minutes). One source per model size."""
+    era = catalog.era_of("vllm", "0.10")
+    deps = {name: costmodel.make_deployment(shape["hf"], "a100-sxm-80gb", 1, "bf16", kv_dtype="bf16", draft="eagle",
+                                            engine="vllm", era=era, shape=shape)
+            for name, shape in served_runs.shapes().items()}
+    by_key, rates = {}, defaultdict(int)
+    for p in (p for p in served_runs.POINTS if p["source"] == served_runs.SCALING):
+        if p["concurrency"] is None:
+            rates[p["source_file"]] += 1
+            load = f"rate #{rates[p['source_file']]}"
+        else:
+            load = f"C = {p['concurrency']}"
+        by_key[p["model"], p["acceptance"]["value"], load, p["K"]] = p
+    out = []
+    for (model, alpha, load, k), p in sorted(by_key.items()):
+        one = by_key.get((model, alpha, load, 1))
+        if k == 1 or one is None or alpha not in SERVED_B_ALPHAS or load not in SERVED_B_LOADS:
+            continue
+        out.append(dict(source=f"served B: {model.split('/')[1]}", what=f"alpha {alpha} {load} K={k}", kind="served",
+                        dep=deps[model], numerator=served_runs.scaling_run(p),
+                        denominator=served_runs.scaling_run(one),
+                        published=p["metrics"]["mean_tpot_ms"] / one["metrics"]["mean_tpot_ms"],
+                        tp=1, dtype="bf16", engine="vllm", moe=False))
+    return out
+
+
 def all_points():
-    """The points the constants are fitted on."""
-    return load_speculative() + load_plain() + load_latency()
+    """The points the constants are fitted on: the published measurements and the served runs."""
+    return load_speculative() + load_plain() + load_latency() + load_served_pairs() + load_forced_alpha()
 
 
 def report_specbundle(fit, title="SpecBundle (SGLang, H200, batch 8), predicted, not fitted"):
@@ -357,35 +424,12 @@ def report_specbundle(fit, title="SpecBundle (SGLang, H200, batch 8), predicted,
     return rows
 
 
-def held_out(points, source):
-    """Fit without one source, then predict it: its points' relative errors (out of sample)."""
-    fit = fit_constants([p for p in points if p["source"] != source])
-    return errors(fit, [p for p in points if p["source"] == source and p["kind"] != "slope"])
-
-
-def report_held_out(points):
-    """Leave-one-source-out: each source predicted by a fit on all the others; return {source: rows}.
-
-    A source that alone sets a constant (an engine's plain anchor sets its fixed cost per pass)
-    is predicted from the search's start for it, so its error says how much that constant matters.
-    """
-    print("\nleave one source out (fit on the others, predict it):")
-    out = {}
-    for source in sorted({p["source"] for p in points}):
-        rows = out[source] = held_out(points, source)
-        errs = [abs(r["error"]) for r in rows]
-        print(f"  {source:44s} n={len(rows):3d}  median {statistics.median(errs) * 100:5.1f}%  "
-              f"worst {max(errs) * 100:5.1f}%")
-    return out
-
-
 def main_cli(argv=()):
     points = all_points()
     fitted = fit_constants(points)
     report(costmodel.FIT, points, "constants now in rollout/costmodel.py", detail=False)
     report(fitted, points, "fitted", detail="--detail" in argv)
     report_specbundle(fitted)
-    report_held_out(points)
     print(f"\nPaste into code/rollout/costmodel.py:\nFIT = {fitted!r}")
     return 0
 

@@ -1,51 +1,152 @@
 """The model's error out of sample, by class of deployment: what rollout/trust.py's intervals are made of.
 
-    python bench/intervals.py          # about two minutes: refits without each source, writes, prints
+    python bench/intervals.py             # about twenty minutes on 2 cores: refits without each source, writes, prints
+    python bench/intervals.py --report    # the same reports from the files the last run wrote, in seconds
 
-Every published point is predicted by a fit that did not see its source: the leave-one-source-out
-fits of bench/calibrate.py for the points the constants are fitted on, and the published fit
-itself for the SpecBundle runs, which it never sees. Each prediction's log error is written to
+Every published point and served run is predicted by a fit that did not see its source: the leave-one-source-out
+fits of bench/calibrate.py for the points the constants are fitted on (written to bench/held_out_fits.json), and the
+fit itself for the SpecBundle runs, which it never sees. Each prediction's log error is written to
 bench/held_out_errors.json with its class (what it predicts, engine, dense or MoE target, GPU
 family, draft kind), and the table trust.MODEL_ERROR should hold is printed: per class, the
 number of points and of sources, the spread of a source's points around its own mean, and the
 spread of the sources' means (trust.error_table). tests/test_intervals.py checks that
 MODEL_ERROR is this file's table and that the intervals built from it cover 70-90% of points
-they did not see. Standard library only.
+they did not see. The reports on standard error: each source's held-out error, by engine era and draft
+kind, the served runs by K, concurrency and load, the served A pairs read as an H100 SXM, and each
+left-out source's share inside its 80% interval. Standard library only.
 """
 import json
 import math
+import multiprocessing
+import statistics
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import calibrate  # noqa: E402  (bench/calibrate.py: the points and the fits)
+import served_runs  # noqa: E402  (bench/served_runs.py: the served runs' deployments)
 
 from rollout import costmodel, trust  # noqa: E402
 OUT = HERE / "held_out_errors.json"
 
 
 def row(point, predicted, how):
+    """A point's held-out row: its class (a served pair or forced-alpha ratio is a speculative speedup's) and log error."""
     dep = point["dep"]
-    return dict(source=point["source"], point=point["what"], how=how,
-                **trust.error_class("speedup" if point["kind"] == "speedup" else "tpot", dep),
+    return dict(source=point["source"], point=point["what"], how=how, era=f"{dep.engine.key} {dep.era.key}",
+                **trust.error_class("speedup" if point["kind"] in ("speedup", "served") else "tpot", dep),
                 log_error=round(math.log(predicted / point["published"]), 6))
 
 
-def held_out_rows():
+def fit_without(source):
+    """The fit on every point but those of one source (a worker's task: POINTS is inherited by fork)."""
+    return calibrate.fit_constants([p for p in POINTS if p["source"] != source])
+
+
+POINTS = []
+
+
+def held_out_fits(points, workers=2):
+    """{source: the fit without it}, the fits run in parallel (each is deterministic, so the result is too)."""
+    POINTS[:] = points
+    sources = sorted({p["source"] for p in points})
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return dict(zip(sources, pool.map(fit_without, sources)))
+
+
+def held_out_rows(fits=None):
+    """Every point's held-out row, and the fits without each source (written to FITS; --report reads them back)."""
     points = calibrate.all_points()
-    rows = []
-    for source in sorted({p["source"] for p in points}):
-        fit = calibrate.fit_constants([p for p in points if p["source"] != source])
+    rows, fits = [], fits or held_out_fits(points)
+    for source, fit in fits.items():
         rows += [row(p, calibrate.predict(p, fit), "fitted without its source") for p in points
                  if p["source"] == source and p["kind"] != "slope"]   # a slope is a view of NIM's points
-        print(f"  {source}", file=sys.stderr)
     rows += [row(p, calibrate.predict(p, costmodel.FIT), "never fitted") for p in calibrate.load_specbundle()]
-    return rows
+    return rows, fits
+
+
+def report_served_gpu(fits, gpu="h100-sxm"):
+    """The served A pairs on another GPU than the one their baselines identify (the issue's reading: --gpu
+    h100-sxm), each source predicted by the same fit without it."""
+    print(f"held out, served A read as {gpu} (served_runs.LLAMA_GPU is {served_runs.LLAMA_GPU}):", file=sys.stderr)
+    for source, fit in fits.items():
+        points = [p for p in calibrate.load_served_pairs() if p["source"] == source]
+        if not points:
+            continue
+        errors = []
+        for p in points:
+            dep = served_runs.llama_deployment(p["dep"].draft, p["dep"].era, gpu)
+            errors.append(calibrate.predict(dict(p, dep=dep), fit) / p["published"] - 1)
+        size = sorted(abs(e) for e in errors)
+        print(f"  {source:46s} {len(size):4d} {statistics.median(size) * 100:6.1f}% {size[-1] * 100:6.1f}% "
+              f"{statistics.fmean(errors) * 100:+6.1f}%", file=sys.stderr)
+
+
+def report(rows):
+    """Each source's held-out error (median and worst |relative error|, mean signed), then by engine era and by
+    draft kind: what the README's table gives."""
+    def line(name, errors):
+        size = sorted(abs(e) for e in errors)
+        print(f"  {name:46s} {len(size):4d} {statistics.median(size) * 100:6.1f}% {size[-1] * 100:6.1f}% "
+              f"{statistics.fmean(errors) * 100:+6.1f}%", file=sys.stderr)
+    for title, key in (("source", lambda r: r["source"]), ("engine era", lambda r: r["era"]),
+                       ("draft kind (speculative points)", lambda r: r["draft"] or None)):
+        print(f"held out, by {title}:   n  median   worst  signed", file=sys.stderr)
+        groups = defaultdict(list)
+        for r in rows:
+            if key(r) is not None:
+                groups[key(r)].append(math.expm1(r["log_error"]))
+        for name, errors in sorted(groups.items()):
+            line(name, errors)
+
+
+def report_served(rows):
+    """The served sources' held-out errors by what their done-when reads: A's signed error by K, B's by load."""
+    def line(name, errors):
+        size = sorted(abs(e) for e in errors)
+        print(f"  {name:46s} {len(size):4d} {statistics.median(size) * 100:6.1f}% {size[-1] * 100:6.1f}% "
+              f"{statistics.fmean(errors) * 100:+6.1f}%", file=sys.stderr)
+    groups = defaultdict(list)
+    for r in rows:
+        if r["source"].startswith("served A"):
+            draft, k, c = r["point"].split()
+            groups["A " + draft + " " + k].append(math.expm1(r["log_error"]))
+            groups["A " + draft + " " + c].append(math.expm1(r["log_error"]))
+        elif r["source"].startswith("served B"):
+            load = r["point"].split(" ", 2)[2].rsplit(" ", 1)[0]
+            groups["B " + r["source"].split(": ")[1] + ", " + load].append(math.expm1(r["log_error"]))
+    print("held out, served runs by K, concurrency and load:   n  median   worst  signed", file=sys.stderr)
+    for name, errors in sorted(groups.items()):
+        line(name, errors)
+
+
+def report_coverage(rows):
+    """Each source's share of points inside its 80% interval, built from the table of all the other sources."""
+    z = trust.Z_INTERVAL
+    print(f"{trust.INTERVAL_LEVEL:.0%} intervals, share of each left-out source's points inside:", file=sys.stderr)
+    for source in sorted({r["source"] for r in rows}):
+        table = trust.error_table([r for r in rows if r["source"] != source])
+        mine = [r for r in rows if r["source"] == source]
+        inside = sum(abs(r["log_error"]) <= z * trust.class_error({k: r[k] for k in trust.ERROR_CLASS}, table).sd
+                     for r in mine)
+        print(f"  {source:46s} {inside / len(mine):5.0%} of {len(mine)}", file=sys.stderr)
+
+
+FITS = HERE / "held_out_fits.json"
 
 
 if __name__ == "__main__":
-    rows = held_out_rows()
+    if "--report" in sys.argv[1:]:   # the rows and reports again from the fits the last full run wrote
+        rows, fits = held_out_rows({source: costmodel.Fit(**fit) for source, fit in json.loads(FITS.read_text()).items()})
+    else:
+        rows, fits = held_out_rows()
+        FITS.write_text(json.dumps({source: fit._asdict() for source, fit in fits.items()}, indent=1) + "\n")
+    report(rows)
+    report_served(rows)
+    report_served_gpu(fits)
+    report_coverage(rows)
     OUT.write_text(json.dumps(dict(note=__doc__.split("\n\n")[1].replace("\n", " "), rows=rows), indent=1) + "\n")
     print("MODEL_ERROR = {")
     for key, value in trust.error_table(rows).items():

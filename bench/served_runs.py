@@ -4,7 +4,8 @@ served_runs.json is a byte copy of the team's collection of published served run
 a source, with its caveats; `points`, what varies). Two of its sources are asked here:
 
 A. tomasruizt/vllm-scripts online-throughput: Llama 3.3 70B bf16 at TP 2 on vLLM main of 2026-01 (taken as
-   --engine-version 0.14), on unnamed 80 GB GPUs (taken as h100-sxm), an EAGLE-3 head or Llama 3.2 1B as a draft
+   --engine-version 0.14), on unnamed 80 GB GPUs without peer-to-peer (LLAMA_GPU: H100 PCIe, which the baselines'
+   own TPOTs identify; the report gives the H100 SXM reading too), an EAGLE-3 head or Llama 3.2 1B as a draft
    model at K 3-8 and max_concurrency 1-64, each run paired with the baseline (K 0) at its concurrency. Measured
    speedup = baseline mean TPOT / spec mean TPOT; predicted = run_tpot_ms(baseline) / run_tpot_ms(spec), each run
    at its own mean prompt and output lengths, its measured acceptance length and the batch it decoded on average
@@ -21,6 +22,7 @@ Error = predicted / measured - 1. Nothing is fitted here.
 
     python bench/served_runs.py > bench/served_runs.txt     (under a second; standard library only)
 """
+import dataclasses
 import json
 import statistics
 import sys
@@ -37,6 +39,21 @@ POINTS = json.loads((HERE / "served_runs.json").read_text())["points"]
 LLAMA = "tomasruizt-vllm-scripts-online-throughput-llama70b-tp2"
 SCALING = "speculators-researchScaling"
 VLLM = catalog.ENGINES["vllm"]
+# A's GPUs: "2x unknown NVIDIA 80GB-class GPUs (TP=2, Shadeform cloud, no P2P/custom allreduce)", the source says.
+# Its seven baselines' mean TPOTs (43 ms at concurrency 1) are what the model gives an H100 PCIe pair (2.0 TB/s, PCIe)
+# within a few percent at every concurrency, and 1.5x what it gives an H100 SXM pair: report_gpus prints both.
+LLAMA_GPU = "h100-pcie"
+LLAMA_GPUS = ("h100-pcie", "h100-sxm", "a100-sxm-80gb")
+# "No P2P": NCCL's all-reduce between the two GPUs goes through host memory (its SHM transport), so each byte crosses
+# the PCIe link twice, down from one GPU and up to the other: half the link's one-way bandwidth, at most.
+NO_P2P_LINK = 0.5
+
+
+def llama_deployment(draft, era, gpu=LLAMA_GPU):
+    """A's deployment as the model sees it: Llama 3.3 70B bf16 at TP 2 on `gpu`, its link halved on a PCIe GPU."""
+    dep = costmodel.make_deployment("llama-3.3-70b", gpu, 2, "bf16", kv_dtype="bf16", draft=draft, engine="vllm",
+                                    era=era)
+    return dataclasses.replace(dep, link_gbs=dep.link_gbs * NO_P2P_LINK) if gpu == "h100-pcie" else dep
 
 
 def qwen3(name, hidden, inter, layers, heads, tied):
@@ -97,12 +114,25 @@ def llama_run(point, k, tau, decoding=True):
                                                        m["completed"]) if decoding else None)
 
 
-def report_llama():
+def report_gpus():
+    """A's baselines: the plain TPOT the model gives each candidate GPU over the measured one, by concurrency."""
+    base = sorted((p for p in POINTS if p["source"] == LLAMA and p["baseline"]), key=lambda p: p["concurrency"])
+    era = cli.parse_era(VLLM, "0.14")
+    print(f"A's GPUs: the baselines' mean TPOT, predicted / measured, at C = "
+          + ", ".join(str(p["concurrency"]) for p in base))
+    for gpu in LLAMA_GPUS:
+        dep = llama_deployment("ngram", era, gpu)
+        ratios = [calibration.run_tpot_ms(dep, llama_run(p, None, None), costmodel.FIT) / p["metrics"]["mean_tpot_ms"]
+                  for p in base]
+        print(f"   {gpu:<14}" + " ".join(f"{r:5.2f}" for r in ratios) + ("   <- taken" if gpu == LLAMA_GPU else ""))
+    print()
+
+
+def report_llama(gpu=LLAMA_GPU):
     points = [p for p in POINTS if p["source"] == LLAMA]
     baselines = {p["source_file"]: p for p in points if p["baseline"]}
     era = cli.parse_era(VLLM, "0.14")
-    deps = {draft: costmodel.make_deployment("llama-3.3-70b", "h100-sxm", 2, "bf16", kv_dtype="bf16", draft=draft,
-                                             engine="vllm", era=era) for draft in ("eagle3", "llama-3.2-1b")}
+    deps = {draft: llama_deployment(draft, era, gpu) for draft in ("eagle3", "llama-3.2-1b")}
     errors, plain = defaultdict(list), []   # plain: every batch taken as C (no decoding_batch), a sensitivity check
     for p in points:
         if p["baseline"]:
@@ -121,7 +151,7 @@ def report_llama():
             errors[key].append(error)
         plain.append(speedup(False) / measured - 1)
     print(f"A. {LLAMA}:")
-    print(f"   Llama 3.3 70B bf16 TP 2, h100-sxm, vLLM 0.14 (era {era.key}); TPOT speedup of "
+    print(f"   Llama 3.3 70B bf16 TP 2, {gpu}, vLLM 0.14 (era {era.key}); TPOT speedup of "
           f"{len(errors['all'])} spec runs,")
     print(f"   each over the K = 0 run at its concurrency ({len(baselines)} baselines, C = 1-64)")
     print(f"   {'draft':<14}{'K':>4}  {'n':>4}  {'median':>7}  {'worst':>7}  {'mean signed':>7}")
@@ -216,7 +246,10 @@ def report_scaling():
 def main():
     print("served_runs.json vs costmodel.FIT: A TPOT speedup over K=0, B TPOT(K)/TPOT(K=1); error pred/meas - 1")
     print()
+    report_gpus()
     report_llama()
+    print()
+    report_llama("h100-sxm")   # as the issue asks it: --gpu h100-sxm
     print()
     report_scaling()
 

@@ -113,9 +113,10 @@ class Exercises(unittest.TestCase):
                                    (1 + q) / ((1 + mix["eps"]) / acceptance.acceptance_length(0.61, mix["k"]) + q), places=5)
 
     def test_mix_best_k_is_the_argmax_with_speculation_off_allowed(self):
-        # Llama 3.1 8B at TP 4 and B = 2048: no K pays for this mix, so the best single K is 0 at 1.0x.
-        for batch, want_off in ((2048, True), (1, False)):
-            dep = costmodel.make_deployment("llama-3.1-8b", tp=4)
+        # Llama 3.1 8B on one H100 at 128 tokens in and out, B = 1024: the verify pass's math outweighs its short
+        # KV read, no K pays for this mix, so the best single K is 0 at 1.0x; at B = 1 one does.
+        for batch, want_off in ((1024, True), (1, False)):
+            dep = costmodel.make_deployment("llama-3.1-8b", tp=1, context=128, input_tokens=128, output_tokens=128)
             mix = analysis.traffic_blend(main.TRAFFIC_MIX, dep, 3, batch)
             d, q = costmodel.decode_step_ms(dep, batch), costmodel.prefill_share_ms(dep, batch)
             by_k = {0: 1.0}
@@ -132,7 +133,10 @@ class Exercises(unittest.TestCase):
         self.assertEqual({r["method"] for r in rows.values()}, {"draft_model", "eagle", "eagle3", "ngram"})
         self.assertEqual(rows["ngram"]["params"], 0)
         self.assertAlmostEqual(rows["eagle"]["params"] / 1e9, 0.99, delta=0.005)     # the head, not the lm_head it reads
-        self.assertLess(rows["ngram"]["eps_b1"], rows["eagle3"]["eps_b1"])
+        # On the default release an EAGLE round hides its fixed costs (async scheduling, PR #31998) and an n-gram
+        # round does not: n-gram's round is the verify pass and that bookkeeping, a draft model's adds 16-layer steps.
+        self.assertLess(rows["eagle3"]["eps_b1"], rows["ngram"]["eps_b1"])
+        self.assertLess(rows["ngram"]["eps_b1"], rows["llama-3.2-1b"]["eps_b1"])
 
     def test_tail_diagnosis_reproduces_the_symptom(self):
         d = self.ex["tail_diagnosis"]
@@ -145,13 +149,22 @@ class Exercises(unittest.TestCase):
         self.assertAlmostEqual(d["zero_accept_token_share"], (1 - d["alpha"]) / d["tau"], places=5)
 
     def test_tpot_diagnosis_reproduces_the_symptom_over_requests(self):
-        t = self.ex["tail_diagnosis"]["tpot"]
+        # On vLLM 0.13 (synchronous rounds: eps 0.2 at B = 1) a spread of alpha over requests gives both figures.
+        status, out, err = run(["--exercises", "--json", "--no-write", "--engine-version", "0.13"])
+        self.assertEqual(status, 0, err)
+        t = json.loads(out)["exercises"]["tail_diagnosis"]["tpot"]
         self.assertIsNotNone(t)
         self.assertAlmostEqual(t["p99_change"], 0.15, delta=0.01)
         self.assertAlmostEqual(t["mean_change"], -0.25, delta=0.005)
         # The requests' tau over 1 + eps is the mean TPOT: (1 + eps) / tau - 1 = -25%.
         self.assertAlmostEqual((1 + t["eps"]) / t["tau"] - 1, -0.25, delta=0.002)
         self.assertLess(t["slow_alpha"], t["alpha"] - 2 * t["spread"])
+
+    def test_tpot_diagnosis_says_when_no_spread_gives_the_symptom(self):
+        # The default release hides a round's fixed costs (eps 0.07 at B = 1): a -25% mean leaves P99 short of +15%.
+        self.assertIsNone(self.ex["tail_diagnosis"]["tpot"])
+        _, out, _ = run(["--exercises", "--no-write"])
+        self.assertIn("no spread of alpha gives both figures at the model's eps", " ".join(out.split()))
 
     def test_draft_memory_by_hand(self):
         rows = {r["draft"]: r for r in self.ex["draft_memory"]["rows"]}

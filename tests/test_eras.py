@@ -1,6 +1,7 @@
 """Engine eras (issue 22): a round's host costs by engine release. The published fit's rounds were measured in one
-era per engine; a later era takes off a round what published before/after measurements saved, counted here by hand
-from the numbers the sources print."""
+era per engine; a later era either has its own fitted round costs (vLLM's async rounds, fitted on served runs of
+its era) or takes off a round what a published before/after measurement saved (SGLang's spec v2), counted here by
+hand from the numbers the source prints."""
 import json
 import math
 import statistics
@@ -14,7 +15,6 @@ from rollout import calibration, catalog, costmodel, readers, trust
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)
-VLLM_ASYNC = (9.91 - 9.57) * 3.08                      # PR #25872's TPOT saving times the head's K = 4 tau (#20780)
 SGLANG_V2 = 2.99 * 1000 / 246.80 - 3.01 * 1000 / 273.43   # PR #11398: a round's ms from tokens/s and acceptance
 
 
@@ -51,36 +51,48 @@ class Releases(unittest.TestCase):
 
 
 class RoundSavings(unittest.TestCase):
-    def test_the_savings_are_the_sources_numbers(self):
-        self.assertAlmostEqual(catalog.VLLM_ASYNC_ROUNDS.saved_ms, VLLM_ASYNC, places=12)
+    def test_the_saving_is_the_sources_numbers(self):
         self.assertAlmostEqual(catalog.SGLANG_SPEC_V2.saved_ms, SGLANG_V2, places=12)
 
-    def test_a_newer_round_is_the_fitted_one_less_its_hidden_host_time(self):
-        for engine, version, saved in (("vllm", "0.14", VLLM_ASYNC), ("sglang", "0.5.11", SGLANG_V2)):
-            old, new = dep(engine, {"vllm": "0.13", "sglang": "0.5.10"}[engine]), dep(engine, version)
+    def test_a_newer_sglang_round_is_the_fitted_one_less_its_hidden_host_time(self):
+        old, new = dep("sglang", "0.5.10"), dep("sglang", "0.5.11")
+        for batch, k in ((1, 3), (64, 5)):
+            with self.subTest(batch=batch, k=k):
+                self.assertAlmostEqual(costmodel.round_ms(old, batch, k) - costmodel.round_ms(new, batch, k), SGLANG_V2,
+                                       places=9)
+                self.assertEqual(costmodel.decode_step_ms(old, batch), costmodel.decode_step_ms(new, batch))
+
+    def test_vllm_async_rounds_hide_their_fixed_costs_whole(self):
+        # A round is its bookkeeping plus K draft steps (each its fixed cost plus the head's pass) plus the verify
+        # pass. On 0.14 an EAGLE round's fixed costs are hidden whole; PR #31998 runs async rounds for EAGLE and MTP
+        # only, so a draft model's and n-gram's rounds keep them.
+        f = costmodel.FIT
+        for draft in ("eagle3", "eagle", "llama-3.2-1b", "ngram"):
+            old, new = dep("vllm", "0.13", draft=draft), dep("vllm", "0.14", draft=draft)
+            async_rounds = draft in ("eagle3", "eagle")
             for batch, k in ((1, 3), (64, 5)):
-                with self.subTest(engine=engine, batch=batch, k=k):
-                    self.assertAlmostEqual(costmodel.round_ms(old, batch, k) - costmodel.round_ms(new, batch, k), saved, places=9)
-                    self.assertEqual(costmodel.decode_step_ms(old, batch), costmodel.decode_step_ms(new, batch))   # plain: as fitted
+                with self.subTest(draft=draft, batch=batch, k=k):
+                    by_hand = f.round_fixed_ms_vllm + k * f.draft_fixed_ms_vllm if async_rounds else 0.0
+                    self.assertAlmostEqual(costmodel.round_ms(old, batch, k) - costmodel.round_ms(new, batch, k), by_hand,
+                                           places=9)
+                    self.assertAlmostEqual(costmodel.hidden_ms(new, k), by_hand, places=12)
+                    self.assertEqual(costmodel.decode_step_ms(old, batch), costmodel.decode_step_ms(new, batch))
 
     def test_changes_run_only_for_the_drafts_they_serve(self):
-        # vLLM's async rounds are off for n-gram and draft models (PR #31998); SGLang's spec v2 runs chains only.
-        for engine, old_version, kw in (("vllm", "0.13", dict(draft="ngram")),
-                                        ("vllm", "0.13", dict(draft="llama-3.2-1b")),
-                                        ("sglang", "0.5.10", dict(draft="eagle3", topk=4, verify_tokens=8))):
-            with self.subTest(engine=engine, **{k: str(v) for k, v in kw.items()}):
-                self.assertEqual(costmodel.round_ms(dep(engine, old_version, **kw), 1, 3), costmodel.round_ms(dep(engine, **kw), 1, 3))
+        # SGLang's spec v2 runs chains only (PR #12113).
+        kw = dict(draft="eagle3", topk=4, verify_tokens=8)
+        self.assertEqual(costmodel.round_ms(dep("sglang", "0.5.10", **kw), 1, 3), costmodel.round_ms(dep("sglang", **kw), 1, 3))
 
     def test_no_more_is_hidden_than_the_rounds_fixed_costs(self):
-        new = dep("vllm")
-        fit = costmodel.FIT._replace(round_fixed_ms_vllm=0.2, draft_fixed_ms_vllm=0.1)   # 0.2 + 3 x 0.1 < 1.05
-        old = dep("vllm", "0.13")
+        new = dep("sglang")
+        fit = costmodel.FIT._replace(round_fixed_ms_sglang=0.2, draft_fixed_ms_sglang=0.1)   # 0.2 + 3 x 0.1 < 1.11
+        old = dep("sglang", "0.5.10")
         self.assertAlmostEqual(costmodel.round_ms(old, 1, 3, fit) - costmodel.round_ms(new, 1, 3, fit), 0.5, places=12)
 
     def test_the_calibration_closed_form_hides_the_same(self):
         run_ = readers.Run(batch=8, k=3, tau=2.5, input_tokens=1024, output_tokens=1024)
-        for version in ("0.13", None):
-            d = dep("vllm", version)
+        for engine, version in (("sglang", "0.5.10"), ("sglang", None), ("vllm", "0.13"), ("vllm", None)):
+            d = dep(engine, version)
             own = dict.fromkeys(costmodel.OWN_TERMS, 1.0)
             self.assertAlmostEqual(calibration.terms_tpot_ms(calibration.run_terms(d, run_), own), calibration.run_tpot_ms(d, run_, costmodel.FIT),
                                    places=9)
@@ -89,7 +101,7 @@ class RoundSavings(unittest.TestCase):
 class WhatTheRunSays(unittest.TestCase):
     def test_the_model_md_table_gives_the_savings_the_code_computes(self):
         model_md = (Path(__file__).resolve().parent.parent / "code" / "rollout" / "MODEL.md").read_text()
-        for key, saving in (("v1-async", catalog.VLLM_ASYNC_ROUNDS), ("spec-v2", catalog.SGLANG_SPEC_V2)):
+        for key, saving in (("spec-v2", catalog.SGLANG_SPEC_V2),):
             row = next(line for line in model_md.splitlines() if line.startswith("| ") and f"`{key}`" in line)
             self.assertIn(f"{saving.saved_ms:.2f} ms less", row)
 
@@ -106,7 +118,8 @@ class WhatTheRunSays(unittest.TestCase):
         self.assertIn("--engine-version 0.8", plan)          # the gate rebuilds the same deployment
 
     def test_a_derived_era_widens_the_speedup_interval_by_its_own_size(self):
-        new, old = costmodel.make_deployment(), costmodel.make_deployment(era=catalog.fitted_era("vllm"))
+        new, old = (costmodel.make_deployment(engine="sglang"),
+                    costmodel.make_deployment(engine="sglang", era=catalog.fitted_era("sglang")))
         shift = math.log(costmodel.round_ms(old, 1, 3) / costmodel.round_ms(new, 1, 3))
         self.assertGreater(shift, 0.03)
         self.assertIn("era", trust.trust_in(new).outside)

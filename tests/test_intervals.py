@@ -138,8 +138,8 @@ class Decisions(unittest.TestCase):
             return out.read_text()
 
     def test_a_gain_inside_the_models_error_is_too_close_to_call(self):
-        # The default plan: K = 1 at B = 256 predicts about 1.11x, well inside the model's 80% range.
-        plan = self.plan([])
+        # At B = 384 K = 1 predicts about 1.12x, inside the model's 80% range.
+        plan = self.plan(["--concurrency", "1,384"])
         row = next(line for line in plan.splitlines() if line.startswith("| K |"))
         self.assertIn("too close to call", row)
         self.assertIn("The model cannot tell whether it pays at B = ", plan)
@@ -147,12 +147,12 @@ class Decisions(unittest.TestCase):
         # beside stage 0's baseline of the same workload.
         verdict = plan.split("## Verdict")[1].split("\n## ")[0]
         self.assertLess(plan.index("## Verdict"), plan.index("## The deployment this plan is for"))
-        self.assertIn("**Too close to call at B = 256: K = 1 gives 1.11x (0.90-1.38 at 80%), a range that holds 1.0x.",
+        self.assertIn("**Too close to call at B = 384: K = 1 gives 1.12x (0.98-1.28 at 80%), a range that holds 1.0x.",
                       verdict)
-        self.assertIn("sharegpt_baseline_c256.json", verdict)
-        self.assertIn("--max-concurrency 256", verdict)
-        self.assertIn("--result-filename sharegpt_spec_c256.json", verdict)
-        self.assertIn("--result-filename sharegpt_spec_c256.json", plan.split("## Stage 1")[1])
+        self.assertIn("sharegpt_baseline_c384.json", verdict)
+        self.assertIn("--max-concurrency 384", verdict)
+        self.assertIn("--result-filename sharegpt_spec_c384.json", verdict)
+        self.assertIn("--result-filename sharegpt_spec_c384.json", plan.split("## Stage 1")[1])
 
     def verdict(self, **evidence):
         grid = analysis.Grid(acceptance=(0.7,), ks=(3,), overheads=("auto",), concurrencies=(1, 256))
@@ -163,7 +163,7 @@ class Decisions(unittest.TestCase):
         # By hand from the cost model's parts: the speedup of the K the plan runs at B = 256, a plain step over a
         # token's share of a round (tau = 1 + a + ... + a^K), its 80% range exp(+-1.2816 sd), and the call that range
         # makes. Weak, middling and strong acceptance.
-        for alpha, call in ((0.05, "off"), (0.7, "benchmark first"), (0.95, "on")):
+        for alpha, call in ((0.05, "off"), (0.55, "benchmark first"), (0.95, "on")):
             with self.subTest(alpha=alpha):
                 result, dep = self.verdict(expected_alpha=alpha)
                 v, k = result.verdict, result.plan.k
@@ -230,11 +230,11 @@ class Decisions(unittest.TestCase):
     def test_the_report_opens_with_the_verdict_and_ends_with_the_files_written(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "plan.md"
-            status, text, err = run(["--concurrency", "1,256", "--out", str(out)])
+            status, text, err = run(["--concurrency", "1,384", "--out", str(out)])
         lines = text.splitlines()
         self.assertEqual(status, 0, err)
         self.assertTrue(lines[0].startswith("== Verdict: speculative decoding (eagle3) for llama-3.3-70b"), lines[0])
-        self.assertTrue(lines[1].startswith("Too close to call at B = 256: K = 1 gives"), lines[1])
+        self.assertTrue(lines[1].startswith("Too close to call at B = 384: K = 1 gives"), lines[1])
         self.assertEqual(lines[-1], f"Wrote {out}, {Path(tmp) / 'chart-speedup.svg'}, "
                                     f"{Path(tmp) / 'chart-best-k.svg'}, {Path(tmp) / 'chart-itl-cdf.svg'}.")
         self.assertEqual(sum("Traffic mix at B" in line or "Averaging alpha first" in line for line in lines), 2)
@@ -248,8 +248,9 @@ class Decisions(unittest.TestCase):
 
     def test_the_gate_without_benchmarks_will_not_pass_a_close_call(self):
         fixtures = ROOT / "tests" / "fixtures"
+        # At B = 384 the scrape's rate clears the break-even at the model's round cost but not at the top of its range.
         scrape = ["--metrics", str(fixtures / "metrics_after.prom"), "--metrics-before",
-                  str(fixtures / "metrics_before.prom"), "--no-write", "--json", "--gate"]
+                  str(fixtures / "metrics_before.prom"), "--no-write", "--json", "--gate", "--concurrency", "1,384"]
         status, out, _ = run(scrape)
         gate = json.loads(out)["gate"]
         self.assertEqual((status, gate["verdict"]), (1, "too close to call"))

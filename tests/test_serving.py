@@ -207,15 +207,24 @@ class TwoSimulations(unittest.TestCase):
     def test_the_step_simulation_meets_the_closed_form_mean(self):
         # The grid's mean TPOT (plain_step_ms; spec_tpot_ms over round_ms) averages a step's prefill share in
         # closed form, (B - 1) I / O prompt tokens a step; serve_run charges each step the prompts it carries.
-        # Two implementations of one model: their mean TPOTs agree within 3% at C = 32 and 128.
-        for batch in (32, 128):
-            work = closed(batch, 10 * batch, output=256, spread=0.8)
-            dep = costmodel.at_lengths(DEP, 512, 256)
-            plain = serving.bench_result(serving.serve_run(dep, work), work, dep)
-            self.assertAlmostEqual(plain["mean_tpot_ms"] / costmodel.plain_step_ms(dep, batch), 1.0, delta=0.03)
-            spec = serving.bench_result(serving.serve_run(dep, work, k=3, alpha=0.7, spread=0.0), work, dep)
-            closed_form = costmodel.spec_tpot_ms(dep, batch, 1 / acceptance.acceptance_length(0.7, 3), costmodel.round_ms(dep, batch, 3))
-            self.assertAlmostEqual(spec["mean_tpot_ms"] / closed_form, 1.0, delta=0.03)
+        # With read and math added (overlap 1) they are two implementations of one model: their mean TPOTs agree
+        # within 3% at C = 32 and 128. With the fitted overlap a prompt chunk costs more beside a verify pass (whose
+        # math already weighs against the read) than beside a plain step, which the closed form charges in both:
+        # the simulation's speculative mean is then above it (5% at C = 32, 11% at C = 128 here: the closed form's
+        # known shortfall under load, left for the prefill share to be charged at the verify pass's margin).
+        for fit in (costmodel.FIT._replace(overlap=1.0), costmodel.FIT):
+            for batch in (32, 128):
+                work = closed(batch, 10 * batch, output=256, spread=0.8)
+                dep = costmodel.at_lengths(DEP, 512, 256)
+                plain = serving.bench_result(serving.serve_run(dep, work, fit=fit), work, dep)
+                self.assertAlmostEqual(plain["mean_tpot_ms"] / costmodel.plain_step_ms(dep, batch, fit), 1.0, delta=0.03)
+                spec = serving.bench_result(serving.serve_run(dep, work, k=3, alpha=0.7, spread=0.0, fit=fit), work, dep)
+                closed_form = costmodel.spec_tpot_ms(dep, batch, 1 / acceptance.acceptance_length(0.7, 3),
+                                                     costmodel.round_ms(dep, batch, 3, fit), fit)
+                if fit.overlap == 1.0:
+                    self.assertAlmostEqual(spec["mean_tpot_ms"] / closed_form, 1.0, delta=0.03)
+                else:
+                    self.assertGreater(spec["mean_tpot_ms"] / closed_form, 1.0)
 
 
 class PredictBench(unittest.TestCase):

@@ -91,7 +91,8 @@ def run_terms(dep, run, fit=FIT):
     verify = grouped(target_parts(d, b, verify_tokens(d, run.k), base))
     return RunTerms(decode=plain, prefill=prefill, verify={key: verify[key] - plain[key] for key in plain},
                     round_ms=fixed_ms(d, "round", base), draft_ms=draft_ms(d, b, run.k, base), tau=run.tau,
-                    saving_ms=d.era.saving_ms(draft_kind(d.draft), d.topk),
+                    saving_ms=(math.inf if draft_kind(d.draft) in d.era.hides_for   # hidden whole (hidden_ms)
+                               else d.era.saving_ms(draft_kind(d.draft), d.topk)),
                     draft_fixed_ms=run.k * fixed_ms(d, "draft", base) if runs_a_draft_model(d) else 0.0)
 
 

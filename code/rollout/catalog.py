@@ -18,6 +18,7 @@ GPUS = {
     "a100-sxm-80gb": dict(memory_gib=80,  bandwidth_tbs=2.039, bf16=312,  fp8=None, family="ampere",    link=300),  # NVIDIA datasheet, via ai-dynamo/aiconfigurator a100_sxm.yaml
     "h100-sxm":      dict(memory_gib=80,  bandwidth_tbs=3.35,  bf16=989,  fp8=1979, family="hopper",    link=450),  # aiconfigurator h100_sxm.yaml
     "h100-pcie":     dict(memory_gib=80,  bandwidth_tbs=2.0,   bf16=756,  fp8=1513, family="hopper",    link=64),   # aiconfigurator h100_pcie.yaml
+    "h100-nvl":      dict(memory_gib=94,  bandwidth_tbs=3.9,   bf16=835,  fp8=1671, family="hopper",    link=300),  # NVIDIA H100 datasheet, H100 NVL column (94 GB HBM3, 3.9 TB/s; BF16 1,671 and FP8 3,341 TFLOPS with sparsity, halved here; NVLink bridge 600 GB/s both ways, one GPU pair)
     "h200":          dict(memory_gib=141, bandwidth_tbs=4.8,   bf16=989,  fp8=1979, family="hopper",    link=450,
                           bw_rel=0.916),  # aiconfigurator h200_sxm.yaml; bw_rel below
     "b200":          dict(memory_gib=180, bandwidth_tbs=8.0,   bf16=2250, fp8=4500, fp4=9000, family="blackwell", link=900,
@@ -159,6 +160,8 @@ class Era:
     fitted: bool             #: the published fit's speculative points were measured in this era
     savings: tuple = ()      #: RoundSaving rows since the fitted era
     before: str = ""         #: on an engine's first era: why releases before it are refused
+    hides_for: tuple = ()    #: draft kinds (draft_kind) whose rounds' fixed host costs it hides whole (costmodel.hidden_ms)
+    hidden_basis: str = ""   #: what that rests on, as the plan says it
 
     def saving_ms(self, draft, topk=1):
         """Host time a round of this draft kind (draft_kind) no longer waits for against the fitted era, ms: each
@@ -166,21 +169,19 @@ class Era:
         return sum(s.saved_ms for s in self.savings if s.runs_for(draft, topk))
 
 
-# vLLM. The fitted constants are issue #20780's K sweep (2025-07, V1 engine, synchronous rounds). Async
-# scheduling with EAGLE/MTP became the default in v0.14.0 (PR #31998, merged 2026-01-08; release notes
-# "Now also works with speculative decoding"); it overlaps the CPU's preparation of the next round with the GPU's
-# work on this one. Measured by PR #25872 (Llama 3.1 8B, yuhuili EAGLE-3 head, K = 4, MT-bench, concurrency 1, L20):
-# TPOT 9.91 -> 9.57 ms; its tau is not printed, so issue #20780's K = 4 tau for the same head on MT-bench (3.08,
-# bench/published.json) is used. Left out, with reasons: v0.19's zero-bubble async (PR #32951: DeepSeek-V3.2 MTP
-# TPOT 9.19 -> 8.90 ms) against issue #39940 (Llama 3.1 8B EAGLE-3 at TP 4: v0.19's speculative TPOT slower than
-# v0.18's, plain the same): the two disagree in sign; Model Runner V2 (default for Llama dense in v0.23, PR #43458;
-# its blog's -6.3% TPOT with GLM-4.7 MTP gives no ms). Before V1 (v0.8, the V0 engine) no source here times a round.
-VLLM_ASYNC_ROUNDS = RoundSaving(
-    change="async scheduling overlaps a round's CPU preparation with the GPU, the default with EAGLE/MTP since "
-           "PR #31998",
-    source="measured by PR #25872: Llama 3.1 8B, EAGLE-3 K = 4, MT-bench, concurrency 1, TPOT 9.91 -> 9.57 ms",
-    before_ms=9.91, after_ms=9.57, tau_before=3.08, tau_after=3.08,
-    drafts=("eagle3", "eagle", "mtp"), chains_only=False)   # #31998: off for other methods (n-gram, draft models)
+# vLLM. The fitted constants are issue #20780's K sweep (2025-07) and the speculators forced-alpha sweeps (vLLM V1 of
+# 2025-08; bench/served_runs.json): V1 with synchronous rounds. Async scheduling with EAGLE/MTP became the default in
+# v0.14.0 (PR #31998, merged 2026-01-08; release notes "Now also works with speculative decoding"): it overlaps the
+# CPU's preparation of the next round with the GPU's work on this one, for EAGLE and MTP rounds (other methods stay
+# synchronous). Fitted with constants of its own on the served runs of that era (Llama 3.3 70B bf16 TP 2 on vLLM main
+# of 2026-01-26, between v0.14 and v0.15, an EAGLE-3 head at K 3-8 and concurrency 1-64, each paired with its
+# baseline: tomasruizt/vllm-scripts online-throughput, in bench/served_runs.json), an EAGLE round's bookkeeping and
+# its draft steps' fixed costs both came out at 0 ms, and the same runs' draft-model rounds kept the synchronous
+# costs (bench/FIT.md). So the era hides those fixed costs whole, a rule that needs no constant (costmodel.hidden_ms),
+# not a fitted number only those runs could set. Model Runner V2 (the default for Llama dense in v0.23, PR #43458)
+# is not told apart: no round of it in reach is timed against V1's.
+VLLM_ASYNC_RUNS = ("async rounds: fitted free on served runs of vLLM main of 2026-01 (Llama 3.3 70B TP 2 with an "
+                   "EAGLE-3 head, K 3-8, concurrency 1-64, each beside its baseline), they came out at 0 ms")
 # SGLang. The fitted constants are the EAGLE-3 paper's batch sweep (SGLang v0.4.4) and PR #4247: rounds without the
 # overlap scheduler (EAGLE disabled it before spec v2). Spec v2 overlaps draft and verify with the next round's
 # scheduling: beta in PR #11398 (2025-10-09), the default from PR #21062 (merged 2026-04-29, first in v0.5.11).
@@ -204,7 +205,7 @@ ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0
 # B200 (PR #11730: Qwen3-235B fp8 TP 8; PR #11816: DeepSeek-R1 fp8 TP 8), TensorRT-LLM's TRTLLM-Gen on
 # B200 (tech blog 24: DeepSeek-V3 NVFP4 TP 8, router GEMM included). The read's slope matches the sweeps
 # to within a few us a point up to 64 tokens; past that, groups of many tokens per expert run below peak.
-MOE_KERNEL_US = {"vllm": 30.9, "sglang": 36.1, "trtllm": 22.1}
+MOE_KERNEL_US = {"vllm": 30.5, "sglang": 34.5, "trtllm": 22.0}
 # Prompt tokens one scheduler step prefills at most, by default, by a GPU's memory: (least GiB, tokens), largest
 # first. vLLM (`vllm serve`, chunked prefill on): max_num_batched_tokens 2048 below 70 GiB and on any A100, 8192
 # from 70 GiB, 16384 from 160 GiB since v0.28 (vllm/engine/arg_utils.py; PRs #17073, #17885, #51726). SGLang:
@@ -242,6 +243,9 @@ class Engine:
     pass_cost_of: str        #: the engine whose fitted fixed cost of a pass it uses (Fit's pass_fixed_ms_<engine>)
     draft_costs_of: str      #: the engine whose fitted draft-step and round costs it uses (its own, or a borrowed one)
     seq_cost: str            #: the Fit field of a served step's host cost per running sequence ("" where none is measured)
+    token_cost_of: str       #: the engine whose fitted cost per token it uses (Fit's token_us_<engine>)
+    hides_plain_tokens: bool   #: its scheduler overlaps a plain step's per-token host work with the GPU, so only a
+                               #: verify pass pays Fit.token_us_<engine> (costmodel.pass_parts)
     moe_layer_us: float      #: its fused-MoE kernel's own latency per MoE layer and pass, us (MOE_KERNEL_US)
     prefill_budget: tuple    #: prompt tokens a scheduler step prefills at most by default: ((least GiB, tokens), ...)
     prefill_budget_small: tuple   #: GPUs it keeps at its smallest defaults whatever their memory (budget, running cap)
@@ -274,7 +278,8 @@ ENGINES = {
         memory_flag="--gpu-memory-utilization", memory_note=", vLLM's default",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=(), trees_why="vLLM removed tree attention, PR #42121",
-        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", moe_layer_us=MOE_KERNEL_US["vllm"],
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", token_cost_of="vllm", hides_plain_tokens=False,
+        moe_layer_us=MOE_KERNEL_US["vllm"],
         prefill_budget=PREFILL_BUDGET["vllm"], prefill_budget_small=PREFILL_BUDGET_SMALL["vllm"],
         prefill_budget_per_dp=False,
         # max_num_seqs 1024 from 70 GiB (not on an A100), else 256 (vllm/engine/arg_utils.py, _set_default_args); the
@@ -292,7 +297,8 @@ ENGINES = {
         eras=(Era(key="v1-sync", first=(0, 8), fitted=True,
                   before="they ran the V0 engine, whose speculative rounds no published measurement here times",
                   what="the V1 engine, rounds scheduled synchronously (the published fit's K sweep, issue #20780)"),
-              Era(key="v1-async", first=(0, 14), fitted=False, savings=(VLLM_ASYNC_ROUNDS,),
+              Era(key="v1-async", first=(0, 14), fitted=True, hidden_basis=VLLM_ASYNC_RUNS,
+                  hides_for=("eagle3", "eagle", "mtp"),   # PR #31998: async rounds with EAGLE/MTP, not other methods
                   what="the V1 engine with async scheduling on for EAGLE/MTP (Model Runner V2's own gains: no "
                        "round timing in reach)"))),
     # SGLang: --mem-fraction-static, a share of all memory for weights and the KV pool, computed at start-up when
@@ -303,7 +309,11 @@ ENGINES = {
         memory_flag="--mem-fraction-static", memory_note="",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=("eagle3", "eagle", "mtp"), trees_why="its EAGLE worker drafts trees of EAGLE heads and MTP",
-        nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="", moe_layer_us=MOE_KERNEL_US["sglang"],
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="",
+        # Its overlap scheduler runs a decode batch's host work beside the GPU's (managers/scheduler.py,
+        # event_loop_overlap); speculative decoding ran without it before spec v2 ("Speculative Decoding V2 (Overlap
+        # Scheduler)", docs/advanced_features/speculative_decoding.md), so a verify pass pays it per token.
+        token_cost_of="sglang", hides_plain_tokens=True, moe_layer_us=MOE_KERNEL_US["sglang"],
         prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
         prefill_budget_per_dp=True,   # server_args.py _handle_data_parallelism: chunked_prefill_size //= dp_size
         # max_running_requests: the plan sets it (speculation resets an unset one to 48,
@@ -341,7 +351,11 @@ ENGINES = {
                    "covered here",
         trees=("eagle3",), trees_why="Eagle3DecodingConfig's use_dynamic_tree is for EAGLE-3 heads",
         nvidia_only=True, quantizes_at_start=False,   # docs/source/features/quantization.md
-        pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", moe_layer_us=MOE_KERNEL_US["trtllm"],
+        # Its cost per token is vLLM's: NIM's closed loop and the static batches, its only plain steps, have one
+        # token a sequence, so they cannot tell a cost per token from its served cost per sequence (seq_us_trtllm).
+        pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", token_cost_of="vllm",
+        hides_plain_tokens=False,
+        moe_layer_us=MOE_KERNEL_US["trtllm"],
         prefill_budget=PREFILL_BUDGET["trtllm"], prefill_budget_small=(),
         prefill_budget_per_dp=False,
         # max_batch_size 2048 by default, which the plan sets; in-flight batching schedules generation requests

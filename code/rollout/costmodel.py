@@ -22,16 +22,16 @@ from .catalog import (
 
 
 # A round is K draft steps plus one verify pass over K+1 tokens per sequence; a plain
-# step is one target pass over 1 token per sequence (MagicDec eq. 1). Each pass is a sum
-# of terms (a roofline whose terms add, fitted on bench/plain_step.json): streaming the weights, reading the KV history,
-# compute (2 FLOPs per parameter per token plus attention over the context), two
-# all-reduces per layer under tensor parallelism, a fixed cost per pass that belongs to
-# the engine, and an engine cost per token. Memory and compute time are added, not
-# overlapped: with a hard max eps would stay flat below the ridge, but SGLang's batch
-# sweep shows it rising from B = 2 (EAGLE-3 paper Table 4 / SGLang PR #4247, in
-# bench/published.json). In a closed-loop benchmark every step also carries the prefill
-# of the requests that keep arriving (chunked prefill mixes it into decode batches):
-# prefill_tokens below.
+# step is one target pass over 1 token per sequence (MagicDec eq. 1). Each pass has these terms: streaming
+# the weights, reading the KV history, compute (2 FLOPs per parameter per token plus attention over the context),
+# two all-reduces per layer under tensor parallelism, a fixed cost per pass that belongs to the engine, and the
+# engine's cost per sequence it samples for. A GEMM's weight read and its math overlap (overlapped): neither their
+# sum, which charged a verify pass of B (K + 1) tokens its whole math on top of the read (EAGLE-3 at batch 16-64
+# came out up to 1.5x too dear on 2026 vLLM, bench/served_runs.json), nor a hard max, which would keep eps flat
+# below the ridge while SGLang's batch sweep shows it rising from B = 2 (EAGLE-3 paper Table 4 / SGLang PR #4247, in
+# bench/published.json): a smooth transition whose sharpness (Fit.overlap) is fitted with the rest. In a closed-loop
+# benchmark every step also carries the prefill of the requests that keep arriving (chunked prefill mixes it into
+# decode batches): prefill_tokens below.
 
 # The terms of the time your benchmark runs can tell apart, each a factor own_<term> in Fit (1: the published
 # fit): what a closed-loop run at another concurrency, K or length moves differently from the rest.
@@ -45,13 +45,15 @@ OWN_TERMS = dict(
     own_verify="the verify pass's extra tokens",       # what they add to a plain step
     own_draft="the draft steps")
 OWN_PARTS = dict(fixed="own_pass", weights="own_weights", attention="own_context", compute="own_token",
-                 engine="own_token")   # pass_parts' term -> the Fit factor that scales it in a target pass;
+                 activations="own_token", engine="own_token")   # pass_parts' term -> the Fit factor that scales it in a target pass;
                                        # communication keeps the published fit's (no factor)
 
 Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff attn_ns layer_us ar_us ar_tp_us "
                         "link_eff pass_fixed_ms_vllm pass_fixed_ms_sglang pass_fixed_ms_trtllm draft_fixed_ms_vllm "
-                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us seq_us_trtllm "
-                        "bw_cdna flop_cdna overlap " + " ".join(OWN_TERMS),
+                        "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us_vllm seq_us_trtllm "
+                        "bw_cdna flop_cdna flop_ampere token_us_sglang "
+                        "overlap "
+                        + " ".join(OWN_TERMS),
           defaults=(1.0,) * (1 + len(OWN_TERMS)))
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
@@ -68,40 +70,46 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # pass_fixed_ms_<engine>: fixed cost of one forward pass in that engine, ms (graph launch,
 # scheduler, sampler); draft_fixed_ms_<engine>: fixed cost of one draft step;
 # round_fixed_ms_<engine>: per-round speculation bookkeeping (rejection sampler, input
-# preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us: engine
-# cost per token a pass decodes (sampling, logits; a prefill chunk's prompt tokens have none);
+# preparation), each a fixed cost, not a pass's time (pass_ms, round_ms); token_us_<engine>
+# (Engine.token_cost_of names it): the engine's cost per token a target pass decodes or verifies (sampling, logits, the verify's masks and bookkeeping,
+# kernels run outside the CUDA graph), apart from its kernels' read and math (a draft step samples on the GPU inside
+# the proposer's loop: none; a prefill chunk's prompt tokens are not sampled: none); flop_ampere: an A100's share of
+# peak over the Hopper GPUs' (flop_eff is Hopper's);
 # bw_cdna, flop_cdna: an AMD CDNA GPU's achieved share of bandwidth, and its share of flop_eff (its
 # GEMMs' achieved share of peak against NVIDIA's), fitted on the one MI300X source
 # (bench/oracle_mi300x_405b.json, a batch sweep at 1 to 256: batch 1 sets the first, the growth the second);
 # seq_us_<engine> (Engine.seq_cost names it): a served step's host cost per running sequence
 # (scheduling, paged-KV tables, streaming), measured for TensorRT-LLM only, where NIM's served closed loop and
-# TensorRT-LLM 0.9's static batches of the same shapes tell it apart from token_us (no
+# TensorRT-LLM 0.9's static batches of the same shapes tell it apart from the cost per token (no
 # source separates it for vLLM or SGLang, whose async schedulers overlap it: none).
 # Fitted together by bench/calibrate.py (its output says which points set
-# which constant), against bench/published.json and bench/plain_step.json.
+# which constant), against bench/published.json, bench/plain_step.json and the served runs of
+# bench/served_runs.json (calibrate.load_served_pairs, load_forced_alpha).
 # Fit is a namedtuple, not a dataclass like the results: a vector of constants that the fitters (--calibrate,
 # bench/calibrate.py) iterate and replace by field name (Fit._fields, _replace).
-# overlap: a GEMM's transition from its weight read to its math (overlapped): 1 adds them, as the published fit
-# does; fitted with the served runs of 2025-2026 it comes out at 1.35, at a cost to the published sources
-# (bench/served_fit.py, bench/FIT.md), so it stays 1 until the terms it exposes are in the model.
+# overlap: the sharpness of a GEMM's transition from its weight read to its math (overlapped; 1 would add them, as
+# fits before the served runs did);
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
-FIT = Fit(bw_hopper=0.8974, bw_ampere=0.756, bw_ada=0.7754, flop_eff=0.93, fp8_eff=0.9213, fp8_kv_eff=0.7918,
-          attn_ns=8.1758, layer_us=4.1016, ar_us=17.4375, ar_tp_us=3.6738, link_eff=0.5117,
-          pass_fixed_ms_vllm=1.4307, pass_fixed_ms_sglang=0.6631, pass_fixed_ms_trtllm=1.6328,
-          draft_fixed_ms_vllm=0.7, draft_fixed_ms_sglang=0.5027, round_fixed_ms_vllm=1.1963,
-          round_fixed_ms_sglang=1.6709, token_us=12.0508, seq_us_trtllm=40.332, bw_cdna=0.6886, flop_cdna=0.3048)
-# What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.92 of the
-# bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
-# attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
-# set by NIM's batch-1 context slopes; an all-reduce costs 17 us at TP 2 and 3.7 us more
-# per further GPU (25 us at TP 4, 39 at TP 8); a served TensorRT-LLM step (NIM) costs 40 us
-# more per running sequence than its static-batch benchmark (seq_us_trtllm), which had made
-# the closed loop look costlier per token; fixed costs per pass, per draft step (0.70 ms vLLM,
-# 0.50 ms SGLang) and per round differ by engine; an MI300X under 2024's ROCm vLLM reads at
-# 0.69 of its 5.3 TB/s and reaches 0.30 of the NVIDIA GEMMs' share of peak (bw_cdna, flop_cdna).
-# flop_eff sits on its upper bound, the best measured GEMM's share of peak (bench/calibrate.py
-# says why).
+FIT = Fit(bw_hopper=0.881, bw_ampere=0.677, bw_ada=0.8088, flop_eff=0.83, fp8_eff=0.9146, fp8_kv_eff=0.7836,
+          attn_ns=8.1318, layer_us=24.1602, ar_us=16.8281, ar_tp_us=2.9121, link_eff=0.405,
+          pass_fixed_ms_vllm=0.7012, pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.8389,
+          draft_fixed_ms_vllm=0.615, draft_fixed_ms_sglang=0.449, round_fixed_ms_vllm=1.6021,
+          round_fixed_ms_sglang=2.0459, token_us_vllm=3.7012, seq_us_trtllm=56.6602, bw_cdna=0.6794, flop_cdna=0.2973,
+          flop_ampere=0.95, token_us_sglang=17.5879, overlap=2.5)
+# What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.91 of the
+# bandwidth, an fp8 KV cache 0.78 (the attention kernel dequantises it); one sequence's
+# attention costs 8.1 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
+# set by NIM's batch-1 context slopes; an all-reduce costs 17 us at TP 2 and 2.9 us more
+# per further GPU; a served TensorRT-LLM step (NIM) costs 57 us more per running sequence than its static-batch
+# benchmark (seq_us_trtllm); a pass pays 24 us a layer (launches, the kernels' floors); an engine's cost per token
+# decoded or verified is 3.7 us on vLLM and TensorRT-LLM, and a verify pass's token costs 18 us on SGLang 0.4.4
+# (whose batch sweep's speedup falls from 1.81x at batch 2 to 1.32x at 32 as a verify pass's tokens grow: its EAGLE
+# worker ran without the overlap scheduler); fixed costs per pass, per draft step and per round differ by engine
+# (vLLM's async rounds hide the last two whole: catalog.VLLM_ASYNC_RUNS); an MI300X under 2024's ROCm vLLM reads at
+# 0.68 of its 5.3 TB/s and reaches 0.30 of the NVIDIA GEMMs' share of peak (bw_cdna, flop_cdna). overlap, flop_eff
+# and flop_ampere are not fitted here but on measured GEMMs (bench/gemm_kernels.py: a transition of sharpness 2.5,
+# 0.83 of peak on Hopper, 0.95 of that on an A100).
 BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
              "blackwell": "bw_hopper",   # no Blackwell point to fit: taken as Hopper's share (an assumption)
              "cdna": "bw_cdna"}          # MI300X (CDNA 3): fitted on its one source, with flop_cdna
@@ -111,6 +119,22 @@ ATTN_FLOOR_TBS = 3.35   # Fit.attn_ns is one sequence's attention floor on an H1
                         # at fp8_kv_eff of it (dequantising). NIM's batch-1 TPOT over 4 contexts (plain_step.json),
                         # slope per layer per token: 7.9-8.5 ns on H100 and 12.0-12.2 on A100 (7.3-7.4 at 3.35
                         # TB/s) with a bf16 cache; 9.7-10.3 on H100 with an fp8 cache
+
+
+def FLOP_FAMILY(fit, family):
+    """A GPU family's share of Fit.flop_eff: AMD CDNA's GEMMs reach flop_cdna of NVIDIA's share of peak, an A100
+    (Ampere) flop_ampere of the Hopper GPUs' (a smaller peak, more nearly reached); 1 for the rest."""
+    return {"cdna": fit.flop_cdna, "ampere": fit.flop_ampere}.get(family, 1.0)
+
+
+# Elements of a token's activations the elementwise kernels of a layer read and write, bf16 (ACTIVATION_BYTES each):
+# vLLM's fused_add_rms_norm runs twice a layer, each reading the hidden state and the residual and writing both (4
+# hidden-wide), and silu_and_mul reads the gate and up projections and writes their product (3 MLP-wide)
+# (vllm/model_executor/layers/layernorm.py, activation.py). Against aiconfigurator's measured "other" kernels
+# (bench/aiconfigurator_compare.txt: norms and activations, vLLM 0.24), per token of batch: Llama 3.1 8B on an H100
+# 1.8 us (these counts: 1.7 at the fitted share), on an H200 1.25 (1.3), 70B fp8 at TP 4 5.2 (4.9).
+ELEMENTWISE_HIDDEN = 8
+ELEMENTWISE_MLP = 3
 ACTIVATION_BYTES = 2                     # all-reduce messages are bf16 activations, hidden wide per token
 
 @dataclass(frozen=True)
@@ -137,6 +161,8 @@ class Net:
     routing_exponent: float = 0.0   #: its router's popularity skew (model_routing_exponent; 0: uniform)
     kv_groups: int = 1       #: KV heads its cache splits into across TP GPUs: kv_heads, 1 for MLA's one latent
     prompt_attn_width: int = None   #: attention's width per token in a prefill chunk where it differs (MLA)
+    mlp_width: float = 0.0   #: MLP activations per token per layer, elements: the dense width, or k experts' and the
+                             #: shared experts' in a MoE layer, averaged over layers (elementwise's traffic)
 
 
 NO_MODEL = Net(active_params=0, weight_bytes=0, kv_bytes_per_token=0, attn_width=0, layers=0, hidden=0, tflops=0,
@@ -509,7 +535,19 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
                experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0), window=m.get("window"),
                window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype),
                routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m),
-               prompt_attn_width=prompt_attention_width(m))
+               prompt_attn_width=prompt_attention_width(m), mlp_width=mlp_width(m))
+
+
+def mlp_width(m, layers=None):
+    """MLP activations per token per layer (Net.mlp_width): a dense layer's intermediate width, a MoE layer's k routed
+    experts' and its shared experts' (each expert's own width), averaged over the model's layers.
+    >>> mlp_width(MODELS["llama-3.1-8b"]), mlp_width(MODELS["qwen3-30b-a3b"])
+    (14336.0, 6144.0)
+    """
+    moe = m.get("moe_layers", 0)
+    dense = m["layers"] - moe
+    routed = m.get("experts_per_token", 0) * m.get("moe_inter", 0) + m.get("shared_inter", 0)
+    return (dense * m.get("inter", 0) + moe * routed) / m["layers"]
 
 
 def mean_context(input_tokens, output_tokens):
@@ -553,7 +591,7 @@ def with_draft(dep, draft):
         drafter = Net(active_params=read, weight_bytes=read * DRAFT_WEIGHT_BYTES,
                       kv_bytes_per_token=kv_bytes_per_token(s, dep.kv_dtype), attn_width=attention_width(s), layers=1,
                       hidden=m["hidden"], tflops=dep.draft_tflops, held_params=head,
-                      held_bytes=head * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(s))
+                      held_bytes=head * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(s), mlp_width=s["inter"])
     elif draft == "mtp":
         width, moe = BYTES_PER[dep.weights_dtype], m.get("moe_layers", 0) > 0
         held = mtp_params(m)
@@ -566,7 +604,8 @@ def with_draft(dep, draft):
                       fp8=dep.weights_dtype != "bf16", expert_bytes=expert, moe_layers=1 if moe else 0,
                       experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0),
                       routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m),
-                      prompt_attn_width=prompt_attention_width(m))
+                      prompt_attn_width=prompt_attention_width(m),
+                      mlp_width=(m["experts_per_token"] * m["moe_inter"] + m.get("shared_inter", 0)) if moe else m["inter"])
     elif draft == "ngram":
         drafter = NO_MODEL
     else:
@@ -575,7 +614,7 @@ def with_draft(dep, draft):
         drafter = Net(active_params=d_params, weight_bytes=d_params * DRAFT_WEIGHT_BYTES,
                       kv_bytes_per_token=kv_bytes_per_token(d, dep.kv_dtype), attn_width=attention_width(d),
                       layers=d["layers"], hidden=d["hidden"], tflops=dep.draft_tflops, held_params=d_params,
-                      held_bytes=d_params * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(d))
+                      held_bytes=d_params * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(d), mlp_width=mlp_width(d))
     return replace(dep, draft=draft, drafter=drafter)
 
 
@@ -691,13 +730,15 @@ def rank_sequences(dep, batch):
     return math.ceil(batch / dep.tp) if dep.dp_attention else batch
 
 
-def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
-    """The terms of one forward pass, in ms: weights, attention, compute, communication, fixed, engine.
+def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0, host=True):
+    """The terms of one forward pass, in ms: weights, attention, compute, activations, communication, fixed, engine.
 
     tokens_per_seq new tokens for each of `batch` sequences at the mean context, plus
     `prefill` prompt tokens mixed into the same pass (their own attention averages half
-    the prompt). The engine's cost per token (Fit.token_us: sampling, logits, per-token
-    bookkeeping) is a decoded token's: a prompt token in a prefill chunk is not sampled.
+    the prompt). The engine's cost per token (Fit.token_us_<engine>: sampling, logits, bookkeeping) is a target
+    pass's decoded or verified token's (host=True), a verify pass's only on an engine that overlaps a plain step's
+    (Engine.hides_plain_tokens); a draft step (host=False) samples on the GPU inside the proposer's loop. The weight read and the GEMMs' math overlap (overlapped, Fit.overlap), the KV read and attention's math
+    likewise, and elementwise kernels stream each token's activations apart (ELEMENTWISE_HIDDEN, ELEMENTWISE_MLP).
     All K+1 query tokens of a sequence share one read of its KV history. A MoE
     layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
     tokens touch more than a plain step's B; its fused kernel adds a latency of its own
@@ -721,6 +762,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
     attention = (max(history, one_sequence)
                  + tokens * copies * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
+    attending = (batch * tokens_per_seq * 4 * net.attn_width * attended(net, dep.context)
+                 + prefill * 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2))
     flops = batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
     prompt = prefill * (2 * net.active_params
                         + 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2))
@@ -728,15 +771,27 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
         routed = net.moe_layers * net.experts_per_token * net.expert_bytes
         alone = prompt - prefill * 2 * net.active_params * routed / (net.weight_bytes + routed)
         flops, prompt = flops + prompt - alone, alone * dep.tp
-    efficiency = fit.flop_eff * (fit.flop_cdna if gpu_family(dep) == "cdna" else 1.0)   # AMD's own share of it
-    compute = (flops + prompt) / (dep.tp * net.tflops * 1e9 * efficiency)
-    if fit.overlap != 1.0:   # a GEMM streams its weights while it multiplies: read and math overlap (overlapped)
-        compute = overlapped(weights, compute, fit.overlap) - weights
+    efficiency = fit.flop_eff * FLOP_FAMILY(fit, gpu_family(dep))
+    rate = dep.tp * net.tflops * 1e9 * efficiency
+    if dep.dp_attention and prefill:   # one rank attends over a prompt alone
+        attending += prefill * 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2) * (dep.tp - 1)
+    attention_math = attending / rate
+    gemm_math = (flops + prompt) / rate - attention_math
+    # What the math adds to the read it overlaps: a GEMM's to the weights' (overlapped), attention's to the KV's.
+    compute = (overlapped(weights, gemm_math, fit.overlap) - weights
+               + overlapped(attention, attention_math, fit.overlap) - attention)
+    # Elementwise kernels stream each token's activations, apart from the GEMMs (ELEMENTWISE): under TP every GPU
+    # normalises every token's hidden state and holds 1 / tp of the MLP's; under attention DP a rank its own tokens'.
+    hidden_copies = 1 if dep.dp_attention else dep.tp
+    activations = (tokens * net.layers * ACTIVATION_BYTES
+                   * (ELEMENTWISE_HIDDEN * net.hidden * hidden_copies + ELEMENTWISE_MLP * net.mlp_width) / bytes_per_ms)
     collectives = net.moe_layers if dep.dp_attention else 2 * net.layers
     communication = collectives * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
-    return dict(weights=weights, attention=attention, compute=compute, communication=communication,
+    return dict(weights=weights, attention=attention, compute=compute, activations=activations,
+                communication=communication,
                 fixed=fixed_cost + net.layers * fit.layer_us / 1e3 + net.moe_layers * dep.engine.moe_layer_us / 1e3,
-                engine=mine * tokens_per_seq * fit.token_us / 1e3)
+                engine=(mine * tokens_per_seq * getattr(fit, f"token_us_{dep.engine.token_cost_of}") / 1e3
+                        if host and (tokens_per_seq > 1 or not dep.engine.hides_plain_tokens) else 0.0))
 
 
 def overlapped(read, math_ms, p):
@@ -753,9 +808,9 @@ def overlapped(read, math_ms, p):
     return top * ((read / top) ** p + (math_ms / top) ** p) ** (1.0 / p)
 
 
-def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0):
+def pass_ms(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0, host=True):
     """Time of one forward pass (pass_parts, summed); fixed_cost: the engine's fixed cost of it (fixed_ms)."""
-    return sum(pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit, prefill).values())
+    return sum(pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit, prefill, host).values())
 
 
 def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
@@ -961,7 +1016,7 @@ def draft_step_ms(dep, batch, tokens_per_seq, fit=FIT):
     """One draft step over tokens_per_seq tokens a sequence; a drafter with no layers (NO_MODEL) runs none."""
     if not runs_a_draft_model(dep):
         return 0.0
-    return pass_ms(dep.drafter, dep, batch, tokens_per_seq, fixed_ms(dep, "draft", fit), fit)
+    return pass_ms(dep.drafter, dep, batch, tokens_per_seq, fixed_ms(dep, "draft", fit), fit, host=False)
 
 
 def round_ms(dep, batch, k, fit=FIT):
@@ -980,6 +1035,8 @@ def hidden_ms(dep, k, fit=FIT):
     fixed = fit.own_round * fixed_ms(dep, "round", fit)
     if runs_a_draft_model(dep):
         fixed += fit.own_draft * k * fixed_ms(dep, "draft", fit)
+    if draft_kind(dep.draft) in dep.era.hides_for:   # async rounds: the next is prepared while the GPU runs this one
+        return fixed
     return min(dep.era.saving_ms(draft_kind(dep.draft), dep.topk), fixed)
 
 

@@ -66,6 +66,7 @@ def render_json(result, dep, grid):
                       output_tokens=dep.output_tokens, engine_era=dep.era.key,
                       engine_releases=era_releases(dep.engine, dep.era),
                       era_saving_ms=dep.era.saving_ms(draft_kind(dep.draft), dep.topk),
+                      era_hides_round_fixed=draft_kind(dep.draft) in dep.era.hides_for,
                       plain_step_b1=result.facts.plain_b1,
                       plain_step_ms_b1=result.plan.plain_ms_b1)
     data = dict(verdict=result.verdict, deployment=deployment, interval_level=result.trust.level, trust=result.trust,

@@ -492,7 +492,8 @@ def deployment_lines(dep, result):
     ] + wrap(f"KV cache {dep.target.kv_bytes_per_token:,} B/token{copies_text(dep)}: {result.facts.max_concurrency} "
              f"sequences fit in {result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens "
              f"in, {dep.output_tokens} out.", 100, "  ") + wrap(expert_sentence(dep), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
-             + " + ".join(f"{name} {ms:.2f}" for name, ms in result.facts.plain_b1.items() if ms > 0.0005)
+             + " + ".join(f"{name} {ms:.2f}" for name, ms in result.facts.plain_b1.items()
+                          if ms >= 0.005)   # a term that would print as 0.00 is left out
              + " (ms; a closed-loop benchmark's mean TPOT).", 100, "  ") + (
         wrap(f"No calibration point on {GPU_FAMILY.get(dep.gpu, 'custom')} GPUs: their bandwidth share is "
              "Hopper's, an assumption; calibrate on your own runs.", 100, "  ") if not fitted_family(dep) else []) + [
