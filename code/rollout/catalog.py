@@ -180,8 +180,8 @@ class Era:
 # costs (bench/FIT.md). So the era hides those fixed costs whole, a rule that needs no constant (costmodel.hidden_ms),
 # not a fitted number only those runs could set. Model Runner V2 (the default for Llama dense in v0.23, PR #43458)
 # is not told apart: no round of it in reach is timed against V1's.
-VLLM_ASYNC_RUNS = ("async rounds: fitted free on served runs of vLLM main of 2026-01 (Llama 3.3 70B TP 2 with an "
-                   "EAGLE-3 head, K 3-8, concurrency 1-64, each beside its baseline), they came out at 0 ms")
+VLLM_ASYNC_RUNS = ("fitted free on served runs of vLLM main of 2026-01 (Llama 3.3 70B TP 2 with an EAGLE-3 head, "
+                   "K 3-8, concurrency 1-64, each beside its baseline), both came out at 0 ms")
 # SGLang. The fitted constants are the EAGLE-3 paper's batch sweep (SGLang v0.4.4) and PR #4247: rounds without the
 # overlap scheduler (EAGLE disabled it before spec v2). Spec v2 overlaps draft and verify with the next round's
 # scheduling: beta in PR #11398 (2025-10-09), the default from PR #21062 (merged 2026-04-29, first in v0.5.11).
