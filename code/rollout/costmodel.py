@@ -121,7 +121,7 @@ ATTN_FLOOR_TBS = 3.35   # Fit.attn_ns is one sequence's attention floor on an H1
                         # TB/s) with a bf16 cache; 9.7-10.3 on H100 with an fp8 cache
 
 
-def FLOP_FAMILY(fit, family):
+def flop_share(fit, family):
     """A GPU family's share of Fit.flop_eff: AMD CDNA's GEMMs reach flop_cdna of NVIDIA's share of peak, an A100
     (Ampere) flop_ampere of the Hopper GPUs' (a smaller peak, more nearly reached); 1 for the rest."""
     return {"cdna": fit.flop_cdna, "ampere": fit.flop_ampere}.get(family, 1.0)
@@ -737,8 +737,9 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     `prefill` prompt tokens mixed into the same pass (their own attention averages half
     the prompt). The engine's cost per token (Fit.token_us_<engine>: sampling, logits, bookkeeping) is a target
     pass's decoded or verified token's (host=True), a verify pass's only on an engine that overlaps a plain step's
-    (Engine.hides_plain_tokens); a draft step (host=False) samples on the GPU inside the proposer's loop. The weight read and the GEMMs' math overlap (overlapped, Fit.overlap), the KV read and attention's math
-    likewise, and elementwise kernels stream each token's activations apart (ELEMENTWISE_HIDDEN, ELEMENTWISE_MLP).
+    (Engine.hides_plain_tokens); a draft step (host=False) samples on the GPU inside the proposer's loop. The
+    weight read and the GEMMs' math overlap (overlapped, Fit.overlap), the KV read and attention's math likewise,
+    and elementwise kernels stream each token's activations apart (ELEMENTWISE_HIDDEN, ELEMENTWISE_MLP).
     All K+1 query tokens of a sequence share one read of its KV history. A MoE
     layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
     tokens touch more than a plain step's B; its fused kernel adds a latency of its own
@@ -762,21 +763,16 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
     attention = (max(history, one_sequence)
                  + tokens * copies * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
-    attending = (batch * tokens_per_seq * 4 * net.attn_width * attended(net, dep.context)
-                 + prefill * 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2))
-    flops = batch * tokens_per_seq * (2 * net.active_params + 4 * net.attn_width * attended(net, dep.context))
-    prompt = prefill * (2 * net.active_params
-                        + 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2))
+    # FLOPs: 2 a parameter a token in the GEMMs, 4 per query-key width per token of context attended to.
+    decode_attention = batch * tokens_per_seq * 4 * net.attn_width * attended(net, dep.context)
+    prompt_attention = prefill * 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2)
+    gemm = (batch * tokens_per_seq + prefill) * 2 * net.active_params
     if dep.dp_attention and prefill:   # one rank prefills a prompt: all but its routed experts' math on one GPU
         routed = net.moe_layers * net.experts_per_token * net.expert_bytes
-        alone = prompt - prefill * 2 * net.active_params * routed / (net.weight_bytes + routed)
-        flops, prompt = flops + prompt - alone, alone * dep.tp
-    efficiency = fit.flop_eff * FLOP_FAMILY(fit, gpu_family(dep))
-    rate = dep.tp * net.tflops * 1e9 * efficiency
-    if dep.dp_attention and prefill:   # one rank attends over a prompt alone
-        attending += prefill * 4 * (net.prompt_attn_width or net.attn_width) * attended(net, dep.input_tokens / 2) * (dep.tp - 1)
-    attention_math = attending / rate
-    gemm_math = (flops + prompt) / rate - attention_math
+        gemm += (dep.tp - 1) * prefill * 2 * net.active_params * net.weight_bytes / (net.weight_bytes + routed)
+        prompt_attention *= dep.tp
+    rate = dep.tp * net.tflops * 1e9 * fit.flop_eff * flop_share(fit, gpu_family(dep))
+    gemm_math, attention_math = gemm / rate, (decode_attention + prompt_attention) / rate
     # What the math adds to the read it overlaps: a GEMM's to the weights' (overlapped), attention's to the KV's.
     compute = (overlapped(weights, gemm_math, fit.overlap) - weights
                + overlapped(attention, attention_math, fit.overlap) - attention)
