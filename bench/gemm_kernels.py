@@ -56,29 +56,38 @@ def load():
     return json.loads(DATA.read_text())["gpus"]
 
 
-def predict(row, gpu, bw, eff, floor_us, p):
+def units(rows, gpu):
+    """Each GEMM's weight read and math at full bandwidth and peak (ms), and its measured time's log: what the loss
+    reads, computed once per GPU rather than at every trial."""
     from rollout.catalog import GPUS as SPECS
     spec = SPECS[GPUS[gpu][0]]
-    m, n, k = row[:3]
-    read = 2 * n * k / (spec["bandwidth_tbs"] * 1e9 * bw)
-    return floor_us / 1e3 + overlapped(read, 2 * m * n * k / (spec["bf16"] * 1e9 * eff), p)
+    return [(2 * n * k / (spec["bandwidth_tbs"] * 1e9), 2 * m * n * k / (spec["bf16"] * 1e9), math.log(t))
+            for m, n, k, t in rows]
 
 
-def loss(rows, gpu, values, p):
-    return statistics.fmean(math.log(predict(r, gpu, *values, p) / r[3]) ** 2 for r in rows)
+def predict(unit, bw, eff, floor_us, p):
+    """A GEMM's time: its floor, then its read at a share bw of bandwidth and its math at a share eff of peak,
+    overlapped (costmodel.overlapped)."""
+    read, math_ms, _ = unit
+    return floor_us / 1e3 + overlapped(read / bw, math_ms / eff, p)
+
+
+def loss(unit_rows, values, p):
+    return statistics.fmean((math.log(predict(u, *values, p)) - u[2]) ** 2 for u in unit_rows)
 
 
 def fit_gpu(rows, gpu, p):
     """(bw, eff, floor_us) for one GPU at sharpness p: a coordinate search, each step halved when none gains."""
+    rows = units(rows, gpu)
     best, steps = [0.8, 0.8, 4.0], [0.1, 0.1, 2.0]
-    value = loss(rows, gpu, best, p)
+    value = loss(rows, best, p)
     for _ in range(40):
         gained = False
         for i in range(3):
             for sign in (1, -1):
                 trial = list(best)
                 trial[i] = max(0.0, trial[i] + sign * steps[i])
-                trial_value = loss(rows, gpu, trial, p)
+                trial_value = loss(rows, trial, p)
                 if trial_value < value - 1e-12:
                     best, value, gained = trial, trial_value, True
         if not gained:
@@ -116,8 +125,8 @@ def main(argv):
     for gpu in data:
         bw, eff, floor, rms = result[gpu]
         errors = {}
-        for r in data[gpu]["rows"]:
-            errors.setdefault(r[0], []).append(predict(r, gpu, bw, eff, floor, result["p"]) / r[3] - 1)
+        for r, u in zip(data[gpu]["rows"], units(data[gpu]["rows"], gpu)):
+            errors.setdefault(r[0], []).append(predict(u, bw, eff, floor, result["p"]) / r[3] - 1)
         print(f"  {gpu:9s} (vLLM {data[gpu]['version']}): bw {bw:.3f}, eff {eff:.3f}, floor {floor:.1f} us, "
               f"rms log {rms:.3f}")
         print("    median error by m: " + ", ".join(f"{m}: {statistics.median(e) * 100:+.1f}%"

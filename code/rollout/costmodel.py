@@ -691,9 +691,10 @@ def fitted_family(dep):
     return dep.gpu in GPU_FAMILY and BW_FAMILY[gpu_family(dep)] == f"bw_{gpu_family(dep)}"
 
 
+@functools.lru_cache(maxsize=1024)
 def bw_rel(dep):
     """The GPU's own bw_rel (GPUS): 1 for custom hardware, and for a catalog GPU whose bandwidth --gpu-bandwidth
-    replaced (the number given is the user's, not the datasheet's)."""
+    replaced (the number given is the user's, not the datasheet's). Cached by deployment: every pass asks."""
     spec = GPUS.get(dep.gpu)
     return spec.get("bw_rel", 1.0) if spec and dep.bandwidth_tbs == spec["bandwidth_tbs"] else 1.0
 
@@ -815,6 +816,8 @@ def target_parts(dep, batch, tokens_per_seq, fit=FIT, prefill=0.0):
     parts = pass_parts(dep.target, dep, batch, tokens_per_seq, fixed_ms(dep, "pass", fit), fit, prefill)
     if dep.engine.seq_cost:   # a served step's host work per running sequence, where it is measured
         parts["engine"] += rank_sequences(dep, batch) * getattr(fit, dep.engine.seq_cost) / 1e3
+    if fit.own_pass == fit.own_weights == fit.own_context == fit.own_token == 1.0:   # the published fit: no scaling
+        return parts
     return {term: ms * (getattr(fit, OWN_PARTS[term]) if term in OWN_PARTS else 1.0) for term, ms in parts.items()}
 
 
@@ -1021,8 +1024,9 @@ def round_ms(dep, batch, k, fit=FIT):
     A tree draft expands topk tokens a sequence at each step after the first and verifies
     dep.verify_tokens a sequence (SGLang's --speculative-num-draft-tokens).
     """
-    return (fit.own_round * fixed_ms(dep, "round", fit) + fit.own_draft * draft_ms(dep, batch, k, fit)
-            + verify_pass_ms(dep, batch, k, fit) - hidden_ms(dep, k, fit))
+    return memoised(("round", k), dep, batch, fit, lambda: (
+        fit.own_round * fixed_ms(dep, "round", fit) + fit.own_draft * draft_ms(dep, batch, k, fit)
+        + verify_pass_ms(dep, batch, k, fit) - hidden_ms(dep, k, fit)))
 
 
 def hidden_ms(dep, k, fit=FIT):
@@ -1113,7 +1117,9 @@ def eps_grown(eps_b1, dep, batch, k, fit=FIT):
     return max(scaled, verify_only, 0.0)
 
 
+@functools.lru_cache(maxsize=4096)
 def at_lengths(dep, input_tokens, output_tokens):
-    """The deployment at a run's own prompt and output lengths (its totals over completed requests)."""
+    """The deployment at a run's own prompt and output lengths (its totals over completed requests). Cached: a fit
+    asks for the same runs' deployments thousands of times, and one frozen Deployment serves every asker."""
     return replace(dep, input_tokens=input_tokens, output_tokens=output_tokens,
                    context=mean_context(input_tokens, output_tokens))
