@@ -379,18 +379,8 @@ def load_forced_alpha():
     """bench/served_runs.json's forced-alpha sweeps (source B of bench/served_runs.py): Qwen3 0.6B-32B on one A100-class
     GPU, vLLM V1 of 2025-08; each run at K > 1 as its mean TPOT over the same model, alpha and load at K = 1, at
     SERVED_B_ALPHAS and SERVED_B_LOADS (a subset that keeps a fit near two minutes). One source per model size."""
-    era = catalog.era_of("vllm", "0.10")
-    deps = {name: costmodel.make_deployment(shape["hf"], "a100-sxm-80gb", 1, "bf16", kv_dtype="bf16", draft="eagle",
-                                            engine="vllm", era=era, shape=shape)
-            for name, shape in served_runs.shapes().items()}
-    by_key, rates = {}, defaultdict(int)
-    for p in (p for p in served_runs.POINTS if p["source"] == served_runs.SCALING):
-        if p["concurrency"] is None:
-            rates[p["source_file"]] += 1
-            load = f"rate #{rates[p['source_file']]}"
-        else:
-            load = f"C = {p['concurrency']}"
-        by_key[p["model"], p["acceptance"]["value"], load, p["K"]] = p
+    deps = served_runs.scaling_deployments(catalog.era_of("vllm", "0.10"))
+    by_key = served_runs.scaling_points()
     out = []
     for (model, alpha, load, k), p in sorted(by_key.items()):
         one = by_key.get((model, alpha, load, 1))

@@ -75,22 +75,20 @@ def report_served_gpu(fits, gpu="h100-sxm"):
         points = [p for p in calibrate.load_served_pairs() if p["source"] == source]
         if not points:
             continue
-        errors = []
-        for p in points:
-            dep = served_runs.llama_deployment(p["dep"].draft, p["dep"].era, gpu)
-            errors.append(calibrate.predict(dict(p, dep=dep), fit) / p["published"] - 1)
-        size = sorted(abs(e) for e in errors)
-        print(f"  {source:46s} {len(size):4d} {statistics.median(size) * 100:6.1f}% {size[-1] * 100:6.1f}% "
-              f"{statistics.fmean(errors) * 100:+6.1f}%", file=sys.stderr)
+        line(source, [calibrate.predict(dict(p, dep=served_runs.llama_deployment(p["dep"].draft, p["dep"].era, gpu)),
+                                        fit) / p["published"] - 1 for p in points])
+
+
+def line(name, errors):
+    """One row of a report: the count, median and worst |relative error| and the mean signed one."""
+    size = sorted(abs(e) for e in errors)
+    print(f"  {name:46s} {len(size):4d} {statistics.median(size) * 100:6.1f}% {size[-1] * 100:6.1f}% "
+          f"{statistics.fmean(errors) * 100:+6.1f}%", file=sys.stderr)
 
 
 def report(rows):
     """Each source's held-out error (median and worst |relative error|, mean signed), then by engine era and by
     draft kind: what the README's table gives."""
-    def line(name, errors):
-        size = sorted(abs(e) for e in errors)
-        print(f"  {name:46s} {len(size):4d} {statistics.median(size) * 100:6.1f}% {size[-1] * 100:6.1f}% "
-              f"{statistics.fmean(errors) * 100:+6.1f}%", file=sys.stderr)
     for title, key in (("source", lambda r: r["source"]), ("engine era", lambda r: r["era"]),
                        ("draft kind (speculative points)", lambda r: r["draft"] or None)):
         print(f"held out, by {title}:   n  median   worst  signed", file=sys.stderr)
@@ -104,10 +102,6 @@ def report(rows):
 
 def report_served(rows):
     """The served sources' held-out errors by what their done-when reads: A's signed error by K, B's by load."""
-    def line(name, errors):
-        size = sorted(abs(e) for e in errors)
-        print(f"  {name:46s} {len(size):4d} {statistics.median(size) * 100:6.1f}% {size[-1] * 100:6.1f}% "
-              f"{statistics.fmean(errors) * 100:+6.1f}%", file=sys.stderr)
     groups = defaultdict(list)
     for r in rows:
         if r["source"].startswith("served A"):
@@ -124,14 +118,12 @@ def report_served(rows):
 
 def report_coverage(rows):
     """Each source's share of points inside its 80% interval, built from the table of all the other sources."""
-    z = trust.Z_INTERVAL
     print(f"{trust.INTERVAL_LEVEL:.0%} intervals, share of each left-out source's points inside:", file=sys.stderr)
-    for source in sorted({r["source"] for r in rows}):
-        table = trust.error_table([r for r in rows if r["source"] != source])
-        mine = [r for r in rows if r["source"] == source]
-        inside = sum(abs(r["log_error"]) <= z * trust.class_error({k: r[k] for k in trust.ERROR_CLASS}, table).sd
-                     for r in mine)
-        print(f"  {source:46s} {inside / len(mine):5.0%} of {len(mine)}", file=sys.stderr)
+    counts = defaultdict(int)
+    for r in rows:
+        counts[r["source"]] += 1
+    for source, share in trust.source_coverage(rows).items():
+        print(f"  {source:46s} {share:5.0%} of {counts[source]}", file=sys.stderr)
 
 
 FITS = HERE / "held_out_fits.json"

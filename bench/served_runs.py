@@ -192,14 +192,17 @@ def band(concurrency):
     return "1" if c <= 1 else "2-16" if c <= 16 else "17-64" if c <= 64 else "65+"
 
 
-def report_scaling():
-    era = cli.parse_era(VLLM, "0.10")
-    deps = {name: costmodel.make_deployment(shape["hf"], "a100-sxm-80gb", 1, "bf16", kv_dtype="bf16", draft="eagle",
+def scaling_deployments(era):
+    """B's deployments by model: each Qwen3 size from its config.json's shape on one A100, an EAGLE-style head."""
+    return {name: costmodel.make_deployment(shape["hf"], "a100-sxm-80gb", 1, "bf16", kv_dtype="bf16", draft="eagle",
                                             engine="vllm", era=era, shape=shape)
             for name, shape in shapes().items()}
-    deps["Qwen/Qwen3-32B"] = costmodel.make_deployment("qwen3-32b", "a100-sxm-80gb", 1, "bf16", kv_dtype="bf16",
-                                                       draft="eagle", engine="vllm", era=era)
-    points, rates = {}, defaultdict(int)   # (model, alpha, load, K) -> point; a file's constant-rate points so far
+
+
+def scaling_points():
+    """B's points by (model, alpha, load, K); a load is "C = c" for a closed loop, "rate #i" for a sweep's i-th
+    constant-rate point."""
+    points, rates = {}, defaultdict(int)   # a file's constant-rate points so far
     for p in (p for p in POINTS if p["source"] == SCALING):
         if p["concurrency"] is None:
             rates[p["source_file"]] += 1
@@ -209,6 +212,15 @@ def report_scaling():
         key = (p["model"], p["acceptance"]["value"], load, p["K"])
         assert key not in points, key
         points[key] = p
+    return points
+
+
+def report_scaling():
+    era = cli.parse_era(VLLM, "0.10")
+    deps = scaling_deployments(era)
+    deps["Qwen/Qwen3-32B"] = costmodel.make_deployment("qwen3-32b", "a100-sxm-80gb", 1, "bf16", kv_dtype="bf16",
+                                                       draft="eagle", engine="vllm", era=era)
+    points = scaling_points()
     errors = defaultdict(list)
     for (model, alpha, load, k), p in sorted(points.items()):
         one = points.get((model, alpha, load, 1))

@@ -97,17 +97,23 @@ def class_error(cls, table=MODEL_ERROR):
                       outside=outside)
 
 
-def interval_coverage(rows, level=INTERVAL_LEVEL):
-    """Cross-validated coverage of the intervals: each source's points against the table of all the other sources,
-    each source's share of points inside weighted alike (a new deployment is a new source)."""
+def source_coverage(rows, level=INTERVAL_LEVEL):
+    """{source: the share of its points inside their intervals}, each source's points against the table of all the
+    other sources (a new deployment is a new source)."""
     z = NORMAL.inv_cdf(0.5 + level / 2)
-    shares = []
+    shares = {}
     for source in sorted({r["source"] for r in rows}):
         table = error_table([r for r in rows if r["source"] != source])
         mine = [r for r in rows if r["source"] == source]
         inside = [abs(r["log_error"]) <= z * class_error({k: r[k] for k in ERROR_CLASS}, table).sd for r in mine]
-        shares.append(sum(inside) / len(inside))
-    return statistics.fmean(shares)
+        shares[source] = sum(inside) / len(inside)
+    return shares
+
+
+def interval_coverage(rows, level=INTERVAL_LEVEL):
+    """Cross-validated coverage of the intervals: each source's share of points inside (source_coverage), the
+    sources weighted alike."""
+    return statistics.fmean(source_coverage(rows, level).values())
 
 
 @dataclass(frozen=True)
