@@ -196,6 +196,18 @@ MUTANTS = [
      "analysis.verdict",
      '        call = GATE_CALLS[measured_gate.verdict]',
      '        call = call'),
+    ("vLLM's FlashAttention 2 shares a KV head's read at any query length",
+     "costmodel.kv_reads",
+     'if tokens_per_seq <= 1 or not net.query_heads',
+     'if tokens_per_seq <= 99 or not net.query_heads'),
+    ("a verify pass reads the KV once per query head on every GPU",
+     "catalog.ENGINES",
+     'unshared_kv_families=("ampere", "ada"),',
+     'unshared_kv_families=("ampere", "ada", "hopper"),'),
+    ("vLLM's async era hides a draft model's verify tokens too",
+     "costmodel.token_cost_hidden",
+     'return dep.era.async_steps and draft_kind(dep.draft) in dep.era.hides_for',
+     'return dep.era.async_steps'),
 ]
 
 

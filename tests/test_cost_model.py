@@ -41,6 +41,46 @@ class Terms(unittest.TestCase):
         # The measured slope at batch 1 on 8B/H100 is about 0.24 ms per 1k tokens (bench/plain_step.json's 8B/H100 points).
         self.assertAlmostEqual(32 * 1000 * F.attn_ns / 1e6, 0.24, delta=0.03)
 
+    def test_a_verify_pass_on_vllms_flashattention_2_reads_the_kv_once_per_query_head(self):
+        # Llama 3.1 8B: 32 query heads on 8 KV heads. On an A100 vLLM runs FlashAttention 2, which shares a KV head's read
+        # among its 4 query heads only at one query token a sequence: a verify pass of 4 reads the 64 histories 4 times.
+        kv = 131_072   # bytes a token of context, 32 layers x 8 heads x 128 x 2 (K, V) x 2 B
+        # n reads of 64 histories of 4000 tokens, and the 4 new tokens a sequence written
+        read = lambda dep, n: (64 * n * 4000 + 64 * 4) * kv / (dep.bandwidth_tbs * 1e9 * costmodel.bandwidth_share(dep))
+        a100 = costmodel.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "bf16", 4000, "eagle3")
+        self.assertAlmostEqual(self.parts(a100, 64, 4)["attention"], read(a100, 4), places=9)
+        self.assertAlmostEqual(self.parts(a100, 64, 1)["attention"], read(a100, 1) - 3 * 64 * kv / (
+            a100.bandwidth_tbs * 1e9 * costmodel.bandwidth_share(a100)), places=9)   # a plain step: once
+        # FlashAttention 3 on Hopper packs the group at any query length; SGLang's kernels are not FA2: once.
+        h100 = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 4000, "eagle3")
+        self.assertAlmostEqual(self.parts(h100, 64, 4)["attention"], read(h100, 1), places=9)
+        sglang = costmodel.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "bf16", 4000, "eagle3",
+                                           engine="sglang")
+        self.assertEqual(costmodel.kv_reads(sglang.target, sglang, 4), 1.0)
+        # Past TP = KV heads each GPU holds one KV head and heads / tp query heads: 70B (64 on 8) at TP 8, 8 a GPU.
+        tp8 = costmodel.make_deployment("llama-3.3-70b", "a100-sxm-80gb", 8, "bf16", "bf16", 4000, "eagle3")
+        self.assertEqual(costmodel.kv_reads(tp8.target, tp8, 4), 8.0)
+        mla = costmodel.make_deployment("deepseek-v3", "a100-sxm-80gb", 8, "fp8", "bf16", 4000, "mtp")
+        self.assertEqual(costmodel.kv_reads(mla.target, mla, 2), 1.0)   # one latent every head reads together
+
+    def test_a_tokens_host_cost_is_paid_where_the_scheduler_waits_for_it(self):
+        # vLLM 0.10 steps synchronously: a plain step pays token_us a sequence, a verify pass of 4 tokens 4 times that.
+        # vLLM 0.14 overlaps plain steps and EAGLE/MTP rounds (PRs #27614, #31998), not a draft model's server.
+        sync = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "eagle3",
+                                         era=catalog.era_of("vllm", "0.10"))
+        asynchronous = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "eagle3")
+        model = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "llama-3.2-1b")
+        per_token = F.token_us_vllm / 1e3
+        for dep, plain, verify in ((sync, 16 * per_token, 64 * per_token), (asynchronous, 0.0, 0.0),
+                                   (model, 0.0, 64 * per_token)):
+            self.assertAlmostEqual(self.parts(dep, 16, 1)["engine"], plain, places=12)
+            self.assertAlmostEqual(self.parts(dep, 16, 4)["engine"], verify, places=12)
+        # SGLang 0.4.4's overlap scheduler hides a plain step's; its EAGLE worker ran without it: a verify pass pays.
+        sglang = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "eagle3",
+                                           engine="sglang", era=catalog.era_of("sglang", "0.4.4"))
+        self.assertEqual(self.parts(sglang, 16, 1)["engine"], 0.0)
+        self.assertAlmostEqual(self.parts(sglang, 16, 4)["engine"], 64 * F.token_us_sglang / 1e3, places=12)
+
     def test_two_all_reduces_per_layer_grow_with_tp_and_the_message(self):
         tp8 = costmodel.make_deployment("llama-3.3-70b", "h100-sxm", 8, "bf16", "bf16", 1000, "ngram")
         latency = (F.ar_us + 6 * F.ar_tp_us) / 1e3                      # TP 8: six GPUs past two
@@ -278,7 +318,7 @@ class FitComment(unittest.TestCase):
                        f"{F.ar_us:.0f} us at TP 2 and {F.ar_tp_us:.1f} us more",
                        f"costs {F.seq_us_trtllm:.0f} us more per running sequence",
                        f"a pass pays {F.layer_us:.0f} us a layer",
-                       f"{F.token_us_vllm:.1f} us on vLLM and TensorRT-LLM",
+                       f"decoded or verified is {F.token_us_vllm:.0f} us where a synchronous scheduler pays it",
                        f"pass's token costs {F.token_us_sglang:.0f} us on SGLang 0.4.4",
                        f"reads at {F.bw_cdna:.2f} of its 5.3 TB/s and reaches {F.flop_cdna:.2f} of the NVIDIA",
                        f"a transition of sharpness {F.overlap:g}, {F.flop_eff:.2f} of peak on Hopper, "

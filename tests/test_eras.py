@@ -64,19 +64,22 @@ class RoundSavings(unittest.TestCase):
 
     def test_vllm_async_rounds_hide_their_fixed_costs_whole(self):
         # A round is its bookkeeping plus K draft steps (each its fixed cost plus the head's pass) plus the verify
-        # pass. On 0.14 an EAGLE round's fixed costs are hidden whole; PR #31998 runs async rounds for EAGLE and MTP
-        # only, so a draft model's and n-gram's rounds keep them.
+        # pass. On 0.14 an EAGLE round's fixed costs are hidden whole, and its verify pass's cost per token with them;
+        # PR #31998 runs async rounds for EAGLE and MTP only, so a draft model's and n-gram's rounds keep theirs. A
+        # plain step (the baseline server's, asynchronous since PR #27614) hides its cost per token in both.
         f = costmodel.FIT
         for draft in ("eagle3", "eagle", "llama-3.2-1b", "ngram"):
             old, new = dep("vllm", "0.13", draft=draft), dep("vllm", "0.14", draft=draft)
             async_rounds = draft in ("eagle3", "eagle")
             for batch, k in ((1, 3), (64, 5)):
                 with self.subTest(draft=draft, batch=batch, k=k):
-                    by_hand = f.round_fixed_ms_vllm + k * f.draft_fixed_ms_vllm if async_rounds else 0.0
-                    self.assertAlmostEqual(costmodel.round_ms(old, batch, k) - costmodel.round_ms(new, batch, k), by_hand,
-                                           places=9)
-                    self.assertAlmostEqual(costmodel.hidden_ms(new, k), by_hand, places=12)
-                    self.assertEqual(costmodel.decode_step_ms(old, batch), costmodel.decode_step_ms(new, batch))
+                    fixed = f.round_fixed_ms_vllm + k * f.draft_fixed_ms_vllm if async_rounds else 0.0
+                    tokens = batch * (k + 1) * f.token_us_vllm / 1e3 if async_rounds else 0.0
+                    self.assertAlmostEqual(costmodel.round_ms(old, batch, k) - costmodel.round_ms(new, batch, k),
+                                           fixed + tokens, places=9)
+                    self.assertAlmostEqual(costmodel.hidden_ms(new, k), fixed, places=12)
+                    self.assertAlmostEqual(costmodel.decode_step_ms(old, batch) - costmodel.decode_step_ms(new, batch),
+                                           batch * f.token_us_vllm / 1e3, places=9)
 
     def test_changes_run_only_for_the_drafts_they_serve(self):
         # SGLang's spec v2 runs chains only (PR #12113).

@@ -138,7 +138,7 @@ class Decisions(unittest.TestCase):
             return out.read_text()
 
     def test_a_gain_inside_the_models_error_is_too_close_to_call(self):
-        # At B = 384 K = 1 predicts about 1.12x, inside the model's 80% range.
+        # At B = 384 K = 1 predicts about 1.13x, inside the model's 80% range.
         plan = self.plan(["--concurrency", "1,384"])
         row = next(line for line in plan.splitlines() if line.startswith("| K |"))
         self.assertIn("too close to call", row)
@@ -147,7 +147,7 @@ class Decisions(unittest.TestCase):
         # beside stage 0's baseline of the same workload.
         verdict = plan.split("## Verdict")[1].split("\n## ")[0]
         self.assertLess(plan.index("## Verdict"), plan.index("## The deployment this plan is for"))
-        self.assertIn("**Too close to call at B = 384: K = 1 gives 1.12x (0.98-1.28 at 80%), a range that holds 1.0x.",
+        self.assertIn("**Too close to call at B = 384: K = 1 gives 1.13x (0.99-1.29 at 80%), a range that holds 1.0x.",
                       verdict)
         self.assertIn("sharegpt_baseline_c384.json", verdict)
         self.assertIn("--max-concurrency 384", verdict)

@@ -152,8 +152,9 @@ class RoundSaving:
 class Era:
     """A span of an engine's releases in which its speculative round costs the same (Engine.eras): the published fit's
     constants were measured in one era per engine (fitted); a later era runs the same round with host work the
-    published changes (savings) take off it. The plain pass keeps the fitted cost in every era: no source in
-    reach measures a plain step's host time before and after these changes."""
+    published changes (savings) take off it. A plain pass keeps its fitted fixed cost in every era (no source in
+    reach times a plain step's host time before and after these changes); only its cost per token goes where the
+    era's steps are asynchronous (async_steps)."""
     key: str                 #: a short name, as --json gives it
     first: tuple             #: the era's first release, (major, minor[, patch])
     what: str                #: what runs a round in this era, as the plan says it
@@ -162,6 +163,9 @@ class Era:
     before: str = ""         #: on an engine's first era: why releases before it are refused
     hides_for: tuple = ()    #: draft kinds (draft_kind) whose rounds' fixed host costs it hides whole (costmodel.hidden_ms)
     hidden_basis: str = ""   #: what that rests on, as the plan says it
+    async_steps: bool = False   #: its scheduler prepares the next step while the GPU runs this one, so a pass's
+                                #: per-token host work is off the critical path: a server's plain steps, and the
+                                #: verify passes of the draft kinds in hides_for (costmodel.token_cost_hidden)
 
     def saving_ms(self, draft, topk=1):
         """Host time a round of this draft kind (draft_kind) no longer waits for against the fitted era, ms: each
@@ -205,7 +209,7 @@ ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0
 # B200 (PR #11730: Qwen3-235B fp8 TP 8; PR #11816: DeepSeek-R1 fp8 TP 8), TensorRT-LLM's TRTLLM-Gen on
 # B200 (tech blog 24: DeepSeek-V3 NVFP4 TP 8, router GEMM included). The read's slope matches the sweeps
 # to within a few us a point up to 64 tokens; past that, groups of many tokens per expert run below peak.
-MOE_KERNEL_US = {"vllm": 30.5, "sglang": 34.5, "trtllm": 22.0}
+MOE_KERNEL_US = {"vllm": 32.7, "sglang": 37.6, "trtllm": 24.5}
 # Prompt tokens one scheduler step prefills at most, by default, by a GPU's memory: (least GiB, tokens), largest
 # first. vLLM (`vllm serve`, chunked prefill on): max_num_batched_tokens 2048 below 70 GiB and on any A100, 8192
 # from 70 GiB, 16384 from 160 GiB since v0.28 (vllm/engine/arg_utils.py; PRs #17073, #17885, #51726). SGLang:
@@ -245,7 +249,10 @@ class Engine:
     seq_cost: str            #: the Fit field of a served step's host cost per running sequence ("" where none is measured)
     token_cost_of: str       #: the engine whose fitted cost per token it uses (Fit's token_us_<engine>)
     hides_plain_tokens: bool   #: its scheduler overlaps a plain step's per-token host work with the GPU, so only a
-                               #: verify pass pays Fit.token_us_<engine> (costmodel.pass_parts)
+                               #: verify pass pays Fit.token_us_<engine> (costmodel.token_cost_hidden)
+    unshared_kv_families: tuple   #: GPU families whose default attention kernel reads a sequence's KV once per query
+                                  #: head, not per KV head, in a pass of more than one query token a sequence
+                                  #: (costmodel.kv_reads)
     moe_layer_us: float      #: its fused-MoE kernel's own latency per MoE layer and pass, us (MOE_KERNEL_US)
     prefill_budget: tuple    #: prompt tokens a scheduler step prefills at most by default: ((least GiB, tokens), ...)
     prefill_budget_small: tuple   #: GPUs it keeps at its smallest defaults whatever their memory (budget, running cap)
@@ -279,6 +286,11 @@ ENGINES = {
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=(), trees_why="vLLM removed tree attention, PR #42121",
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", token_cost_of="vllm", hides_plain_tokens=False,
+        # FlashAttention 3 on Hopper, 4 on Blackwell where installed, else 2 (vllm/v1/attention/backends/fa_utils.py,
+        # get_flash_attn_version; vllm/attention/utils/fa_utils.py before about v0.11: 3 on Hopper, else 2). FA2
+        # shares a KV head's read among its query heads only at one query token (costmodel.kv_reads); FA3 packs them
+        # at any (pack_gqa).
+        unshared_kv_families=("ampere", "ada"),
         moe_layer_us=MOE_KERNEL_US["vllm"],
         prefill_budget=PREFILL_BUDGET["vllm"], prefill_budget_small=PREFILL_BUDGET_SMALL["vllm"],
         prefill_budget_per_dp=False,
@@ -299,6 +311,10 @@ ENGINES = {
                   what="the V1 engine, rounds scheduled synchronously (the published fit's K sweep, issue #20780)"),
               Era(key="v1-async", first=(0, 14), fitted=True, hidden_basis=VLLM_ASYNC_RUNS,
                   hides_for=("eagle3", "eagle", "mtp"),   # PR #31998: async rounds with EAGLE/MTP, not other methods
+                  # Async scheduling on by default for plain decoding (PR #27614, issue #27679's plan), with EAGLE/MTP
+                  # from PR #31998; "disabled implicitly for non-EAGLE/MTP types", so a draft-model server steps
+                  # synchronously.
+                  async_steps=True,
                   what="the V1 engine with async scheduling on for EAGLE/MTP (Model Runner V2's own gains: no "
                        "round timing in reach)"))),
     # SGLang: --mem-fraction-static, a share of all memory for weights and the KV pool, computed at start-up when
@@ -313,7 +329,9 @@ ENGINES = {
         # Its overlap scheduler runs a decode batch's host work beside the GPU's (managers/scheduler.py,
         # event_loop_overlap); speculative decoding ran without it before spec v2 ("Speculative Decoding V2 (Overlap
         # Scheduler)", docs/advanced_features/speculative_decoding.md), so a verify pass pays it per token.
-        token_cost_of="sglang", hides_plain_tokens=True, moe_layer_us=MOE_KERNEL_US["sglang"],
+        token_cost_of="sglang", hides_plain_tokens=True,
+        unshared_kv_families=(),   # its attention backends are not FlashAttention 2's varlen kernel (kv_reads)
+        moe_layer_us=MOE_KERNEL_US["sglang"],
         prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
         prefill_budget_per_dp=True,   # server_args.py _handle_data_parallelism: chunked_prefill_size //= dp_size
         # max_running_requests: the plan sets it (speculation resets an unset one to 48,
@@ -355,6 +373,7 @@ ENGINES = {
         # token a sequence, so they cannot tell a cost per token from its served cost per sequence (seq_us_trtllm).
         pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", token_cost_of="vllm",
         hides_plain_tokens=False,
+        unshared_kv_families=(),   # its own attention kernels, not FlashAttention 2 (kv_reads)
         moe_layer_us=MOE_KERNEL_US["trtllm"],
         prefill_budget=PREFILL_BUDGET["trtllm"], prefill_budget_small=(),
         prefill_budget_per_dp=False,

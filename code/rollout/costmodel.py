@@ -91,23 +91,25 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # fits before the served runs did);
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
-FIT = Fit(bw_hopper=0.881, bw_ampere=0.677, bw_ada=0.8088, flop_eff=0.83, fp8_eff=0.9146, fp8_kv_eff=0.7836,
-          attn_ns=8.1318, layer_us=24.1602, ar_us=16.8281, ar_tp_us=2.9121, link_eff=0.405,
-          pass_fixed_ms_vllm=0.7012, pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.8389,
-          draft_fixed_ms_vllm=0.615, draft_fixed_ms_sglang=0.449, round_fixed_ms_vllm=1.6021,
-          round_fixed_ms_sglang=2.0459, token_us_vllm=3.7012, seq_us_trtllm=56.6602, bw_cdna=0.6794, flop_cdna=0.2973,
-          flop_ampere=0.95, token_us_sglang=17.5879, overlap=2.5)
-# What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.91 of the
-# bandwidth, an fp8 KV cache 0.78 (the attention kernel dequantises it); one sequence's
-# attention costs 8.1 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
-# set by NIM's batch-1 context slopes; an all-reduce costs 17 us at TP 2 and 2.9 us more
-# per further GPU; a served TensorRT-LLM step (NIM) costs 57 us more per running sequence than its static-batch
-# benchmark (seq_us_trtllm); a pass pays 24 us a layer (launches, the kernels' floors); an engine's cost per token
-# decoded or verified is 3.7 us on vLLM and TensorRT-LLM, and a verify pass's token costs 18 us on SGLang 0.4.4
+FIT = Fit(bw_hopper=0.9081, bw_ampere=0.7302, bw_ada=0.7862, flop_eff=0.83, fp8_eff=0.9342, fp8_kv_eff=0.7911,
+          attn_ns=8.1758, layer_us=28.7891, ar_us=15.0, ar_tp_us=2.7363, link_eff=0.443, pass_fixed_ms_vllm=0.6895,
+          pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9355, draft_fixed_ms_vllm=0.6395,
+          draft_fixed_ms_sglang=0.452, round_fixed_ms_vllm=1.4277, round_fixed_ms_sglang=2.0488,
+          token_us_vllm=17.2656, seq_us_trtllm=46.7188, bw_cdna=0.6607, flop_cdna=0.3127, flop_ampere=0.95,
+          token_us_sglang=17.2656, overlap=2.5)
+# What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.93 of the
+# bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
+# attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
+# set by NIM's batch-1 context slopes; an all-reduce costs 15 us at TP 2 and 2.7 us more
+# per further GPU; a served TensorRT-LLM step (NIM) costs 47 us more per running sequence than its static-batch
+# benchmark (seq_us_trtllm); a pass pays 29 us a layer (launches, the kernels' floors); an engine's cost per token
+# decoded or verified is 17 us where a synchronous scheduler pays it (vLLM before 0.14, set by the forced-alpha sweeps,
+# whose eight servers shared one host; vLLM's async steps hide it: token_cost_hidden) and on TensorRT-LLM, and a
+# verify pass's token costs 17 us on SGLang 0.4.4
 # (whose batch sweep's speedup falls from 1.81x at batch 2 to 1.32x at 32 as a verify pass's tokens grow: its EAGLE
 # worker ran without the overlap scheduler); fixed costs per pass, per draft step and per round differ by engine
 # (vLLM's async rounds hide the last two whole: catalog.VLLM_ASYNC_RUNS); an MI300X under 2024's ROCm vLLM reads at
-# 0.68 of its 5.3 TB/s and reaches 0.30 of the NVIDIA GEMMs' share of peak (bw_cdna, flop_cdna). overlap, flop_eff
+# 0.66 of its 5.3 TB/s and reaches 0.31 of the NVIDIA GEMMs' share of peak (bw_cdna, flop_cdna). overlap, flop_eff
 # and flop_ampere are not fitted here but on measured GEMMs (bench/gemm_kernels.py: a transition of sharpness 2.5,
 # 0.83 of peak on Hopper, 0.95 of that on an A100).
 BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
@@ -160,6 +162,7 @@ class Net:
     window_kv_bytes: float = 0   #: KV bytes per token over the sliding-window layers
     routing_exponent: float = 0.0   #: its router's popularity skew (model_routing_exponent; 0: uniform)
     kv_groups: int = 1       #: KV heads its cache splits into across TP GPUs: kv_heads, 1 for MLA's one latent
+    query_heads: int = 0     #: attention's query heads (0: MLA's, whose one latent every head shares; kv_reads)
     prompt_attn_width: int = None   #: attention's width per token in a prefill chunk where it differs (MLA)
     mlp_width: float = 0.0   #: MLP activations per token per layer, elements: the dense width, or k experts' and the
                              #: shared experts' in a MoE layer, averaged over layers (elementwise's traffic)
@@ -534,7 +537,7 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
                fp8=weights_dtype != "bf16", expert_bytes=expert, moe_layers=m.get("moe_layers", 0),
                experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0), window=m.get("window"),
                window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype),
-               routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m),
+               routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m), query_heads=query_heads(m),
                prompt_attn_width=prompt_attention_width(m), mlp_width=mlp_width(m))
 
 
@@ -591,7 +594,8 @@ def with_draft(dep, draft):
         drafter = Net(active_params=read, weight_bytes=read * DRAFT_WEIGHT_BYTES,
                       kv_bytes_per_token=kv_bytes_per_token(s, dep.kv_dtype), attn_width=attention_width(s), layers=1,
                       hidden=m["hidden"], tflops=dep.draft_tflops, held_params=head,
-                      held_bytes=head * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(s), mlp_width=s["inter"])
+                      held_bytes=head * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(s),
+                      query_heads=query_heads(s), mlp_width=s["inter"])
     elif draft == "mtp":
         width, moe = BYTES_PER[dep.weights_dtype], m.get("moe_layers", 0) > 0
         held = mtp_params(m)
@@ -604,7 +608,7 @@ def with_draft(dep, draft):
                       fp8=dep.weights_dtype != "bf16", expert_bytes=expert, moe_layers=1 if moe else 0,
                       experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0),
                       routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m),
-                      prompt_attn_width=prompt_attention_width(m),
+                      query_heads=query_heads(m), prompt_attn_width=prompt_attention_width(m),
                       mlp_width=(m["experts_per_token"] * m["moe_inter"] + m.get("shared_inter", 0)) if moe else m["inter"])
     elif draft == "ngram":
         drafter = NO_MODEL
@@ -614,7 +618,8 @@ def with_draft(dep, draft):
         drafter = Net(active_params=d_params, weight_bytes=d_params * DRAFT_WEIGHT_BYTES,
                       kv_bytes_per_token=kv_bytes_per_token(d, dep.kv_dtype), attn_width=attention_width(d),
                       layers=d["layers"], hidden=d["hidden"], tflops=dep.draft_tflops, held_params=d_params,
-                      held_bytes=d_params * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(d), mlp_width=mlp_width(d))
+                      held_bytes=d_params * DRAFT_WEIGHT_BYTES, fp8=False, kv_groups=kv_groups(d),
+                      query_heads=query_heads(d), mlp_width=mlp_width(d))
     return replace(dep, draft=draft, drafter=drafter)
 
 
@@ -646,6 +651,27 @@ def non_expert_bytes(net):
 def kv_groups(m):
     """KV heads a model's cache splits into across tensor-parallel GPUs: its KV heads, or 1 for MLA's latent."""
     return 1 if m.get("mla") else m["kv_heads"]
+
+
+def query_heads(m):
+    """Attention's query heads, or 0 for MLA, whose one latent every head reads together (kv_reads)."""
+    return 0 if m.get("mla") else m["heads"]
+
+
+def kv_reads(net, dep, tokens_per_seq):
+    """How many times a pass reads each sequence's KV cache: once, or once per query head of a KV head's group where
+    the engine's attention kernel gives every query head its own thread block when a sequence brings more than one
+    query token (Engine.unshared_kv_families: vLLM's FlashAttention 2, which packs a group's heads into one block only
+    at one query token, vllm-project/flash-attention csrc/flash_attn/flash_api.cpp, mha_varlen_fwd:
+    seqlenq_ngroups_swapped = max_seqlen_q == 1 && num_heads > num_heads_k ...). A verify pass carries K + 1.
+    Each GPU holds heads / tp query heads against max(1, kv_heads / tp) KV heads.
+    >>> dep = make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", draft="eagle3")
+    >>> kv_reads(dep.target, dep, 1), kv_reads(dep.target, dep, 4), kv_reads(dep.target, make_deployment(), 4)
+    (1.0, 4.0, 1.0)
+    """
+    if tokens_per_seq <= 1 or not net.query_heads or gpu_family(dep) not in dep.engine.unshared_kv_families:
+        return 1.0
+    return max(1.0, net.query_heads / max(net.kv_groups, dep.tp))
 
 
 def kv_copies(net, dep):
@@ -737,8 +763,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     tokens_per_seq new tokens for each of `batch` sequences at the mean context, plus
     `prefill` prompt tokens mixed into the same pass (their own attention averages half
     the prompt). The engine's cost per token (Fit.token_us_<engine>: sampling, logits, bookkeeping) is a target
-    pass's decoded or verified token's (host=True), a verify pass's only on an engine that overlaps a plain step's
-    (Engine.hides_plain_tokens); a draft step (host=False) samples on the GPU inside the proposer's loop. The
+    pass's decoded or verified token's (host=True), where its scheduler does not overlap it with the GPU
+    (token_cost_hidden); a draft step (host=False) samples on the GPU inside the proposer's loop. The
     weight read and the GEMMs' math overlap (overlapped, Fit.overlap), the KV read and attention's math likewise,
     and elementwise kernels stream each token's activations apart (ELEMENTWISE_HIDDEN, ELEMENTWISE_MLP).
     All K+1 query tokens of a sequence share one read of its KV history. A MoE
@@ -758,7 +784,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     kv_per_ms = bytes_per_ms * (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0)
     window = min(dep.context, net.window) if net.window else 0
     copies = kv_copies(net, dep)   # each GPU reads its own copy of heads it shares with others
-    history = mine * dp * copies * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms
+    history = (mine * dp * copies * kv_reads(net, dep, tokens_per_seq)
+               * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms)
     one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS
                     / (dep.bandwidth_tbs * bw_rel(dep))
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
@@ -788,7 +815,25 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
                 communication=communication,
                 fixed=fixed_cost + net.layers * fit.layer_us / 1e3 + net.moe_layers * dep.engine.moe_layer_us / 1e3,
                 engine=(mine * tokens_per_seq * getattr(fit, f"token_us_{dep.engine.token_cost_of}") / 1e3
-                        if host and (tokens_per_seq > 1 or not dep.engine.hides_plain_tokens) else 0.0))
+                        if host and not token_cost_hidden(dep, tokens_per_seq) else 0.0))
+
+
+def token_cost_hidden(dep, tokens_per_seq):
+    """Whether a target pass's cost per token (Fit.token_us_<engine>) is off the critical path: the scheduler works on
+    the next step while the GPU runs this one. A plain step (one token a sequence) on SGLang (its overlap scheduler,
+    Engine.hides_plain_tokens) or in an era of asynchronous steps (Era.async_steps: vLLM from 0.14); a verify pass in
+    such an era for the draft kinds it runs asynchronously (Era.hides_for: vLLM's EAGLE and MTP, not draft models).
+    >>> from rollout.catalog import era_of
+    >>> sync = make_deployment(draft="eagle3", era=era_of("vllm", "0.10"))
+    >>> [token_cost_hidden(d, n) for d in (sync, make_deployment(draft="eagle3")) for n in (1, 4)]
+    [False, False, True, True]
+    >>> model = make_deployment(draft="llama-3.2-1b")
+    >>> token_cost_hidden(model, 4), token_cost_hidden(model, 1)
+    (False, True)
+    """
+    if tokens_per_seq <= 1:
+        return dep.engine.hides_plain_tokens or dep.era.async_steps
+    return dep.era.async_steps and draft_kind(dep.draft) in dep.era.hides_for
 
 
 def overlapped(read, math_ms, p):
