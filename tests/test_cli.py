@@ -199,17 +199,20 @@ class Navigation(unittest.TestCase):
         # imports the package. Read from the files, so that a lazy import inside a function counts too.
         package = CODE / "rollout"
         self.assertEqual(sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__"), sorted(rollout.LAYERS))
+        wrong = []   # (module, line, what): every import against the layering, named at once
         for rank, name in enumerate(rollout.LAYERS):
             tree = ast.parse((package / f"{name}.py").read_text())
             for node in ast.walk(tree):
-                with self.subTest(module=name, line=getattr(node, "lineno", 0)):
-                    if isinstance(node, ast.ImportFrom) and node.level == 1:
-                        self.assertIn(node.module, rollout.LAYERS[:rank], "an import against the layering")
-                    elif isinstance(node, ast.ImportFrom):
-                        self.assertEqual(node.level, 0)
-                        self.assertNotIn((node.module or "").split(".")[0], ("main", "rollout"))
-                    elif isinstance(node, ast.Import):
-                        self.assertFalse({a.name.split(".")[0] for a in node.names} & {"main", "rollout"})
+                if isinstance(node, ast.ImportFrom) and node.level == 1:
+                    if node.module not in rollout.LAYERS[:rank]:
+                        wrong.append((name, node.lineno, f"from .{node.module}: not a layer before it"))
+                elif isinstance(node, ast.ImportFrom):
+                    if node.level != 0 or (node.module or "").split(".")[0] in ("main", "rollout"):
+                        wrong.append((name, node.lineno, f"from {'.' * node.level}{node.module}"))
+                elif isinstance(node, ast.Import):
+                    if {a.name.split(".")[0] for a in node.names} & {"main", "rollout"}:
+                        wrong.append((name, node.lineno, "import of main or rollout"))
+        self.assertEqual(wrong, [])
         for node in ast.walk(ast.parse(MAIN_PATH.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rollout"):
                 self.assertIn(node.module.split(".")[1], rollout.LAYERS)
