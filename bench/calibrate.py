@@ -13,6 +13,9 @@ Which points set which constant:
   pass_fixed_ms_trtllm; the closed-loop NIM runs also the prefill share and, against the
   static batches (predicted without it), seq_us_trtllm: a served step's cost per sequence;
 - vLLM's plain TPOT and K sweep (Llama 3.1 8B, batch 1): pass_fixed_ms_vllm, draft_fixed_ms_vllm, round_fixed_ms_vllm;
+- the forced-alpha sweeps (served B: Qwen3 on an A100, vLLM of 2025-08, synchronous steps): token_us_vllm, the cost
+  per verified token where the scheduler waits for it (vLLM's async era hides it: costmodel.token_cost_hidden), with
+  the A100's bandwidth share; the 2026 served pairs (served A) the async era's round;
 - SGLang's plain step, batch sweeps and batch-1 points (Llama 3.1 8B, H100): pass_fixed_ms_sglang,
   draft_fixed_ms_sglang, round_fixed_ms_sglang and token_us_sglang (the batch sweep's growth with the tokens a
   verify pass carries)
@@ -25,7 +28,6 @@ Each source enters the loss as the mean of its points, so 191 plain steps do not
 the 20-odd speculative points. Last, each source is left out in turn, the rest fitted, and
 the left-out source predicted: the error out of sample (about a minute and a half; the whole script two).
 """
-import dataclasses
 import json
 import math
 import statistics
@@ -195,9 +197,8 @@ def predict(point, fit):
         return (calibration.run_tpot_ms(point["dep"], point["numerator"], fit)
                 / calibration.run_tpot_ms(point["dep"], point["denominator"], fit))
     if point["kind"] == "latency":   # one pass over every prompt, then the decode steps, no server
-        dep, batch = point["dep"], point["batch"]
-        prompt = dataclasses.replace(dep, context=dep.input_tokens // 2)
-        return (costmodel.target_pass_ms(prompt, batch, dep.input_tokens, fit)
+        dep, batch = point["dep"], point["batch"]   # the prompts as one prefill pass: not sampled, no history read
+        return (costmodel.target_pass_ms(dep, 0, 1, fit, prefill=batch * dep.input_tokens)
                 + (dep.output_tokens - 1) * costmodel.decode_step_ms(dep, batch, fit))
     if point["kind"] == "slope":
         return predict(dict(point, kind="tpot"), fit) - predict(point["base"], fit)

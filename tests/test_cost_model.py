@@ -1,5 +1,6 @@
 """The plain step's terms (issue 10), each against a number worked by hand, and the prefill share
 against a brute-force closed loop."""
+import dataclasses
 import json
 import random
 import unittest
@@ -60,8 +61,17 @@ class Terms(unittest.TestCase):
         # Past TP = KV heads each GPU holds one KV head and heads / tp query heads: 70B (64 on 8) at TP 8, 8 a GPU.
         tp8 = costmodel.make_deployment("llama-3.3-70b", "a100-sxm-80gb", 8, "bf16", "bf16", 4000, "eagle3")
         self.assertEqual(costmodel.kv_reads(tp8.target, tp8, 4), 8.0)
-        mla = costmodel.make_deployment("deepseek-v3", "a100-sxm-80gb", 8, "fp8", "bf16", 4000, "mtp")
-        self.assertEqual(costmodel.kv_reads(mla.target, mla, 2), 1.0)   # one latent every head reads together
+        # Qwen3-235B (64 on 4) at TP 8: a GPU holds 8 query heads and a copy of one KV head, so 8; under attention
+        # data parallelism every GPU holds all 64 on 4: 16.
+        moe = costmodel.make_deployment("qwen3-235b-a22b", "a100-sxm-80gb", 8, "bf16", "bf16", 4000, "eagle3")
+        self.assertEqual(costmodel.kv_reads(moe.target, moe, 4), 8.0)
+        self.assertEqual(costmodel.kv_reads(moe.target, dataclasses.replace(moe, dp_attention=True), 4), 16.0)
+        # vLLM runs FlashAttention on an fp8 cache or with attention sinks only at version 3: another kernel, once.
+        fp8 = costmodel.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "fp8", 4000, "eagle3")
+        self.assertEqual(costmodel.kv_reads(fp8.target, fp8, 4), 1.0)
+        sinks = costmodel.make_deployment("gpt-oss-120b", "a100-sxm-80gb", 2, "bf16", "bf16", 4000, "eagle3")
+        self.assertEqual(costmodel.kv_reads(sinks.target, sinks, 4), 1.0)
+        self.assertEqual(costmodel.kv_reads(sinks.target, dataclasses.replace(sinks, shape={}), 4), 8.0)   # 64 on 8
 
     def test_a_tokens_host_cost_is_paid_where_the_scheduler_waits_for_it(self):
         # vLLM 0.10 steps synchronously: a plain step pays token_us a sequence, a verify pass of 4 tokens 4 times that.

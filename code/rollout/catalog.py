@@ -209,7 +209,7 @@ ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0
 # B200 (PR #11730: Qwen3-235B fp8 TP 8; PR #11816: DeepSeek-R1 fp8 TP 8), TensorRT-LLM's TRTLLM-Gen on
 # B200 (tech blog 24: DeepSeek-V3 NVFP4 TP 8, router GEMM included). The read's slope matches the sweeps
 # to within a few us a point up to 64 tokens; past that, groups of many tokens per expert run below peak.
-MOE_KERNEL_US = {"vllm": 32.7, "sglang": 37.6, "trtllm": 24.5}
+MOE_KERNEL_US = {"vllm": 31.6, "sglang": 37.4, "trtllm": 24.2}
 # Prompt tokens one scheduler step prefills at most, by default, by a GPU's memory: (least GiB, tokens), largest
 # first. vLLM (`vllm serve`, chunked prefill on): max_num_batched_tokens 2048 below 70 GiB and on any A100, 8192
 # from 70 GiB, 16384 from 160 GiB since v0.28 (vllm/engine/arg_utils.py; PRs #17073, #17885, #51726). SGLang:
@@ -315,8 +315,8 @@ ENGINES = {
                   # from PR #31998; "disabled implicitly for non-EAGLE/MTP types", so a draft-model server steps
                   # synchronously.
                   async_steps=True,
-                  what="the V1 engine with async scheduling on for EAGLE/MTP (Model Runner V2's own gains: no "
-                       "round timing in reach)"))),
+                  what="the V1 engine with async scheduling on for plain decoding and EAGLE/MTP (Model Runner "
+                       "V2's own gains: no round timing in reach)"))),
     # SGLang: --mem-fraction-static, a share of all memory for weights and the KV pool, computed at start-up when
     # omitted, so the plan passes it and the model uses the same (our choice: 0.85 leaves ~12 GiB of an 80 GiB GPU
     # for activations and CUDA graphs); python/sglang/srt/server_args.py; metrics/collector.py for the gauges.

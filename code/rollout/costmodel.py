@@ -91,25 +91,25 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # fits before the served runs did);
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
-FIT = Fit(bw_hopper=0.9081, bw_ampere=0.7302, bw_ada=0.7862, flop_eff=0.83, fp8_eff=0.9342, fp8_kv_eff=0.7911,
-          attn_ns=8.1758, layer_us=28.7891, ar_us=15.0, ar_tp_us=2.7363, link_eff=0.443, pass_fixed_ms_vllm=0.6895,
-          pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9355, draft_fixed_ms_vllm=0.6395,
-          draft_fixed_ms_sglang=0.452, round_fixed_ms_vllm=1.4277, round_fixed_ms_sglang=2.0488,
-          token_us_vllm=17.2656, seq_us_trtllm=46.7188, bw_cdna=0.6607, flop_cdna=0.3127, flop_ampere=0.95,
+FIT = Fit(bw_hopper=0.9049, bw_ampere=0.7296, bw_ada=0.7856, flop_eff=0.83, fp8_eff=0.9348, fp8_kv_eff=0.7911,
+          attn_ns=8.1758, layer_us=28.0859, ar_us=15.0, ar_tp_us=2.7949, link_eff=0.4421, pass_fixed_ms_vllm=0.6953,
+          pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9443, draft_fixed_ms_vllm=0.6395,
+          draft_fixed_ms_sglang=0.45, round_fixed_ms_vllm=1.4307, round_fixed_ms_sglang=2.0518,
+          token_us_vllm=17.1484, seq_us_trtllm=46.7773, bw_cdna=0.6575, flop_cdna=0.2942, flop_ampere=0.95,
           token_us_sglang=17.2656, overlap=2.5)
 # What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.93 of the
 # bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
 # attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
-# set by NIM's batch-1 context slopes; an all-reduce costs 15 us at TP 2 and 2.7 us more
+# set by NIM's batch-1 context slopes; an all-reduce costs 15 us at TP 2 and 2.8 us more
 # per further GPU; a served TensorRT-LLM step (NIM) costs 47 us more per running sequence than its static-batch
-# benchmark (seq_us_trtllm); a pass pays 29 us a layer (launches, the kernels' floors); an engine's cost per token
+# benchmark (seq_us_trtllm); a pass pays 28 us a layer (launches, the kernels' floors); an engine's cost per token
 # decoded or verified is 17 us where a synchronous scheduler pays it (vLLM before 0.14, set by the forced-alpha sweeps,
 # whose eight servers shared one host; vLLM's async steps hide it: token_cost_hidden) and on TensorRT-LLM, and a
 # verify pass's token costs 17 us on SGLang 0.4.4
 # (whose batch sweep's speedup falls from 1.81x at batch 2 to 1.32x at 32 as a verify pass's tokens grow: its EAGLE
 # worker ran without the overlap scheduler); fixed costs per pass, per draft step and per round differ by engine
 # (vLLM's async rounds hide the last two whole: catalog.VLLM_ASYNC_RUNS); an MI300X under 2024's ROCm vLLM reads at
-# 0.66 of its 5.3 TB/s and reaches 0.31 of the NVIDIA GEMMs' share of peak (bw_cdna, flop_cdna). overlap, flop_eff
+# 0.66 of its 5.3 TB/s and reaches 0.29 of the NVIDIA GEMMs' share of peak (bw_cdna, flop_cdna). overlap, flop_eff
 # and flop_ampere are not fitted here but on measured GEMMs (bench/gemm_kernels.py: a transition of sharpness 2.5,
 # 0.83 of peak on Hopper, 0.95 of that on an A100).
 BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
@@ -663,15 +663,20 @@ def kv_reads(net, dep, tokens_per_seq):
     the engine's attention kernel gives every query head its own thread block when a sequence brings more than one
     query token (Engine.unshared_kv_families: vLLM's FlashAttention 2, which packs a group's heads into one block only
     at one query token, vllm-project/flash-attention csrc/flash_attn/flash_api.cpp, mha_varlen_fwd:
-    seqlenq_ngroups_swapped = max_seqlen_q == 1 && num_heads > num_heads_k ...). A verify pass carries K + 1.
-    Each GPU holds heads / tp query heads against max(1, kv_heads / tp) KV heads.
+    seqlenq_ngroups_swapped = max_seqlen_q == 1 && num_heads > num_heads_k ...). A verify pass carries K + 1. vLLM
+    runs FlashAttention on an fp8 cache or a model with attention sinks only at version 3
+    (vllm/v1/attention/backends/fa_utils.py: flash_attn_supports_fp8, flash_attn_supports_sinks), so those take
+    another kernel: once. Each GPU holds heads / tp query heads against max(1, kv_heads / tp) KV heads; under
+    attention data parallelism all of both. Not counted: a plain step that carries a prompt chunk brings more than
+    one query token too (prefill_parts charges the chunk at a plain step's margin).
     >>> dep = make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", draft="eagle3")
     >>> kv_reads(dep.target, dep, 1), kv_reads(dep.target, dep, 4), kv_reads(dep.target, make_deployment(), 4)
     (1.0, 4.0, 1.0)
     """
-    if tokens_per_seq <= 1 or not net.query_heads or gpu_family(dep) not in dep.engine.unshared_kv_families:
+    if (tokens_per_seq <= 1 or not net.query_heads or gpu_family(dep) not in dep.engine.unshared_kv_families
+            or dep.kv_dtype == "fp8" or dep.shape.get("sinks")):
         return 1.0
-    return max(1.0, net.query_heads / max(net.kv_groups, dep.tp))
+    return max(1.0, net.query_heads / max(net.kv_groups, 1 if dep.dp_attention else dep.tp))
 
 
 def kv_copies(net, dep):
@@ -767,7 +772,7 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     (token_cost_hidden); a draft step (host=False) samples on the GPU inside the proposer's loop. The
     weight read and the GEMMs' math overlap (overlapped, Fit.overlap), the KV read and attention's math likewise,
     and elementwise kernels stream each token's activations apart (ELEMENTWISE_HIDDEN, ELEMENTWISE_MLP).
-    All K+1 query tokens of a sequence share one read of its KV history. A MoE
+    All K+1 query tokens of a sequence share its reads of its KV history (kv_reads). A MoE
     layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
     tokens touch more than a plain step's B; its fused kernel adds a latency of its own
     (Engine.moe_layer_us) to the pass's fixed cost.

@@ -8,7 +8,7 @@ from dataclasses import fields
 
 from .records import finite_number, wrap
 from .catalog import era_releases
-from .costmodel import draft_kind, kv_copies, step_budget
+from .costmodel import draft_kind, kv_copies, step_budget, token_cost_hidden, verify_tokens
 from .simulation import percentile
 from .readers import PREDICTION_KEY
 from .trust import INTERVAL_LEVEL
@@ -67,6 +67,8 @@ def render_json(result, dep, grid):
                       engine_releases=era_releases(dep.engine, dep.era),
                       era_saving_ms=dep.era.saving_ms(draft_kind(dep.draft), dep.topk),
                       era_hides_round_fixed=draft_kind(dep.draft) in dep.era.hides_for,
+                      era_hides_token_cost=dict(plain=token_cost_hidden(dep, 1),
+                                                verify=token_cost_hidden(dep, verify_tokens(dep, 1))),
                       plain_step_b1=result.facts.plain_b1,
                       plain_step_ms_b1=result.plan.plain_ms_b1)
     data = dict(verdict=result.verdict, deployment=deployment, interval_level=result.trust.level, trust=result.trust,
