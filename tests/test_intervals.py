@@ -6,6 +6,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import tempfile
 import unittest
 from pathlib import Path
@@ -67,6 +68,7 @@ class ErrorTable(unittest.TestCase):
         import importlib.util
         spec = importlib.util.spec_from_file_location("eagle3_intervals", ROOT / "bench" / "intervals.py")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module   # its pool's workers pickle its functions by module name
         spec.loader.exec_module(module)
         fresh, _ = module.held_out_rows()
         self.assertEqual([(r["point"], r["log_error"]) for r in fresh], [(r["point"], r["log_error"]) for r in HELD_OUT])
