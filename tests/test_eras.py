@@ -12,6 +12,7 @@ from pathlib import Path
 from support import run
 
 from rollout import calibration, catalog, costmodel, readers, trust
+from rollout import plan as plan_module
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)
@@ -119,6 +120,20 @@ class WhatTheRunSays(unittest.TestCase):
             plan = out.read_text()
         self.assertIn("| engine release | 0.8 until 0.14: the V1 engine, rounds scheduled synchronously", plan)
         self.assertIn("--engine-version 0.8", plan)          # the gate rebuilds the same deployment
+
+    def test_the_era_row_reads_without_nested_parentheses(self):
+        # Each era's account in the plan's deployment table, for each kind of draft: one level of parentheses at most.
+        for engine in catalog.ENGINES.values():
+            for era in engine.eras:
+                for draft in ("eagle3", "llama-3.2-1b", "ngram"):
+                    account = plan_module.era_account(costmodel.make_deployment(engine=engine.key, era=era, draft=draft))
+                    depth = deepest = 0
+                    for ch in account:
+                        depth += {"(": 1, ")": -1}.get(ch, 0)
+                        deepest = max(deepest, depth)
+                    with self.subTest(engine=engine.key, era=era.key, draft=draft):
+                        self.assertEqual(depth, 0, account)
+                        self.assertLessEqual(deepest, 1, account)
 
     def test_a_derived_era_widens_the_speedup_interval_by_its_own_size(self):
         new, old = (costmodel.make_deployment(engine="sglang"),

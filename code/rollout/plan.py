@@ -94,7 +94,7 @@ def era_account(dep):
     era, kind = dep.era, draft_kind(dep.draft)
     if kind in era.hides_for:
         return (f"asynchronous rounds take the verify pass's host cost per token off the critical path and hide a "
-                f"round's bookkeeping and its draft steps' fixed costs whole ({era.hidden_basis})")
+                f"round's bookkeeping and its draft steps' fixed costs whole: {era.hidden_basis}")
     if era.hides_for:
         what = {"model": "a draft model", "ngram": "n-gram drafting"}.get(kind, kind)
         return (f"rounds of {what} keep the fitted costs, unhidden (this era hides them for "
