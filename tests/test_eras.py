@@ -117,6 +117,11 @@ class WhatTheRunSays(unittest.TestCase):
             deployment = json.loads(text)["deployment"]
             self.assertEqual((deployment["engine_era"], deployment["engine_releases"], deployment["era_saving_ms"]),
                              ("v1-sync", "0.8 until 0.14", 0.0))
+            self.assertEqual(deployment["era_hides_token_cost"], {"plain": False, "verify": False})
+            for draft, verify in (("eagle3", True), ("llama-3.2-1b", False)):   # PR #31998: EAGLE/MTP rounds only
+                _, text, _ = run(["--draft", draft, "--json", "--no-write", "--concurrency", "1"])
+                self.assertEqual(json.loads(text)["deployment"]["era_hides_token_cost"],
+                                 {"plain": True, "verify": verify})
             plan = out.read_text()
         self.assertIn("| engine release | 0.8 until 0.14: the V1 engine, rounds scheduled synchronously", plan)
         self.assertIn("--engine-version 0.8", plan)          # the gate rebuilds the same deployment
