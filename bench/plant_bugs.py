@@ -206,7 +206,7 @@ MUTANTS = [
      'unshared_kv_families=("ampere", "ada", "hopper"),'),
     ("vLLM's async era hides a draft model's verify tokens too",
      "costmodel.token_cost_hidden",
-     'return dep.era.async_steps and draft_kind(dep.draft) in dep.era.hides_for',
+     'return dep.era.async_steps and (tokens_per_seq <= 1 or draft_kind(dep.draft) in dep.era.hides_for)',
      'return dep.era.async_steps'),
 ]
 

@@ -165,7 +165,8 @@ class Era:
     hidden_basis: str = ""   #: what that rests on, as the plan says it
     async_steps: bool = False   #: its scheduler prepares the next step while the GPU runs this one, so a pass's
                                 #: per-token host work is off the critical path: a server's plain steps, and the
-                                #: verify passes of the draft kinds in hides_for (costmodel.token_cost_hidden)
+                                #: verify passes of the draft kinds in hides_for (costmodel.token_cost_hidden);
+                                #: vLLM from 0.14, SGLang's overlap scheduler
 
     def saving_ms(self, draft, topk=1):
         """Host time a round of this draft kind (draft_kind) no longer waits for against the fitted era, ms: each
@@ -248,8 +249,6 @@ class Engine:
     draft_costs_of: str      #: the engine whose fitted draft-step and round costs it uses (its own, or a borrowed one)
     seq_cost: str            #: the Fit field of a served step's host cost per running sequence ("" where none is measured)
     token_cost_of: str       #: the engine whose fitted cost per token it uses (Fit's token_us_<engine>)
-    hides_plain_tokens: bool   #: its scheduler overlaps a plain step's per-token host work with the GPU, so only a
-                               #: verify pass pays Fit.token_us_<engine> (costmodel.token_cost_hidden)
     unshared_kv_families: tuple   #: GPU families whose default attention kernel reads a sequence's KV once per query
                                   #: head, not per KV head, in a pass of more than one query token a sequence
                                   #: (costmodel.kv_reads)
@@ -285,7 +284,7 @@ ENGINES = {
         memory_flag="--gpu-memory-utilization", memory_note=", vLLM's default",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=(), trees_why="vLLM removed tree attention, PR #42121",
-        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", token_cost_of="vllm", hides_plain_tokens=False,
+        nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", token_cost_of="vllm",
         # FlashAttention 3 on Hopper, 4 on Blackwell where installed, else 2 (vllm/v1/attention/backends/fa_utils.py,
         # get_flash_attn_version; vllm/attention/utils/fa_utils.py before about v0.11: 3 on Hopper, else 2). FA2
         # shares a KV head's read among its query heads only at one query token (costmodel.kv_reads); FA3 packs them
@@ -326,10 +325,7 @@ ENGINES = {
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=("eagle3", "eagle", "mtp"), trees_why="its EAGLE worker drafts trees of EAGLE heads and MTP",
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="",
-        # Its overlap scheduler runs a decode batch's host work beside the GPU's (managers/scheduler.py,
-        # event_loop_overlap); speculative decoding ran without it before spec v2 ("Speculative Decoding V2 (Overlap
-        # Scheduler)", docs/advanced_features/speculative_decoding.md), so a verify pass pays it per token.
-        token_cost_of="sglang", hides_plain_tokens=True,
+        token_cost_of="sglang",
         unshared_kv_families=(),   # its attention backends are not FlashAttention 2's varlen kernel (kv_reads)
         moe_layer_us=MOE_KERNEL_US["sglang"],
         prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
@@ -350,10 +346,14 @@ ENGINES = {
         tree_tokens=lambda topk, steps: (2, 1 + topk + (steps - 1) * topk ** 2),
         tree_limit_why="the root and the best of its topk + (steps - 1) x topk^2 candidates",
         tree_needs_plain_attention=False,
-        eras=(Era(key="spec-v1", first=(0, 4), fitted=True,
+        # Both eras step asynchronously: the overlap scheduler runs a decode batch's host work beside the GPU's
+        # (managers/scheduler.py, event_loop_overlap). Speculative rounds ran without it before spec v2 ("Speculative
+        # Decoding V2 (Overlap Scheduler)", docs/advanced_features/speculative_decoding.md), and spec v2's saving is
+        # measured, not a rule: no draft kind's rounds are hidden (hides_for), so a verify pass pays its tokens.
+        eras=(Era(key="spec-v1", first=(0, 4), fitted=True, async_steps=True,
                   before="no published measurement here times their rounds",
                   what="EAGLE worker v1, no overlap scheduler (the published fit's batch sweep, SGLang v0.4.4)"),
-              Era(key="spec-v2", first=(0, 5, 11), fitted=False, savings=(SGLANG_SPEC_V2,),
+              Era(key="spec-v2", first=(0, 5, 11), fitted=False, savings=(SGLANG_SPEC_V2,), async_steps=True,
                   what="spec v2, draft and verify overlapped with scheduling"))),
     # TensorRT-LLM: kv_cache_config free_gpu_memory_fraction, a share of the memory left free after loading the
     # weights, default 0.9 (tensorrt_llm/llmapi/llm_args.py KvCacheConfig); tensorrt_llm/commands/serve.py for the
@@ -372,7 +372,6 @@ ENGINES = {
         # Its cost per token is vLLM's: NIM's closed loop and the static batches, its only plain steps, have one
         # token a sequence, so they cannot tell a cost per token from its served cost per sequence (seq_us_trtllm).
         pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", token_cost_of="vllm",
-        hides_plain_tokens=False,
         unshared_kv_families=(),   # its own attention kernels, not FlashAttention 2 (kv_reads)
         moe_layer_us=MOE_KERNEL_US["trtllm"],
         prefill_budget=PREFILL_BUDGET["trtllm"], prefill_budget_small=(),

@@ -25,11 +25,12 @@ from .catalog import (
 # step is one target pass over 1 token per sequence (MagicDec eq. 1). Each pass has these terms: streaming
 # the weights, reading the KV history, compute (2 FLOPs per parameter per token plus attention over the context),
 # two all-reduces per layer under tensor parallelism, a fixed cost per pass that belongs to the engine, and the
-# engine's cost per sequence it samples for. A GEMM's weight read and its math overlap (overlapped): neither their
-# sum, which charged a verify pass of B (K + 1) tokens its whole math on top of the read (EAGLE-3 at batch 16-64
+# engine's cost per token it samples (where its scheduler waits for it: token_cost_hidden). A GEMM's weight read
+# and its math overlap (overlapped): neither their sum, which charged a verify pass of B (K + 1) tokens its whole math on top of the read (EAGLE-3 at batch 16-64
 # came out up to 1.5x too dear on 2026 vLLM, bench/served_runs.json), nor a hard max, which would keep eps flat
 # below the ridge while SGLang's batch sweep shows it rising from B = 2 (EAGLE-3 paper Table 4 / SGLang PR #4247, in
-# bench/published.json): a smooth transition whose sharpness (Fit.overlap) is fitted with the rest. In a closed-loop
+# bench/published.json): a smooth transition whose sharpness (Fit.overlap) is fitted on measured GEMMs
+# (bench/gemm_kernels.py). A verify pass may read the KV history more than once (kv_reads). In a closed-loop
 # benchmark every step also carries the prefill of the requests that keep arriving (chunked prefill mixes it into
 # decode batches): prefill_tokens below.
 
@@ -825,9 +826,9 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
 
 def token_cost_hidden(dep, tokens_per_seq):
     """Whether a target pass's cost per token (Fit.token_us_<engine>) is off the critical path: the scheduler works on
-    the next step while the GPU runs this one. A plain step (one token a sequence) on SGLang (its overlap scheduler,
-    Engine.hides_plain_tokens) or in an era of asynchronous steps (Era.async_steps: vLLM from 0.14); a verify pass in
-    such an era for the draft kinds it runs asynchronously (Era.hides_for: vLLM's EAGLE and MTP, not draft models).
+    the next step while the GPU runs this one. A plain step (one token a sequence) in an era of asynchronous steps
+    (Era.async_steps: SGLang's overlap scheduler, vLLM from 0.14); a verify pass in such an era for the draft kinds
+    whose rounds it runs asynchronously (Era.hides_for: vLLM's EAGLE and MTP, not draft models; none on SGLang).
     >>> from rollout.catalog import era_of
     >>> sync = make_deployment(draft="eagle3", era=era_of("vllm", "0.10"))
     >>> [token_cost_hidden(d, n) for d in (sync, make_deployment(draft="eagle3")) for n in (1, 4)]
@@ -836,9 +837,7 @@ def token_cost_hidden(dep, tokens_per_seq):
     >>> token_cost_hidden(model, 4), token_cost_hidden(model, 1)
     (False, True)
     """
-    if tokens_per_seq <= 1:
-        return dep.engine.hides_plain_tokens or dep.era.async_steps
-    return dep.era.async_steps and draft_kind(dep.draft) in dep.era.hides_for
+    return dep.era.async_steps and (tokens_per_seq <= 1 or draft_kind(dep.draft) in dep.era.hides_for)
 
 
 def overlapped(read, math_ms, p):
