@@ -275,6 +275,10 @@ def run(index, name, target, old, new):
 
 
 def main(argv):
+    if not all(a.isdigit() and 1 <= int(a) <= len(MUTANTS) for a in argv):
+        print(f"usage: python bench/plant_bugs.py [N ...]   (N: a mutant's number, 1-{len(MUTANTS)}; none: all)",
+              file=sys.stderr)
+        return 2
     chosen = {int(a) for a in argv} or set(range(1, len(MUTANTS) + 1))
     for index, (name, target, old, new) in enumerate(MUTANTS, 1):
         if index in chosen:
