@@ -75,14 +75,18 @@ class Terms(unittest.TestCase):
 
     def test_a_tokens_host_cost_is_paid_where_the_scheduler_waits_for_it(self):
         # vLLM 0.10 steps synchronously: a plain step pays token_us a sequence, a verify pass of 4 tokens 4 times that.
-        # vLLM 0.14 overlaps plain steps and EAGLE/MTP rounds (PRs #27614, #31998), not a draft model's server.
+        # vLLM 0.14 overlaps plain steps and EAGLE/MTP rounds (PRs #27614, #31998), not a draft model's server;
+        # 0.28 overlaps a draft model's rounds too (PR #48341).
         sync = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "eagle3",
                                          era=catalog.era_of("vllm", "0.10"))
         asynchronous = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "eagle3")
-        model = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "llama-3.2-1b")
+        model = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "llama-3.2-1b",
+                                          era=catalog.era_of("vllm", "0.27"))
+        model_async = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "llama-3.2-1b",
+                                                era=catalog.era_of("vllm", "0.28"))
         per_token = F.token_us_vllm / 1e3
         for dep, plain, verify in ((sync, 16 * per_token, 64 * per_token), (asynchronous, 0.0, 0.0),
-                                   (model, 0.0, 64 * per_token)):
+                                   (model, 0.0, 64 * per_token), (model_async, 0.0, 0.0)):
             self.assertAlmostEqual(self.parts(dep, 16, 1)["engine"], plain, places=12)
             self.assertAlmostEqual(self.parts(dep, 16, 4)["engine"], verify, places=12)
         # SGLang 0.4.4's overlap scheduler hides a plain step's; its EAGLE worker ran without it: a verify pass pays.

@@ -241,12 +241,18 @@ class EngineDrafts(unittest.TestCase):
                 self.assertLessEqual(flags, KNOWN_FLAGS[tool], f"{label}: {command}")
 
     def test_vllm_runner_v2_by_method(self):
-        plan, _ = plan_for(self.SMALL)
+        # 0.24-0.33: V2's drafter ignores the table, so eagle3's table runs on V1; ngram falls back to V1 by itself.
+        plan, _ = plan_for(self.SMALL + ["--engine-version", "0.33"])
         self.assertIn("VLLM_USE_V2_MODEL_RUNNER=0 vllm serve", plan)          # the table needs V1 for eagle3
         self.assertIn("issue #51510", plan)
-        plan, _ = plan_for(self.SMALL + ["--draft", "ngram"])
+        plan, _ = plan_for(self.SMALL + ["--engine-version", "0.33", "--draft", "ngram"])
         self.assertNotIn("VLLM_USE_V2_MODEL_RUNNER=", plan.replace("`VLLM_USE_V2_MODEL_RUNNER=1`", ""))
         self.assertIn("never force `VLLM_USE_V2_MODEL_RUNNER=1`", plan)
+        # 0.34: V1 is gone, and the variable at 0 stops the server; V2 runs the table for every method.
+        for draft in ("eagle3", "ngram"):
+            plan, _ = plan_for(self.SMALL + ["--draft", draft])
+            self.assertNotIn("VLLM_USE_V2_MODEL_RUNNER", plan)
+            self.assertIn("runs the table on Model Runner V2", plan)
         plan, data = plan_for(self.DEEPSEEK + self.SMALL)
         self.assertIn(f'{{"method": "mtp", "num_speculative_tokens": {data["plan"]["k"]}}}', plan)
         self.check_flags(plan, "vllm mtp")
@@ -443,7 +449,7 @@ class BadEngineInput(unittest.TestCase):
     CASES = [
         (["--engine", "tgi"], "--engine", "vllm, sglang, trtllm"),
         (["--engine", "trtllm", "--draft", "eagle"], "--draft", "EAGLE-1"),
-        (["--engine", "trtllm", "--draft", "llama-3.2-1b"], "--draft", "draft models"),
+        (["--engine-version", "0.14", "--draft", "llama-3.2-1b"], "--engine-version", "it needs 0.15.0 (PR #24322"),
         (["--draft-topk", "4", "--verify-tokens", "8", "--ks", "3", "--acceptance-length", "3"], "--draft-topk",
          "PR #42121"),
         (["--draft-model", "has;semicolon"], "--draft-model", "'has;semicolon'"),

@@ -43,7 +43,7 @@ class Releases(unittest.TestCase):
         for argv, words in ((["--engine-version", "0.7"], "vLLM releases before 0.8"),
                             (["--engine-version", "0.14;rm -rf /"], "a release such as"),
                             (["--engine-version", "0.014"], "a release such as"),          # no leading zeros
-                            (["--engine", "trtllm", "--engine-version", "0.9"], "run the PyTorch backend"),
+                            (["--engine", "trtllm", "--engine-version", "0.9"], "return_perf_metrics, both from 1.0"),
                             (["--engine", "sglang", "--engine-version", "0.3.9"], "SGLang releases before 0.4")):
             status, out, err = run(argv + ["--no-write"])
             self.assertEqual((status, out), (2, ""))
@@ -115,16 +115,19 @@ class WhatTheRunSays(unittest.TestCase):
             status, text, err = run(["--engine-version", "0.13", "--json", "--out", str(out)])
             self.assertEqual(status, 0, err)
             deployment = json.loads(text)["deployment"]
-            self.assertEqual((deployment["engine_era"], deployment["engine_releases"], deployment["era_saving_ms"]),
-                             ("v1-sync", "0.8 until 0.14", 0.0))
+            self.assertEqual((deployment["engine_release"], deployment["engine_era"], deployment["engine_releases"],
+                              deployment["era_saving_ms"]), ("0.13.0", "v1-sync", "0.8 until 0.14", 0.0))
             self.assertEqual(deployment["era_hides_token_cost"], {"plain": False, "verify": False})
-            for draft, verify in (("eagle3", True), ("llama-3.2-1b", False)):   # PR #31998: EAGLE/MTP rounds only
-                _, text, _ = run(["--draft", draft, "--json", "--no-write", "--concurrency", "1"])
+            # PR #31998: EAGLE/MTP rounds only from 0.14 (draft models run from 0.15); PR #48341: theirs too from 0.28.
+            for draft, version, verify in (("eagle3", "0.14", True), ("llama-3.2-1b", "0.15", False),
+                                           ("llama-3.2-1b", "0.28", True)):
+                _, text, _ = run(["--draft", draft, "--engine-version", version, "--json", "--no-write",
+                                  "--concurrency", "1"])
                 self.assertEqual(json.loads(text)["deployment"]["era_hides_token_cost"],
                                  {"plain": True, "verify": verify})
             plan = out.read_text()
         self.assertIn("| engine release | 0.8 until 0.14: the V1 engine, rounds scheduled synchronously", plan)
-        self.assertIn("--engine-version 0.8", plan)          # the gate rebuilds the same deployment
+        self.assertIn("--engine-version 0.13.0", plan)          # the gate rebuilds the same deployment, release and all
 
     def test_the_era_row_reads_without_nested_parentheses(self):
         # Each era's account in the plan's deployment table, for each kind of draft: one level of parentheses at most.

@@ -222,11 +222,11 @@ class Decisions(unittest.TestCase):
         self.assertIn(f"By the model it pays at B = {paying[0][0]}-{paying[-1][1]},", " ".join(text.split()))
 
     def test_no_head_to_serve_is_said_and_no_command_given(self):
-        status, text, err = run(["--draft", "eagle", "--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16",
+        status, text, err = run(["--draft", "eagle", "--model", "qwen3-32b", "--tp", "2", "--weights-dtype", "bf16",
                                  "--concurrency", "1,8", "--no-write"])
         head = text.split("\nDeployment:")[0]
         self.assertEqual(status, 0, err)
-        self.assertIn("No eagle head for llama-3.1-8b on vLLM is known to this tool", " ".join(head.split()))
+        self.assertIn("No eagle head for qwen3-32b on vLLM is known to this tool", " ".join(head.split()))
         self.assertNotIn("vllm bench serve", head)
 
     def test_the_report_opens_with_the_verdict_and_ends_with_the_files_written(self):

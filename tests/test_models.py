@@ -269,7 +269,7 @@ class ExpertReads(unittest.TestCase):
 
     def test_attention_data_parallel_commands(self):
         want = {"vllm": ("--tensor-parallel-size 1", "--data-parallel-size 8", "--enable-expert-parallel"),
-                "sglang": ("--tp-size 8", "--ep-size 8", "--enable-dp-attention", "--dp-size 8"),
+                "sglang": ("--tp-size 8", "--ep-size 8", "--attn-dp-size 8"),   # 0.5.22 on; before, the next
                 "trtllm": ("--tp_size 8", "--ep_size 8", "enable_attention_dp: true")}
         for engine, words in want.items():
             with self.subTest(engine=engine), tempfile.TemporaryDirectory() as tmp:
@@ -288,6 +288,16 @@ class ExpertReads(unittest.TestCase):
                 if engine == "vllm":   # vLLM ignores the K-by-batch table under data parallelism: never served
                     served = [line for line in text.splitlines() if line.startswith("vllm serve")]
                     self.assertFalse(any("per_batch_size" in line for line in served))
+        with tempfile.TemporaryDirectory() as tmp:   # SGLang before 0.5.22: a switch beside --dp-size
+            plan = Path(tmp) / "plan.md"
+            status, out, err = run(["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--ep", "8",
+                                    "--dp-attention", "--draft", "mtp", "--weights-dtype", "fp8", "--engine", "sglang",
+                                    "--engine-version", "0.5.21", "--ks", "1", "--concurrency", "64", "--out",
+                                    str(plan)])
+            self.assertEqual(status, 0, err)
+            text = plan.read_text().replace("\\\n", " ")
+            self.assertIn("--enable-dp-attention --dp-size 8", text)
+            self.assertNotIn("--attn-dp-size", text)
         status, out, err = run(["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--dp-attention",
                                 "--no-write"])
         self.assertEqual(status, 2)

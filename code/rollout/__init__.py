@@ -10,6 +10,7 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     acceptance    tau, alpha, the speedups, the break-even, one round, the decode loop
     costmodel     the Deployment and what fits in memory; what a step, a draft step, a verify pass and a
                   prefill chunk cost; FIT; eps
+    releases      what each engine release accepts and refuses, with the source each fact was checked in
     simulation    requests with spread alphas and lengths: TPOT and ITL, the two-pass model
     serving       a `vllm bench serve` run, step by step: TTFT, TPOT, ITL, E2EL at load
     readers       /metrics scrapes, benchmark result files, config.json
@@ -30,5 +31,5 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     (2.533, 2.111)
 """
 
-LAYERS = ("defaults", "records", "catalog", "acceptance", "costmodel", "simulation", "serving", "readers", "trust",
+LAYERS = ("defaults", "records", "catalog", "acceptance", "costmodel", "releases", "simulation", "serving", "readers", "trust",
           "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "cli")

@@ -196,7 +196,9 @@ SGLANG_SPEC_V2 = RoundSaving(
     change="spec v2 overlaps draft and verify with the next round's scheduling, the default since PR #21062",
     source="measured by PR #11398: Llama 3.1 8B, EAGLE head, 5 steps, batch 1, 246.80 -> 273.43 tokens/s at tau 2.99 -> 3.01",
     before_ms=1000 / 246.80, after_ms=1000 / 273.43, tau_before=2.99, tau_after=3.01,
-    drafts=("eagle3", "eagle", "mtp"), chains_only=True)   # the EAGLE worker's; PR #12113: topk 1 only
+    # the EAGLE worker's, and a draft model's from 0.5.8 (StandaloneWorkerV2, PR #12625; n-gram never runs spec v2:
+    # speculative/spec_info.py create_worker); PR #12113: topk 1 only
+    drafts=("eagle3", "eagle", "mtp", "model"), chains_only=True)
 ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0,3}))?"
                          r"([.+-]?[A-Za-z][A-Za-z0-9.+-]{0,39})?", re.ASCII)
 # 0.5.10.post1 and v0.14.0rc1 are their release; a .dev build (0.14.0.dev3, 0.11.1.dev0+g1234) comes before it
@@ -249,6 +251,7 @@ class Engine:
     draft_costs_of: str      #: the engine whose fitted draft-step and round costs it uses (its own, or a borrowed one)
     seq_cost: str            #: the Fit field of a served step's host cost per running sequence ("" where none is measured)
     token_cost_of: str       #: the engine whose fitted cost per token it uses (Fit's token_us_<engine>)
+    releases_of: str         #: the engine whose release facts it follows (releases.py: NEWEST, FEATURES, REFUSALS)
     unshared_kv_families: tuple   #: GPU families whose default attention kernel reads a sequence's KV once per query
                                   #: head, not per KV head, in a pass of more than one query token a sequence
                                   #: (costmodel.kv_reads)
@@ -277,14 +280,16 @@ class Engine:
 
 
 ENGINES = {
-    # vLLM: gpu_memory_utilization, a share of all memory, default 0.92 in vllm/config/cache.py (0.9 before about
-    # v0.25); vllm/engine/arg_utils.py for the flags; vllm/v1/spec_decode/metrics.py for the counters.
+    # vLLM: gpu_memory_utilization, a share of all memory, default 0.92 in vllm/config/cache.py from v0.20 (0.9
+    # before; from 0.34 unset, 1.0 with its extensible KV cache), so the plan sets it; vllm/engine/arg_utils.py for
+    # the flags; vllm/v1/spec_decode/metrics.py for the counters.
     "vllm": Engine(
         key="vllm", name="vLLM", port=8000, memory_fraction=0.92, memory_of_free=False,
-        memory_flag="--gpu-memory-utilization", memory_note=", vLLM's default",
+        memory_flag="--gpu-memory-utilization", memory_note=", set by the plan: vLLM's default in 0.20-0.33",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=(), trees_why="vLLM removed tree attention, PR #42121",
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="vllm", draft_costs_of="vllm", seq_cost="", token_cost_of="vllm",
+        releases_of="vllm",
         # FlashAttention 3 on Hopper, 4 on Blackwell where installed, else 2 (vllm/v1/attention/backends/fa_utils.py,
         # get_flash_attn_version; vllm/attention/utils/fa_utils.py before about v0.11: 3 on Hopper, else 2). FA2
         # shares a KV head's read among its query heads only at one query token (costmodel.kv_reads); FA3 packs them
@@ -315,7 +320,14 @@ ENGINES = {
                   # synchronously.
                   async_steps=True,
                   what="the V1 engine with async scheduling on for plain decoding and EAGLE/MTP (Model Runner "
-                       "V2's own gains: no round timing in reach)"))),
+                       "V2's own gains: no round timing in reach)"),
+              # PR #48341 (first in 0.28.0: vllm/config/vllm.py of 0.27 and 0.28) turns async scheduling on for
+              # draft models too; n-gram on the CPU (method ngram) stays synchronous (ngram_gpu was async from its
+              # start, PR #29184, but the plan drafts n-grams with method ngram).
+              Era(key="v1-async-drafts", first=(0, 28), fitted=False, hidden_basis=VLLM_ASYNC_RUNS,
+                  hides_for=("eagle3", "eagle", "mtp", "model"), async_steps=True,
+                  what="async scheduling for draft models too (PR #48341), their rounds' host work hidden as "
+                       "EAGLE's is"))),
     # SGLang: --mem-fraction-static, a share of all memory for weights and the KV pool, computed at start-up when
     # omitted, so the plan passes it and the model uses the same (our choice: 0.85 leaves ~12 GiB of an 80 GiB GPU
     # for activations and CUDA graphs); python/sglang/srt/server_args.py; metrics/collector.py for the gauges.
@@ -325,7 +337,7 @@ ENGINES = {
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=("eagle3", "eagle", "mtp"), trees_why="its EAGLE worker drafts trees of EAGLE heads and MTP",
         nvidia_only=False, quantizes_at_start=True, pass_cost_of="sglang", draft_costs_of="sglang", seq_cost="",
-        token_cost_of="sglang",
+        token_cost_of="sglang", releases_of="sglang",
         unshared_kv_families=(),   # its attention backends are not FlashAttention 2's varlen kernel (kv_reads)
         moe_layer_us=MOE_KERNEL_US["sglang"],
         prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
@@ -359,19 +371,24 @@ ENGINES = {
     # weights, default 0.9 (tensorrt_llm/llmapi/llm_args.py KvCacheConfig); tensorrt_llm/commands/serve.py for the
     # flags; tensorrt_llm/metrics/collector.py for the counters. No speculative point to fit: a draft step and a
     # round's bookkeeping take vLLM's fitted costs. llm_args.py: the PyTorch backend converts an Eagle config to
-    # Eagle3 (EAGLE-1 heads do not fit it), and its draft-model config is "Draft_Target" in the code but
-    # "DraftTarget" in the docs: unchecked, so left out.
+    # Eagle3 (EAGLE-1 heads do not fit it). Its draft-model config takes decoding_type DraftTarget (from_dict's
+    # table in 1.0-1.1, the docs' value after; the class's own Literal is Draft_Target, which the parser records as
+    # an alias).
     "trtllm": Engine(
         key="trtllm", name="TensorRT-LLM", port=8000, memory_fraction=0.90, memory_of_free=True,
         memory_flag="--kv_cache_free_gpu_memory_fraction", memory_note=" of the memory the weights leave",
-        drafts=("eagle3", "mtp", "ngram"),
-        drafts_why="its PyTorch backend runs EAGLE-3 heads, MTP and n-gram; EAGLE-1 heads and draft models are not "
-                   "covered here",
-        trees=("eagle3",), trees_why="Eagle3DecodingConfig's use_dynamic_tree is for EAGLE-3 heads",
+        drafts=("eagle3", "mtp", "ngram", "model"),
+        drafts_why="its PyTorch backend runs EAGLE-3 heads, MTP, n-gram and draft models (DraftTargetDecodingConfig); "
+                   "no EAGLE-1 head (llm_args.py converts an Eagle config to EAGLE-3's)",
+        # MTPDecodingConfig has use_dynamic_tree only from the 1.4 pre-releases (PR #15582: single-layer MTP-Eagle,
+        # greedy), and its docs keep dynamic trees off MLA models such as DeepSeek's, the catalog's MTP model.
+        trees=("eagle3",), trees_why="its dynamic trees run EAGLE-3 heads; MTP's came in the 1.4 pre-releases "
+                                     "(PR #15582), greedy only and not for MLA models such as DeepSeek's",
         nvidia_only=True, quantizes_at_start=False,   # docs/source/features/quantization.md
         # Its cost per token is vLLM's: NIM's closed loop and the static batches, its only plain steps, have one
         # token a sequence, so they cannot tell a cost per token from its served cost per sequence (seq_us_trtllm).
         pass_cost_of="trtllm", draft_costs_of="vllm", seq_cost="seq_us_trtllm", token_cost_of="vllm",
+        releases_of="trtllm",
         unshared_kv_families=(),   # its own attention kernels, not FlashAttention 2 (kv_reads)
         moe_layer_us=MOE_KERNEL_US["trtllm"],
         prefill_budget=PREFILL_BUDGET["trtllm"], prefill_budget_small=(),
@@ -396,9 +413,11 @@ ENGINES = {
         # One era: its plain steps are fitted on the C++ runtime (0.9) and NIM; its rounds borrow vLLM's fitted
         # costs (no speculative point of its own), so no before/after measurement would have a round to change.
         eras=(Era(key="pytorch", first=(1, 0), fitted=True,
-                  # PyTorch became trtllm-serve's default backend after the 0.21 branch (PRs #5717, #5312): 1.0
-                  before="the plan's trtllm-serve commands run the PyTorch backend, the default from 1.0 (before it, "
-                         "a built TensorRT engine)",
+                  # PyTorch became trtllm-serve's default backend in 1.0 (PR #5717); --backend pytorch ran it from
+                  # 0.17, but with the KV cache's dtype a top-level kv_cache_dtype and no return_perf_metrics (PR
+                  # #5497), both of which 1.0 brought ("Unify KvCacheConfig", its release notes).
+                  before="the plan's YAML sets the KV cache's dtype in kv_cache_config and return_perf_metrics, "
+                         "both from 1.0 (before it, --backend pytorch took other keys)",
                   what="the PyTorch backend, whose commands the plan gives; its pass costs were fitted on the C++ "
                        "runtime (TensorRT-LLM 0.9 and NIM) and its rounds take vLLM's (no TensorRT-LLM round is "
                        "measured here)"),)),
@@ -415,22 +434,36 @@ def fitted_era(engine):
     return next(e for e in ENGINES[engine].eras if e.fitted)
 
 
-def era_of(engine, version):
-    """The era of a release "X.Y" or "X.Y.Z" (a suffix such as rc1 or .post1 ignored); None before the first era."""
+def release_of(version):
+    """A release "X.Y" or "X.Y.Z" as (major, minor, patch), 0.14 being 0.14.0; a suffix such as rc1 or .post1 is
+    ignored, and a development build of X.Y.Z ("0.15.0dev", "0.15.dev13") comes before it: (0, 15, -1)."""
     match = ERA_VERSION.fullmatch(version)
     if not match:
         raise ValueError(version)
     *numbers, suffix = match.groups()
-    release = tuple(int(x or 0) for x in numbers)   # (major, minor, patch): 0.14 is 0.14.0
-    before = suffix is not None and "dev" in suffix.lower()
-    def starts(era):
-        return (era.first + (0,))[:3]   # (0, 14) is 0.14.0
-    eras = [e for e in ENGINES[engine].eras if (starts(e) < release if before else starts(e) <= release)]
+    release = tuple(int(x or 0) for x in numbers)
+    if suffix is not None and "dev" in suffix.lower():
+        release = release[:2] + (release[2] - 1,)
+    return release
+
+
+def release_at(release):
+    """A release tuple of any length as (major, minor, patch): (0, 14) is (0, 14, 0)."""
+    return (tuple(release) + (0, 0))[:3]
+
+
+def era_of(engine, version):
+    """The era of a release "X.Y" or "X.Y.Z" (release_of); None before the first era."""
+    release = release_of(version)
+    eras = [e for e in ENGINES[engine].eras if release_at(e.first) <= release]
     return eras[-1] if eras else None
 
 
 def release_text(release):
-    """A release tuple as engines write it: (0, 5, 11) -> "0.5.11"."""
+    """A release tuple as engines write it: (0, 5, 11) -> "0.5.11"; a development build before 0.15.0 (release_of's
+    (0, 15, -1)) -> "0.15.0.dev"."""
+    if len(release) == 3 and release[2] < 0:
+        return f"{release[0]}.{release[1]}.0.dev"
     return ".".join(map(str, release))
 
 
@@ -491,6 +524,16 @@ EAGLE3_HEADS = {
     ("sglang", "llama-4-maverick"): ("lmsys/sglang-EAGLE3-Llama-4-Maverick-17B-128E-Instruct-v1", None),
     ("trtllm", "llama-4-maverick"): ("nvidia/Llama-4-Maverick-17B-128E-Eagle3", None),
     **{(engine, "kimi-k2"): ("AQ-MedAI/Kimi-K2-Instruct-eagle3", None) for engine in ("vllm", "sglang", "trtllm")},
+}
+
+# Public EAGLE-1 heads (--draft eagle), by engine and target: (Hugging Face id, trained context or None). vLLM's own
+# example serves yuhuili's Llama 3.1 head with --method eagle (examples/offline_inference/spec_decode.py); SGLang's
+# docs serve lmsys's copy in its EAGLE format (docs/advanced_features/speculative_decoding.md, FR-Spec section),
+# trained on Llama 3 8B Instruct, the docs' target, and paired with Llama 3.1 8B Instruct in its tests' model map.
+# TensorRT-LLM's PyTorch backend runs no EAGLE-1 head (its drafts).
+EAGLE_HEADS = {
+    ("vllm", "llama-3.1-8b"): ("yuhuili/EAGLE-LLaMA3.1-Instruct-8B", None),
+    ("sglang", "llama-3.1-8b"): ("lmsys/sglang-EAGLE-LLaMA3-Instruct-8B", None),
 }
 
 # TensorRT-LLM quantizes no weights at start-up: fp8 means a pre-quantized checkpoint

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import stat
 import unicodedata
@@ -20,10 +21,12 @@ from .records import (
     K_LIMIT, same_model, shown, TOKENS_LIMIT, TP_LIMIT, UsageError,
 )
 from .catalog import (
-    BYTES_PER, DRAFTS, EAGLE_DRAFTS, ENGINES, era_of, GPU_FAMILY, GPUS, MODELS, newest_era, release_text, served_model,
+    BYTES_PER, DRAFTS, EAGLE_DRAFTS, ENGINES, era_of, GPU_FAMILY, GPUS, MODELS, newest_era, release_of, release_text,
+    served_model,
 )
 from .acceptance import profile_length
 from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment
+from .releases import missing as release_lacks, refusal as release_refuses
 from .simulation import Traffic
 from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, running_cap, simulated_layout, Workload
 from .readers import (
@@ -348,7 +351,16 @@ def parse_deployment(args, settings):
     dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine.key, draft_hf,
                           lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era, ep,
                           dp_attention, settings.temperature)
-    return replace(dep, model_config=args.model_config, draft_config=args.draft_config)
+    version = args.engine_version if args.engine_version is not None else settings.engine_version
+    dep = replace(dep, model_config=args.model_config, draft_config=args.draft_config,
+                  release=release_of(version) if version is not None else None)
+    lacking = release_lacks(dep)
+    if lacking:
+        raise UsageError(f"--engine-version: {lacking}")
+    refused = release_refuses(dep)
+    if refused:
+        raise UsageError(f"--dp-attention: {refused}; serve it without --dp-attention, or with another --draft")
+    return dep
 
 
 def parse_ep(value, tp, m, model):
@@ -502,7 +514,19 @@ def check_model(name, dep, flag, served):
     ours = [dep.shape["hf"], served_model(dep)] if dep.shape.get("hf") else []
     if name and ours and not any(same_model(name, n) for n in ours) and not (served and same_model(name, served)):
         raise UsageError(f"{flag}: measures the model {shown(name)}, not this deployment's {ours[0]!r}: check --model "
-                         f"or --model-config, or confirm an alias (--served-model-name) with --served-model {shown(name)}")
+                         f"or --model-config, or confirm an alias (--served-model-name) with {served_model_words(name)}")
+
+
+SERVED_NAME = re.compile(r"[\x21-\x7e]{1,256}", re.ASCII)   # a served name the refusal can offer whole: printable, no
+                                                           # space or control character, as a server names a model
+
+
+def served_model_words(name):
+    """The --served-model words that confirm a measured model's name, whole and shell-quoted so they can be copied;
+    a name no server gives (spaces, control characters, over 256 characters) is shown cut, not offered."""
+    if isinstance(name, str) and SERVED_NAME.fullmatch(name):
+        return f"--served-model {shlex.quote(name)}"
+    return f"--served-model and the name the server gives ({shown(name)} is not one)"
 
 
 def parse_evidence(args, grid, dep, settings):

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from .records import same_model
 from .catalog import (
-    EAGLE3_HEADS, EAGLE_DRAFTS, ENGINES, GPUS, MODELS, quantize_at_start, release_text, served_model,
+    EAGLE3_HEADS, EAGLE_DRAFTS, EAGLE_HEADS, ENGINES, GPUS, MODELS, quantize_at_start, release_text, served_model,
 )
+from .releases import accepts, FEATURES, release, since
 from .acceptance import acceptance_length, acceptance_rate
 from .costmodel import draft_kind, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
 from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
@@ -55,8 +56,9 @@ def draft_head(dep):
     trained = dep.shape.get("head_context")      # from --draft-config, when given
     if dep.draft_hf:
         return dep.draft_hf, trained
-    if dep.draft == "eagle3":
-        head, context = EAGLE3_HEADS.get((dep.engine.key, catalog_name(dep)), (None, None))
+    if dep.draft in EAGLE_DRAFTS:
+        heads = EAGLE3_HEADS if dep.draft == "eagle3" else EAGLE_HEADS
+        head, context = heads.get((dep.engine.key, catalog_name(dep)), (None, None))
         return head, trained or context
     if dep.draft in MODELS:
         return MODELS[dep.draft]["hf"], None
@@ -83,18 +85,19 @@ def speculative_config(dep, k, schedule=None):
     > 0, "probabilistic" samples the draft as rejection sampling assumes, so the acceptance
     measured is what sampled traffic gets. Both keep the target's distribution.
     num_speculative_tokens_per_batch_size: inclusive [start, end, K] rows, K = 0 allowed,
-    num_speculative_tokens their maximum (PR #32374).
+    num_speculative_tokens their maximum (PR #32374). Each only from the release that has it (releases.py).
     """
     if dep.draft == "ngram":
         # prompt_lookup_max 4 as in vLLM's docs (features/speculative_decoding/n_gram); tune it to your prompts.
         config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4}
     elif dep.draft == "mtp":
-        # method "mtp": the target's own MTP weights, no model to name (vllm/config/speculative.py).
-        config = {"method": "mtp", "num_speculative_tokens": k}
+        # method "mtp": the target's own MTP weights, no model to name (vllm/config/speculative.py); before 0.11
+        # DeepSeek's was "deepseek_mtp" (releases.missing refuses other MTP models there).
+        config = {"method": "mtp" if accepts(dep, "method mtp") else "deepseek_mtp", "num_speculative_tokens": k}
     else:
         method = dep.draft if dep.draft in EAGLE_DRAFTS else "draft_model"
         config = {"method": method, "model": head_or_placeholder(dep), "num_speculative_tokens": k}
-        if dep.temperature > 0:
+        if dep.temperature > 0 and accepts(dep, "draft_sample_method probabilistic"):
             config["draft_sample_method"] = "probabilistic"
     if schedule:
         config["num_speculative_tokens"] = max(row[2] for row in schedule)
@@ -151,8 +154,11 @@ def sglang_serve(dep, batch, k=None, schedule=None):
                    f"--tp-size {dep.tp}"]
     # Expert parallel inside the TP group: --ep-size (alias of --expert-parallel-size; python/sglang/srt/server_args.py).
     words += [f"--ep-size {dep.ep}"] if dep.ep > 1 else []
-    # Attention data parallel across the TP GPUs: attention TP = tp / dp = 1 (docs/basic_usage/deepseek_v3.md).
-    words += ["--enable-dp-attention", f"--dp-size {dep.tp}"] if dep.dp_attention else []
+    # Attention data parallel across the TP GPUs: attention TP = tp / dp = 1 (docs/basic_usage/deepseek_v3.md);
+    # from 0.5.22 its own flag (--enable-dp-attention with --dp-size is rewritten to it, with a warning).
+    if dep.dp_attention:
+        words += ([f"--attn-dp-size {dep.tp}"] if accepts(dep, "--attn-dp-size")
+                  else ["--enable-dp-attention", f"--dp-size {dep.tp}"])
     words += ["--quantization fp8"] if quantize_at_start(dep) else []
     words += ["--kv-cache-dtype fp8_e4m3"] if dep.kv_dtype == "fp8" else []
     words += [f"{dep.engine.memory_flag} {dep.memory_fraction:g}", f"--max-running-requests {batch}",
@@ -164,7 +170,9 @@ def sglang_serve(dep, batch, k=None, schedule=None):
             words.append(f"--speculative-draft-model-path {shlex.quote(head_or_placeholder(dep))}")
             # The draft follows the target's --quantization unless told otherwise (fp8 here); the cost model
             # runs drafts in bf16 (docs/advanced_features/speculative_decoding.md: "unquant" forces no quantization).
-            words += ["--speculative-draft-model-quantization unquant"] if quantize_at_start(dep) else []
+            # (from 0.5.7; before it the draft runs in fp8 beside an fp8 target).
+            words += (["--speculative-draft-model-quantization unquant"]
+                      if quantize_at_start(dep) and accepts(dep, "--speculative-draft-model-quantization") else [])
         if kind == "ngram":   # NGRAM's topk is its BFS breadth (_handle_ngram): one branch, as the cost model's chain
             words.append("--speculative-ngram-max-bfs-breadth 1")
         else:
@@ -191,9 +199,17 @@ def trtllm_yaml(dep, name, k=None):
         lines += ["kv_cache_config:", "  dtype: fp8"]
     if k:
         kind = draft_kind(dep.draft)
-        lines += ["speculative_config:", f"  decoding_type: {TRTLLM_DECODING[kind]}", f"  max_draft_len: {k}"]
-        if kind == "eagle3":
-            lines.append(f"  speculative_model: {json.dumps(head_or_placeholder(dep))}")   # quoted: ~, null are names
+        decoding = TRTLLM_DECODING[kind]
+        if kind == "eagle3" and not accepts(dep, "decoding_type Eagle3"):
+            decoding = "Eagle"   # EagleDecodingConfig ran EAGLE-3 heads (its one-model path) before PR #10124
+        lines += ["speculative_config:", f"  decoding_type: {decoding}"]
+        if kind == "mtp" and not accepts(dep, "MTP max_draft_len"):
+            lines.append(f"  num_nextn_predict_layers: {k}")   # it sets max_draft_len there (MTPDecodingConfig)
+        else:
+            lines.append(f"  max_draft_len: {k}")
+        if kind in ("eagle3", "model"):
+            key = "speculative_model" if accepts(dep, "speculative_model") else "speculative_model_dir"
+            lines.append(f"  {key}: {json.dumps(head_or_placeholder(dep))}")   # quoted: ~, null are names
         if dep.topk > 1:   # Eagle3DecodingConfig's dynamic tree: verify width max_total_draft_tokens + 1
             lines += ["  use_dynamic_tree: true", f"  dynamic_tree_max_topK: {dep.topk}",
                       f"  max_total_draft_tokens: {verify_tokens(dep, k) - 1}"]
@@ -201,8 +217,9 @@ def trtllm_yaml(dep, name, k=None):
 
 
 # decoding_type of TensorRT-LLM's speculative_config by draft_kind (llm_args.py: Eagle3DecodingConfig,
-# MTPDecodingConfig, NGramDecodingConfig; MTP's depth is max_draft_len now, num_nextn_predict_layers before).
-TRTLLM_DECODING = {"eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram"}
+# MTPDecodingConfig, NGramDecodingConfig, DraftTargetDecodingConfig; MTP's depth is max_draft_len from 1.4,
+# num_nextn_predict_layers before: releases.py).
+TRTLLM_DECODING = {"eagle3": "Eagle3", "mtp": "MTP", "ngram": "NGram", "model": "DraftTarget"}
 
 
 def trtllm_command(dep, batch, config_name):
@@ -238,7 +255,10 @@ def bench_lines(dep, batch, filename, realistic=False, width=100):
     else:
         data = (["--dataset-name random"] + ([f"--dataset-path {SHAREGPT_FILE}"] if engine.bench_random_text else [])
                 + [f"--random-input-len {dep.input_tokens}", f"--random-output-len {dep.output_tokens}", "--ignore-eos"])
-    return shell_lines([engine.bench_tool, "--backend openai-chat", "--endpoint /v1/chat/completions",
+    # vLLM's client picked the chat request type with --endpoint-type before 0.11 (releases.py); SGLang's plan runs
+    # vLLM's newest client against its server.
+    chat = "--backend openai-chat" if accepts(dep, "bench --backend openai-chat") else "--endpoint-type openai-chat"
+    return shell_lines([engine.bench_tool, chat, "--endpoint /v1/chat/completions",
                         f"--port {engine.port}", f"--model {shlex.quote(served_model(dep))}", *data,
                         f"--num-prompts {bench_prompts(batch)}", f"--max-concurrency {batch}",
                         f"--temperature {dep.temperature:g}", f"--percentile-metrics {','.join(BENCH_METRICS)}",
@@ -261,7 +281,7 @@ def tool_words(dep):
     # Every value a flag can carry is written, even at its default: a rerun falls back on main.py's constants,
     # which the user may have edited since (--dp-attention, a switch, can only say on).
     words += [f"--ep {dep.ep}"] + (["--dp-attention"] if dep.dp_attention else [])
-    words.insert(2, f"--engine-version {release_text(dep.era.first)}")
+    words.insert(2, f"--engine-version {release_text(release(dep))}")   # the release the commands are for
     words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
     words += [path_word("--draft-config", dep.draft_config)] if dep.draft_config else []
@@ -310,7 +330,8 @@ def vllm_k_by_batch(plan, dep):
     (issue #25112, PR #35060): a row with K = 0 is the off switch now. Open issue #49548 reports throughput
     collapsing at the table's thresholds. vllm/config/vllm.py (_maybe_override_dynamic_sd_cudagraph_mode)
     downgrades CUDA graphs to PIECEWISE for the table on the V1 runner only, and ignores the table when data
-    parallel > 1. On V2 the drafter ignores the table's K altogether (issue #51510, open; PRs #51575, #57053).
+    parallel > 1. On V2 the drafter ignores the table's K altogether before 0.34 (issue #51510; PRs #51575, #57053),
+    and from 0.34 V2 is the only runner and runs it (releases.py).
     """
     schedule = plan.schedule
     if dep.dp_attention:   # the plan's vLLM command runs --data-parallel-size tp: the table would be ignored
@@ -318,9 +339,16 @@ def vllm_k_by_batch(plan, dep):
                 "(vllm/config/vllm.py), and this deployment runs attention data parallel: keep stage 1's fixed K "
                 f"{plan.k}, and send the batch sizes where the table's K differs, {json.dumps(schedule)}, to "
                 "replicas started with that K.", ""]
-    method = json.loads(speculative_config(dep, plan.k))["method"]
-    v2 = method in V2_METHODS
     table = json.dumps(schedule)
+    if not accepts(dep, "num_speculative_tokens_per_batch_size"):
+        return [f"vLLM {release_text(release(dep))} has no K-by-batch table: `num_speculative_tokens_per_batch_size` "
+                f"arrived in {since(dep, 'num_speculative_tokens_per_batch_size')}. Keep stage 1's fixed K "
+                f"{plan.k}, and send the batch sizes where this table's K differs, {table}, to replicas started with "
+                "that K (or upgrade).", ""]
+    method = json.loads(speculative_config(dep, plan.k))["method"]
+    # Before 0.34 Model Runner V2's drafter ignores the table, so it needs V1, chosen by VLLM_USE_V2_MODEL_RUNNER=0
+    # (0.12-0.33); from 0.34 V2 is the only runner and runs it.
+    v2 = method in V2_METHODS and not accepts(dep, "per-batch K on Model Runner V2")
     zero = " (a row with K = 0 switches speculation off at its batch sizes)" if any(row[2] == 0 for row in schedule) else ""
     if can_serve(dep):
         out = [f"vLLM's dynamic speculative decoding takes this table as it stands{zero}:", "", "```"] + vllm_command(
@@ -329,11 +357,17 @@ def vllm_k_by_batch(plan, dep):
         out = [f"vLLM's dynamic speculative decoding takes this table as `num_speculative_tokens_per_batch_size` "
                f"{table} in `--speculative-config`{zero}, once stage 1 has a head to serve.", ""]
     if v2:
-        out += [f"The table needs the V1 model runner. vLLM runs `{method}` on Model Runner V2 by default, and V2's "
-                "drafter ignores the table: every round drafts `num_speculative_tokens`, K = 0 rows included "
-                "(issue #51510, open at the last check). `VLLM_USE_V2_MODEL_RUNNER=0` selects V1, which then "
+        out += [f"The table needs the V1 model runner. vLLM runs `{method}` on Model Runner V2 by default (from "
+                "0.29; from 0.22 for some architectures), and V2's drafter ignores the table before 0.34: every round "
+                "drafts `num_speculative_tokens`, K = 0 rows included (issue #51510). "
+                "`VLLM_USE_V2_MODEL_RUNNER=0` selects V1, which then "
                 "captures CUDA graphs in PIECEWISE mode only. Benchmark it against the fixed K of stage 1 on the "
                 "default runner at the batch sizes where K changes:", ""]
+    elif accepts(dep, "per-batch K on Model Runner V2"):
+        out += [f"vLLM {release_text(release(dep))} runs the table on Model Runner V2, its only runner from 0.34.0: "
+                "the scheduler picks each step's K, and V2 captures a CUDA graph for each K "
+                f"({FEATURES[dep.engine.releases_of, 'per-batch K on Model Runner V2'].source}). Benchmark it against the fixed K "
+                "of stage 1 at the batch sizes where K changes:", ""]
     else:
         out += [f"vLLM runs `{method}` on the V1 model runner (Model Runner V2 does not support it, and vLLM falls "
                 "back by itself: never force `VLLM_USE_V2_MODEL_RUNNER=1`, which refuses it). With the table, V1 "
@@ -360,6 +394,13 @@ def sglang_k_by_batch(plan, dep):
         what = "n-gram lookup" if dep.draft == "ngram" else "a draft model"
         return [f"SGLang's adaptive step count works for EAGLE heads and MTP only (EAGLE and EAGLE3): with {what}, "
                 "run the fixed K of stage 1." + route, ""]
+    if not accepts(dep, "--speculative-adaptive"):
+        return [f"SGLang {release_text(release(dep))} has no adaptive step count: `--speculative-adaptive` works from "
+                f"{since(dep, '--speculative-adaptive')}. Run the fixed K of stage 1." + route, ""]
+    if dep.dp_attention:   # speculative/adaptive_spec_params.py, adaptive_unsupported_reason: a warning, not a refusal
+        return ["SGLang turns `--speculative-adaptive` off under attention data parallelism (\"attention DP is not "
+                "supported (adaptive tier decisions are not synchronized across DP ranks)\", adaptive_spec_params.py) "
+                "and falls back to static steps: run the fixed K of stage 1." + route, ""]
     ks = sorted({row[2] for row in plan.schedule})
     tried = {k for candidates in SGLANG_ADAPTIVE_DEFAULT.values() for k in candidates}
     untried = [k for k in ks if k not in tried]
@@ -398,10 +439,14 @@ def trtllm_k_by_batch(plan, dep):
                 f"{where_it_pays(schedule)}. Serve the batch sizes where it is off from a replica without "
                 "speculation, or keep the fixed K of stage 1 where it pays.", ""]
     out = []
-    if plan.k_zero_at:
+    if plan.k_zero_at and accepts(dep, "max_concurrency"):
         out += ["The simple switch: `max_concurrency` in `speculative_config` turns speculation off above a batch "
                 "size:", "", "```yaml", f"  max_concurrency: {plan.k_zero_at - 1}", "```", ""]
-    if monotone and len(on) > 1 and dep.draft == "eagle3":
+    elif plan.k_zero_at:
+        out += [f"TensorRT-LLM {release_text(release(dep))} cannot switch speculation off by batch size "
+                f"(`max_concurrency` in `speculative_config` arrived in {since(dep, 'max_concurrency')}): serve "
+                f"batch sizes from {plan.k_zero_at} on from a replica without speculation.", ""]
+    if monotone and len(on) > 1 and dep.draft == "eagle3" and accepts(dep, "draft_len_schedule"):
         out += [("Or, instead (the two exclude each other), the whole table: " if plan.k_zero_at else
                  "The whole table is ") + f"`draft_len_schedule: {upper}` (with `max_draft_len: {on[0][2]}`) in "
                 "newer releases, whose keys are each tier's last batch size and which run it in the one-model "
@@ -426,9 +471,14 @@ def vllm_measure(result, dep, plan):
         "- acceptance rate r = accepted / draft tokens; acceptance length tau = 1 + accepted / drafts;",
         "  per-position rate i = accepted at position i / drafts. Position 0's rate is the first draft's",
         "  per-token alpha whatever K each round used; conditional alpha at i = rate i / rate i-1.", "",
-        "Per request, the lesson's metric has a real counterpart since vLLM PR #48915 (after 0.28): with",
-        "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
-        "with an `acceptance_histogram`.",
+        *(["Per request, the lesson's metric has a real counterpart since vLLM PR #48915 (0.29.0): with",
+           "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
+           "with an `acceptance_histogram`."]
+          if accepts(dep, "--per-request-spec-decode-metrics") else
+          [f"Per request, the lesson's metric has a real counterpart from vLLM 0.29.0 (PR #48915), not in "
+           f"{release_text(release(dep))}: with",
+           "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
+           "with an `acceptance_histogram`."]),
         f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan.alpha:.2f} "
         f"it should be {1 - plan.alpha:.2f}. Each request's histogram also gives that request's own alpha; "
         f"their standard deviation across requests, less the sampling noise of each estimate (about "
@@ -459,8 +509,19 @@ def sglang_measure(result, dep, plan):
 
 
 def trtllm_measure(result, dep, plan):
-    """TensorRT-LLM's Prometheus counters of draft and accepted tokens."""
+    """TensorRT-LLM's Prometheus counters of draft and accepted tokens (from 1.3), or before them its per-iteration
+    JSON, whose acceptance length this program takes as --acceptance-length."""
     k, engine = plan.k, dep.engine
+    if not accepts(dep, "/prometheus/metrics spec counters"):
+        return [
+            f"TensorRT-LLM {release_text(release(dep))} exports no speculative counters on "
+            f"`{engine.metrics_path}` (they arrived in {since(dep, '/prometheus/metrics spec counters')}). With "
+            "`enable_iter_perf_stats: true` in its YAML (stage 0), GET `/metrics` returns recent iterations as JSON, "
+            "each with `specDecodingStats` (`numDraftTokens`, `numAcceptedTokens`, `numRequestsWithDraftTokens`, "
+            "`acceptanceLength`). Under traffic, sum each field over the iterations: the rate is accepted / drafted "
+            "tokens, and tau = 1 + accepted tokens / requests with draft tokens (one draft each). Give this program "
+            f"`--acceptance-length TAU --ks {k}`.", "",
+            "```", f"curl -s localhost:{engine.port}/metrics > iterations.json     # under production traffic", "```", ""]
     return [
         "trtllm-serve, with `return_perf_metrics: true` in its YAML (stage 0), serves Prometheus text at",
         f"`{engine.metrics_path}`, with the counters `trtllm_spec_decode_num_draft_tokens_total` and",
@@ -525,7 +586,7 @@ def trtllm_dashboard(dep, plan):
     # [0, 1], and the executor's SpeculationGate turns speculation off for good once the rolling mean falls under
     # it. Older releases had acceptance_window (completed requests) and acceptance_length_threshold (in tau).
     t = {row.concurrency: row for row in plan.tail}.get(plan.shown_batch)
-    if gate_a is not None and t is not None:
+    if gate_a is not None and t is not None and accepts(dep, "acceptance_rate_window_size"):
         drafted = verify_tokens(dep, k) - 1   # tokens a round drafts per request: K, or a tree's width
         threshold = plan.eps / drafted
         window = max(100, round(TRTLLM_GATE_MINUTES * 60_000 / t.round_ms, -2))
@@ -537,10 +598,22 @@ def trtllm_dashboard(dep, plan):
                 "of traffic (the minutes are a choice: a short window lets one bad patch switch speculation off for "
                 "the server's life). Add to `speculative_config`:", "", "```yaml",
                 f"  acceptance_rate_window_size: {window:.0f}",
-                f"  acceptance_rate_threshold: {threshold:.3f}", "```", "",
-                "These are the field names of current `llm_args.py`; earlier releases had `acceptance_window` "
-                "(counted in completed requests) and `acceptance_length_threshold` (in tau: "
-                f"{1 + plan.eps:.3f}).", ""]
+                f"  acceptance_rate_threshold: {threshold:.3f}", "```", ""]
+    elif gate_a is not None and t is not None and accepts(dep, "acceptance_window"):
+        # Before the rate fields: a rolling mean of tau over the last N completed requests (llm_args.py of 1.1-1.2).
+        tau = acceptance_length(plan.alpha, k) if dep.topk == 1 else 1 + plan.eps
+        lifetime_ms = dep.output_tokens / max(tau, 1.0) * t.round_ms
+        window = max(100, round(TRTLLM_GATE_MINUTES * 60_000 * plan.shown_batch / lifetime_ms, -2))
+        out += [f"Kill switch, built in: at B={batch} a round breaks even at an acceptance length of "
+                f"{1 + plan.eps:.3f} (1 + eps). TensorRT-LLM {release_text(release(dep))} averages the acceptance "
+                "length of the last N completed requests and turns speculation off for good once the average falls "
+                f"under the threshold. At B={plan.shown_batch} a request of {dep.output_tokens} tokens completes in "
+                f"about {lifetime_ms / 1000:.1f} s, so {window:,.0f} requests span about {TRTLLM_GATE_MINUTES} minutes "
+                "of traffic (the minutes are a choice). Add to `speculative_config`:", "", "```yaml",
+                f"  acceptance_window: {window:.0f}", f"  acceptance_length_threshold: {1 + plan.eps:.3f}", "```", ""]
+    elif gate_a is not None:
+        out += [f"TensorRT-LLM {release_text(release(dep))} has no built-in kill switch (`acceptance_window` arrived "
+                f"in {since(dep, 'acceptance_window')}): alert on the rate above instead.", ""]
     if gate_a is not None and dep.topk == 1:
         rates = [(kk, acceptance_rate(plan.alpha, kk)) for kk in sorted({row[2] for row in plan.schedule})
                  if kk > 0]

@@ -206,6 +206,8 @@ class Deployment:
     model_config: str = None   #: the --model-config path, so the plan's commands can name it again
     draft_config: str = None   #: the --draft-config path, likewise
     era: Era = None          #: the engine's release era (Engine.eras): what a round's host work costs there
+    release: tuple = None    #: the --engine-version release as (major, minor, patch) (catalog.release_of), which the
+                             #: plan's commands are written for; None: the newest (releases.py)
     ep: int = 1              #: expert-parallel GPUs: 1 (every expert split across the TP GPUs) or tp (whole experts)
     dp_attention: bool = False   #: attention data parallel across the tp GPUs (with ep = tp): see pass_parts
     temperature: float = TEMPERATURE   #: sampling temperature of the plan's benchmark runs (the traffic's own)
@@ -828,14 +830,16 @@ def token_cost_hidden(dep, tokens_per_seq):
     """Whether a target pass's cost per token (Fit.token_us_<engine>) is off the critical path: the scheduler works on
     the next step while the GPU runs this one. A plain step (one token a sequence) in an era of asynchronous steps
     (Era.async_steps: SGLang's overlap scheduler, vLLM from 0.14); a verify pass in such an era for the draft kinds
-    whose rounds it runs asynchronously (Era.hides_for: vLLM's EAGLE and MTP, not draft models; none on SGLang).
+    whose rounds it runs asynchronously (Era.hides_for: vLLM's EAGLE and MTP from 0.14, draft models too from 0.28;
+    none on SGLang).
     >>> from rollout.catalog import era_of
     >>> sync = make_deployment(draft="eagle3", era=era_of("vllm", "0.10"))
     >>> [token_cost_hidden(d, n) for d in (sync, make_deployment(draft="eagle3")) for n in (1, 4)]
     [False, False, True, True]
-    >>> model = make_deployment(draft="llama-3.2-1b")
-    >>> token_cost_hidden(model, 4), token_cost_hidden(model, 1)
-    (False, True)
+    >>> model = make_deployment(draft="llama-3.2-1b", era=era_of("vllm", "0.27"))
+    >>> newer = make_deployment(draft="llama-3.2-1b", era=era_of("vllm", "0.28"))
+    >>> token_cost_hidden(model, 4), token_cost_hidden(model, 1), token_cost_hidden(newer, 4)
+    (False, True, True)
     """
     return dep.era.async_steps and (tokens_per_seq <= 1 or draft_kind(dep.draft) in dep.era.hides_for)
 

@@ -7,8 +7,9 @@ import math
 from dataclasses import fields
 
 from .records import finite_number, wrap
-from .catalog import era_releases
+from .catalog import era_releases, release_text
 from .costmodel import draft_kind, kv_copies, step_budget, token_cost_hidden, verify_tokens
+from .releases import release
 from .simulation import percentile
 from .readers import PREDICTION_KEY
 from .trust import INTERVAL_LEVEL
@@ -63,7 +64,7 @@ def render_json(result, dep, grid):
                       kv_bytes_per_token=dep.target.kv_bytes_per_token, kv_copies=kv_copies(dep.target, dep),
                       dp_attention=dep.dp_attention,
                       max_concurrency=result.facts.max_concurrency, input_tokens=dep.input_tokens,
-                      output_tokens=dep.output_tokens, engine_era=dep.era.key,
+                      output_tokens=dep.output_tokens, engine_release=release_text(release(dep)), engine_era=dep.era.key,
                       engine_releases=era_releases(dep.engine, dep.era),
                       era_saving_ms=dep.era.saving_ms(draft_kind(dep.draft), dep.topk),
                       era_hides_round_fixed=draft_kind(dep.draft) in dep.era.hides_for,

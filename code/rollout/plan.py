@@ -6,9 +6,10 @@ import shlex
 from pathlib import Path
 
 from .records import fmt, k_words, pct, pct1
-from .catalog import EAGLE3_HEADS, EAGLE_DRAFTS, era_releases, GIB
+from .catalog import EAGLE3_HEADS, EAGLE_DRAFTS, era_releases, GIB, release_text
 from .acceptance import acceptance_length, acceptance_rate, LESSON_RULE
 from .costmodel import draft_kind, FIT, static_bytes, verify_tokens
+from .releases import per_request_acceptance, release
 from .serving import running_cap, simulated_layout
 from .trust import interval, INTERVAL_LEVEL, span, too_close
 from .analysis import K_MAX, paying_ranges, where_it_pays
@@ -158,7 +159,7 @@ def plan_front(result, dep, plan):
         "",
         "| | this run |",
         "|---|---|",
-        f"| engine | {engine}; commands checked against the engine versions the README names |",
+        f"| engine | {engine} {release_text(release(dep))}: its commands as that release's parsers take them |",
         f"| engine release | {era_releases(dep.engine, dep.era)}: {dep.era.what}; {era_account(dep)} |",
         f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
         + (f" ({dep.target.active_params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
@@ -513,7 +514,7 @@ def plan_stage4(dep, plan):
         f"{t.alpha_spread:g} around {plan.request_alpha:.2f}"
         + (f" ({alike:.2f} ms if every request accepted alike)" if alike else "") + ";",
         f"- the requests at P99 TPOT accept at alpha {t.slow_alpha:.2f} on average: find them "
-        + ("with stage 2's per-request acceptance" if dep.engine.per_request_acceptance
+        + ("with stage 2's per-request acceptance" if per_request_acceptance(dep)
            else "by measuring acceptance per route")
         + ", and route or retrain for them, not for the mean;",
         f"- expected `p99_itl_ms` (per chunk, one round): {t.round_itl_spec_p99_ms:.2f} ms against "
