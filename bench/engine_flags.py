@@ -12,11 +12,11 @@ TensorRT-LLM's wheels are too large to fetch here; its entries in the fixture we
 and serve.py as read at each release (tests/fixtures/engine_releases.json says where), and this script keeps them.
 
     mkdir -p /tmp/wheels && cd /tmp/wheels
-    pip download vllm==0.34.0 vllm==0.10.0 --no-deps -d .      # one at a time; ~400 MB each
+    pip download vllm==0.34.0 --no-deps -d .      # and 0.22.0, 0.10.0: one at a time, ~400 MB each
     pip download sglang==0.5.23 sglang==0.5.4 --no-deps -d .
     for w in *.whl; do d=${w%%-py3*}; mkdir -p "$d" && unzip -q -o "$w" 'vllm/*' 'sglang/*' -d "$d"; done
-    python bench/engine_flags.py vllm:0.34.0=/tmp/wheels/vllm-0.34.0 vllm:0.10.0=/tmp/wheels/vllm-0.10.0 \\
-        sglang:0.5.23=/tmp/wheels/sglang-0.5.23 sglang:0.5.4=/tmp/wheels/sglang-0.5.4
+    python bench/engine_flags.py vllm:0.34.0=/tmp/wheels/vllm-0.34.0 vllm:0.22.0=/tmp/wheels/vllm-0.22.0 \\
+        vllm:0.10.0=/tmp/wheels/vllm-0.10.0 sglang:0.5.23=/tmp/wheels/sglang-0.5.23 sglang:0.5.4=/tmp/wheels/sglang-0.5.4
 
 Standard library only. It rewrites the vLLM and SGLang releases it is given and keeps every other entry.
 """

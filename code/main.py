@@ -111,7 +111,7 @@ DRAFT = "eagle3"               # "eagle3", "eagle", "mtp", "ngram", or a catalog
                                # --draft-config: any draft model)
 DRAFT_MODEL = None             # Hugging Face id of the draft head or model; None: the catalog's for this engine
 ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (rollout.catalog.ENGINES)
-ENGINE_VERSION = None          # ENGINE's release, e.g. "0.13" (numbering is per engine); None: its newest era (Engine.eras)
+ENGINE_VERSION = None          # ENGINE's release, e.g. "0.13" (numbering per engine): its commands and era; None: newest
 TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own
 
 

@@ -30,6 +30,9 @@ VARIANTS = {
 }
 # What a release refuses, by variant index: the flag the refusal names and words of it.
 REFUSED = {("vllm", "0.10.0", 3): ("--engine-version", "it needs 0.15.0"),
+           ("vllm", "0.10.0", 4): ("--engine-version", "it needs 0.11.0"),
+           ("vllm", "0.10.0", 5): ("--engine-version", "other targets' heads from 0.15.0"),
+           ("vllm", "0.10.0", 6): ("--engine-version", "it needs 0.11.0"),
            ("trtllm", "1.1.0", 5): ("--engine-version", "its trees run from 1.3.0")}
 
 
@@ -43,13 +46,26 @@ def plan_of(engine, release, extra):
 
 
 def commands(plan):
-    """The shell commands of the plan's unlabelled code blocks (continuations joined) and its YAML heredocs."""
+    """The shell commands of the plan's unlabelled code blocks (continuations joined) and its YAML: the heredocs,
+    and the ```yaml fragments that add keys to speculative_config (their lines indented as its keys are) under a
+    speculative_config line of their own."""
     shell, yaml, inside, label, heredoc = [], [], False, "", None
     for line in plan.splitlines():
         if line.startswith("```"):
+            if inside and label == "fragment":   # a fragment ends
+                yaml.append(heredoc)
+                heredoc = None
             inside, label = not inside, line[3:]
+            if inside and label == "yaml":
+                heredoc, label = ["speculative_config:"], "fragment"
             continue
-        if not inside or label not in ("", "yaml"):
+        if inside and label == "fragment":
+            if line.startswith("- alert") or (heredoc and heredoc[0] is None):
+                heredoc = [None]   # a Prometheus rule, not TensorRT-LLM's YAML
+            elif heredoc[0] is not None:
+                heredoc.append(line)
+            continue
+        if not inside or label != "":
             continue
         if heredoc is not None:
             if line == "YAML":
@@ -108,6 +124,8 @@ class EachReleasesOwnSyntax(unittest.TestCase):
                 self.assertIn(algorithm.group(1), table["--speculative-algorithm values"], label)
         self.assertGreaterEqual(seen, 3, label)
         for lines in yaml:
+            if lines[0] is None:
+                continue
             top, nested = yaml_keys(lines)
             self.assertLessEqual(top, set(table["YAML keys"]), label)
             self.assertLessEqual(nested.get("speculative_config", set()), set(table["speculative_config keys"]), label)
@@ -130,6 +148,22 @@ class EachReleasesOwnSyntax(unittest.TestCase):
                             continue
                         self.assertEqual(status, 0, f"{label}: {text}")
                         self.check(engine, release, text, label)
+
+    def test_a_feature_ends_the_release_it_is_gone(self):
+        # `until` is the first release without it: VLLM_USE_V2_MODEL_RUNNER=0 stops 0.34.0; SGLang's switch is
+        # rewritten from 0.5.22; speculative_model_dir gives way in 1.2.0; a dev build of 0.34 is still 0.33's.
+        from dataclasses import replace
+        from rollout import costmodel
+        for engine, key, last, gone in (("vllm", "VLLM_USE_V2_MODEL_RUNNER=0", (0, 33, 9), (0, 34, 0)),
+                                        ("sglang", "--enable-dp-attention", (0, 5, 21), (0, 5, 22)),
+                                        ("trtllm", "speculative_model_dir", (1, 1, 0), (1, 2, 0)),
+                                        ("vllm", "VLLM_USE_V2_MODEL_RUNNER=0", catalog.release_of("0.34.0.dev3"),
+                                         (0, 34, 1))):
+            dep = costmodel.make_deployment(engine=engine)
+            self.assertTrue(releases.accepts(replace(dep, release=last), key), (engine, key, last))
+            self.assertFalse(releases.accepts(replace(dep, release=gone), key), (engine, key, gone))
+        with self.assertRaises(KeyError):   # a key no engine has is a typo, not a feature every release takes
+            releases.accepts(costmodel.make_deployment(), "--speculative-confg")
 
     def test_the_newest_release_is_one_the_fixture_covers(self):
         for engine, newest in releases.NEWEST.items():
@@ -157,11 +191,11 @@ class TheIssuesCases(unittest.TestCase):
     def test_trtllm_mtp_depth_by_release(self):
         # Before PR #12341 MTPDecodingConfig sets max_draft_len from num_nextn_predict_layers (default 1), whatever
         # max_draft_len says: the plan's K goes in the key that sets it.
-        for release, key, absent in (("1.1", "num_nextn_predict_layers", "max_draft_len"),
-                                     ("1.4", "max_draft_len", "num_nextn_predict_layers")):
+        for release, key, absent in (("1.2", "num_nextn_predict_layers", "max_draft_len"),
+                                     ("1.3", "max_draft_len", "num_nextn_predict_layers")):
             status, plan = plan_of("trtllm", release, DEEPSEEK)
             self.assertEqual(status, 0, plan)
-            yaml = commands(plan)[1][-1]
+            yaml = [y for y in commands(plan)[1] if y[0] is not None and "decoding_type" in " ".join(y)][-1]
             k = re.search(r"K = (\d+)", plan.split("## Stage 1")[1]).group(1)
             self.assertIn(f"  {key}: {k}", yaml)
             self.assertFalse(any(absent in y for y in yaml), yaml)
@@ -176,12 +210,17 @@ class TheIssuesCases(unittest.TestCase):
         self.assertIn("`--speculative-adaptive` (EAGLE and EAGLE3 with topk 1) picks", plan)
 
     def test_trtllm_serves_a_draft_model(self):
-        for release, key in (("1.1", "speculative_model_dir"), ("1.4", "speculative_model")):
+        # 1.1: from_dict's table takes DraftTarget, and speculative_model_dir a local path (the draft is fetched
+        # there first); 1.4: the union's tag Draft_Target, and speculative_model a Hugging Face id.
+        for release, tag, key, value in (("1.1", "DraftTarget", "speculative_model_dir", "./draft"),
+                                         ("1.4", "Draft_Target", "speculative_model", "meta-llama/Llama-3.2-1B-Instruct")):
             status, plan = plan_of("trtllm", release, ["--draft", "llama-3.2-1b"])
             self.assertEqual(status, 0, plan)
-            yaml = commands(plan)[1][-1]
-            self.assertIn("  decoding_type: DraftTarget", yaml)
-            self.assertIn(f'  {key}: "meta-llama/Llama-3.2-1B-Instruct"', yaml)
+            yaml = [y for y in commands(plan)[1] if y[0] is not None and "decoding_type" in " ".join(y)][-1]
+            self.assertIn(f"  decoding_type: {tag}", yaml)
+            self.assertIn(f'  {key}: "{value}"', yaml)
+            self.assertEqual("huggingface-cli download meta-llama/Llama-3.2-1B-Instruct --local-dir ./draft" in plan,
+                             release == "1.1")
 
     def test_vllm_syntax_by_release(self):
         _, old = plan_of("vllm", "0.10", [])
@@ -190,16 +229,27 @@ class TheIssuesCases(unittest.TestCase):
         self.assertNotIn("VLLM_USE_V2_MODEL_RUNNER", old)
         self.assertIn("vLLM 0.10.0 has no K-by-batch table", old)
         self.assertIn("--endpoint-type openai-chat", old)
-        _, mid = plan_of("vllm", "0.33", [])
+        # 0.10.0 loads no speculators-format head (PR #21345, 0.10.1): the EAGLE-format one of the same target.
+        self.assertIn('"model": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B"', old)
+        self.assertNotIn("speculator.eagle3", old)
+        _, mid = plan_of("vllm", "0.31", [])
         self.assertIn("VLLM_USE_V2_MODEL_RUNNER=0 vllm serve", mid)
+        _, v2 = plan_of("vllm", "0.32", [])   # V2 runs the table from 0.32: no need to force V1
+        self.assertNotIn("VLLM_USE_V2_MODEL_RUNNER=0", v2)
         _, new = plan_of("vllm", "0.34", [])
         self.assertNotIn("VLLM_USE_V2_MODEL_RUNNER=0", new)   # V1 is gone: the variable at 0 stops the server
         self.assertIn("runs the table on Model Runner V2", new)
         status, _, err = run(["--engine", "vllm", "--engine-version", "0.8", "--draft", "eagle3", "--no-write"])
         self.assertEqual(status, 2)
         self.assertIn("it needs 0.8.5 (PR #16937", err)
-        _, plan = plan_of("vllm", "0.10", DEEPSEEK)
-        self.assertIn('"method": "deepseek_mtp"', plan)
+        # deepseek_mtp's rounds past K = 1 asserted FlashAttention metadata on MLA before 0.11: MTP from 0.11.
+        status, plan = plan_of("vllm", "0.10", DEEPSEEK)
+        self.assertEqual(status, 2)
+        self.assertIn("it needs 0.11.0 (PR #25232", plan)
+        # EAGLE-3 for a Qwen3 MoE target from 0.15 ("Eagle3 is only supported for Llama models" in 0.10.0).
+        status, plan = plan_of("vllm", "0.10", MOE + ["--draft", "eagle3"])
+        self.assertEqual(status, 2)
+        self.assertIn("other targets' heads from 0.15.0", plan)
 
     def test_an_eagle_head_for_llama_3_1_8b(self):
         for engine, head in (("vllm", "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"),

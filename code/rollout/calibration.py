@@ -18,6 +18,7 @@ from .costmodel import (
     at_lengths, draft_kind, draft_ms, FIT, Fit, fixed_ms, max_concurrency, OWN_PARTS, OWN_TERMS, plain_step_ms,
     prefill_parts, round_ms, runs_a_draft_model, spec_tpot_ms, target_parts, verify_tokens,
 )
+from .releases import bench_records_acceptance
 from .serving import bench_prompts, bench_result, serve_run, Workload
 from .readers import length_note, RUN_NOISE
 from .trust import interval
@@ -428,7 +429,7 @@ def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=A
     caps it at (a closed loop's concurrency, unless given)."""
     run = serve_run(dep, work, k, alpha, spread, seed, fit, plan_batch or work.max_concurrency)
     result = bench_result(run, work, dep)
-    if k and not dep.engine.bench_records_acceptance:   # its benchmark reads no vllm:spec_decode_* counters
+    if k and not bench_records_acceptance(dep):   # its benchmark reads no vllm:spec_decode_* counters
         result = {key: value for key, value in result.items() if not key.startswith("spec_decode_")}
     sd = trust.spec_tpot_sd if k else trust.tpot_sd
     # exp(+-z sd) around a time, and so around its inverse, a throughput

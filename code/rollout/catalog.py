@@ -183,8 +183,9 @@ class Era:
 # baseline: tomasruizt/vllm-scripts online-throughput, in bench/served_runs.json), an EAGLE round's bookkeeping and
 # its draft steps' fixed costs both came out at 0 ms, and the same runs' draft-model rounds kept the synchronous
 # costs (bench/FIT.md). So the era hides those fixed costs whole, a rule that needs no constant (costmodel.hidden_ms),
-# not a fitted number only those runs could set. Model Runner V2 (the default for Llama dense in v0.23, PR #43458)
-# is not told apart: no round of it in reach is timed against V1's.
+# not a fitted number only those runs could set. Model Runner V2 (a default for some architectures from 0.22, for
+# all from 0.29, the only runner from 0.34: releases.py) is not told apart: no round of it in reach is timed
+# against V1's.
 VLLM_ASYNC_RUNS = ("fitted free on served runs of vLLM main of 2026-01 (Llama 3.3 70B TP 2 with an EAGLE-3 head, "
                    "K 3-8, concurrency 1-64, each beside its baseline), both came out at 0 ms")
 # SGLang. The fitted constants are the EAGLE-3 paper's batch sweep (SGLang v0.4.4) and PR #4247: rounds without the
@@ -326,8 +327,8 @@ ENGINES = {
               # start, PR #29184, but the plan drafts n-grams with method ngram).
               Era(key="v1-async-drafts", first=(0, 28), fitted=False, hidden_basis=VLLM_ASYNC_RUNS,
                   hides_for=("eagle3", "eagle", "mtp", "model"), async_steps=True,
-                  what="async scheduling for draft models too (PR #48341), their rounds' host work hidden as "
-                       "EAGLE's is"))),
+                  what="the V1 engine with async scheduling on for plain decoding, EAGLE/MTP and, from PR #48341, "
+                       "draft models, whose rounds' host work is taken as hidden as EAGLE's, not measured"))),
     # SGLang: --mem-fraction-static, a share of all memory for weights and the KV pool, computed at start-up when
     # omitted, so the plan passes it and the model uses the same (our choice: 0.85 leaves ~12 GiB of an 80 GiB GPU
     # for activations and CUDA graphs); python/sglang/srt/server_args.py; metrics/collector.py for the gauges.
@@ -434,6 +435,11 @@ def fitted_era(engine):
     return next(e for e in ENGINES[engine].eras if e.fitted)
 
 
+def fitted_era_before(engine, era):
+    """The newest fitted era at or before `era`: what an unfitted era's rules and savings are taken against."""
+    return [e for e in ENGINES[engine].eras if e.fitted and e.first <= era.first][-1]
+
+
 def release_of(version):
     """A release "X.Y" or "X.Y.Z" as (major, minor, patch), 0.14 being 0.14.0; a suffix such as rc1 or .post1 is
     ignored, and a development build of X.Y.Z ("0.15.0dev", "0.15.dev13") comes before it: (0, 15, -1)."""
@@ -525,6 +531,19 @@ EAGLE3_HEADS = {
     ("trtllm", "llama-4-maverick"): ("nvidia/Llama-4-Maverick-17B-128E-Eagle3", None),
     **{(engine, "kimi-k2"): ("AQ-MedAI/Kimi-K2-Instruct-eagle3", None) for engine in ("vllm", "sglang", "trtllm")},
 }
+
+# The same EAGLE-3 heads in the EAGLE format, for vLLM releases that cannot load the speculators format of the
+# RedHatAI heads above (releases.py, "speculators-format heads"): vLLM's own EAGLE-3 example served yuhuili's.
+EAGLE3_EAGLE_FORMAT = {
+    "llama-3.1-8b": ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 2048),
+    "llama-3.3-70b": ("yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", 2048),
+}
+
+
+def speculators_format(head):
+    """Whether a head's id names one in vLLM's speculators format (RedHatAI's "...-speculator.eagle3")."""
+    return "-speculator." in head
+
 
 # Public EAGLE-1 heads (--draft eagle), by engine and target: (Hugging Face id, trained context or None). vLLM's own
 # example serves yuhuili's Llama 3.1 head with --method eagle (examples/offline_inference/spec_decode.py); SGLang's

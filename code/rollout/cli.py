@@ -139,8 +139,9 @@ def build_parser(settings):
     dep.add_argument("--verify-tokens", help="tokens per sequence in a tree's verify pass (SGLang's "
                                              "--speculative-num-draft-tokens)")
     dep.add_argument("--engine", help=f"engine the plan is written for: {', '.join(ENGINES)} (default {settings.engine})")
-    dep.add_argument("--engine-version", help="the engine's release, e.g. 0.13 or 0.5.10: sets the era a round's "
-                                              "host costs are those of (default: the newest era, Engine.eras)")
+    dep.add_argument("--engine-version", help="the engine's release, e.g. 0.13 or 0.5.10: the commands are written "
+                                              "as it takes them, and a round's host costs are its era's (default: "
+                                              "the newest release checked, releases.NEWEST)")
     dep.add_argument("--gpu-bandwidth", help="memory bandwidth per GPU, TB/s")
     dep.add_argument("--gpu-tflops", help="dense TFLOP/s per GPU for the weights dtype")
     dep.add_argument("--gpu-memory", help="memory per GPU, GiB")

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 
 from .records import same_model
 from .catalog import (
-    EAGLE3_HEADS, EAGLE_DRAFTS, EAGLE_HEADS, ENGINES, GPUS, MODELS, quantize_at_start, release_text, served_model,
+    EAGLE3_EAGLE_FORMAT, EAGLE3_HEADS, EAGLE_DRAFTS, EAGLE_HEADS, ENGINES, GPUS, MODELS, quantize_at_start, release_text,
+    served_model, speculators_format,
 )
-from .releases import accepts, FEATURES, release, since
+from .releases import accepts, exports_acceptance_counters, FEATURES, one_model, release, since
 from .acceptance import acceptance_length, acceptance_rate
 from .costmodel import draft_kind, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
 from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
@@ -59,6 +60,8 @@ def draft_head(dep):
     if dep.draft in EAGLE_DRAFTS:
         heads = EAGLE3_HEADS if dep.draft == "eagle3" else EAGLE_HEADS
         head, context = heads.get((dep.engine.key, catalog_name(dep)), (None, None))
+        if head and speculators_format(head) and not accepts(dep, "speculators-format heads"):
+            head, context = EAGLE3_EAGLE_FORMAT.get(catalog_name(dep), (None, None))   # the release loads these
         return head, trained or context
     if dep.draft in MODELS:
         return MODELS[dep.draft]["hf"], None
@@ -91,9 +94,9 @@ def speculative_config(dep, k, schedule=None):
         # prompt_lookup_max 4 as in vLLM's docs (features/speculative_decoding/n_gram); tune it to your prompts.
         config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": 4}
     elif dep.draft == "mtp":
-        # method "mtp": the target's own MTP weights, no model to name (vllm/config/speculative.py); before 0.11
-        # DeepSeek's was "deepseek_mtp" (releases.missing refuses other MTP models there).
-        config = {"method": "mtp" if accepts(dep, "method mtp") else "deepseek_mtp", "num_speculative_tokens": k}
+        # method "mtp": the target's own MTP weights, no model to name (vllm/config/speculative.py; from 0.11,
+        # releases.py).
+        config = {"method": "mtp", "num_speculative_tokens": k}
     else:
         method = dep.draft if dep.draft in EAGLE_DRAFTS else "draft_model"
         config = {"method": method, "model": head_or_placeholder(dep), "num_speculative_tokens": k}
@@ -202,14 +205,18 @@ def trtllm_yaml(dep, name, k=None):
         decoding = TRTLLM_DECODING[kind]
         if kind == "eagle3" and not accepts(dep, "decoding_type Eagle3"):
             decoding = "Eagle"   # EagleDecodingConfig ran EAGLE-3 heads (its one-model path) before PR #10124
+        if kind == "model" and accepts(dep, "decoding_type Draft_Target"):
+            decoding = "Draft_Target"   # the union's tag; from_dict's table took DraftTarget before
         lines += ["speculative_config:", f"  decoding_type: {decoding}"]
         if kind == "mtp" and not accepts(dep, "MTP max_draft_len"):
             lines.append(f"  num_nextn_predict_layers: {k}")   # it sets max_draft_len there (MTPDecodingConfig)
         else:
             lines.append(f"  max_draft_len: {k}")
         if kind in ("eagle3", "model"):
-            key = "speculative_model" if accepts(dep, "speculative_model") else "speculative_model_dir"
-            lines.append(f"  {key}: {json.dumps(head_or_placeholder(dep))}")   # quoted: ~, null are names
+            if accepts(dep, "speculative_model"):   # a Hugging Face id or a path
+                lines.append(f"  speculative_model: {json.dumps(head_or_placeholder(dep))}")   # quoted: ~, null are names
+            else:   # a local path only: trtllm_serve downloads the draft there first
+                lines.append(f"  speculative_model_dir: {json.dumps(TRTLLM_DRAFT_DIR)}")
         if dep.topk > 1:   # Eagle3DecodingConfig's dynamic tree: verify width max_total_draft_tokens + 1
             lines += ["  use_dynamic_tree: true", f"  dynamic_tree_max_topK: {dep.topk}",
                       f"  max_total_draft_tokens: {verify_tokens(dep, k) - 1}"]
@@ -231,10 +238,18 @@ def trtllm_command(dep, batch, config_name):
                         f"--extra_llm_api_options {config_name}"])
 
 
+TRTLLM_DRAFT_DIR = "./draft"   # where a release before PR #10099 reads the draft from (a local path only)
+
+
 def trtllm_serve(dep, batch, k=None, schedule=None):
-    """TensorRT-LLM's YAML and server, speculation off or on; trtllm_k_by_batch gives the table's switches."""
+    """TensorRT-LLM's YAML and server, speculation off or on; trtllm_k_by_batch gives the table's switches. Before
+    PR #10099 the draft's weights must be on disk: the Hugging Face CLI fetches them first."""
     name = "spec.yaml" if k else "baseline.yaml"
-    return trtllm_yaml(dep, name, k) + trtllm_command(dep, batch, name)
+    fetch = []
+    if k and draft_kind(dep.draft) in ("eagle3", "model") and not accepts(dep, "speculative_model"):
+        fetch = shell_lines(["huggingface-cli download", shlex.quote(head_or_placeholder(dep)),
+                             f"--local-dir {TRTLLM_DRAFT_DIR}"])
+    return fetch + trtllm_yaml(dep, name, k) + trtllm_command(dep, batch, name)
 
 
 def bench_lines(dep, batch, filename, realistic=False, width=100):
@@ -346,9 +361,10 @@ def vllm_k_by_batch(plan, dep):
                 f"{plan.k}, and send the batch sizes where this table's K differs, {table}, to replicas started with "
                 "that K (or upgrade).", ""]
     method = json.loads(speculative_config(dep, plan.k))["method"]
-    # Before 0.34 Model Runner V2's drafter ignores the table, so it needs V1, chosen by VLLM_USE_V2_MODEL_RUNNER=0
-    # (0.12-0.33); from 0.34 V2 is the only runner and runs it.
-    v2 = method in V2_METHODS and not accepts(dep, "per-batch K on Model Runner V2")
+    # Before 0.32 Model Runner V2's drafter ignores the table, so it needs V1, chosen by VLLM_USE_V2_MODEL_RUNNER=0
+    # (0.12-0.33); from 0.32 V2 runs it, and from 0.34 V2 is the only runner.
+    v2 = (method in V2_METHODS and not accepts(dep, "per-batch K on Model Runner V2")
+          and accepts(dep, "VLLM_USE_V2_MODEL_RUNNER=0"))
     zero = " (a row with K = 0 switches speculation off at its batch sizes)" if any(row[2] == 0 for row in schedule) else ""
     if can_serve(dep):
         out = [f"vLLM's dynamic speculative decoding takes this table as it stands{zero}:", "", "```"] + vllm_command(
@@ -358,16 +374,16 @@ def vllm_k_by_batch(plan, dep):
                f"{table} in `--speculative-config`{zero}, once stage 1 has a head to serve.", ""]
     if v2:
         out += [f"The table needs the V1 model runner. vLLM runs `{method}` on Model Runner V2 by default (from "
-                "0.29; from 0.22 for some architectures), and V2's drafter ignores the table before 0.34: every round "
+                "0.29; from 0.22 for some architectures), and V2's drafter ignores the table before 0.32: every round "
                 "drafts `num_speculative_tokens`, K = 0 rows included (issue #51510). "
                 "`VLLM_USE_V2_MODEL_RUNNER=0` selects V1, which then "
                 "captures CUDA graphs in PIECEWISE mode only. Benchmark it against the fixed K of stage 1 on the "
                 "default runner at the batch sizes where K changes:", ""]
     elif accepts(dep, "per-batch K on Model Runner V2"):
-        out += [f"vLLM {release_text(release(dep))} runs the table on Model Runner V2, its only runner from 0.34.0: "
-                "the scheduler picks each step's K, and V2 captures a CUDA graph for each K "
-                f"({FEATURES[dep.engine.releases_of, 'per-batch K on Model Runner V2'].source}). Benchmark it against the fixed K "
-                "of stage 1 at the batch sizes where K changes:", ""]
+        out += [f"vLLM {release_text(release(dep))} runs the table on Model Runner V2, its default runner, which "
+                "picks each step's K from the table and captures a CUDA graph for each K (from 0.32; V2 is the only "
+                "runner from 0.34). Benchmark it against the fixed K of stage 1 at the batch sizes where K changes:",
+                ""]
     else:
         out += [f"vLLM runs `{method}` on the V1 model runner (Model Runner V2 does not support it, and vLLM falls "
                 "back by itself: never force `VLLM_USE_V2_MODEL_RUNNER=1`, which refuses it). With the table, V1 "
@@ -387,6 +403,9 @@ def sglang_k_by_batch(plan, dep):
     """
     route = (" Route the batch sizes where K is 0 to a replica without speculation."
              if any(row[2] == 0 for row in plan.schedule) else "")
+    if not accepts(dep, "--speculative-adaptive"):
+        return [f"SGLang {release_text(release(dep))} has no adaptive step count: `--speculative-adaptive` works from "
+                f"{since(dep, '--speculative-adaptive')}. Run the fixed K of stage 1." + route, ""]
     if dep.topk > 1:
         return ["`--speculative-adaptive` adapts chains only (topk 1; with a tree SGLang warns and keeps its static "
                 "parameters, adaptive_spec_params.py): keep the tree of stage 1 where it pays." + route, ""]
@@ -394,13 +413,16 @@ def sglang_k_by_batch(plan, dep):
         what = "n-gram lookup" if dep.draft == "ngram" else "a draft model"
         return [f"SGLang's adaptive step count works for EAGLE heads and MTP only (EAGLE and EAGLE3): with {what}, "
                 "run the fixed K of stage 1." + route, ""]
-    if not accepts(dep, "--speculative-adaptive"):
-        return [f"SGLang {release_text(release(dep))} has no adaptive step count: `--speculative-adaptive` works from "
-                f"{since(dep, '--speculative-adaptive')}. Run the fixed K of stage 1." + route, ""]
     if dep.dp_attention:   # speculative/adaptive_spec_params.py, adaptive_unsupported_reason: a warning, not a refusal
-        return ["SGLang turns `--speculative-adaptive` off under attention data parallelism (\"attention DP is not "
-                "supported (adaptive tier decisions are not synchronized across DP ranks)\", adaptive_spec_params.py) "
-                "and falls back to static steps: run the fixed K of stage 1." + route, ""]
+        return ["SGLang turns `--speculative-adaptive` off under attention data parallelism, whose ranks would not "
+                "agree on the steps (adaptive_unsupported_reason, adaptive_spec_params.py), and falls back to static "
+                "steps: run the fixed K of stage 1." + route, ""]
+    if not accepts(dep, "adaptive tiers by batch size"):
+        return [f"SGLang has no table to paste. `--speculative-adaptive` (EAGLE and EAGLE3 with topk 1) picks the step "
+                "count at run time among the candidates of its tuning file (`--speculative-adaptive-config`), moving "
+                f"with the acceptance it measures; {release_text(release(dep))}'s built-in candidates and the file's "
+                "keys are in your build's `adaptive_spec_params.py` (they changed from release to release). Give it "
+                "the Ks of this table, or keep the fixed K of stage 1." + route, ""]
     ks = sorted({row[2] for row in plan.schedule})
     tried = {k for candidates in SGLANG_ADAPTIVE_DEFAULT.values() for k in candidates}
     untried = [k for k in ks if k not in tried]
@@ -444,7 +466,7 @@ def trtllm_k_by_batch(plan, dep):
                 "size:", "", "```yaml", f"  max_concurrency: {plan.k_zero_at - 1}", "```", ""]
     elif plan.k_zero_at:
         out += [f"TensorRT-LLM {release_text(release(dep))} cannot switch speculation off by batch size "
-                f"(`max_concurrency` in `speculative_config` arrived in {since(dep, 'max_concurrency')}): serve "
+                f"(`max_concurrency` in `speculative_config` arrived in {since(dep, 'max_concurrency')}). Serve "
                 f"batch sizes from {plan.k_zero_at} on from a replica without speculation.", ""]
     if monotone and len(on) > 1 and dep.draft == "eagle3" and accepts(dep, "draft_len_schedule"):
         out += [("Or, instead (the two exclude each other), the whole table: " if plan.k_zero_at else
@@ -453,6 +475,9 @@ def trtllm_k_by_batch(plan, dep):
                 "Eagle3 mode (the default). Older releases read the keys as each tier's first batch size, the "
                 "earliest ran it for two-model drafters only, and some one-model builds refuse a 0: read "
                 "`draft_len_schedule` in your installed `tensorrt_llm/llmapi/llm_args.py` before pasting it.", ""]
+    elif monotone and len(on) > 1 and dep.draft == "eagle3":
+        out += [f"TensorRT-LLM {release_text(release(dep))} takes no K-by-batch table: `draft_len_schedule` arrived in "
+                f"{since(dep, 'draft_len_schedule')}. Keep stage 1's fixed K where it pays.", ""]
     return out
 
 
@@ -475,9 +500,8 @@ def vllm_measure(result, dep, plan):
            "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
            "with an `acceptance_histogram`."]
           if accepts(dep, "--per-request-spec-decode-metrics") else
-          [f"Per request, the lesson's metric has a real counterpart from vLLM 0.29.0 (PR #48915), not in "
-           f"{release_text(release(dep))}: with",
-           "`--per-request-spec-decode-metrics summary` each response carries `metrics.speculative_decoding`,",
+          [f"Per request, vLLM {release_text(release(dep))} reports no acceptance. From 0.29.0 (PR #48915),",
+           "`--per-request-spec-decode-metrics summary` makes each response carry `metrics.speculative_decoding`,",
            "with an `acceptance_histogram`."]),
         f"Its share of steps that accepted nothing is what the per-token tail needs: at alpha {plan.alpha:.2f} "
         f"it should be {1 - plan.alpha:.2f}. Each request's histogram also gives that request's own alpha; "
@@ -493,19 +517,26 @@ def sglang_measure(result, dep, plan):
     k, engine = plan.k, dep.engine
     width = verify_tokens(dep, k) - 1
     tau = result.measured.acceptance_length if plan.measured else acceptance_length(plan.alpha, k)
-    return [
+    new_rate = accepts(dep, "spec_accept_rate over drafted tokens")
+    out = [
         "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau, bonus",
-        "token included) and `sglang:spec_accept_rate`, accepted drafts over rounds x the tokens a round drafts",
-        "(`--speculative-num-draft-tokens` - 1, since SGLang PR #23530; before it the bonus token and the",
-        f"root counted), each recomputed over the last {SGLANG_GAUGE_STEPS} decode steps. Average them over time "
-        "(never `rate()` of a gauge):", "",
-        "```promql", "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", "",
-        f"At tau {tau:.2f} the rate gauge reads (tau - 1) / {width} = {(tau - 1) / width:.2f}"
-        + (" (a tree drafts more tokens than its depth)." if dep.topk > 1 else "."),
-        f"For this program, save a scrape taken under traffic: it reads both gauges (their mean over the TP "
-        f"ranks) and takes the steps from `--ks {k}`.", "",
-        "```", f"curl -s localhost:{engine.port}{engine.metrics_path} > after.prom     # under production traffic",
-        "```", ""]
+        "token included) and `sglang:spec_accept_rate`, each recomputed over the last "
+        f"{SGLANG_GAUGE_STEPS} decode steps. Average them over time (never `rate()` of a gauge):", "",
+        "```promql", "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", ""]
+    if new_rate:   # accepted drafts over rounds x the tokens a round drafts (PR #23530)
+        out += [f"At tau {tau:.2f} the rate gauge, accepted drafts over the {width} tokens a round drafts, reads "
+                f"(tau - 1) / {width} = {(tau - 1) / width:.2f}" + (" (a tree drafts more tokens than its depth)."
+                                                                    if dep.topk > 1 else "."),
+                f"For this program, save a scrape taken under traffic: it reads both gauges (their mean over the TP "
+                f"ranks) and takes the steps from `--ks {k}`.", "",
+                "```", f"curl -s localhost:{engine.port}{engine.metrics_path} > after.prom     # under production "
+                "traffic", "```", ""]
+    else:   # before PR #23530 the rate counted the bonus token: tau over the steps plus one
+        out += [f"SGLang {release_text(release(dep))}'s rate gauge counts the bonus token: at tau {tau:.2f} it reads "
+                f"tau / {width + 1} = {tau / (width + 1):.2f}, where this program reads a rate over the drafted "
+                f"tokens (from {since(dep, 'spec_accept_rate over drafted tokens')}). Give this program the "
+                f"accept length's average instead: `--acceptance-length TAU --ks {k}`.", ""]
+    return out
 
 
 def trtllm_measure(result, dep, plan):
@@ -515,7 +546,7 @@ def trtllm_measure(result, dep, plan):
     if not accepts(dep, "/prometheus/metrics spec counters"):
         return [
             f"TensorRT-LLM {release_text(release(dep))} exports no speculative counters on "
-            f"`{engine.metrics_path}` (they arrived in {since(dep, '/prometheus/metrics spec counters')}). With "
+            f"`{engine.metrics_path}`: they arrived in {since(dep, '/prometheus/metrics spec counters')}. With "
             "`enable_iter_perf_stats: true` in its YAML (stage 0), GET `/metrics` returns recent iterations as JSON, "
             "each with `specDecodingStats` (`numDraftTokens`, `numAcceptedTokens`, `numRequestsWithDraftTokens`, "
             "`acceptanceLength`). Under traffic, sum each field over the iterations: the rate is accepted / drafted "
@@ -579,14 +610,23 @@ def trtllm_dashboard(dep, plan):
     out = []
     rate = ("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(trtllm_spec_decode_num_draft_tokens_total[5m]))")
-    out += [f"Acceptance rate over a 5-minute window, from `{dep.engine.metrics_path}` (stage 2):", "", "```promql", rate,
-            "```", ""]
+    if exports_acceptance_counters(dep):
+        out += [f"Acceptance rate over a 5-minute window, from `{dep.engine.metrics_path}` (stage 2):", "", "```promql",
+                rate, "```", ""]
+    else:
+        out += [f"TensorRT-LLM {release_text(release(dep))} exports no acceptance counters to graph or alert on: "
+                "watch the acceptance length of stage 2's iteration statistics, and let the built-in switch below "
+                "act on it where the release has one.", ""]
     # The switch's fields: DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py. acceptance_rate_window_size counts
     # speculation-enabled decoding iterations (each a round of the batch), acceptance_rate_threshold is a rate in
     # [0, 1], and the executor's SpeculationGate turns speculation off for good once the rolling mean falls under
     # it. Older releases had acceptance_window (completed requests) and acceptance_length_threshold (in tau).
     t = {row.concurrency: row for row in plan.tail}.get(plan.shown_batch)
-    if gate_a is not None and t is not None and accepts(dep, "acceptance_rate_window_size"):
+    # The switch a release has, on the path it runs: the rate switch (1.3 on) in the one-model path, the older
+    # window (1.1-1.2) in the two-model drafter (releases.py).
+    rate_switch = accepts(dep, "acceptance_rate_window_size") and one_model(dep)
+    window_switch = accepts(dep, "acceptance_window") and not one_model(dep)
+    if gate_a is not None and t is not None and rate_switch:
         drafted = verify_tokens(dep, k) - 1   # tokens a round drafts per request: K, or a tree's width
         threshold = plan.eps / drafted
         window = max(100, round(TRTLLM_GATE_MINUTES * 60_000 / t.round_ms, -2))
@@ -599,7 +639,7 @@ def trtllm_dashboard(dep, plan):
                 "the server's life). Add to `speculative_config`:", "", "```yaml",
                 f"  acceptance_rate_window_size: {window:.0f}",
                 f"  acceptance_rate_threshold: {threshold:.3f}", "```", ""]
-    elif gate_a is not None and t is not None and accepts(dep, "acceptance_window"):
+    elif gate_a is not None and t is not None and window_switch:
         # Before the rate fields: a rolling mean of tau over the last N completed requests (llm_args.py of 1.1-1.2).
         tau = acceptance_length(plan.alpha, k) if dep.topk == 1 else 1 + plan.eps
         lifetime_ms = dep.output_tokens / max(tau, 1.0) * t.round_ms
@@ -612,8 +652,11 @@ def trtllm_dashboard(dep, plan):
                 "of traffic (the minutes are a choice). Add to `speculative_config`:", "", "```yaml",
                 f"  acceptance_window: {window:.0f}", f"  acceptance_length_threshold: {1 + plan.eps:.3f}", "```", ""]
     elif gate_a is not None:
-        out += [f"TensorRT-LLM {release_text(release(dep))} has no built-in kill switch (`acceptance_window` arrived "
-                f"in {since(dep, 'acceptance_window')}): alert on the rate above instead.", ""]
+        path = "one-model" if one_model(dep) else "two-model"
+        out += [f"TensorRT-LLM {release_text(release(dep))} has no built-in kill switch for a {path} draft (its "
+                "acceptance switch runs in the two-model drafter in 1.1-1.2 and in the one-model path from 1.3, "
+                f"PRs #7283 and #12905). Turn speculation off by hand when stage 2's acceptance length falls under "
+                f"{1 + plan.eps:.3f} (1 + eps).", ""]
     if gate_a is not None and dep.topk == 1:
         rates = [(kk, acceptance_rate(plan.alpha, kk)) for kk in sorted({row[2] for row in plan.schedule})
                  if kk > 0]

@@ -9,7 +9,9 @@ from .records import fmt, k_words, pct, pct1
 from .catalog import EAGLE3_HEADS, EAGLE_DRAFTS, era_releases, GIB, release_text
 from .acceptance import acceptance_length, acceptance_rate, LESSON_RULE
 from .costmodel import draft_kind, FIT, static_bytes, verify_tokens
-from .releases import per_request_acceptance, release
+from .releases import (
+    accepts, bench_records_acceptance, checked, FEATURES, per_request_acceptance, release, scrape_counts_acceptance,
+)
 from .serving import running_cap, simulated_layout
 from .trust import interval, INTERVAL_LEVEL, span, too_close
 from .analysis import K_MAX, paying_ranges, where_it_pays
@@ -159,7 +161,8 @@ def plan_front(result, dep, plan):
         "",
         "| | this run |",
         "|---|---|",
-        f"| engine | {engine} {release_text(release(dep))}: its commands as that release's parsers take them |",
+        f"| engine | {engine} {release_text(release(dep))}: its commands as that release's parsers take them"
+        f"{checked(dep)} |",
         f"| engine release | {era_releases(dep.engine, dep.era)}: {dep.era.what}; {era_account(dep)} |",
         f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
         + (f" ({dep.target.active_params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
@@ -246,7 +249,7 @@ def calibration_ks(k):
 
 def spec_files(dep, plan):
     """The speculative calibration runs' files: (K, batch, file name), in the order stage 1 runs them."""
-    if not dep.engine.bench_records_acceptance or dep.topk > 1:
+    if not bench_records_acceptance(dep) or dep.topk > 1:
         return []
     return [(k, b, f"spec_k{k}_c{b}.json") for k in [plan.k] + [k for k in calibration_ks(plan.k) if k != plan.k]
             for b in spec_batches(plan.shown_batch)]
@@ -304,8 +307,11 @@ def plan_stage1(dep, plan):
                f"acceptance in its `spec_decode_*` keys): two Ks, because with one a draft step's cost and a "
                "round's bookkeeping cannot be told apart." if calibrating else
                ". A tree's round is not what the calibration's chain formula times: stage 3 fits on the baselines."
-               if engine.bench_records_acceptance else
-               f". The benchmark records a run's acceptance from vLLM's own counters, which "
+               if bench_records_acceptance(dep) else
+               f". {engine.name} {release_text(release(dep))}'s benchmark writes no run's acceptance (vLLM's from "
+               f"{release_text(FEATURES[dep.engine.releases_of, 'bench spec_decode keys'].first)}), so speculative runs cannot "
+               "calibrate the round's cost here: stage 3 fits on the baselines." if engine.bench_records_acceptance
+               else f". The benchmark records a run's acceptance from vLLM's own counters, which "
                f"{engine.name} does not export, so speculative runs cannot "
                "calibrate the round's cost here: stage 3 fits on the baselines."), ""]
     if t is not None:
@@ -429,6 +435,16 @@ def plan_stage2(result, dep, plan):
     return out
 
 
+def off_past(dep):
+    """How the plan switches speculation off past a batch size: the engine's own switch (Engine.off_past) where its
+    release has it, else another replica."""
+    # vLLM drops the table under data parallelism (vllm/config/vllm.py, _maybe_disable_dynamic_sd_for_data_parallel).
+    if (accepts(dep, "num_speculative_tokens_per_batch_size") and accepts(dep, "max_concurrency")
+            and not dep.dp_attention):
+        return dep.engine.off_past
+    return "route the batch sizes past it to a replica without speculation"
+
+
 def gate_command(dep, plan):
     """This program's gate run for the files stages 0 to 2 produce, calibrated on the benchmark runs.
 
@@ -446,8 +462,11 @@ def gate_command(dep, plan):
     words += [f"--served-model {shlex.quote(plan.served_model)}"] if plan.served_model else []
     if predicts_gate_pair(dep, plan):   # each key of the pair against the prediction of its own run (gate_runs)
         words.append(f"--compare sharegpt_baseline_c{batch}.json,sharegpt_spec_c{batch}.json")
-    words += ["--metrics after.prom"] + ([] if engine.acceptance_gauges else ["--metrics-before before.prom"])
-    words += [] if engine.counts_drafts else [f"--ks {plan.k}"]
+    if scrape_counts_acceptance(dep):
+        words += ["--metrics after.prom"] + ([] if engine.acceptance_gauges else ["--metrics-before before.prom"])
+        words += [] if engine.counts_drafts else [f"--ks {plan.k}"]
+    else:   # no scrape this program reads at this release: the acceptance length stage 2 says how to take
+        words += ["--acceptance-length TAU_FROM_STAGE_2", f"--ks {plan.k}"]
     return ["```"] + shell_lines(words + ["--gate"]) + ["```", ""]
 
 
@@ -551,7 +570,7 @@ def plan_next(dep, plan):
         "- acceptance per traffic domain (chat, code, ...): one weak domain can pull the blend under the gate;",
         depth,
         f"- P99 TPOT and P99 ITL at B={batch} and at the batch sizes you actually run, against baseline;",
-        f"- the batch size where the measured alpha meets the break-even table above: {engine.off_past}.",
+        f"- the batch size where the measured alpha meets the break-even table above: {off_past(dep)}.",
         ""]
 
 

@@ -19,6 +19,8 @@ from .costmodel import draft_kind
 # (2026-10-30), TensorRT-LLM 1.4.0rc4 (its newest pre-release; 1.2.1 is its newest stable release). A newer release
 # is taken as this one: what it removed is unknown here.
 NEWEST = {"vllm": (0, 34, 0), "sglang": (0, 5, 23), "trtllm": (1, 4, 0)}
+# The oldest release whose parsers were read: below it the commands are this one's, and the plan says so.
+OLDEST = {"vllm": (0, 8, 0), "sglang": (0, 5, 1), "trtllm": (1, 0, 0)}
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,10 @@ class Feature:
 FEATURES = {(f.engine, f.key): f for f in (
     # vLLM (vllm/config/speculative.py, vllm/engine/arg_utils.py, vllm/benchmarks/serve.py of each release).
     Feature("vllm", "method eagle3", (0, 8, 5), "PR #16937, EAGLE-3 in V1"),
-    Feature("vllm", "method mtp", (0, 11, 0), "PR #25232, one method name for MTP; before it, deepseek_mtp"),
+    Feature("vllm", "speculators-format heads", (0, 10, 1), "PR #21345, vllm/transformers_utils/configs/speculators; "
+            "absent from 0.10.0"),
+    Feature("vllm", "method mtp", (0, 11, 0), "PR #25232, one method name for MTP; before it deepseek_mtp, whose "
+            "rounds past K = 1 asserted FlashAttention's metadata on an MLA model, v1/spec_decode/eagle.py"),
     Feature("vllm", "method draft_model", (0, 15, 0), "PR #24322, draft models in the V1 engine; before it, "
             "\"not supported yet\""),
     Feature("vllm", "draft_sample_method probabilistic", (0, 22, 0), "vllm/config/speculative.py; 0.21 offered "
@@ -43,11 +48,14 @@ FEATURES = {(f.engine, f.key): f for f in (
     Feature("vllm", "VLLM_USE_V2_MODEL_RUNNER=0", (0, 12, 0), "vllm/envs.py, PR #25266; from 0.34 Model Runner V1 "
             "is gone and the variable at 0 stops the server: vllm/platforms/interface.py, validate_environ",
             until=(0, 34, 0)),
-    Feature("vllm", "per-batch K on Model Runner V2", (0, 34, 0), "the scheduler's dynamic_sd_lookup, "
-            "vllm/v1/core/sched/scheduler.py, and V2's graphs per K, v1/worker/gpu/spec_decode/autoregressive"),
-    Feature("vllm", "Model Runner V2 drafts ngram and draft_model", (0, 34, 0),
-            "vllm/v1/worker/gpu/spec_decode/ngram and standalone_ar; before 0.34 they fall back to V1"),
+    Feature("vllm", "per-batch K on Model Runner V2", (0, 32, 0), "V2's model runner picks each step's K from "
+            "0.32, vllm/v1/worker/gpu/model_runner.py; it runs n-gram and draft models there too, "
+            "vllm/config/vllm.py"),
+    Feature("vllm", "eagle3 beyond Llama", (0, 15, 0), "vllm/config.py of 0.10.0 raises \"Eagle3 is only "
+            "supported for Llama models\"; Qwen3 MoE declares SupportsEagle3 after 0.11, by 0.15"),
     Feature("vllm", "--per-request-spec-decode-metrics", (0, 29, 0), "PR #48915, vllm/config/observability.py"),
+    Feature("vllm", "bench spec_decode keys", (0, 14, 0), "vllm/benchmarks/serve.py writes spec_decode_* keys; none "
+            "in 0.12, 0.13 unread"),
     Feature("vllm", "bench --backend openai-chat", (0, 11, 0), "vllm/benchmarks/serve.py: --backend picks the "
             "request type from 0.11, --endpoint-type before"),
     Feature("vllm", "bench --endpoint-type openai-chat", (0, 9, 1), "vllm/benchmarks/serve.py; before 0.9.1 the "
@@ -57,28 +65,35 @@ FEATURES = {(f.engine, f.key): f for f in (
     Feature("sglang", "--speculative-algorithm NGRAM", (0, 5, 3), "server_args.py; renamed from LOOKAHEAD on main "
             "by PR #11010, before any release"),
     Feature("sglang", "--speculative-draft-model-quantization", (0, 5, 7), "server_args.py"),
-    Feature("sglang", "--speculative-adaptive", (0, 5, 12), "PR #21599 in 0.5.11, which turned it off under "
-            "spec v2, its default; PR #23336 runs it there"),
+    Feature("sglang", "--speculative-adaptive", (0, 5, 12), "PR #23336; PR #21599 brought it in 0.5.11, "
+            "but off under spec v2, that release's default"),
+    Feature("sglang", "spec_accept_rate over drafted tokens", (0, 5, 10), "PR #23530; before it the rate counted "
+            "the bonus token: accept length over the steps plus one, managers/scheduler_metrics_mixin.py"),
+    Feature("sglang", "adaptive tiers by batch size", (0, 5, 20), "speculative/adaptive_spec_params.py, "
+            "DEFAULT_ADAPTIVE_CONFIG: one flat candidate list in 0.5.12, tiers from 0.5.13, these from 0.5.20"),
     Feature("sglang", "--enable-dp-attention", (0, 4, 0), "server_args.py; deprecated for --attn-dp-size from 0.5.22",
             until=(0, 5, 22)),
     Feature("sglang", "--attn-dp-size", (0, 5, 22), "arg_groups/fields/parallel.py: --dp-size N --enable-dp-attention "
             "is rewritten to it, with a warning"),
     # TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py, tensorrt_llm/commands/serve.py, release notes).
-    Feature("trtllm", "decoding_type Eagle3", (1, 2, 0), "PR #10124; before it, decoding_type Eagle ran EAGLE-3 "
-            "heads on the PyTorch backend"),
-    Feature("trtllm", "decoding_type Eagle", (1, 0, 0), "llm_args.py, EagleDecodingConfig", until=(1, 2, 0)),
-    Feature("trtllm", "speculative_model", (1, 2, 0), "PR #10099; speculative_model_dir before, kept as an alias"),
+    Feature("trtllm", "decoding_type Eagle3", (1, 3, 0), "PR #10124; 1.2.1's from_dict table has no Eagle3, and "
+            "decoding_type Eagle runs EAGLE-3 heads on the PyTorch backend before it"),
+    Feature("trtllm", "decoding_type Eagle", (1, 0, 0), "llm_args.py, EagleDecodingConfig", until=(1, 3, 0)),
+    Feature("trtllm", "decoding_type Draft_Target", (1, 3, 0), "llm_args.py: a discriminated union on the class's "
+            "Literal Draft_Target, where from_dict's table before it took DraftTarget"),
+    Feature("trtllm", "speculative_model", (1, 2, 0), "PR #10099, which also fetches a Hugging Face id; before it "
+            "speculative_model_dir took a local path only"),
     Feature("trtllm", "speculative_model_dir", (1, 0, 0), "llm_args.py, DecodingBaseConfig", until=(1, 2, 0)),
-    Feature("trtllm", "MTP max_draft_len", (1, 4, 0), "PR #12341: max_draft_len sets MTP's depth; before it "
+    Feature("trtllm", "MTP max_draft_len", (1, 3, 0), "PR #12341: max_draft_len sets MTP's depth; before it "
             "MTPDecodingConfig took it from num_nextn_predict_layers, default 1, whatever max_draft_len said"),
     Feature("trtllm", "use_dynamic_tree", (1, 3, 0), "PR #13081, the PyTorch backend's dynamic tree for EAGLE-3; "
             "before it Eagle3DecodingConfig took use_dynamic_tree and ran a chain"),
     Feature("trtllm", "max_concurrency", (1, 1, 0), "PR #6676, speculative_config.max_concurrency"),
     Feature("trtllm", "draft_len_schedule", (1, 2, 0), "llm_args.py, DecodingBaseConfig.draft_len_schedule"),
-    Feature("trtllm", "acceptance_window", (1, 1, 0), "llm_args.py, DecodingBaseConfig: acceptance_window, "
-            "acceptance_length_threshold", until=(1, 3, 0)),
-    Feature("trtllm", "acceptance_rate_window_size", (1, 3, 0), "llm_args.py: acceptance_rate_window_size, "
-            "acceptance_rate_threshold; the older pair is refused"),
+    Feature("trtllm", "acceptance_window", (1, 1, 0), "PR #7283: acceptance_window, acceptance_length_threshold, "
+            "applied by the two-model drafter only", until=(1, 3, 0)),
+    Feature("trtllm", "acceptance_rate_window_size", (1, 3, 0), "PR #12905: acceptance_rate_window_size, "
+            "acceptance_rate_threshold, on the one-model path only; the older pair is refused"),
     Feature("trtllm", "/prometheus/metrics spec counters", (1, 3, 0), "PR #12545, tensorrt_llm/metrics/collector.py; "
             "the endpoint itself from 1.1, PR #5785"),
 )}
@@ -89,9 +104,15 @@ def release(dep):
     return dep.release or NEWEST[dep.engine.releases_of]
 
 
+KEYS = {key for _, key in FEATURES}
+
+
 def accepts(dep, key):
     """Whether the deployment's release accepts a feature: a FEATURES entry of its engine (Engine.releases_of) within
-    its span; a key its engine has no entry for is not gated by release, and is accepted."""
+    its span; a key only other engines have is not gated for this one, and is accepted. A key no engine has is a
+    caller's typo: KeyError."""
+    if key not in KEYS:
+        raise KeyError(key)
     feature, at = FEATURES.get((dep.engine.releases_of, key)), release(dep)
     return feature is None or (release_at(feature.first) <= at
                                and (feature.until is None or at < release_at(feature.until)))
@@ -141,9 +162,45 @@ def refusal(dep):
 # What a draft kind needs from a release: the FEATURES keys, of whichever engine has them.
 NEEDED_BY_DRAFT = {
     "eagle3": ("method eagle3",),
+    "mtp": ("method mtp",),
     "model": ("method draft_model", "--speculative-algorithm STANDALONE"),
     "ngram": ("--speculative-algorithm NGRAM",),
 }
+
+
+def checked(dep):
+    """Where the deployment's release sits against the releases whose parsers were read: "" inside them, else the
+    words the plan adds after the release (its commands are then the nearest checked release's)."""
+    at, engine = release(dep), dep.engine.releases_of
+    if at > NEWEST[engine]:
+        return f", newer than {release_text(NEWEST[engine])}, the newest checked: its commands are that release's"
+    if at < OLDEST[engine]:
+        return (f", older than {release_text(OLDEST[engine])}, the oldest checked: its commands are written as "
+                "that release's parsers take them; check each against your build")
+    return ""
+
+
+def bench_records_acceptance(dep):
+    """Whether the engine's benchmark writes each run's acceptance (Engine.bench_records_acceptance), from the release
+    that has it."""
+    return dep.engine.bench_records_acceptance and accepts(dep, "bench spec_decode keys")
+
+
+def exports_acceptance_counters(dep):
+    """Whether the server's Prometheus page counts drafted and accepted tokens at the deployment's release."""
+    return accepts(dep, "/prometheus/metrics spec counters")
+
+
+def scrape_counts_acceptance(dep):
+    """Whether a scrape of the server gives this program the acceptance as it reads it: the counters at the release
+    (exports_acceptance_counters), and SGLang's rate gauge over drafted tokens (before PR #23530 it counted the
+    bonus token, and the K this program infers from the gauges would disagree with the plan's)."""
+    return exports_acceptance_counters(dep) and accepts(dep, "spec_accept_rate over drafted tokens")
+
+
+def one_model(dep):
+    """Whether TensorRT-LLM runs the draft inside the target's model (EAGLE-3 heads and MTP), not as a drafter."""
+    return draft_kind(dep.draft) in ("eagle3", "mtp")
 
 
 def per_request_acceptance(dep):
@@ -160,11 +217,12 @@ def missing(dep):
             return f"{name} {at} cannot run --draft {dep.draft}: it needs {since(dep, key)}"
     if dep.topk > 1 and not accepts(dep, "use_dynamic_tree"):
         return f"{name} {at} would draft a chain, not the tree asked for: its trees run from {since(dep, 'use_dynamic_tree')}"
-    # Before one MTP method name, vLLM's was the architecture's: the plan knows DeepSeek's (deepseek_mtp, an MLA model).
-    if draft_kind(dep.draft) == "mtp" and not accepts(dep, "method mtp") and not dep.shape.get("mla"):
-        return (f"{name} {at} names MTP by architecture (deepseek_mtp for DeepSeek's); the plan names it 'mtp', from "
-                f"{since(dep, 'method mtp')}")
+    llama = "llama" in str(dep.shape.get("hf", "")).lower() and not dep.shape.get("experts")
+    if draft_kind(dep.draft) == "eagle3" and not llama and not accepts(dep, "eagle3 beyond Llama"):
+        return (f"{name} {at} runs EAGLE-3 heads for Llama 3 targets (and from 0.10.1 Qwen's dense ones); the plan "
+                f"serves other targets' heads from {since(dep, 'eagle3 beyond Llama')}")
     if not (accepts(dep, "bench --backend openai-chat") or accepts(dep, "bench --endpoint-type openai-chat")):
-        return (f"{name} {at}'s benchmark sends random prompts to the completions endpoint only; the plan "
-                f"benchmarks through the chat endpoint, from {since(dep, 'bench --endpoint-type openai-chat')}")
+        first = FEATURES[dep.engine.releases_of, "bench --endpoint-type openai-chat"].first
+        return (f"{name} {at}'s `vllm bench serve` has no chat endpoint, through which the plan benchmarks: it came "
+                f"in {release_text(first)}, vllm/benchmarks/serve.py")
     return None

@@ -7,7 +7,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from .catalog import fitted_era
+from .catalog import fitted_era_before
 from .acceptance import exact_breakeven
 from .costmodel import draft_kind, FIT, gpu_family, round_ms
 from .simulation import NORMAL
@@ -142,8 +142,8 @@ def trust_in(dep, calibration=None, table=MODEL_ERROR):
                      spec_tpot_sd=math.hypot(speedup_sd, tpot.sd), calibrated=False, outside=outside,
                      basis="the model's error on published deployments like this one, each predicted by a fit that "
                            "did not see it" + (f", plus an s.d. of {era:.2f} in log for the engine release, as large "
-                                               "as the round's derived saving (taken off rounds only: had the plain "
-                                               "step's host time shrunk too, the speedup would be lower)"
+                                               "as the release's unmeasured change to a round (taken off rounds only: "
+                                               "had the plain step's host time shrunk too, the speedup would be lower)"
                                                if era else ""))
 
     def rms(errors):
@@ -163,14 +163,16 @@ ERA_REFERENCE = (1, 3)   # (B, K) where an era's saving is sized for the interva
 
 
 def era_sd(dep, fit=FIT):
-    """The s.d. (of a speedup's log) the engine era adds: the log of the fitted era's round over this era's at
-    ERA_REFERENCE, i.e. the saving's own size. No published point times a round in an era that is not fitted, so
-    the saving is taken to be uncertain by as much as it moves the round (0 for a fitted era)."""
-    if dep.era.fitted or not dep.era.saving_ms(draft_kind(dep.draft), dep.topk):
+    """The s.d. (of a speedup's log) the engine era adds: the log of the round in the newest fitted era before it over
+    this era's at ERA_REFERENCE, i.e. what the era's unmeasured change moves it by: a derived saving (SGLang's spec
+    v2), or host work hidden by rule for a draft kind no fitted era hid (vLLM's async draft-model rounds from 0.28).
+    No published point times a round in an era that is not fitted, so the change is taken to be uncertain by as much
+    as it moves the round (0 for a fitted era, and for a draft kind the change leaves alone)."""
+    if dep.era.fitted:
         return 0.0
-    fitted = replace(dep, era=fitted_era(dep.engine.key))
+    fitted = replace(dep, era=fitted_era_before(dep.engine.key, dep.era))
     batch, k = ERA_REFERENCE
-    return math.log(round_ms(fitted, batch, k, fit) / round_ms(dep, batch, k, fit))
+    return abs(math.log(round_ms(fitted, batch, k, fit) / round_ms(dep, batch, k, fit)))
 
 
 def interval(value, sd):
