@@ -55,7 +55,7 @@ FEATURES = {(f.engine, f.key): f for f in (
             "supported for Llama models\"; Qwen3 MoE declares SupportsEagle3 after 0.11, by 0.15"),
     Feature("vllm", "--per-request-spec-decode-metrics", (0, 29, 0), "PR #48915, vllm/config/observability.py"),
     Feature("vllm", "bench spec_decode keys", (0, 14, 0), "vllm/benchmarks/serve.py writes spec_decode_* keys; none "
-            "in 0.12, 0.13 unread"),
+            "in 0.12 or 0.13"),
     Feature("vllm", "bench --backend openai-chat", (0, 11, 0), "vllm/benchmarks/serve.py: --backend picks the "
             "request type from 0.11, --endpoint-type before"),
     Feature("vllm", "bench --endpoint-type openai-chat", (0, 9, 1), "vllm/benchmarks/serve.py; before 0.9.1 the "
