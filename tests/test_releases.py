@@ -31,7 +31,7 @@ VARIANTS = {
 # What a release refuses, by variant index: the flag the refusal names and words of it.
 REFUSED = {("vllm", "0.10.0", 3): ("--engine-version", "it needs 0.15.0"),
            ("vllm", "0.10.0", 4): ("--engine-version", "it needs 0.11.0"),
-           ("vllm", "0.10.0", 5): ("--engine-version", "other targets' heads from 0.15.0"),
+           ("vllm", "0.10.0", 5): ("--engine-version", "runs no EAGLE-3 head for qwen3-30b-a3b: from 0.11.1"),
            ("vllm", "0.10.0", 6): ("--engine-version", "it needs 0.11.0"),
            ("trtllm", "1.1.0", 5): ("--engine-version", "its trees run from 1.3.0")}
 
@@ -246,10 +246,10 @@ class TheIssuesCases(unittest.TestCase):
         status, plan = plan_of("vllm", "0.10", DEEPSEEK)
         self.assertEqual(status, 2)
         self.assertIn("it needs 0.11.0 (PR #25232", plan)
-        # EAGLE-3 for a Qwen3 MoE target from 0.15 ("Eagle3 is only supported for Llama models" in 0.10.0).
+        # EAGLE-3 for a Qwen3 MoE target from 0.11.1 ("Eagle3 is only supported for Llama models" in 0.10.0).
         status, plan = plan_of("vllm", "0.10", MOE + ["--draft", "eagle3"])
         self.assertEqual(status, 2)
-        self.assertIn("other targets' heads from 0.15.0", plan)
+        self.assertIn("runs no EAGLE-3 head for qwen3-30b-a3b: from 0.11.1", plan)
 
     def test_an_eagle_head_for_llama_3_1_8b(self):
         for engine, head in (("vllm", "yuhuili/EAGLE-LLaMA3.1-Instruct-8B"),

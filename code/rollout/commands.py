@@ -349,17 +349,17 @@ def vllm_k_by_batch(plan, dep):
     and from 0.34 V2 is the only runner and runs it (releases.py).
     """
     schedule = plan.schedule
-    if dep.dp_attention:   # the plan's vLLM command runs --data-parallel-size tp: the table would be ignored
-        return [f"vLLM ignores `num_speculative_tokens_per_batch_size` with `--data-parallel-size` above 1 "
-                "(vllm/config/vllm.py), and this deployment runs attention data parallel: keep stage 1's fixed K "
-                f"{plan.k}, and send the batch sizes where the table's K differs, {json.dumps(schedule)}, to "
-                "replicas started with that K.", ""]
     table = json.dumps(schedule)
     if not accepts(dep, "num_speculative_tokens_per_batch_size"):
         return [f"vLLM {release_text(release(dep))} has no K-by-batch table: `num_speculative_tokens_per_batch_size` "
                 f"arrived in {since(dep, 'num_speculative_tokens_per_batch_size')}. Keep stage 1's fixed K "
                 f"{plan.k}, and send the batch sizes where this table's K differs, {table}, to replicas started with "
                 "that K (or upgrade).", ""]
+    if dep.dp_attention and accepts(dep, "table off under data parallelism"):   # the plan runs --data-parallel-size
+        return [f"vLLM ignores `num_speculative_tokens_per_batch_size` with `--data-parallel-size` above 1 "
+                "(vllm/config/vllm.py), and this deployment runs attention data parallel: keep stage 1's fixed K "
+                f"{plan.k}, and send the batch sizes where the table's K differs, {table}, to "
+                "replicas started with that K.", ""]
     method = json.loads(speculative_config(dep, plan.k))["method"]
     # Before 0.32 Model Runner V2's drafter ignores the table, so it needs V1, chosen by VLLM_USE_V2_MODEL_RUNNER=0
     # (0.12-0.33); from 0.32 V2 runs it, and from 0.34 V2 is the only runner.
@@ -533,7 +533,7 @@ def sglang_measure(result, dep, plan):
                 "traffic", "```", ""]
     else:   # before PR #23530 the rate counted the bonus token: tau over the steps plus one
         out += [f"SGLang {release_text(release(dep))}'s rate gauge counts the bonus token: at tau {tau:.2f} it reads "
-                f"tau / {width + 1} = {tau / (width + 1):.2f}, where this program reads a rate over the drafted "
+                f"tau / {k + 1} = {tau / (k + 1):.2f} (over the steps plus one), where this program reads a rate over the drafted "
                 f"tokens (from {since(dep, 'spec_accept_rate over drafted tokens')}). Give this program the "
                 f"accept length's average instead: `--acceptance-length TAU --ks {k}`.", ""]
     return out
@@ -657,7 +657,7 @@ def trtllm_dashboard(dep, plan):
                 "acceptance switch runs in the two-model drafter in 1.1-1.2 and in the one-model path from 1.3, "
                 f"PRs #7283 and #12905). Turn speculation off by hand when stage 2's acceptance length falls under "
                 f"{1 + plan.eps:.3f} (1 + eps).", ""]
-    if gate_a is not None and dep.topk == 1:
+    if gate_a is not None and dep.topk == 1 and rate_switch:
         rates = [(kk, acceptance_rate(plan.alpha, kk)) for kk in sorted({row[2] for row in plan.schedule})
                  if kk > 0]
         low = [(kk, r) for kk, r in rates if r < plan.gate_rate]

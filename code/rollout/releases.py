@@ -51,8 +51,15 @@ FEATURES = {(f.engine, f.key): f for f in (
     Feature("vllm", "per-batch K on Model Runner V2", (0, 32, 0), "V2's model runner picks each step's K from "
             "0.32, vllm/v1/worker/gpu/model_runner.py; it runs n-gram and draft models there too, "
             "vllm/config/vllm.py"),
-    Feature("vllm", "eagle3 beyond Llama", (0, 15, 0), "vllm/config.py of 0.10.0 raises \"Eagle3 is only "
-            "supported for Llama models\"; Qwen3 MoE declares SupportsEagle3 after 0.11, by 0.15"),
+    Feature("vllm", "eagle3 for Qwen", (0, 10, 1), "vllm/config.py: 0.10.0 raises \"Eagle3 is only supported for "
+            "Llama models\", 0.10.1 allows qwen"),
+    Feature("vllm", "eagle3 for gpt-oss", (0, 11, 0), "vllm/config/speculative.py lists gpt_oss from 0.11"),
+    Feature("vllm", "eagle3 for Qwen MoE", (0, 11, 1), "vllm/model_executor/models/qwen3_moe.py: SupportsEagle3 "
+            "from 0.11.1"),
+    Feature("vllm", "eagle3 beyond Llama", (0, 15, 0), "other targets' EAGLE-3 support is not dated here; 0.15 is "
+            "the oldest release read that has it for every target the catalog names"),
+    Feature("vllm", "table off under data parallelism", (0, 26, 0), "vllm/config/vllm.py, "
+            "_maybe_disable_dynamic_sd_for_data_parallel; absent in 0.24"),
     Feature("vllm", "--per-request-spec-decode-metrics", (0, 29, 0), "PR #48915, vllm/config/observability.py"),
     Feature("vllm", "bench spec_decode keys", (0, 14, 0), "vllm/benchmarks/serve.py writes spec_decode_* keys; none "
             "in 0.12 or 0.13"),
@@ -67,8 +74,9 @@ FEATURES = {(f.engine, f.key): f for f in (
     Feature("sglang", "--speculative-draft-model-quantization", (0, 5, 7), "server_args.py"),
     Feature("sglang", "--speculative-adaptive", (0, 5, 12), "PR #23336; PR #21599 brought it in 0.5.11, "
             "but off under spec v2, that release's default"),
-    Feature("sglang", "spec_accept_rate over drafted tokens", (0, 5, 10), "PR #23530; before it the rate counted "
-            "the bonus token: accept length over the steps plus one, managers/scheduler_metrics_mixin.py"),
+    Feature("sglang", "spec_accept_rate over drafted tokens", (0, 5, 12), "PR #23530, "
+            "observability/scheduler_metrics_mixin.py of 0.5.12; before it the rate counted the bonus token: accept "
+            "length over the steps plus one"),
     Feature("sglang", "adaptive tiers by batch size", (0, 5, 20), "speculative/adaptive_spec_params.py, "
             "DEFAULT_ADAPTIVE_CONFIG: one flat candidate list in 0.5.12, tiers from 0.5.13, these from 0.5.20"),
     Feature("sglang", "--enable-dp-attention", (0, 4, 0), "server_args.py; deprecated for --attn-dp-size from 0.5.22",
@@ -90,8 +98,8 @@ FEATURES = {(f.engine, f.key): f for f in (
             "before it Eagle3DecodingConfig took use_dynamic_tree and ran a chain"),
     Feature("trtllm", "max_concurrency", (1, 1, 0), "PR #6676, speculative_config.max_concurrency"),
     Feature("trtllm", "draft_len_schedule", (1, 2, 0), "llm_args.py, DecodingBaseConfig.draft_len_schedule"),
-    Feature("trtllm", "acceptance_window", (1, 1, 0), "PR #7283: acceptance_window, acceptance_length_threshold, "
-            "applied by the two-model drafter only", until=(1, 3, 0)),
+    Feature("trtllm", "acceptance_window", (1, 2, 0), "PR #7283: acceptance_window, acceptance_length_threshold, "
+            "applied by the two-model drafter only; read in 1.2.1's llm_args.py, 1.1's unread", until=(1, 3, 0)),
     Feature("trtllm", "acceptance_rate_window_size", (1, 3, 0), "PR #12905: acceptance_rate_window_size, "
             "acceptance_rate_threshold, on the one-model path only; the older pair is refused"),
     Feature("trtllm", "/prometheus/metrics spec counters", (1, 3, 0), "PR #12545, tensorrt_llm/metrics/collector.py; "
@@ -209,6 +217,20 @@ def per_request_acceptance(dep):
     return dep.engine.per_request_acceptance and accepts(dep, "--per-request-spec-decode-metrics")
 
 
+def eagle3_target_key(dep):
+    """The FEATURES key that dates EAGLE-3 for the deployment's target: none for a dense Llama (every release that
+    has EAGLE-3), else by family from its checkpoint's name."""
+    hf = str(dep.shape.get("hf", "")).lower()
+    moe = bool(dep.shape.get("experts"))
+    if "llama" in hf and not moe:
+        return None
+    if "gpt-oss" in hf:
+        return "eagle3 for gpt-oss"
+    if "qwen" in hf:
+        return "eagle3 for Qwen MoE" if moe else "eagle3 for Qwen"
+    return "eagle3 beyond Llama"
+
+
 def missing(dep):
     """What the plan would need that the deployment's release lacks, as one line; None when nothing is."""
     name, at = dep.engine.name, release_text(release(dep))
@@ -217,10 +239,9 @@ def missing(dep):
             return f"{name} {at} cannot run --draft {dep.draft}: it needs {since(dep, key)}"
     if dep.topk > 1 and not accepts(dep, "use_dynamic_tree"):
         return f"{name} {at} would draft a chain, not the tree asked for: its trees run from {since(dep, 'use_dynamic_tree')}"
-    llama = "llama" in str(dep.shape.get("hf", "")).lower() and not dep.shape.get("experts")
-    if draft_kind(dep.draft) == "eagle3" and not llama and not accepts(dep, "eagle3 beyond Llama"):
-        return (f"{name} {at} runs EAGLE-3 heads for Llama 3 targets (and from 0.10.1 Qwen's dense ones); the plan "
-                f"serves other targets' heads from {since(dep, 'eagle3 beyond Llama')}")
+    key = eagle3_target_key(dep) if draft_kind(dep.draft) == "eagle3" else None
+    if key and not accepts(dep, key):
+        return f"{name} {at} runs no EAGLE-3 head for {dep.model}: from {since(dep, key)}"
     if not (accepts(dep, "bench --backend openai-chat") or accepts(dep, "bench --endpoint-type openai-chat")):
         first = FEATURES[dep.engine.releases_of, "bench --endpoint-type openai-chat"].first
         return (f"{name} {at}'s `vllm bench serve` has no chat endpoint, through which the plan benchmarks: it came "
