@@ -69,7 +69,9 @@ from rollout.tables import (
 from rollout.charts import render_charts
 from rollout.plan import gate_runs, render_plan
 from rollout.export import render_bench_file, render_benches, render_compare, render_json
-from rollout.cli import compare_file, parse_args, printable, progress_meter, Settings, write_all
+from rollout.cli import (
+    compare_file, emit, parse_args, printable, progress_meter, say, Settings, stop_on_terminate, write_all,
+)
 
 
 # ---------------------------------------------------------------- the grid (edit me)
@@ -394,13 +396,14 @@ def main(argv=None):
     2 for bad input, with one line on stderr and nothing written; with --gate, 0 if the gate passes and 1 if it
     fails (1 means nothing else)."""
     def refuse(message):
-        print("main.py: error: " + printable(" ".join(message.split())), file=sys.stderr)
+        say("main.py: error: " + printable(" ".join(message.split())))
         return 2
 
-    files = {}
+    files, release = {}, None
+    stop_on_terminate()
     try:
         status, report, files = compute(sys.argv[1:] if argv is None else argv)
-        write_all(files)
+        release = write_all(files)
     except UsageError as err:
         return refuse(str(err))
     except OSError as err:   # the checks on --out passed, yet the writing failed: a full disk, a race
@@ -415,12 +418,17 @@ def main(argv=None):
     except Exception as err:   # a case no check foresaw: still one line and exit 2, never a traceback or exit 1
         return refuse(f"internal error on this input ({type(err).__name__}: {err}); nothing was written. Please "
                       "report the command line")
+    written = f"the files were written ({', '.join(map(str, files))})" if files else "nothing was written"
     try:
-        sys.stdout.write(report)
-        sys.stdout.flush()
-    except BrokenPipeError:    # `main.py | head`: the reader left; the exit status still says what the run found
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return status
+        release()   # Ctrl-C or SIGTERM during the swap lands here, with the files in place
+        if emit(report) or status == 2:
+            return status
+    except KeyboardInterrupt:
+        return refuse(f"interrupted; {written}")
+    except Exception as err:   # never a traceback
+        return refuse(f"internal error while printing ({type(err).__name__}: {err}); {written}")
+    # Standard output is full, closed or gone: not the gate's exit 1, whatever the run found
+    return refuse(f"cannot write to standard output; {written}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ PLOT_BOX = (72, 54, 560, 380)                        # left, top, right, bottom 
 LINE_STYLES = [("#111111", ""), ("#d95f02", "9 5"), ("#1f78b4", "2 4"), ("#33a02c", "12 4 3 4"),
                ("#6a3d9a", "6 3"), ("#a6761d", "1 2")]
 CHART_FILES = {"speedup": "chart-speedup.svg", "best_k": "chart-best-k.svg", "itl": "chart-itl-cdf.svg"}
+CHART_MARK = "<!-- written by eagle3-rollout: python code/main.py -->"   # a chart this tool may replace
 
 
 def xml_escape(text):
@@ -45,7 +46,7 @@ def svg_chart(title, x_label, y_label, x_axis, y_axis, series, markers=(), notes
     sx = lambda x: scale(x, x_axis, left, right)
     sy = lambda y: scale(y, y_axis, bottom, top)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Arial, sans-serif">',
+           f'viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Arial, sans-serif">', CHART_MARK,
            f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
            svg_text(width / 2, 28, title, 16, "middle", ' font-weight="bold"')]
     for tick in x_axis[2]:

@@ -11,7 +11,9 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import stat
+import sys
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,7 +39,7 @@ from .readers import (
 from .analysis import center_requests, Evidence, Grid, profile_from_lengths, SWEEP_SLACK
 from .exercises import draft_problem
 from .calibration import bench_names, BENCH_OPEN_PROMPTS, bench_tags, length_spread, predict_bench, SAME_LENGTHS
-from .charts import CHART_FILES
+from .charts import CHART_FILES, CHART_MARK
 from .export import compare_rows
 
 
@@ -59,19 +61,22 @@ def ascii_number(text):
     return text
 
 
-def parse_list(flag, text, convert, allowed, check):
-    """Parse a comma list, converting each item and checking it against `check`."""
+def parse_list(flag, text, convert, allowed, check, unique=True):
+    """Parse a comma list, converting each item and checking it against `check`; unique: no value twice (a grid's
+    would be computed and listed twice)."""
     items = [s.strip() for s in text.split(",")]
     if not text.strip() or any(s == "" for s in items):
-        raise UsageError(f"{flag}: expected a comma list of {allowed}; got {text!r}")
+        raise UsageError(f"{flag}: expected a comma list of {allowed}; got {shown(text)}")
     values = []
     for s in items:
         try:
             value = convert(ascii_number(s))
         except ValueError:
-            raise UsageError(f"{flag}: each value must be {allowed}; got {s!r}") from None
+            raise UsageError(f"{flag}: each value must be {allowed}; got {shown(s)}") from None
         if not check(value):
-            raise UsageError(f"{flag}: each value must be {allowed}; got {s!r}")
+            raise UsageError(f"{flag}: each value must be {allowed}; got {shown(s)}")
+        if unique and value in values:
+            raise UsageError(f"{flag}: {shown(s)} is given twice; give each value once")
         values.append(value)
     return tuple(values)
 
@@ -83,7 +88,7 @@ def parse_one(flag, text, convert, allowed, check=lambda value: True):
     except ValueError:
         value = None
     if value is None or not check(value):
-        raise UsageError(f"{flag}: expected one value, {allowed}; got {text!r}")
+        raise UsageError(f"{flag}: expected one value, {allowed}; got {shown(text)}")
     return value
 
 
@@ -108,7 +113,7 @@ DESCRIPTION = "EAGLE-3 rollout simulator: should speculative decoding be on for 
 
 
 def build_parser(settings):
-    p = _Parser(prog="main.py", description=DESCRIPTION)
+    p = _Parser(prog="main.py", description=DESCRIPTION, allow_abbrev=False)   # --predict is not --predict-bench
     grid = p.add_argument_group("grid (defaults: the constants at the top of main.py)")
     grid.add_argument("--alphas", help="per-token acceptance alphas, comma list in [0, 1]")
     grid.add_argument("--acceptance-rates", help="vLLM acceptance rates (accepted/drafted), comma list in [0, 1]")
@@ -230,7 +235,7 @@ def parse_length_sweep(text, ks):
         raise UsageError(f"--acceptance-length: one K takes one length; several lengths are a sweep measured at "
                          f"K = 1, 2, ..., n, so --ks must be 1,...,n; got {','.join(map(str, ks))}")
     lengths = parse_list("--acceptance-length", text, _finite, "a number in [1, K+1] for each K",
-                         lambda t: 1.0 <= t <= K_LIMIT + 1)
+                         lambda t: 1.0 <= t <= K_LIMIT + 1, unique=False)   # one per K: two Ks may measure alike
     if len(lengths) != len(ks):
         raise UsageError(f"--acceptance-length: a sweep gives one length for each of the {len(ks)} --ks; got "
                          f"{len(lengths)}")
@@ -771,7 +776,8 @@ def parse_args(argv, settings):
             raise UsageError(f"--metrics: the scrape's acceptance length {tau:.3f} is more than the {dep.verify_tokens} "
                              "tokens the tree verifies: not this tree's server")
         grid = replace(grid, acceptance=(round(tau, 6),), kind="length")
-    seed = parse_one("--seed", args.seed, int, "an integer") if args.seed is not None else settings.seed
+    seed = parse_one("--seed", args.seed, int, "an integer of at most 18 digits",
+                     lambda n: abs(n) < 10 ** 18) if args.seed is not None else settings.seed
     spread = parse_one("--alpha-spread", args.alpha_spread, _finite, "a number in [0, 0.5]",
                        lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else settings.alpha_spread
     output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
@@ -789,6 +795,7 @@ def parse_args(argv, settings):
                            *(("--calibrate", path) for path in paths)]:
             if path and os.path.realpath(path) in written:
                 raise UsageError(f"--out: would overwrite {path}, which {flag} reads: write the plan elsewhere")
+        check_out_owned(out)
     bench = parse_bench_flags(args, grid, dep, out, paths, output_spread if args.output_spread is not None else 0.0)
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
 
@@ -816,6 +823,9 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
                          f"{MAX_BENCH_PROMPTS:,}")
     n = bench.workload.get("num_prompts")
     n = n if type(n) is int and 1 <= n <= MAX_BENCH_PROMPTS else completed
+    if completed > n:
+        raise UsageError(f"{flag}: {path} completed {completed:,} requests of its num_prompts {n:,}: a run completes "
+                         "no more than it sends")
     if bench.max_concurrency is None and rate == math.inf:
         raise UsageError(f"{flag}: {path} records neither max_concurrency nor a request rate: its run cannot be "
                          "replayed")
@@ -898,7 +908,7 @@ def out_path(text):
                          f"takes {longest})")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"--out: cannot write in the folder {str(folder)!r}")
-    for target in [path] + [folder / name for name in CHART_FILES.values()]:
+    for target, mark in [(path, PLAN_MARK)] + [(folder / name, CHART_MARK) for name in CHART_FILES.values()]:
         try:
             mode = os.lstat(target).st_mode
         except FileNotFoundError:
@@ -907,6 +917,28 @@ def out_path(text):
             raise UsageError(f"--out: {str(target)!r} exists and is not a regular file (a link, a folder, a pipe or a "
                              "device): the plan would replace it")
     return path
+
+
+def check_out_owned(path):
+    """--out, once the inputs are known not to be among its files: each of the plan and its charts that exists is
+    one this tool wrote (its mark), never a file of the user's it would replace (its own source included)."""
+    for target, mark in [(path, PLAN_MARK)] + [(path.parent / name, CHART_MARK) for name in CHART_FILES.values()]:
+        if os.path.lexists(target) and not written_here(target, mark):
+            raise UsageError(f"--out: {str(target)!r} exists and is not a plan or chart this tool wrote: it would be "
+                             "replaced; name another file or folder")
+
+
+PLAN_MARK = "---\nname: eagle3-rollout\n"   # how every plan this tool writes begins (plan.render_plan)
+
+
+def written_here(path, mark):
+    """Whether the file at path begins with (a plan) or holds in its first lines (a chart) this tool's mark."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return head.startswith(mark) if mark == PLAN_MARK else mark in head
 
 
 PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progress on stderr, if a terminal
@@ -933,11 +965,37 @@ def progress_meter(grid, stream):
     return show
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
+
+
+def stop_on_terminate():
+    """SIGTERM (what `kill`, `timeout` and CI send) stops a run as Ctrl-C does: a KeyboardInterrupt, so every write
+    is rolled back or finished by the same code."""
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, interrupt)
+
+
+def hold_signals():
+    """Defer Ctrl-C and SIGTERM (pthread_sigmask): a rename and its record, or a rollback, is not cut in two. Returns
+    the call that lets them through again (a signal that came meanwhile is raised then)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return lambda: None
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    return lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def write_all(files):
     """Write every file of {path: text} or none. Each is written to a new temporary in its folder, and each file it
     will replace is kept as a backup (a hard link, else a copy); then all are renamed into place, and if a rename
-    fails the files placed before it are put back. Only the files, old or new, are left."""
+    fails the files placed before it are put back. Only the files, old or new, are left.
+
+    The renames and their rollback run with Ctrl-C and SIGTERM held (hold_signals), so an interrupt lands before
+    the swap (nothing is written) or after it: then the files are in place, and the call this returns, which lets
+    the signals through, raises it where the caller knows that."""
     temporaries, backups, placed = {}, {}, []
+    release = lambda: None
     try:
         for number, (path, text) in enumerate(files.items()):
             temporary = path.parent / f".eagle3-rollout-{os.getpid()}-{number}.tmp"   # short: any name that fits
@@ -951,6 +1009,7 @@ def write_all(files):
                     os.link(path, backups[path])
                 except OSError:           # a file system without hard links
                     shutil.copy2(path, backups[path])
+        release = hold_signals()
         for path, temporary in temporaries.items():
             os.replace(temporary, path)
             placed.append(path)
@@ -960,11 +1019,38 @@ def write_all(files):
                 os.replace(backups[path], path)
             else:
                 os.unlink(path)
-        raise
-    finally:
         for leftover in [*temporaries.values(), *backups.values()]:
             if os.path.lexists(leftover):
                 os.unlink(leftover)
+        release()
+        raise
+    for leftover in [*temporaries.values(), *backups.values()]:
+        if os.path.lexists(leftover):
+            os.unlink(leftover)
+    return release
+
+
+def emit(report):
+    """Print the report on standard output; False when the stream is closed, full or gone (then it is pointed at
+    the null device, so that the interpreter's last flush does not fail again)."""
+    try:
+        sys.stdout.write(report)
+        sys.stdout.flush()
+        return True
+    except (OSError, ValueError, AttributeError):   # full (ENOSPC), the reader left (EPIPE), closed (>&-: None)
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        except OSError:
+            pass
+        return False
+
+
+def say(line):
+    """One line on standard error, if it can take it (closed or full, the exit status still tells)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def printable(text):

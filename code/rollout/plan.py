@@ -29,9 +29,13 @@ from .charts import CHART_FILES
 # outputs/skill-eagle3-rollout.md: front matter, the stages, K by batch size, the tail watch, the dashboard.
 # Engine-specific parts come from commands.ENGINE_PLANS; every number from the run.
 
+MD_ESCAPED = {"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "'", "&": "&amp;", "[": "\\[", "]": "\\]"}
+
+
 def md(text):
-    """Text from a file or a path, safe in the plan's Markdown: no table cell split (|), no HTML, no code span."""
-    return "".join({"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "'", "&": "&amp;"}.get(c, c) for c in text)
+    """Text from a file or a path, safe in the plan's Markdown: no table cell split (|), no HTML, no code span, and
+    no link or image (their brackets backslash-escaped, which Markdown shows literally)."""
+    return "".join(MD_ESCAPED.get(c, c) for c in text)
 
 
 def plan_mix(mix, dep):

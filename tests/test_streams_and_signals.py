@@ -1,0 +1,179 @@
+"""Hostile input, fourth round (issue 34): a signal at the swap of the files, full or closed output streams, files the
+tool did not write, impossible measured files and flags that were read too loosely."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from support import ROOT, run
+
+from rollout import cli
+
+MAIN = ROOT / "code" / "main.py"
+SMALL = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,8"]
+GATE = ["--no-write", "--gate", "--acceptance-length", "3.9", "--ks", "3", "--concurrency", "1"]
+
+
+def shell(command):
+    """A shell line's exit status and standard error (the streams set up by the shell itself)."""
+    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT)
+    return proc.returncode, proc.stderr
+
+
+class SignalAtTheSwap(unittest.TestCase):
+    """Ctrl-C or SIGTERM right after a file is renamed into place: all or none, and the message says which."""
+
+    def swap(self, signum):
+        with tempfile.TemporaryDirectory() as tmp:
+            old = {Path(tmp) / f"f{i}.txt": f"old {i}" for i in range(4)}
+            for path, text in old.items():
+                path.write_text(text)
+            new = {path: f"new {i}" for i, path in enumerate(old)}
+            real_replace, calls = os.replace, []
+
+            def replace_then_signal(src, dst):
+                real_replace(src, dst)
+                calls.append(dst)
+                if len(calls) == 2:   # between two renames: the worst moment
+                    os.kill(os.getpid(), signum)
+            previous = signal.getsignal(signal.SIGTERM)
+            cli.stop_on_terminate()
+            try:
+                with mock.patch.object(os, "replace", replace_then_signal):
+                    release = cli.write_all(new)
+                    with self.assertRaises(KeyboardInterrupt):
+                        release()        # the signal lands here, after the whole swap
+            finally:
+                signal.signal(signal.SIGTERM, previous)
+            self.assertEqual({p: p.read_text() for p in old}, new)                 # every file is the new one
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))   # no debris
+
+    def test_ctrl_c_between_two_renames(self):
+        self.swap(signal.SIGINT)
+
+    def test_sigterm_between_two_renames(self):
+        self.swap(signal.SIGTERM)
+
+    def test_a_failed_rename_puts_everything_back(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            old = {Path(tmp) / f"f{i}.txt": f"old {i}" for i in range(3)}
+            for path, text in old.items():
+                path.write_text(text)
+            real_replace, calls = os.replace, []
+
+            def fail_third(src, dst):
+                calls.append(dst)
+                if len(calls) == 3:
+                    raise OSError(28, "No space left on device")
+                real_replace(src, dst)
+            with mock.patch.object(os, "replace", fail_third), self.assertRaises(OSError):
+                cli.write_all({p: "new" for p in old})
+            self.assertEqual({p: p.read_text() for p in old}, old)
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))
+
+    def test_sigterm_to_a_running_process_is_one_line_and_exit_2(self):
+        # A run asked to simulate a large grid, stopped by SIGTERM (what timeout and CI send) while it computes.
+        proc = subprocess.Popen([sys.executable, str(MAIN), "--no-write", "--concurrency", "1,2,4,8,16,32,64,128",
+                                 "--alphas", "0.5,0.6,0.7,0.8"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=ROOT)
+        try:
+            proc.wait(timeout=0.3)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        if proc.returncode == 0:
+            self.skipTest("the run finished before the signal")   # a fast machine: nothing to stop
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(err, "main.py: error: interrupted; nothing was written\n")
+
+
+class OutputStreams(unittest.TestCase):
+    def test_a_full_standard_output_is_exit_2_not_the_gates_1(self):
+        status, err = shell(f"{sys.executable} code/main.py {' '.join(GATE)} > /dev/full")
+        self.assertEqual((status, err), (2, "main.py: error: cannot write to standard output; nothing was written\n"))
+
+    def test_a_closed_standard_output_is_exit_2(self):
+        status, err = shell(f"{sys.executable} code/main.py {' '.join(GATE)} >&-")
+        self.assertEqual((status, err), (2, "main.py: error: cannot write to standard output; nothing was written\n"))
+
+    def test_bad_input_with_standard_error_closed_is_still_exit_2(self):
+        status, _ = shell(f"{sys.executable} code/main.py --ks 0 --no-write 2>&-")
+        self.assertEqual(status, 2)
+
+    def test_the_gate_still_passes_with_its_output_read(self):
+        status, err = shell(f"{sys.executable} code/main.py {' '.join(GATE)} > /dev/null")
+        self.assertEqual((status, err), (0, ""))
+
+
+class FilesNotItsOwn(unittest.TestCase):
+    def test_out_never_replaces_the_tools_own_source(self):
+        before = MAIN.read_bytes()
+        status, _, err = run(["--out", str(MAIN)] + SMALL)
+        self.assertEqual(status, 2)
+        self.assertIn("is not a plan or chart this tool wrote", err)
+        self.assertEqual(MAIN.read_bytes(), before)
+        self.assertFalse((MAIN.parent / "chart-speedup.svg").exists())
+
+    def test_a_chart_beside_the_plan_that_is_not_its_own_is_kept(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            chart = Path(tmp) / "chart-speedup.svg"
+            chart.write_text("<svg>the user's own</svg>")
+            status, _, err = run(["--out", str(Path(tmp) / "plan.md")] + SMALL)
+            self.assertEqual(status, 2)
+            self.assertIn("chart-speedup.svg' exists and is not a plan or chart this tool wrote", err)
+            self.assertEqual(chart.read_text(), "<svg>the user's own</svg>")
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), ["chart-speedup.svg"])
+            chart.unlink()
+            self.assertEqual(run(["--out", str(Path(tmp) / "plan.md")] + SMALL)[0], 0)   # its own: replaced again
+            self.assertEqual(run(["--out", str(Path(tmp) / "plan.md")] + SMALL)[0], 0)
+
+
+class MarkdownFromInput(unittest.TestCase):
+    def test_a_path_that_is_markdown_stays_text(self):
+        # A scrape whose path is an image's Markdown: the plan names the path, and no renderer fetches the image.
+        with tempfile.TemporaryDirectory() as tmp:
+            scrape = Path(tmp) / "![pix](https:evil.example).prom"
+            scrape.write_text((ROOT / "tests" / "fixtures" / "metrics_after.prom").read_text())
+            out = Path(tmp) / "plan.md"
+            status, _, err = run(["--metrics", str(scrape), "--ks", "3", "--out", str(out)] + SMALL[:2] + SMALL[4:])
+            self.assertEqual(status, 0, err)
+            plan = out.read_text()
+        self.assertNotIn("![pix](", plan)
+        self.assertIn("!\\[pix\\](https:evil.example).prom", plan)
+
+
+class ImpossibleFilesAndLooseFlags(unittest.TestCase):
+    def test_more_completed_than_sent_is_refused_with_its_contradiction(self):
+        bench = json.loads((ROOT / "tests" / "fixtures" / "bench_baseline.json").read_text())
+        bench.update(completed=5000, num_prompts=1000)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "b.json"
+            path.write_text(json.dumps(bench))
+            status, _, err = run(["--compare", str(path), "--no-write"] + SMALL)
+        self.assertEqual(status, 2)
+        self.assertIn("completed 5,000 requests of its num_prompts 1,000", err)
+
+    def test_an_abbreviated_flag_is_not_taken_for_a_longer_one(self):
+        status, _, err = run(["--predict", tempfile.gettempdir(), "--no-write"] + SMALL)
+        self.assertEqual(status, 2)
+        self.assertIn("unrecognized arguments: --predict", err)
+
+    def test_a_batch_given_twice_is_refused_not_simulated_twice(self):
+        status, _, err = run(["--concurrency", "1,1", "--no-write"])
+        self.assertEqual((status, err), (2, "main.py: error: --concurrency: '1' is given twice; give each value "
+                                            "once\n"))
+
+    def test_a_5000_digit_seed_is_refused_in_one_short_line(self):
+        status, _, err = run(["--seed", "9" * 5000, "--no-write"] + SMALL)
+        self.assertEqual(status, 2)
+        self.assertIn("--seed: expected one value, an integer of at most 18 digits", err)
+        self.assertLess(len(err), 200)
+
+
+if __name__ == "__main__":
+    unittest.main()
