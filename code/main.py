@@ -70,7 +70,7 @@ from rollout.charts import render_charts
 from rollout.plan import gate_runs, render_plan
 from rollout.export import render_bench_file, render_benches, render_compare, render_json
 from rollout.cli import (
-    compare_file, emit, parse_args, printable, progress_meter, say, Settings, stop_on_terminate, write_all,
+    compare_files, emit, parse_args, printable, progress_meter, say, Settings, stop_on_terminate, write_all,
 )
 
 
@@ -339,9 +339,8 @@ def compute(argv):
     benches = predicted_benches(dep, grid.ks, result.plan.request_alpha, trust, grid.concurrencies, bench.rates,
                                 bench.prompts, bench.burstiness, traffic.seed, fit, result.plan.request_spread,
                                 bench.output_spread, result.plan.shown_batch) if bench.folder else None
-    comparisons = [compare_file(path, dep, trust, traffic, fit, evidence.served_model,
-                                evidence.measured if os.path.realpath(path) == bench.spec_path else None,
-                                result.plan.shown_batch) for path in bench.compare]
+    comparisons = compare_files(bench.compare, dep, trust, traffic, fit, evidence.served_model, evidence.measured,
+                                bench.spec_path, result.plan.shown_batch)
     result = replace(result, benches=benches, comparisons=comparisons or None)
     if as_json:
         report = render_json(result, dep, grid)

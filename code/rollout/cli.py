@@ -642,6 +642,9 @@ class Settings:
 
 
 MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is simulated
+SIMULATED_TOKENS_LIMIT = 12_000_000   # output tokens one run simulates, over every predicted or replayed file: about
+                                      # 12 s on 2 cores (bench/worst_inputs.py); past it the run is refused
+MAX_COMPARE_FILES = 64        # --compare's files, duplicates collapsed: each is replayed
 MIN_RATE = 1e-3               # requests/s: slower, a run of --num-prompts would last days, and its times lose digits
 
 
@@ -682,9 +685,11 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
                            lambda b: 0.01 <= b <= 100) if args.burstiness is not None else 1.0
     compare = ()
     if args.compare is not None:
-        compare = tuple(p.strip() for p in args.compare.split(","))
+        compare = tuple(dict.fromkeys(p.strip() for p in args.compare.split(",")))   # a file given twice, once
         if any(not p for p in compare):
-            raise UsageError(f"--compare: expected a comma list of files; got {args.compare!r}")
+            raise UsageError(f"--compare: expected a comma list of files; got {shown(args.compare)}")
+        if len(compare) > MAX_COMPARE_FILES:
+            raise UsageError(f"--compare: {len(compare):,} files; this tool replays at most {MAX_COMPARE_FILES}")
     if args.predict_bench is not None and min(running_cap(dep, False), running_cap(dep, True)) < 1:
         raise UsageError(f"--predict-bench: not one sequence of {dep.input_tokens} + {dep.output_tokens} tokens fits "
                          f"beside the weights on {dep.tp} x {dep.gpu}: no run to predict")
@@ -694,6 +699,14 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
             raise UsageError(f"--predict-bench: the plan's runs at concurrency {max(grid.concurrencies):,} send "
                              f"{most:,} prompts, more than the {MAX_BENCH_PROMPTS:,} this tool simulates: give "
                              "--num-prompts")
+    if args.predict_bench is not None:   # every file it writes is simulated: bounded in output tokens
+        files = len([name for _, _, tag in bench_tags(grid.concurrencies, rates) for name in bench_names(grid.ks, tag)])
+        sent = prompts or max(bench_prompts(b) for b in grid.concurrencies)
+        if files * sent * dep.output_tokens > SIMULATED_TOKENS_LIMIT:
+            raise UsageError(f"--predict-bench: {files} runs of {sent:,} prompts x {dep.output_tokens:,} output tokens "
+                             f"would simulate {files * sent * dep.output_tokens:,} tokens, more than the "
+                             f"{SIMULATED_TOKENS_LIMIT:,} a run simulates: give fewer --num-prompts, Ks or "
+                             "concurrencies")
     reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
         "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
     folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
@@ -800,7 +813,19 @@ def parse_args(argv, settings):
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
 
 
-def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batch=None):
+def compare_files(paths, dep, trust, traffic, fit, served, scraped=None, spec_path=None, plan_batch=None):
+    """--compare's files, each with the prediction of its own run (compare_file), within SIMULATED_TOKENS_LIMIT
+    output tokens replayed over them all; scraped goes to the --bench-spec run's file (spec_path)."""
+    left, out = SIMULATED_TOKENS_LIMIT, []
+    for path in paths:
+        out.append(compare_file(path, dep, trust, traffic, fit, served,
+                                scraped if os.path.realpath(path) == spec_path else None, plan_batch, left))
+        left -= out[-1][1].workload.num_prompts * out[-1][1].workload.output_tokens
+    return out
+
+
+def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batch=None,
+                 budget=SIMULATED_TOKENS_LIMIT):
     """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
     and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none;
     plan_batch: an open loop's server cap, as the plan's command sets it): (path, PredictedBench, rows, notes)."""
@@ -821,6 +846,9 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     if completed > MAX_BENCH_PROMPTS:
         raise UsageError(f"{flag}: {path} completed {completed:,} requests; this tool replays at most "
                          f"{MAX_BENCH_PROMPTS:,}")
+    if outputs > budget:
+        raise UsageError(f"{flag}: {path} holds {outputs:,} output tokens to replay, past the "
+                         f"{SIMULATED_TOKENS_LIMIT:,} a run simulates over all its files: compare fewer or smaller runs")
     n = bench.workload.get("num_prompts")
     n = n if type(n) is int and 1 <= n <= MAX_BENCH_PROMPTS else completed
     if completed > n:

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass, field, replace
 
 from .records import (
-    BENCH_LIMIT_BYTES, CONCURRENCY_LIMIT, CONFIG_LIMIT_BYTES, COUNT_LIMIT, finite_number, K_LIMIT, LAYER_LIMIT,
+    BENCH_LIMIT_BYTES, CALIBRATION_FILE_LIMIT, CONCURRENCY_LIMIT, CONFIG_LIMIT_BYTES, COUNT_LIMIT, EXPERT_LIMIT, finite_number, K_LIMIT, LAYER_LIMIT,
     LINE_LIMIT_BYTES, NOT_IN_JSON, SCRAPE_LIMIT_BYTES, SCRAPE_LINE_LIMIT, shown, SIZE_LIMIT, TOKENS_LIMIT, UsageError,
 )
 from .acceptance import alpha_from_length, profile_length
@@ -878,6 +878,8 @@ def shape_from_config(path, flag="--model-config"):
         m["kv_heads"] = config_kv_heads(t, where, heads)
         m["head_dim"] = config_head_dim(t, where, hidden, heads)
     experts = size("num_experts", "num_local_experts", "n_routed_experts", least=0, default=0)
+    if experts > EXPERT_LIMIT:
+        raise UsageError(f"{where}: {experts:,} routed experts; this tool models at most {EXPERT_LIMIT:,}")
     m["inter"] = size("intermediate_size_mlp", "intermediate_size")
     if experts:
         per_token = size("num_experts_per_tok", "experts_per_token")
@@ -970,6 +972,10 @@ def read_calibration_runs(paths, flag="--calibrate"):
     """Your `vllm bench serve` results for --calibrate: one deployment, one workload, baselines at several
     concurrencies and optionally speculative runs (their K and tau from their spec_decode_* keys)."""
     runs = []
+    paths = list(dict.fromkeys(paths))   # a file given twice counts once
+    if len(paths) > CALIBRATION_FILE_LIMIT:
+        raise UsageError(f"{flag}: {len(paths):,} files; this tool fits at most {CALIBRATION_FILE_LIMIT} (each is left "
+                         "out and refitted)")
     for path in paths:
         bench = read_bench(path, flag)
         if bench.max_concurrency is None:

@@ -69,7 +69,10 @@ BENCH_LIMIT_BYTES = 16 << 20    # a `vllm bench serve` result (a few kB; --save-
 CONFIG_LIMIT_BYTES = 4 << 20    # a config.json (tens of kB); parsed JSON takes up to ~20 times its file
 COUNT_LIMIT = 1e18              # a counter's value: a million years of a server making 30,000 tokens a second
 LAYER_LIMIT = 1024              # layers in a config.json (the largest released models have 126)
-SIZE_LIMIT = 1 << 22            # any other size in a config.json: widths, heads, vocabulary, experts
+SIZE_LIMIT = 1 << 22            # any other size in a config.json: widths, heads, vocabulary
+EXPERT_LIMIT = 4096             # routed experts in a config.json (the largest released MoE has 512); the routing
+                                # skew's search and the busiest rank's count grow with them
+CALIBRATION_FILE_LIMIT = 64     # --calibrate's files: each is left out and refitted (the plan asks for seven)
 CONCURRENCY_LIMIT = 100_000     # a batch size or a benchmark's concurrency
 TOKENS_LIMIT = 10_000_000       # a prompt, output or context length (Llama 4 Scout's context is 10M tokens)
 TP_LIMIT = 1024                 # GPUs in one tensor-parallel group
