@@ -168,6 +168,24 @@ class ImpossibleFilesAndLooseFlags(unittest.TestCase):
         self.assertEqual((status, err), (2, "main.py: error: --concurrency: '1' is given twice; give each value "
                                             "once\n"))
 
+    def test_predictions_are_not_written_through_a_linked_folder(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            real, link = Path(tmp) / "real", Path(tmp) / "link"
+            real.mkdir()
+            link.symlink_to(real)
+            status, _, err = run(["--predict-bench", str(link), "--no-write"] + SMALL)
+            self.assertEqual(status, 2)
+            self.assertIn("is a link", err)
+            self.assertEqual(list(real.iterdir()), [])
+
+    def test_a_compared_file_whose_name_holds_a_comma_is_named_whole(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "run,1.json"
+            path.write_text((ROOT / "tests" / "fixtures" / "bench_baseline.json").read_text())
+            status, _, err = run(["--compare", str(path), "--no-write"] + SMALL)
+        self.assertEqual(status, 2)
+        self.assertIn(f"'{path}' is one file whose name holds a comma", err)
+
     def test_a_5000_digit_seed_is_refused_in_one_short_line(self):
         status, _, err = run(["--seed", "9" * 5000, "--no-write"] + SMALL)
         self.assertEqual(status, 2)

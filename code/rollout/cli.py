@@ -685,6 +685,9 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
                            lambda b: 0.01 <= b <= 100) if args.burstiness is not None else 1.0
     compare = ()
     if args.compare is not None:
+        if "," in args.compare and os.path.isfile(args.compare):
+            raise UsageError(f"--compare: {shown(args.compare, 200)} is one file whose name holds a comma, and "
+                             "--compare splits its files at commas: rename or link it")
         compare = tuple(dict.fromkeys(p.strip() for p in args.compare.split(",")))   # a file given twice, once
         if any(not p for p in compare):
             raise UsageError(f"--compare: expected a comma list of files; got {shown(args.compare)}")
@@ -721,8 +724,11 @@ def bench_folder(text, names, reads, out):
     """--predict-bench's folder: an existing one this program may write in, where no file it would write (names)
     is a link, a folder, a file this run reads or writes, or a file that is not one of its own predictions."""
     folder = Path(text)
+    if os.path.islink(text.rstrip("/" + os.sep) or text):   # as --out: never write through a link to elsewhere
+        raise UsageError(f"--predict-bench: {shown(text)} is a link (to {shown(os.path.realpath(text))}): name the "
+                         "folder itself")
     if not folder.is_dir():
-        raise UsageError(f"--predict-bench: {text!r} is not an existing folder")
+        raise UsageError(f"--predict-bench: {shown(text)} is not an existing folder")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"--predict-bench: cannot write in the folder {text!r}")
     used = {os.path.realpath(p) for p in reads if p}
