@@ -76,6 +76,29 @@ class SignalAtTheSwap(unittest.TestCase):
             self.assertEqual({p: p.read_text() for p in old}, old)
             self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))
 
+    def test_a_run_killed_in_the_swap_is_rolled_back_by_the_next(self):
+        # SIGKILL (or a power cut) cannot be held: the run dies between two renames. Its journal lets the next write
+        # put every file back as it was before the dead run, and leave no temporaries.
+        with tempfile.TemporaryDirectory() as tmp:
+            old = {Path(tmp) / f"f{i}.txt": f"old {i}" for i in range(3)}
+            for path, text in old.items():
+                path.write_text(text)
+            fresh = Path(tmp) / "new.txt"   # a file the dead run was adding
+            script = (f"import os, sys; sys.path.insert(0, {str(ROOT / 'code')!r}); from pathlib import Path\n"
+                      "from rollout import cli\n"
+                      "real, n = os.replace, []\n"
+                      "def die(src, dst):\n"
+                      "    real(src, dst); n.append(dst)\n"
+                      "    if len(n) == 2: os.kill(os.getpid(), 9)\n"
+                      "os.replace = die\n"
+                      f"cli.write_all({{Path(p): 'new' for p in {sorted(map(str, old)) + [str(fresh)]!r}}})\n")
+            proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+            self.assertEqual(proc.returncode, -9, proc.stderr)
+            self.assertEqual(sum(p.read_text() == "new" for p in old), 2)          # half swapped
+            self.assertEqual(cli.recover_interrupted({Path(tmp)}), 1)
+            self.assertEqual({p: p.read_text() for p in old}, old)                # all back as they were
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))
+
     def test_sigterm_to_a_running_process_is_one_line_and_exit_2(self):
         # A run asked to simulate a large grid, stopped by SIGTERM (what timeout and CI send) while it computes.
         proc = subprocess.Popen([sys.executable, str(MAIN), "--no-write", "--concurrency", "1,2,4,8,16,32,64,128",

@@ -1029,7 +1029,10 @@ def write_all(files):
     the swap (nothing is written) or after it: then the files are in place, and the call this returns, which lets
     the signals through, raises it where the caller knows that."""
     temporaries, backups, placed = {}, {}, []
-    release = lambda: None
+    release, journal = (lambda: None), None
+    if not files:
+        return release
+    recover_interrupted({path.parent for path in files})
     try:
         for number, (path, text) in enumerate(files.items()):
             temporary = path.parent / f".eagle3-rollout-{os.getpid()}-{number}.tmp"   # short: any name that fits
@@ -1044,6 +1047,7 @@ def write_all(files):
                 except OSError:           # a file system without hard links
                     shutil.copy2(path, backups[path])
         release = hold_signals()
+        journal = write_journal(files, temporaries, backups)   # a crash past here: the next run rolls back
         for path, temporary in temporaries.items():
             os.replace(temporary, path)
             placed.append(path)
@@ -1053,15 +1057,66 @@ def write_all(files):
                 os.replace(backups[path], path)
             else:
                 os.unlink(path)
-        for leftover in [*temporaries.values(), *backups.values()]:
+        for leftover in [*temporaries.values(), *backups.values(), *([journal] if journal else [])]:
             if os.path.lexists(leftover):
                 os.unlink(leftover)
         release()
         raise
-    for leftover in [*temporaries.values(), *backups.values()]:
+    for leftover in [journal, *temporaries.values(), *backups.values()]:
         if os.path.lexists(leftover):
             os.unlink(leftover)
     return release
+
+
+JOURNAL = ".eagle3-rollout-journal-{pid}.json"   # in the first file's folder while a write swaps its files
+
+
+def write_journal(files, temporaries, backups):
+    """Before the swap: what each file's old and new versions are, on disk (synced), so that a run killed in the
+    middle (SIGKILL, power) is rolled back by the next (recover_interrupted). Returns its path."""
+    entries = [dict(path=str(Path(p).resolve()), temporary=str(Path(temporaries[p]).resolve()),
+                    backup=str(Path(backups[p]).resolve()) if p in backups else None) for p in files]
+    journal = next(iter(files)).parent / JOURNAL.format(pid=os.getpid())
+    fd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(dict(files=entries), f)
+        f.flush()
+        os.fsync(f.fileno())
+    return journal
+
+
+def recover_interrupted(folders):
+    """Roll back the writes of earlier runs that died while swapping their files (a journal whose process is gone):
+    each file back to its old version (its backup), a file that had none removed, the temporaries deleted. Returns
+    how many journals it undid."""
+    undone = 0
+    for folder in folders:
+        for journal in Path(folder).glob(JOURNAL.format(pid="*")):
+            try:
+                pid = int(journal.name.split("-")[-1].split(".")[0])
+                os.kill(pid, 0)
+                continue                       # its run is alive: its own write, not ours to undo
+            except (ValueError, ProcessLookupError):
+                pass
+            except PermissionError:
+                continue                       # alive, another user's
+            try:
+                entries = json.loads(journal.read_text(encoding="utf-8"))["files"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue                       # not one this tool wrote whole: left alone
+            for entry in entries:
+                path, temporary, backup = entry.get("path"), entry.get("temporary"), entry.get("backup")
+                if backup and os.path.lexists(backup):
+                    os.replace(backup, path)   # a file not yet swapped is the backup's own inode: then a no-op,
+                    if os.path.lexists(backup):   # and the backup is left to remove
+                        os.unlink(backup)
+                elif not backup and temporary and not os.path.lexists(temporary) and os.path.lexists(path):
+                    os.unlink(path)            # placed, with no old version to restore
+                if temporary and os.path.lexists(temporary):
+                    os.unlink(temporary)
+            journal.unlink()
+            undone += 1
+    return undone
 
 
 def emit(report):
