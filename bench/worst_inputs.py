@@ -38,15 +38,16 @@ def main():
         timed(f"--predict-bench, {prompts:,} prompts x 1,024 tokens x 2 runs, C = 1",
               ["--predict-bench", str(tmp), "--num-prompts", str(prompts), "--concurrency", "1", "--ks", "3",
                "--alphas", "0.7", "--no-write"])
-        # --compare of one measured run holding the limit's output tokens.
+        # --compare at its limits, at concurrency 1 (the slowest replay): the most requests, and the most tokens.
         bench = json.loads((ROOT / "tests" / "fixtures" / "bench_baseline.json").read_text())
-        requests = tokens // 1024
-        bench.update(completed=requests, num_prompts=requests, total_output_tokens=requests * 1024,
-                     total_input_tokens=requests * 1024)
-        big = tmp / "big.json"
-        big.write_text(json.dumps(bench))
-        timed(f"--compare, one run of {requests:,} requests x 1,024 tokens", ["--compare", str(big), "--no-write",
-                                                                          "--ks", "3", "--alphas", "0.7"])
+        for requests, each in ((cli.COMPARE_REQUESTS_LIMIT, cli.COMPARE_TOKENS_LIMIT // cli.COMPARE_REQUESTS_LIMIT),
+                               (cli.COMPARE_TOKENS_LIMIT // 8192, 8192)):
+            bench.update(completed=requests, num_prompts=requests, total_output_tokens=requests * each,
+                         total_input_tokens=requests * 128, max_concurrency=1)
+            big = tmp / f"big-{requests}.json"
+            big.write_text(json.dumps(bench))
+            timed(f"--compare, one run of {requests:,} requests x {each:,} tokens, C = 1",
+                  ["--compare", str(big), "--no-write", "--ks", "3", "--alphas", "0.7"])
         # A mixture of experts at the expert limit, experts placed whole on 4 GPUs (the busiest rank's count).
         config = json.loads((ROOT / "tests" / "fixtures" / "configs" / "qwen3-30b-a3b-fp8.config.json").read_text())
         config["num_experts"] = records.EXPERT_LIMIT

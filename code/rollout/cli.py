@@ -645,6 +645,8 @@ MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is s
 SIMULATED_TOKENS_LIMIT = 12_000_000   # output tokens one run simulates, over every predicted or replayed file: about
                                       # 12 s on 2 cores (bench/worst_inputs.py); past it the run is refused
 MAX_COMPARE_FILES = 64        # --compare's files, duplicates collapsed: each is replayed
+COMPARE_TOKENS_LIMIT = 3_000_000   # output tokens --compare replays over all its files: a replay draws each request's
+COMPARE_REQUESTS_LIMIT = 20_000    # acceptance and lengths, so it costs per request too (bench/worst_inputs.py)
 MIN_RATE = 1e-3               # requests/s: slower, a run of --num-prompts would last days, and its times lose digits
 
 
@@ -756,7 +758,7 @@ def check_bench_target(path, taken):
             head = f.read(BENCH_LIMIT_BYTES)
         data = json.loads(head.decode("utf-8"))
         mine = isinstance(data, dict) and isinstance(data.get(PREDICTION_KEY), dict)
-    except (OSError, ValueError, TypeError, UnicodeDecodeError):
+    except (OSError, ValueError, TypeError, UnicodeDecodeError, RecursionError):   # deep nesting: not ours
         mine = False
     if not mine:
         raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a prediction this tool wrote (a measured "
@@ -822,16 +824,18 @@ def parse_args(argv, settings):
 def compare_files(paths, dep, trust, traffic, fit, served, scraped=None, spec_path=None, plan_batch=None):
     """--compare's files, each with the prediction of its own run (compare_file), within SIMULATED_TOKENS_LIMIT
     output tokens replayed over them all; scraped goes to the --bench-spec run's file (spec_path)."""
-    left, out = SIMULATED_TOKENS_LIMIT, []
+    tokens, requests, out = COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, []
     for path in paths:
         out.append(compare_file(path, dep, trust, traffic, fit, served,
-                                scraped if os.path.realpath(path) == spec_path else None, plan_batch, left))
-        left -= out[-1][1].workload.num_prompts * out[-1][1].workload.output_tokens
+                                scraped if os.path.realpath(path) == spec_path else None, plan_batch,
+                                (tokens, requests)))
+        work = out[-1][1].workload
+        tokens, requests = tokens - work.num_prompts * work.output_tokens, requests - work.num_prompts
     return out
 
 
 def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batch=None,
-                 budget=SIMULATED_TOKENS_LIMIT):
+                 budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT)):
     """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
     and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none;
     plan_batch: an open loop's server cap, as the plan's command sets it): (path, PredictedBench, rows, notes)."""
@@ -852,9 +856,10 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     if completed > MAX_BENCH_PROMPTS:
         raise UsageError(f"{flag}: {path} completed {completed:,} requests; this tool replays at most "
                          f"{MAX_BENCH_PROMPTS:,}")
-    if outputs > budget:
-        raise UsageError(f"{flag}: {path} holds {outputs:,} output tokens to replay, past the "
-                         f"{SIMULATED_TOKENS_LIMIT:,} a run simulates over all its files: compare fewer or smaller runs")
+    if outputs > budget[0] or completed > budget[1]:
+        raise UsageError(f"{flag}: {path} holds {completed:,} requests and {outputs:,} output tokens to replay, past "
+                         f"the {COMPARE_REQUESTS_LIMIT:,} requests and {COMPARE_TOKENS_LIMIT:,} tokens --compare "
+                         "replays over all its files: compare fewer or smaller runs")
     n = bench.workload.get("num_prompts")
     n = n if type(n) is int and 1 <= n <= MAX_BENCH_PROMPTS else completed
     if completed > n:
@@ -1102,7 +1107,7 @@ def recover_interrupted(folders):
                 continue                       # alive, another user's
             try:
                 entries = json.loads(journal.read_text(encoding="utf-8"))["files"]
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 continue                       # not one this tool wrote whole: left alone
             for entry in entries:
                 path, temporary, backup = entry.get("path"), entry.get("temporary"), entry.get("backup")
