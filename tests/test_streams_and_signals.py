@@ -201,6 +201,15 @@ class ImpossibleFilesAndLooseFlags(unittest.TestCase):
             self.assertIn("is a link", err)
             self.assertEqual(list(real.iterdir()), [])
 
+    def test_a_deeply_nested_file_where_a_prediction_goes_is_refused_as_not_its_own(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assertEqual(run(["--predict-bench", tmp, "--no-write"] + SMALL)[0], 0)   # its own files, then
+            target = sorted(Path(tmp).glob("*.json"))[0]                                 # one made hostile
+            target.write_text("[" * 100_000 + "]" * 100_000)
+            status, _, err = run(["--predict-bench", tmp, "--no-write"] + SMALL)
+        self.assertEqual(status, 2)
+        self.assertIn("is not a prediction this tool wrote", err)
+
     def test_a_compared_file_whose_name_holds_a_comma_is_named_whole(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "run,1.json"
