@@ -50,10 +50,11 @@ def main():
                   ["--compare", str(big), "--no-write", "--ks", "3", "--alphas", "0.7"])
         # A mixture of experts at the expert limit, experts placed whole on 4 GPUs (the busiest rank's count).
         config = json.loads((ROOT / "tests" / "fixtures" / "configs" / "qwen3-30b-a3b-fp8.config.json").read_text())
-        config["num_experts"] = records.EXPERT_LIMIT
+        config["num_experts"], config["num_experts_per_tok"] = records.EXPERT_LIMIT, records.EXPERTS_PER_TOKEN_LIMIT
         moe = tmp / "moe.json"
         moe.write_text(json.dumps(config))
-        timed(f"--model-config with {records.EXPERT_LIMIT:,} experts, --ep 4", ["--model-config", str(moe), "--tp", "4",
+        timed(f"--model-config with {records.EXPERT_LIMIT:,} experts, {records.EXPERTS_PER_TOKEN_LIMIT} a token, --ep 4",
+              ["--model-config", str(moe), "--tp", "4",
                                                                              "--ep", "4", "--gpu", "h200", "--draft",
                                                                              "ngram", "--no-write"])
         # The grid at its pair limit: every (acceptance, K) pair is simulated.

@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass, field, replace
 
 from .records import (
-    BENCH_LIMIT_BYTES, CALIBRATION_FILE_LIMIT, CONCURRENCY_LIMIT, CONFIG_LIMIT_BYTES, COUNT_LIMIT, EXPERT_LIMIT, finite_number, K_LIMIT, LAYER_LIMIT,
+    BENCH_LIMIT_BYTES, CALIBRATION_FILE_LIMIT, CONCURRENCY_LIMIT, CONFIG_LIMIT_BYTES, COUNT_LIMIT, EXPERT_LIMIT, EXPERTS_PER_TOKEN_LIMIT, finite_number, K_LIMIT, LAYER_LIMIT,
     LINE_LIMIT_BYTES, NOT_IN_JSON, SCRAPE_LIMIT_BYTES, SCRAPE_LINE_LIMIT, shown, SIZE_LIMIT, TOKENS_LIMIT, UsageError,
 )
 from .acceptance import alpha_from_length, profile_length
@@ -883,6 +883,9 @@ def shape_from_config(path, flag="--model-config"):
     m["inter"] = size("intermediate_size_mlp", "intermediate_size")
     if experts:
         per_token = size("num_experts_per_tok", "experts_per_token")
+        if per_token > EXPERTS_PER_TOKEN_LIMIT:
+            raise UsageError(f"{where}: num_experts_per_tok {per_token:,}; this tool models at most "
+                             f"{EXPERTS_PER_TOKEN_LIMIT} experts a token")
         if per_token > experts:
             raise UsageError(f"{where}: num_experts_per_tok {per_token} is more than the {experts} experts")
         m.update(experts=experts, experts_per_token=per_token, moe_inter=size("moe_intermediate_size",

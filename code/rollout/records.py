@@ -72,6 +72,8 @@ LAYER_LIMIT = 1024              # layers in a config.json (the largest released 
 SIZE_LIMIT = 1 << 22            # any other size in a config.json: widths, heads, vocabulary
 EXPERT_LIMIT = 4096             # routed experts in a config.json (the largest released MoE has 512); the routing
                                 # skew's search and the busiest rank's count grow with them
+EXPERTS_PER_TOKEN_LIMIT = 64    # experts a token routes to (released models route to 1-10): the busiest rank's count
+                                # grows with them and the experts
 CALIBRATION_FILE_LIMIT = 64     # --calibrate's files: each is left out and refitted (the plan asks for seven)
 CONCURRENCY_LIMIT = 100_000     # a batch size or a benchmark's concurrency
 TOKENS_LIMIT = 10_000_000       # a prompt, output or context length (Llama 4 Scout's context is 10M tokens)
