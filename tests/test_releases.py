@@ -165,6 +165,14 @@ class EachReleasesOwnSyntax(unittest.TestCase):
         with self.assertRaises(KeyError):   # a key no engine has is a typo, not a feature every release takes
             releases.accepts(costmodel.make_deployment(), "--speculative-confg")
 
+    def test_a_release_outside_those_checked_is_said_so(self):
+        for release, words in (("99.0", "| engine | vLLM 99.0.0, newer than 0.34.0, the newest checked: its commands "
+                                        "are 0.34.0's |"),
+                               ("0.34", "| engine | vLLM 0.34.0: its commands as that release takes them |")):
+            status, plan = plan_of("vllm", release, [])
+            self.assertEqual(status, 0, plan)
+            self.assertIn(words, plan)
+
     def test_the_newest_release_is_one_the_fixture_covers(self):
         for engine, newest in releases.NEWEST.items():
             self.assertIn(catalog.release_text(newest), RELEASES[engine])

@@ -12,7 +12,7 @@ from unittest import mock
 
 from support import ROOT, run
 
-from rollout import cli
+from rollout import charts, cli
 
 MAIN = ROOT / "code" / "main.py"
 SMALL = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,8"]
@@ -168,6 +168,15 @@ class MarkdownFromInput(unittest.TestCase):
             plan = out.read_text()
         self.assertNotIn("![pix](", plan)
         self.assertIn("!\\[pix\\](https:evil.example).prom", plan)
+
+
+    def test_a_chart_of_a_release_before_the_mark_is_still_its_own(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            chart = Path(tmp) / "chart-speedup.svg"
+            chart.write_text(cli.OLD_CHART_HEAD + "Speedup against per-token alpha</text>\n</svg>\n")
+            status, _, err = run(["--out", str(Path(tmp) / "plan.md")] + SMALL)
+            self.assertEqual(status, 0, err)
+            self.assertIn(charts.CHART_MARK, chart.read_text())   # replaced by this release's, with the mark
 
 
 class ImpossibleFilesAndLooseFlags(unittest.TestCase):

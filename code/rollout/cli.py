@@ -977,7 +977,14 @@ def written_here(path, mark):
             head = f.read(4096).decode("utf-8", errors="replace")
     except OSError:
         return False
-    return head.startswith(mark) if mark == PLAN_MARK else mark in head
+    if mark == PLAN_MARK:
+        return head.startswith(mark)
+    return mark in head or head.startswith(OLD_CHART_HEAD)   # a chart of a release before the mark
+
+
+OLD_CHART_HEAD = ('<svg xmlns="http://www.w3.org/2000/svg" width="760" height="460" viewBox="0 0 760 460" '
+                  'font-family="DejaVu Sans, Arial, sans-serif">\n<rect width="760" height="460" fill="#ffffff"/>\n'
+                  '<text x="380.0" y="28.0" font-size="16" text-anchor="middle" font-weight="bold">')
 
 
 PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progress on stderr, if a terminal

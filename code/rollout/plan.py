@@ -165,8 +165,8 @@ def plan_front(result, dep, plan):
         "",
         "| | this run |",
         "|---|---|",
-        f"| engine | {engine} {release_text(release(dep))}: its commands as that release's parsers take them"
-        f"{checked(dep)} |",
+        f"| engine | {engine} {release_text(release(dep))}"
+        f"{checked(dep) or ': its commands as that release takes them'} |",
         f"| engine release | {era_releases(dep.engine, dep.era)}: {dep.era.what}; {era_account(dep)} |",
         f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
         + (f" ({dep.target.active_params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"

@@ -181,10 +181,12 @@ def checked(dep):
     words the plan adds after the release (its commands are then the nearest checked release's)."""
     at, engine = release(dep), dep.engine.releases_of
     if at > NEWEST[engine]:
-        return f", newer than {release_text(NEWEST[engine])}, the newest checked: its commands are that release's"
+        newest = release_text(NEWEST[engine])
+        return f", newer than {newest}, the newest checked: its commands are {newest}'s"
     if at < OLDEST[engine]:
-        return (f", older than {release_text(OLDEST[engine])}, the oldest checked: its commands are written as "
-                "that release's parsers take them; check each against your build")
+        oldest = release_text(OLDEST[engine])
+        return (f", older than {oldest}, the oldest checked: its commands are written as {oldest}'s parsers take "
+                "them; check each against your build")
     return ""
 
 
