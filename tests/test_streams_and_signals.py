@@ -95,9 +95,26 @@ class SignalAtTheSwap(unittest.TestCase):
             proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
             self.assertEqual(proc.returncode, -9, proc.stderr)
             self.assertEqual(sum(p.read_text() == "new" for p in old), 2)          # half swapped
-            self.assertEqual(cli.recover_interrupted({Path(tmp)}), 1)
+            self.assertEqual(cli.recover_interrupted([*old, fresh]), 1)
             self.assertEqual({p: p.read_text() for p in old}, old)                # all back as they were
             self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))
+
+    def test_a_planted_journal_touches_nothing_but_the_runs_own_files(self):
+        # A journal of a dead process naming files outside the write (delete one, replace another with a third):
+        # left alone, and the run writes only its own files.
+        with tempfile.TemporaryDirectory() as tmp:
+            out, victim, other, evil = (Path(tmp) / n for n in ("o", "victim", "victim2", "evil"))
+            out.mkdir()
+            for path in (victim, other, evil):
+                path.write_text(path.name)
+            journal = out / ".eagle3-rollout-journal-4000000.json"
+            journal.write_text(json.dumps({"files": [
+                {"path": str(victim), "temporary": "/x", "backup": None},
+                {"path": str(other), "temporary": None, "backup": str(evil)}]}))
+            status, _, err = run(["--out", str(out / "plan.md")] + SMALL)
+            self.assertEqual(status, 0, err)
+            self.assertEqual([p.read_text() for p in (victim, other, evil)], ["victim", "victim2", "evil"])
+            self.assertTrue(journal.exists())
 
     def test_sigterm_to_a_running_process_is_one_line_and_exit_2(self):
         # A run asked to simulate a large grid, stopped by SIGTERM (what timeout and CI send) while it computes.

@@ -1044,7 +1044,7 @@ def write_all(files):
     release, journal = (lambda: None), None
     if not files:
         return release
-    recover_interrupted({path.parent for path in files})
+    recover_interrupted(files)
     try:
         for number, (path, text) in enumerate(files.items()):
             temporary = path.parent / f".eagle3-rollout-{os.getpid()}-{number}.tmp"   # short: any name that fits
@@ -1097,38 +1097,58 @@ def write_journal(files, temporaries, backups):
     return journal
 
 
-def recover_interrupted(folders):
-    """Roll back the writes of earlier runs that died while swapping their files (a journal whose process is gone):
-    each file back to its old version (its backup), a file that had none removed, the temporaries deleted. Returns
-    how many journals it undid."""
+def recover_interrupted(files):
+    """Roll back the writes of earlier runs that died while swapping some of these files (a journal in their folders
+    whose process is gone): each back to its old version (its backup), one that had none removed, the temporaries
+    deleted. A journal is trusted only so far as it could be this tool's: every entry is one of the files this run
+    is about to write anyway, and its temporary and backup are the dead run's own names beside it; a journal with
+    any other entry is left alone, so a planted one can touch nothing else. Returns how many journals it undid."""
+    ours = {os.path.realpath(p) for p in files}
     undone = 0
-    for folder in folders:
-        for journal in Path(folder).glob(JOURNAL.format(pid="*")):
+    for folder in {Path(p).parent for p in files}:
+        for journal in folder.glob(JOURNAL.format(pid="*")):
             try:
                 pid = int(journal.name.split("-")[-1].split(".")[0])
                 os.kill(pid, 0)
                 continue                       # its run is alive: its own write, not ours to undo
-            except (ValueError, ProcessLookupError):
+            except (ValueError, ProcessLookupError, OverflowError):
                 pass
             except PermissionError:
                 continue                       # alive, another user's
             try:
                 entries = json.loads(journal.read_text(encoding="utf-8"))["files"]
-            except (OSError, ValueError, KeyError, TypeError, RecursionError):
+                steps = [journal_entry(entry, pid, ours) for entry in entries]
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
                 continue                       # not one this tool wrote whole: left alone
-            for entry in entries:
-                path, temporary, backup = entry.get("path"), entry.get("temporary"), entry.get("backup")
+            for path, temporary, backup in steps:
                 if backup and os.path.lexists(backup):
                     os.replace(backup, path)   # a file not yet swapped is the backup's own inode: then a no-op,
                     if os.path.lexists(backup):   # and the backup is left to remove
                         os.unlink(backup)
-                elif not backup and temporary and not os.path.lexists(temporary) and os.path.lexists(path):
+                elif not backup and not os.path.lexists(temporary) and os.path.lexists(path):
                     os.unlink(path)            # placed, with no old version to restore
-                if temporary and os.path.lexists(temporary):
+                if os.path.lexists(temporary):
                     os.unlink(temporary)
             journal.unlink()
             undone += 1
     return undone
+
+
+def journal_entry(entry, pid, ours):
+    """(path, temporary, backup) of a journal entry, checked: path is one of ours (the files this run writes), and the
+    temporary and backup are the dead run's names in its folder (write_all: .eagle3-rollout-PID-N.tmp, .bak). Raises
+    ValueError for anything else."""
+    path, temporary, backup = entry["path"], entry["temporary"], entry["backup"]
+    if os.path.realpath(path) not in ours:
+        raise ValueError(path)
+    folder = os.path.dirname(os.path.realpath(path))
+    own = re.compile(rf"\.eagle3-rollout-{pid}-\d{{1,6}}\.tmp")
+    if os.path.dirname(temporary) != folder or not own.fullmatch(os.path.basename(temporary)):
+        raise ValueError(temporary)
+    if backup is not None and (os.path.dirname(backup) != folder
+                               or os.path.basename(backup) != os.path.basename(temporary)[:-4] + ".bak"):
+        raise ValueError(backup)
+    return path, temporary, backup
 
 
 def emit(report):
