@@ -73,7 +73,20 @@ def predict(unit, bw, eff, floor_us, p):
 
 
 def loss(unit_rows, values, p):
-    return statistics.fmean((math.log(predict(u, *values, p)) - u[2]) ** 2 for u in unit_rows)
+    """The mean squared log error of predict over the GEMMs, with predict and costmodel.overlapped written out in
+    the same arithmetic (the same floats) and statistics.fmean's fsum over a list: the fit calls it for 6,048 GEMMs
+    at each of its trials, and the slow tier's test for three sharpnesses."""
+    bw, eff, floor_us = values
+    floor, root, log, squares = floor_us / 1e3, 1.0 / p, math.log, []
+    for read, math_ms, log_time in unit_rows:
+        read, math_ms = read / bw, math_ms / eff
+        if read and math_ms:
+            top = read if read >= math_ms else math_ms
+            overlap = top * ((read / top) ** p + (math_ms / top) ** p) ** root
+        else:
+            overlap = read + math_ms
+        squares.append((log(floor + overlap) - log_time) ** 2)
+    return math.fsum(squares) / len(squares)
 
 
 def fit_gpu(rows, gpu, p):

@@ -2,6 +2,7 @@
 release's own parsers accept: tests/fixtures/engine_releases.json, read from each release's package by
 bench/engine_flags.py (vLLM, SGLang) or by hand from its llm_args.py and serve.py (TensorRT-LLM), never from this
 program's output. And the refusals each release makes at start-up, made here with the engine's own reason."""
+import functools
 import json
 import re
 import tempfile
@@ -37,11 +38,18 @@ REFUSED = {("vllm", "0.10.0", 3): ("--engine-version", "it needs 0.15.0"),
 
 
 def plan_of(engine, release, extra):
-    """(exit status, plan text or the error line) of one run at a release."""
+    """(exit status, plan text or the error line) of one run at a release; each computed once for the module (a run
+    is deterministic, and the cases below ask for some of the variants' plans again)."""
+    return planned(engine, catalog.release_text(catalog.release_of(release)), tuple(extra))   # 1.1 is 1.1.0
+
+
+@functools.lru_cache(maxsize=None)
+def planned(engine, release, extra):
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "plan.md"
         small = SMALL[2:] if "--acceptance-length" in extra else SMALL   # a tree's acceptance is measured
-        status, _, err = run(["--engine", engine, "--engine-version", release] + small + extra + ["--out", str(out)])
+        status, _, err = run(["--engine", engine, "--engine-version", release] + small + list(extra)
+                             + ["--out", str(out)])
         return status, (out.read_text() if status == 0 else err)
 
 

@@ -213,10 +213,17 @@ class Deployment:
     temperature: float = TEMPERATURE   #: sampling temperature of the plan's benchmark runs (the traffic's own)
 
     def __post_init__(self):   # hashed once: the cost model's memo looks deployments up thousands of times a run
-        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False)))
+        values = tuple(getattr(self, f.name) for f in fields(self))
+        object.__setattr__(self, "_values", values)   # every field, as the generated __eq__ compares them
+        object.__setattr__(self, "_hash", hash(tuple(v for f, v in zip(fields(self), values) if f.hash is not False)))
 
     def __hash__(self):
         return self._hash
+
+    def __eq__(self, other):   # the generated one builds two tuples of every field on each memo hit; these are kept
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self is other or (self._hash == other._hash and self._values == other._values)
 
 
 def attention_params(m):
