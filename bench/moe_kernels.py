@@ -2,7 +2,7 @@
 
 Reads bench/moe_kernels.json (one MoE layer on one tensor-parallel rank, timed by tokens in the
 pass, uniform routing) and predicts each point with rollout/costmodel.py's read and compute: the distinct
-experts uniform routing touches (costmodel.expected_experts) times one expert's bytes on the rank, at the
+experts uniform routing touches (experts.expected_experts) times one expert's bytes on the rank, at the
 GPU's achieved bandwidth (costmodel.bandwidth_share, fp8_eff for quantized weights), plus the FLOPs at
 flop_eff. What is left over, measured minus predicted, is the kernel's own latency per layer: routing,
 sorting tokens by expert, launches inside the graph, small tiles. Its median over the points of up to
@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-from rollout import catalog, costmodel  # noqa: E402
+from rollout import catalog, costmodel, experts  # noqa: E402
 DECODE_TOKENS = 64   # the points whose left-over sets the fixed cost
 
 
@@ -28,7 +28,7 @@ def predicted_us(sweep, tokens, fit=costmodel.FIT):
     bytes_per_us = catalog.GPUS[sweep["gpu"]]["bandwidth_tbs"] * 1e6 * costmodel.bandwidth_share(dep, fit)
     bytes_per_us *= fit.fp8_eff if sweep["quantized"] else 1.0
     expert = 3 * sweep["hidden"] * sweep["moe_inter"] * sweep["weight_bytes"] / sweep["tp"]
-    read = costmodel.expected_experts(sweep["experts"], sweep["k"], tokens) * expert / bytes_per_us
+    read = experts.expected_experts(sweep["experts"], sweep["k"], tokens) * expert / bytes_per_us
     spec = catalog.GPUS[sweep["gpu"]]
     peak = costmodel.peak_tflops(spec, "fp4" if sweep["weight_bytes"] < 1 else "fp8" if sweep["quantized"] else "bf16")
     flops = tokens * sweep["k"] * 2 * 3 * sweep["hidden"] * sweep["moe_inter"] / sweep["tp"]

@@ -43,20 +43,34 @@ def main():
         for requests, each in ((cli.COMPARE_REQUESTS_LIMIT, cli.COMPARE_TOKENS_LIMIT // cli.COMPARE_REQUESTS_LIMIT),
                                (cli.COMPARE_TOKENS_LIMIT // 8192, 8192)):
             bench.update(completed=requests, num_prompts=requests, total_output_tokens=requests * each,
-                         total_input_tokens=requests * 128, max_concurrency=1)
+                         total_input_tokens=requests * 128, max_concurrency=1,
+                         duration=requests * each / bench["output_throughput"])   # one run's own numbers
             big = tmp / f"big-{requests}.json"
             big.write_text(json.dumps(bench))
             timed(f"--compare, one run of {requests:,} requests x {each:,} tokens, C = 1",
                   ["--compare", str(big), "--no-write", "--ks", "3", "--alphas", "0.7"])
+        bench.update(max_concurrency=None, request_rate=50.0)   # open loop: the requests arrive by themselves
+        big.write_text(json.dumps(bench))
+        timed(f"--compare, an open-loop run of {bench['completed']:,} requests x 8,192 tokens",
+              ["--compare", str(big), "--no-write", "--ks", "3", "--alphas", "0.7"])
         # A mixture of experts at the expert limit, experts placed whole on 4 GPUs (the busiest rank's count).
         config = json.loads((ROOT / "tests" / "fixtures" / "configs" / "qwen3-30b-a3b-fp8.config.json").read_text())
         config["num_experts"], config["num_experts_per_tok"] = records.EXPERT_LIMIT, records.EXPERTS_PER_TOKEN_LIMIT
         moe = tmp / "moe.json"
         moe.write_text(json.dumps(config))
         timed(f"--model-config with {records.EXPERT_LIMIT:,} experts, {records.EXPERTS_PER_TOKEN_LIMIT} a token, --ep 4",
-              ["--model-config", str(moe), "--tp", "4",
-                                                                             "--ep", "4", "--gpu", "h200", "--draft",
-                                                                             "ngram", "--no-write"])
+              ["--model-config", str(moe), "--tp", "4", "--ep", "4", "--gpu", "h200", "--draft", "ngram", "--no-write"])
+        # The same experts on the most GPUs (every GPU its own 4), predicted at five request rates: thousands of
+        # distinct passes, each counting the busiest of 1,024 GPUs.
+        config.update(num_attention_heads=records.TP_LIMIT, num_key_value_heads=records.TP_LIMIT, hidden_size=8192,
+                      head_dim=128)
+        moe.write_text(json.dumps(config))
+        runs = tmp / "runs"
+        runs.mkdir()
+        timed(f"the same on {records.TP_LIMIT:,} GPUs (--ep {records.TP_LIMIT}), --predict-bench at 5 rates",
+              ["--model-config", str(moe), "--tp", str(records.TP_LIMIT), "--ep", str(records.TP_LIMIT), "--gpu",
+               "h200", "--predict-bench", str(runs), "--request-rate", "1,2,4,8,16", "--num-prompts", "700",
+               "--no-write"])
         # The grid at its pair limit: every (acceptance, K) pair is simulated.
         alphas = ",".join(f"{0.3 + 0.015 * i:.3f}" for i in range(records.GRID_PAIR_LIMIT // 5))
         timed(f"the grid at {records.GRID_PAIR_LIMIT} (alpha, K) pairs", ["--alphas", alphas, "--ks", "1,2,3,4,5",

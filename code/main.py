@@ -46,11 +46,20 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import sys
+
+if __name__ == "__main__":   # Ctrl-C or SIGTERM while the package loads (a third of a second): nothing is written yet
+    def _stopped(signum, frame):
+        os.write(2, b"main.py: error: interrupted; nothing was written\n")
+        os._exit(2)
+    for _signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_signal, _stopped)
+
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from rollout.records import eps_label, fmt, NOT_IN_JSON, pct, shown, UsageError, wrap
+from rollout.records import eps_label, fmt, NOT_IN_JSON, pct, UsageError, wrap
 from rollout.acceptance import breakeven_rate, exact_breakeven
 from rollout.costmodel import eps_grown, FIT, max_concurrency, verify_tokens
 from rollout.simulation import Traffic
@@ -69,9 +78,8 @@ from rollout.tables import (
 from rollout.charts import render_charts
 from rollout.plan import gate_runs, render_plan
 from rollout.export import render_bench_file, render_benches, render_compare, render_json
-from rollout.cli import (
-    compare_files, emit, parse_args, printable, progress_meter, say, Settings, stop_on_terminate, write_all,
-)
+from rollout.cli import compare_files, parse_args, progress_meter, Settings
+from rollout.writes import finish, printable
 
 
 # ---------------------------------------------------------------- the grid (edit me)
@@ -391,43 +399,10 @@ SETTINGS = Settings(   # what a run falls back on where no flag is given: the co
 
 
 def main(argv=None):
-    """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status:
-    2 for bad input, with one line on stderr and nothing written; with --gate, 0 if the gate passes and 1 if it
-    fails (1 means nothing else)."""
-    def refuse(message):
-        say("main.py: error: " + printable(" ".join(message.split())))
-        return 2
-
-    files, release = {}, None
-    stop_on_terminate()
-    try:
-        status, report, files = compute(sys.argv[1:] if argv is None else argv)
-        release = write_all(files)
-    except UsageError as err:
-        return refuse(str(err))
-    except OSError as err:   # the checks on --out passed, yet the writing failed: a full disk, a race
-        flags = [flag for flag, mine in (("--predict-bench", lambda p: p.suffix == ".json"),
-                                         ("--out", lambda p: p.suffix != ".json")) if any(map(mine, files))]
-        where = Path(err.filename).parent if err.filename else None   # the folder: the file was a temporary
-        folder = shown(str(where)) if where else "its folder"
-        return refuse(f"{' and '.join(flags) or '--out'}: cannot write in {folder}: {err.strerror or err}; nothing "
-                      "was written")
-    except KeyboardInterrupt:
-        return refuse("interrupted; nothing was written")
-    except Exception as err:   # a case no check foresaw: still one line and exit 2, never a traceback or exit 1
-        return refuse(f"internal error on this input ({type(err).__name__}: {err}); nothing was written. Please "
-                      "report the command line")
-    written = f"the files were written ({', '.join(map(str, files))})" if files else "nothing was written"
-    try:
-        release()   # Ctrl-C or SIGTERM during the swap lands here, with the files in place
-        if emit(report) or status == 2:
-            return status
-    except KeyboardInterrupt:
-        return refuse(f"interrupted; {written}")
-    except Exception as err:   # never a traceback
-        return refuse(f"internal error while printing ({type(err).__name__}: {err}); {written}")
-    # Standard output is full, closed or gone: not the gate's exit 1, whatever the run found
-    return refuse(f"cannot write to standard output; {written}")
+    """Run the grid, print tables (or JSON), write the rollout plan. Returns the exit status: 2 for bad input, a
+    failed write or a signal, with one line on stderr that says what is on disk; with --gate, 0 if the gate passes
+    and 1 if it fails (1 means nothing else). The writing, the signals and the streams: rollout/writes.py."""
+    return finish(compute, sys.argv[1:] if argv is None else argv, whole_process=argv is None)
 
 
 if __name__ == "__main__":

@@ -385,7 +385,8 @@ class BenchFiles(Hostile):
                 for c in (1, 8, 64)]
         cases = [(dict(mean_tpot_ms=0.0), "mean_tpot_ms"), (dict(mean_tpot_ms=-4.0), "mean_tpot_ms"),
                  (dict(total_output_tokens=0), "output tokens"), (dict(total_input_tokens=0), "prompt tokens"),
-                 (dict(total_output_tokens=1000), "output tokens")]
+                 (dict(total_output_tokens=1000, output_throughput=1000 / BASE["duration"]), "output tokens"),
+                 (dict(total_output_tokens=1000), "is not its total_output_tokens 1,000 over its duration")]
         for changes, needle in cases:
             with self.subTest(changes=changes):
                 bad = self.write("bad.json", dict(BASE, max_concurrency=16, **changes))

@@ -174,6 +174,7 @@ class Gate(unittest.TestCase):
     def test_lower_throughput_fails(self):
         spec = json.loads(Path(SPEC).read_text())
         spec["output_throughput"] = 1900.0
+        spec["duration"] = spec["total_output_tokens"] / 1900.0   # a slower run: its tokens over a longer time
         with tempfile.TemporaryDirectory() as tmp:
             slow = Path(tmp) / "spec.json"
             slow.write_text(json.dumps(spec))

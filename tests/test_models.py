@@ -10,6 +10,7 @@ from pathlib import Path
 from support import ROOT, run
 
 from rollout import catalog, commands, costmodel, readers, records
+from rollout import experts as moe
 
 
 CONFIGS = ROOT / "tests" / "fixtures" / "configs"
@@ -120,31 +121,31 @@ class ExpertReads(unittest.TestCase):
             counts = [len({e for _ in range(tokens) for e in rng.sample(range(experts), k)}) for _ in range(trials)]
             mean = sum(counts) / trials
             sd = (sum((c - mean) ** 2 for c in counts) / (trials - 1)) ** 0.5
-            expected = costmodel.expected_experts(experts, k, tokens)
+            expected = moe.expected_experts(experts, k, tokens)
             self.assertLess(abs(mean - expected), 4 * sd / trials ** 0.5 + 1e-9, (experts, k, tokens, mean, expected))
 
     def test_skewed_shares_by_hand(self):
         # Weights 1, 1/2, 1/3, 1/4 (exponent 1), k = 2: shares 2 w / (25/12), none capped.
-        self.assertEqual([round(q, 6) for q in costmodel.expert_shares(4, 2, 1.0)], [0.96, 0.48, 0.32, 0.24])
+        self.assertEqual([round(q, 6) for q in moe.expert_shares(4, 2, 1.0)], [0.96, 0.48, 0.32, 0.24])
         # Exponent 3: the hottest would take 2 x 1 / 1.1777 = 1.70 > 1, so it is capped at 1 and the other three
         # share the one pick left in proportion to 1/8, 1/27, 1/64.
         rest = (1 / 8, 1 / 27, 1 / 64)
-        self.assertEqual([round(q, 6) for q in costmodel.expert_shares(4, 2, 3.0)],
+        self.assertEqual([round(q, 6) for q in moe.expert_shares(4, 2, 3.0)],
                          [1.0] + [round(w / sum(rest), 6) for w in rest])
 
     def test_the_routing_exponent_reproduces_the_measured_hottest_expert(self):
         # TensorRT-LLM tech blog 4, Table 1: DeepSeek-R1's hottest expert slot carries 1 + 10.948 times the mean.
-        s = costmodel.model_routing_exponent(catalog.MODELS["deepseek-v3"])
-        self.assertAlmostEqual(costmodel.expert_shares(256, 8, s)[0] * 256 / 8, 11.948, places=6)
-        self.assertEqual(costmodel.model_routing_exponent(catalog.MODELS["qwen3-30b-a3b"]), 0.0)   # no measurement: uniform
-        self.assertEqual(costmodel.routing_exponent(256, 8, 1.0), 0.0)
+        s = moe.model_routing_exponent(catalog.MODELS["deepseek-v3"])
+        self.assertAlmostEqual(moe.expert_shares(256, 8, s)[0] * 256 / 8, 11.948, places=6)
+        self.assertEqual(moe.model_routing_exponent(catalog.MODELS["qwen3-30b-a3b"]), 0.0)   # no measurement: uniform
+        self.assertEqual(moe.routing_exponent(256, 8, 1.0), 0.0)
 
     def test_skewed_expected_experts_against_a_brute_force_count(self):
         # Each token draws k distinct experts with the shares as marginals (systematic sampling: one uniform u,
         # the experts whose cumulative intervals hold u, u + 1, ..., u + k - 1); count the distinct ones.
         rng = random.Random(5)
         experts, k, exponent = 64, 4, 0.9
-        shares = costmodel.expert_shares(experts, k, exponent)
+        shares = moe.expert_shares(experts, k, exponent)
         edges = [sum(shares[:i + 1]) for i in range(experts)]
 
         def token():
@@ -155,10 +156,10 @@ class ExpertReads(unittest.TestCase):
             trials = 2000
             counts = [len(set().union(*(token() for _ in range(tokens)))) for _ in range(trials)]
             mean = sum(counts) / trials
-            expected = costmodel.expected_experts(experts, k, tokens, exponent)
+            expected = moe.expected_experts(experts, k, tokens, exponent)
             self.assertLess(abs(mean / expected - 1), 0.01, (tokens, mean, expected))
             if tokens > 1:   # and fewer than uniform routing touches
-                self.assertLess(expected, 0.95 * costmodel.expected_experts(experts, k, tokens))
+                self.assertLess(expected, 0.95 * moe.expected_experts(experts, k, tokens))
 
     def test_a_deepseek_config_routes_as_deepseek(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -184,14 +185,14 @@ class ExpertReads(unittest.TestCase):
                 for e in seen:
                     counts[e % ranks] += 1
                 total += max(counts)
-            model = costmodel.busiest_rank_experts(experts, k, tokens, 0.0, ranks)
+            model = moe.busiest_rank_experts(experts, k, tokens, 0.0, ranks)
             self.assertLess(abs(total / trials / model - 1), 0.015, (experts, k, ranks, tokens, total / trials, model))
 
     def test_one_gpu_of_experts_is_the_distinct_count(self):
-        s = costmodel.model_routing_exponent(catalog.MODELS["deepseek-v3"])
+        s = moe.model_routing_exponent(catalog.MODELS["deepseek-v3"])
         for tokens in (1, 8, 40):
-            self.assertAlmostEqual(costmodel.busiest_rank_experts(256, 8, tokens, s, 1),
-                                   costmodel.expected_experts(256, 8, tokens, s), places=9)
+            self.assertAlmostEqual(moe.busiest_rank_experts(256, 8, tokens, s, 1),
+                                   moe.expected_experts(256, 8, tokens, s), places=9)
 
     def test_expert_parallel_reads_the_busiest_gpus_experts(self):
         tp = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang")
@@ -200,7 +201,7 @@ class ExpertReads(unittest.TestCase):
         for batch in (1, 8, 64):
             extra = costmodel.target_parts(ep, batch, 1)["weights"] - costmodel.target_parts(tp, batch, 1)["weights"]
             # 58 MoE layers x (8 x busiest - distinct) experts x one expert's bytes, at 8 H200s' fitted fp8 rate.
-            by_hand = (58 * (8 * costmodel.busiest_rank_experts(256, 8, batch, s, 8) - costmodel.expected_experts(256, 8, batch, s))
+            by_hand = (58 * (8 * moe.busiest_rank_experts(256, 8, batch, s, 8) - moe.expected_experts(256, 8, batch, s))
                        * net.expert_bytes / (8 * 4.8e9 * costmodel.FIT.bw_hopper * 0.916 * costmodel.FIT.fp8_eff))
             self.assertAlmostEqual(extra, by_hand, delta=1e-9 + 0.001 * by_hand)
             self.assertGreater(extra, 0.0)      # the busiest GPU reads more than its even share

@@ -193,7 +193,7 @@ class Benchmarks(Files):
 
     def test_9_a_pair_must_be_the_same_workload(self):
         spec = json.loads(SPEC.read_text())
-        for key, value in (("num_prompts", 500), ("model_id", "Qwen/Qwen3-32B"), ("backend", "openai-chat"),
+        for key, value in (("num_prompts", 2000), ("model_id", "Qwen/Qwen3-32B"), ("backend", "openai-chat"),
                            ("request_rate", 4.0)):
             path = self.write(f"other_{key}.json", json.dumps(dict(spec, **{key: value})))
             err = self.refused(["--bench-baseline", str(BASE), "--bench-spec", path] + SMALL, key, repr(value))

@@ -1,7 +1,9 @@
 """Hostile input, fourth round (issue 34): a signal at the swap of the files, full or closed output streams, files the
 tool did not write, impossible measured files and flags that were read too loosely."""
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,7 +14,8 @@ from unittest import mock
 
 from support import ROOT, run
 
-from rollout import charts, cli
+from rollout import charts, writes
+from rollout.writes import PLAN_MARK
 
 MAIN = ROOT / "code" / "main.py"
 SMALL = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,8"]
@@ -30,10 +33,10 @@ class SignalAtTheSwap(unittest.TestCase):
 
     def swap(self, signum):
         with tempfile.TemporaryDirectory() as tmp:
-            old = {Path(tmp) / f"f{i}.txt": f"old {i}" for i in range(4)}
+            old = {Path(tmp) / f"f{i}.md": f"{PLAN_MARK}old {i}" for i in range(4)}   # plans this tool wrote
             for path, text in old.items():
                 path.write_text(text)
-            new = {path: f"new {i}" for i, path in enumerate(old)}
+            new = {path: f"{PLAN_MARK}new {i}" for i, path in enumerate(old)}
             real_replace, calls = os.replace, []
 
             def replace_then_signal(src, dst):
@@ -41,15 +44,15 @@ class SignalAtTheSwap(unittest.TestCase):
                 calls.append(dst)
                 if len(calls) == 2:   # between two renames: the worst moment
                     os.kill(os.getpid(), signum)
-            previous = signal.getsignal(signal.SIGTERM)
-            cli.stop_on_terminate()
+            previous, _ = writes.stop_once()
             try:
                 with mock.patch.object(os, "replace", replace_then_signal):
-                    release = cli.write_all(new)
+                    release = writes.write_all(new)
                     with self.assertRaises(KeyboardInterrupt):
                         release()        # the signal lands here, after the whole swap
             finally:
-                signal.signal(signal.SIGTERM, previous)
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
             self.assertEqual({p: p.read_text() for p in old}, new)                 # every file is the new one
             self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))   # no debris
 
@@ -61,7 +64,7 @@ class SignalAtTheSwap(unittest.TestCase):
 
     def test_a_failed_rename_puts_everything_back(self):
         with tempfile.TemporaryDirectory() as tmp:
-            old = {Path(tmp) / f"f{i}.txt": f"old {i}" for i in range(3)}
+            old = {Path(tmp) / f"f{i}.md": f"{PLAN_MARK}old {i}" for i in range(3)}
             for path, text in old.items():
                 path.write_text(text)
             real_replace, calls = os.replace, []
@@ -71,8 +74,10 @@ class SignalAtTheSwap(unittest.TestCase):
                 if len(calls) == 3:
                     raise OSError(28, "No space left on device")
                 real_replace(src, dst)
-            with mock.patch.object(os, "replace", fail_third), self.assertRaises(OSError):
-                cli.write_all({p: "new" for p in old})
+            with mock.patch.object(os, "replace", fail_third), self.assertRaises(writes.WriteFailed) as caught:
+                writes.write_all({p: PLAN_MARK + "new" for p in old})
+            self.assertEqual((caught.exception.path, caught.exception.reason),
+                             (sorted(old)[2], "No space left on device"))   # the file it was writing, and why
             self.assertEqual({p: p.read_text() for p in old}, old)
             self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))
 
@@ -80,22 +85,22 @@ class SignalAtTheSwap(unittest.TestCase):
         # SIGKILL (or a power cut) cannot be held: the run dies between two renames. Its journal lets the next write
         # put every file back as it was before the dead run, and leave no temporaries.
         with tempfile.TemporaryDirectory() as tmp:
-            old = {Path(tmp) / f"f{i}.txt": f"old {i}" for i in range(3)}
+            old = {Path(tmp) / f"f{i}.md": f"{PLAN_MARK}old {i}" for i in range(3)}
             for path, text in old.items():
                 path.write_text(text)
-            fresh = Path(tmp) / "new.txt"   # a file the dead run was adding
+            fresh = Path(tmp) / "new.md"   # a file the dead run was adding
             script = (f"import os, sys; sys.path.insert(0, {str(ROOT / 'code')!r}); from pathlib import Path\n"
-                      "from rollout import cli\n"
+                      "from rollout import writes\n"
                       "real, n = os.replace, []\n"
                       "def die(src, dst):\n"
                       "    real(src, dst); n.append(dst)\n"
                       "    if len(n) == 2: os.kill(os.getpid(), 9)\n"
                       "os.replace = die\n"
-                      f"cli.write_all({{Path(p): 'new' for p in {sorted(map(str, old)) + [str(fresh)]!r}}})\n")
+                      f"writes.write_all({{Path(p): {PLAN_MARK + 'new'!r} for p in {sorted(map(str, old)) + [str(fresh)]!r}}})\n")
             proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
             self.assertEqual(proc.returncode, -9, proc.stderr)
-            self.assertEqual(sum(p.read_text() == "new" for p in old), 2)          # half swapped
-            self.assertEqual(cli.recover_interrupted([*old, fresh]), 1)
+            self.assertEqual(sum(p.read_text() == PLAN_MARK + "new" for p in old), 2)   # half swapped
+            self.assertEqual(writes.recover_interrupted([*old, fresh]), 1)
             self.assertEqual({p: p.read_text() for p in old}, old)                # all back as they were
             self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))
 
@@ -132,6 +137,116 @@ class SignalAtTheSwap(unittest.TestCase):
         self.assertEqual(err, "main.py: error: interrupted; nothing was written\n")
 
 
+class SignalsAnywhere(unittest.TestCase):
+    """Hostile round 4, second pass: a signal while the package loads, during a rollback, before the swap, and
+    after the run has ended."""
+
+    def test_a_signal_while_the_package_loads_is_one_line_and_exit_2(self):
+        # SIGTERM sent by the run itself as its first package module is imported: before main() can handle it.
+        script = (f"import builtins, os, runpy, signal, sys; sys.path.insert(0, {str(ROOT / 'code')!r})\n"
+                  "real = builtins.__import__\n"
+                  "def load(name, *args, **kw):\n"
+                  "    if name == 'rollout.records': os.kill(os.getpid(), signal.SIGTERM)\n"
+                  "    return real(name, *args, **kw)\n"
+                  "builtins.__import__ = load\n"
+                  f"sys.argv = ['main.py', '--no-write']; runpy.run_path({str(MAIN)!r}, run_name='__main__')\n")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT)
+        self.assertEqual((proc.returncode, proc.stderr, proc.stdout),
+                         (2, "main.py: error: interrupted; nothing was written\n", ""))
+
+    def rollback_case(self, hook):
+        """write_all over four plans of its own, with hook(call number) run at each os.replace: the exception it
+        ends with, and whether every file is as it was with nothing else left in the folder."""
+        with tempfile.TemporaryDirectory() as tmp:
+            old = {Path(tmp) / f"f{i}.md": f"{PLAN_MARK}old {i}" for i in range(4)}
+            for path, text in old.items():
+                path.write_text(text)
+            real_replace, calls = os.replace, []
+
+            def replace(src, dst):
+                calls.append(dst)
+                hook(len(calls))
+                real_replace(src, dst)
+            previous, _ = writes.stop_once()
+            try:
+                with mock.patch.object(os, "replace", replace):
+                    writes.write_all({p: PLAN_MARK + "new" for p in old})
+                raised = None
+            except BaseException as err:   # noqa: B902 (the test's subject is which one)
+                raised = err
+            finally:
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
+            untouched = ({p: p.read_text() for p in old} == old
+                         and sorted(p.name for p in Path(tmp).iterdir()) == sorted(p.name for p in old))
+            return raised, untouched
+
+    def test_two_signals_during_a_rollback_leave_the_old_files_and_no_temporaries(self):
+        def hook(call):
+            if call == 3:   # two files placed; both signals come, then the third rename fails
+                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signal.SIGTERM)
+                raise OSError(28, "No space left on device")
+            if call > 4:    # the rollback's own renames: a third signal in the middle of it
+                os.kill(os.getpid(), signal.SIGINT)
+        raised, untouched = self.rollback_case(hook)
+        self.assertIsInstance(raised, KeyboardInterrupt)   # raised once the rollback is whole: nothing written
+        self.assertTrue(untouched)
+
+    def test_a_signal_while_the_temporaries_are_written_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            old = {Path(tmp) / f"f{i}.md": f"{PLAN_MARK}old {i}" for i in range(4)}
+            for path, text in old.items():
+                path.write_text(text)
+            real_open, real_unlink, opened = os.open, os.unlink, []
+
+            def open_then_signal(path, *args, **kw):
+                opened.append(path)
+                if len(opened) == 2:
+                    os.kill(os.getpid(), signal.SIGTERM)
+                return real_open(path, *args, **kw)
+
+            def unlink_then_signal(path):   # a second signal in the middle of the clean-up
+                os.kill(os.getpid(), signal.SIGINT)
+                real_unlink(path)
+            previous, _ = writes.stop_once()
+            try:
+                with mock.patch.object(os, "open", open_then_signal), mock.patch.object(os, "unlink", unlink_then_signal), \
+                        self.assertRaises(KeyboardInterrupt):
+                    writes.write_all({p: PLAN_MARK + "new" for p in old})
+            finally:
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
+            self.assertEqual({p: p.read_text() for p in old}, old)
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), sorted(p.name for p in old))
+
+    def test_a_file_that_became_the_users_before_the_swap_is_kept(self):
+        # The ownership check at parse time passed; the file changed while the run computed.
+        with tempfile.TemporaryDirectory() as tmp:
+            plan = Path(tmp) / "plan.md"
+            plan.write_text(PLAN_MARK + "an earlier plan")
+
+            def compute(argv):
+                plan.write_text("the user's notes")   # meanwhile
+                return 0, "report\n", {plan: PLAN_MARK + "new"}
+            with mock.patch("sys.stdout", io.StringIO()), mock.patch("sys.stderr", io.StringIO()) as err:
+                status = writes.finish(compute, [], whole_process=False)
+            self.assertEqual(status, 2)
+            self.assertIn("--out: cannot write", err.getvalue())
+            self.assertIn("this tool did not write", err.getvalue())
+            self.assertEqual(plan.read_text(), "the user's notes")
+            self.assertEqual(os.listdir(tmp), ["plan.md"])
+
+    def test_signals_after_the_run_has_ended_change_nothing(self):
+        script = (f"import os, signal, sys; sys.path.insert(0, {str(ROOT / 'code')!r})\n"
+                  "from rollout import writes\n"
+                  "status = writes.finish(lambda argv: (0, 'report\\n', {}), [], whole_process=True)\n"
+                  "os.kill(os.getpid(), signal.SIGINT); os.kill(os.getpid(), signal.SIGTERM)\n"
+                  "print('ended', status)\n")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+        self.assertEqual((proc.returncode, proc.stdout, proc.stderr), (0, "report\nended 0\n", ""))
+
+
 class OutputStreams(unittest.TestCase):
     def test_a_full_standard_output_is_exit_2_not_the_gates_1(self):
         status, err = shell(f"{sys.executable} code/main.py {' '.join(GATE)} > /dev/full")
@@ -144,6 +259,31 @@ class OutputStreams(unittest.TestCase):
     def test_bad_input_with_standard_error_closed_is_still_exit_2(self):
         status, _ = shell(f"{sys.executable} code/main.py --ks 0 --no-write 2>&-")
         self.assertEqual(status, 2)
+
+    def test_help_on_a_full_or_closed_standard_output_is_exit_2(self):
+        for redirect in ("> /dev/full", ">&-"):
+            with self.subTest(redirect=redirect):
+                status, err = shell(f"{sys.executable} code/main.py --help {redirect}")
+                self.assertEqual((status, err), (2, "main.py: error: cannot write the help to standard output\n"))
+
+    def test_an_input_that_fails_to_read_is_named_not_the_output(self):
+        status, _, err = run(["--metrics", "/proc/self/mem", "--no-write"] + SMALL)
+        self.assertEqual((status, err), (2, "main.py: error: --metrics: cannot read /proc/self/mem: Input/output "
+                                            "error\n"))
+
+    def test_a_pipe_whose_writer_sends_nothing_is_refused_in_seconds(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = Path(tmp) / "scrape"
+            os.mkfifo(fifo)
+            writer = subprocess.Popen(["bash", "-c", f"exec 3>{fifo}; sleep 30"])   # opens it, writes nothing
+            try:
+                with mock.patch("rollout.readers.PIPE_IDLE_LIMIT", 0.5):
+                    status, _, err = run(["--metrics", str(fifo), "--no-write"] + SMALL)
+            finally:
+                writer.kill()
+                writer.wait()
+        self.assertEqual(status, 2)
+        self.assertIn("is a pipe that sent nothing for 0.5 s", err)
 
     def test_the_gate_still_passes_with_its_output_read(self):
         status, err = shell(f"{sys.executable} code/main.py {' '.join(GATE)} > /dev/null")
@@ -186,11 +326,29 @@ class MarkdownFromInput(unittest.TestCase):
         self.assertNotIn("![pix](", plan)
         self.assertIn("!\\[pix\\](https:evil.example).prom", plan)
 
+    def test_names_and_paths_that_would_autolink_stay_text(self):
+        # GFM links www.x, scheme://x and x@y.z in plain text: a scrape's path and a traffic domain's name that
+        # look so reach the plan escaped. Checked with GFM's own triggers (cmark-gfm extensions/autolink.c).
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "https:" / "evil.example"
+            folder.mkdir(parents=True)
+            scrape = folder / "www.evil.example user@evil.example.prom"
+            scrape.write_text((ROOT / "tests" / "fixtures" / "metrics_after.prom").read_text())
+            out = Path(tmp) / "plan.md"
+            status, _, err = run(["--metrics", f"{tmp}/https://evil.example/{scrape.name}", "--ks", "3", "--out",
+                                  str(out), "--mix", "www.evil.co:0.5:0.6,chat:0.5:0.7"] + SMALL[:2] + SMALL[4:])
+            self.assertEqual(status, 0, err)
+            plan = out.read_text()
+        prose = re.sub(r"```.*?```", "", plan, flags=re.S)   # code blocks link nothing
+        self.assertIn("www\\.evil.example user\\@evil.example.prom", prose)   # the path, shown
+        self.assertIn("| www\\.evil.co |", prose)                              # the domain, shown
+        self.assertEqual(re.findall(r"(?<!\\)www\.|(?<!\\)://|[\w.+-](?<!\\)@\w", prose), [])
+
 
     def test_a_chart_of_a_release_before_the_mark_is_still_its_own(self):
         with tempfile.TemporaryDirectory() as tmp:
             chart = Path(tmp) / "chart-speedup.svg"
-            chart.write_text(cli.OLD_CHART_HEAD + "Speedup against per-token alpha</text>\n</svg>\n")
+            chart.write_text(writes.OLD_CHART_HEAD + "Speedup against per-token alpha</text>\n</svg>\n")
             status, _, err = run(["--out", str(Path(tmp) / "plan.md")] + SMALL)
             self.assertEqual(status, 0, err)
             self.assertIn(charts.CHART_MARK, chart.read_text())   # replaced by this release's, with the mark
@@ -254,6 +412,60 @@ class ImpossibleFilesAndLooseFlags(unittest.TestCase):
             status, _, err = run(["--model-config", str(path), "--tp", "4", "--ep", "4", "--gpu", "h200", "--no-write"])
         self.assertEqual(status, 2)
         self.assertIn("num_experts_per_tok 4,096; this tool models at most 64 experts a token", err)
+
+    def test_links_are_not_a_way_around_the_named_folder(self):
+        # The named folder through a link however it is spelled (link/., link/), a '..' after a link, and --out's
+        # own folder: each refused, and nothing lands in the real folder.
+        with tempfile.TemporaryDirectory() as tmp:
+            real, link, sub = Path(tmp) / "real", Path(tmp) / "link", Path(tmp) / "sub"
+            real.mkdir()
+            (real / "x").mkdir()
+            sub.mkdir()
+            link.symlink_to(real / "x")
+            cases = [(["--predict-bench", f"{link}/."], "is a link"), (["--predict-bench", f"{link}/"], "is a link"),
+                     (["--predict-bench", f"{link}/../x"], "climbs out of a link with '..'"),
+                     (["--out", f"{link}/plan.md"], "is a link"), (["--out", f"{link}/../plan.md"], "climbs out")]
+            for flags, needle in cases:
+                with self.subTest(flags=flags):
+                    status, _, err = run(flags + SMALL + (["--no-write"] if flags[0] != "--out" else []))
+                    self.assertEqual(status, 2, err)
+                    self.assertIn(needle, err)
+            self.assertEqual([p.name for p in real.rglob("*")], ["x"])
+            self.assertEqual(run(["--predict-bench", f"{sub}/.", "--no-write"] + SMALL)[0], 0)   # no link: written
+            self.assertEqual(len(list(sub.glob("*.json"))), 4)
+
+    def test_one_file_spelled_many_ways_is_compared_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "b.json"
+            path.write_text((ROOT / "tests" / "fixtures" / "bench_baseline.json").read_text())
+            (Path(tmp) / "hard.json").hardlink_to(path)
+            (Path(tmp) / "soft.json").symlink_to(path)
+            spellings = [str(path), f"{tmp}/./b.json", f"{tmp}/../{Path(tmp).name}/b.json", f"{tmp}/hard.json",
+                         f"{tmp}/soft.json"]
+            status, data, err = run(["--compare", ",".join(spellings), "--no-write", "--json"] + SMALL)
+        self.assertEqual(status, 0, err)
+        self.assertEqual([c["path"] for c in json.loads(data)["compare"]], [str(path)])
+
+    def test_a_draft_model_of_another_tokenizer_is_refused(self):
+        # Llama 3.2 1B (128,256 tokens) for DeepSeek-V3 (129,280): 0.8% apart, yet two tokenizers.
+        status, _, err = run(["--model", "deepseek-v3", "--tp", "8", "--gpu", "h200", "--draft", "llama-3.2-1b",
+                              "--no-write"])
+        self.assertEqual(status, 2)
+        self.assertIn("its vocabulary (128,256 tokens) is not the target's (129,280)", err)
+        status, _, err = run(["--model", "llama-3.3-70b", "--tp", "4", "--draft", "llama-3.2-1b", "--no-write"]
+                             + SMALL)
+        self.assertEqual(status, 0, err)   # the same tokenizer: accepted
+
+    def test_a_run_that_decoded_no_token_cannot_pass_the_gate(self):
+        bench = json.loads((ROOT / "tests" / "fixtures" / "bench_spec.json").read_text())
+        bench.update(total_output_tokens=0)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "spec.json"
+            path.write_text(json.dumps(bench))
+            status, _, err = run(["--bench-baseline", str(ROOT / "tests" / "fixtures" / "bench_baseline.json"),
+                                  "--bench-spec", str(path), "--gate", "--no-write"] + SMALL)
+        self.assertEqual(status, 2)
+        self.assertIn("has total_output_tokens 0", err)
 
     def test_a_5000_digit_seed_is_refused_in_one_short_line(self):
         status, _, err = run(["--seed", "9" * 5000, "--no-write"] + SMALL)

@@ -7,6 +7,7 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     defaults      the reference deployment and traffic a caller falls back on when it names none
     records       field metadata for --json, UsageError, echoing a value, the bounds on input
     catalog       GPUs, models, engines and their release eras, draft heads and models
+    experts       the experts a MoE pass reads: routing skew, and the busiest GPU under expert parallelism
     acceptance    tau, alpha, the speedups, the break-even, one round, the decode loop
     costmodel     the Deployment and what fits in memory; what a step, a draft step, a verify pass and a
                   prefill chunk cost; FIT; eps
@@ -24,12 +25,14 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     charts        the three SVG charts
     plan          the staged rollout plan (Markdown)
     export        --json, predicted benchmark files, --compare
-    cli           flags, the settings a run falls back on, writing files all or none
+    writes        where a run may write; its files all or none; signals and the output streams
+    cli           flags, the settings a run falls back on
 
     >>> from rollout.acceptance import acceptance_length, exact_speedup
     >>> round(acceptance_length(0.7, 3), 3), round(exact_speedup(0.7, 3, 0.2), 3)   # 1 + .7 + .49 + .343
     (2.533, 2.111)
 """
 
-LAYERS = ("defaults", "records", "catalog", "acceptance", "costmodel", "releases", "simulation", "serving", "readers", "trust",
-          "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "cli")
+LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "costmodel", "releases", "simulation", "serving", "readers", "trust",
+          "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "writes",
+          "cli")

@@ -1,5 +1,5 @@
-"""The command line: flags parsed and checked (parse_args), the settings a run falls back on (Settings), and files
-written all or none (write_all).
+"""The command line: flags parsed and checked (parse_args), the settings a run falls back on (Settings), the
+benchmark files --compare replays, and a long run's progress on stderr.
 """
 from __future__ import annotations
 
@@ -10,16 +10,12 @@ import math
 import os
 import re
 import shlex
-import shutil
-import signal
-import stat
-import sys
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .records import (
-    BENCH_LIMIT_BYTES, CONCURRENCY_LIMIT, EPS_LIMIT, finite_number, GPU_RANGES, GRID_CELL_LIMIT, GRID_PAIR_LIMIT,
+    CONCURRENCY_LIMIT, EPS_LIMIT, finite_number, GPU_RANGES, GRID_CELL_LIMIT, GRID_PAIR_LIMIT,
     K_LIMIT, same_model, shown, TOKENS_LIMIT, TP_LIMIT, UsageError,
 )
 from .catalog import (
@@ -32,15 +28,17 @@ from .releases import missing as release_lacks, refusal as release_refuses
 from .simulation import Traffic
 from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, running_cap, simulated_layout, Workload
 from .readers import (
-    bench_acceptance, bench_comparison, checked_name, Counters, counters_window, head_from_config, is_sglang,
-    measured_acceptance, one_average_draft, pick_model, PREDICTION_KEY, profile_problem, read_bench,
+    bench_acceptance, bench_comparison, checked_name, Counters, counters_window, distinct_files, head_from_config,
+    is_sglang,
+    measured_acceptance, one_average_draft, pick_model, profile_problem, read_bench,
     read_calibration_runs, read_metrics, run_totals, same_workload, shape_from_config,
 )
 from .analysis import center_requests, Evidence, Grid, profile_from_lengths, SWEEP_SLACK
 from .exercises import draft_problem
 from .calibration import bench_names, BENCH_OPEN_PROMPTS, bench_tags, length_spread, predict_bench, SAME_LENGTHS
-from .charts import CHART_FILES, CHART_MARK
+from .charts import CHART_FILES
 from .export import compare_rows
+from .writes import bench_folder, check_out_owned, emit, out_path, UNPRINTABLE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,6 +50,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         raise UsageError(message)
+
+    def print_help(self, file=None):   # --help: on a full or closed standard output, exit 2, not argparse's 0
+        if not emit(self.format_help()):
+            raise UsageError("cannot write the help to standard output")
 
 
 def ascii_number(text):
@@ -687,12 +689,7 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
                            lambda b: 0.01 <= b <= 100) if args.burstiness is not None else 1.0
     compare = ()
     if args.compare is not None:
-        if "," in args.compare and os.path.isfile(args.compare):
-            raise UsageError(f"--compare: {shown(args.compare, 200)} is one file whose name holds a comma, and "
-                             "--compare splits its files at commas: rename or link it")
-        compare = tuple(dict.fromkeys(p.strip() for p in args.compare.split(",")))   # a file given twice, once
-        if any(not p for p in compare):
-            raise UsageError(f"--compare: expected a comma list of files; got {shown(args.compare)}")
+        compare = tuple(file_list("--compare", args.compare))
         if len(compare) > MAX_COMPARE_FILES:
             raise UsageError(f"--compare: {len(compare):,} files; this tool replays at most {MAX_COMPARE_FILES}")
     if args.predict_bench is not None and min(running_cap(dep, False), running_cap(dep, True)) < 1:
@@ -722,52 +719,22 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
                       else None)
 
 
-def bench_folder(text, names, reads, out):
-    """--predict-bench's folder: an existing one this program may write in, where no file it would write (names)
-    is a link, a folder, a file this run reads or writes, or a file that is not one of its own predictions."""
-    folder = Path(text)
-    if os.path.islink(text.rstrip("/" + os.sep) or text):   # as --out: never write through a link to elsewhere
-        raise UsageError(f"--predict-bench: {shown(text)} is a link (to {shown(os.path.realpath(text))}): name the "
-                         "folder itself")
-    if not folder.is_dir():
-        raise UsageError(f"--predict-bench: {shown(text)} is not an existing folder")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"--predict-bench: cannot write in the folder {text!r}")
-    used = {os.path.realpath(p) for p in reads if p}
-    if out is not None:
-        used |= {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
-    for name in names:
-        check_bench_target(folder / name, used)
-    return folder
-
-
-def check_bench_target(path, taken):
-    """Refuse to replace anything at path but a prediction this tool wrote there before, or a path this run reads
-    or writes otherwise (taken: real paths)."""
-    if os.path.realpath(path) in taken:
-        raise UsageError(f"--predict-bench: would overwrite {str(path)!r}, which this run reads or writes: predict "
-                         "into another folder")
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode):
-        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a regular file")
-    try:
-        with open(path, "rb") as f:
-            head = f.read(BENCH_LIMIT_BYTES)
-        data = json.loads(head.decode("utf-8"))
-        mine = isinstance(data, dict) and isinstance(data.get(PREDICTION_KEY), dict)
-    except (OSError, ValueError, TypeError, UnicodeDecodeError, RecursionError):   # deep nesting: not ours
-        mine = False
-    if not mine:
-        raise UsageError(f"--predict-bench: {str(path)!r} exists and is not a prediction this tool wrote (a measured "
-                         "run?): predict into another folder")
+def file_list(flag, text):
+    """A comma list of files, each once however it is spelled (a, ./a, d/../a, a link to a: one file, its first
+    spelling kept); a file whose own name holds a comma is refused by name, since the list splits there."""
+    if "," in text and os.path.isfile(text):
+        raise UsageError(f"{flag}: {shown(text, 200)} is one file whose name holds a comma, and {flag} splits its "
+                         "files at commas: rename or link it")
+    paths = [p.strip() for p in text.split(",")]
+    if any(not p for p in paths):
+        raise UsageError(f"{flag}: expected a comma list of files; got {shown(text)}")
+    return distinct_files(paths)
 
 
 def parse_args(argv, settings):
     """Flags -> (grid, deployment, evidence, traffic, out path, json?, gate?, exercises?, runs). Raises UsageError."""
-    args = build_parser(settings).parse_args(argv)
+    args = build_parser(settings).parse_args(argv)   # a flag given twice: the last wins, as in every argparse and
+                                                     # getopt tool, so a wrapper's defaults can be overridden
     check_values(args)
     out = None if args.no_write else (out_path(args.out) if args.out is not None else settings.out_path)
     grid = parse_grid(args, settings)
@@ -804,9 +771,7 @@ def parse_args(argv, settings):
     output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
                               lambda s: 0.0 <= s <= 2.0) if args.output_spread is not None else settings.output_spread
     traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread)
-    paths = [p.strip() for p in args.calibrate.split(",")] if args.calibrate is not None else list(settings.calibration_files)
-    if any(not p for p in paths):
-        raise UsageError(f"--calibrate: expected a comma list of files; got {args.calibrate!r}")
+    paths = file_list("--calibrate", args.calibrate) if args.calibrate is not None else list(settings.calibration_files)
     runs = read_calibration_runs(paths) if paths else None
     if out is not None:
         written = {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
@@ -860,14 +825,11 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
         raise UsageError(f"{flag}: {path} holds {completed:,} requests and {outputs:,} output tokens to replay, past "
                          f"the {COMPARE_REQUESTS_LIMIT:,} requests and {COMPARE_TOKENS_LIMIT:,} tokens --compare "
                          "replays over all its files: compare fewer or smaller runs")
-    n = bench.workload.get("num_prompts")
-    n = n if type(n) is int and 1 <= n <= MAX_BENCH_PROMPTS else completed
-    if completed > n:
-        raise UsageError(f"{flag}: {path} completed {completed:,} requests of its num_prompts {n:,}: a run completes "
-                         "no more than it sends")
     if bench.max_concurrency is None and rate == math.inf:
         raise UsageError(f"{flag}: {path} records neither max_concurrency nor a request rate: its run cannot be "
                          "replayed")
+    n = bench.workload.get("num_prompts")
+    n = n if type(n) is int and 1 <= n <= MAX_BENCH_PROMPTS else completed   # read_bench: never below completed
     notes = list(bench.notes)
     spread = length_spread(bench.latency)
     if spread is None:   # no spreads to read: equal answers if the total divides evenly, else --output-spread's
@@ -910,10 +872,6 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     return path, pb, rows, notes
 
 
-UNPRINTABLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}   # Unicode categories: controls (C0, C1, NEL), format characters
-                                              # (bidi overrides), surrogates (bytes that are not UTF-8), line breaks
-
-
 def check_values(args):
     """Refuse a flag given an empty value (it would silently mean the default), or one that holds a character that
     could break a line of the plan or a terminal: a control, a line separator, or bytes that are not UTF-8."""
@@ -925,66 +883,6 @@ def check_values(args):
             if any(unicodedata.category(c) in UNPRINTABLE for c in value):
                 raise UsageError(f"{flag}: {ascii(value)} holds a control character, a line separator or bytes "
                                  "that are not UTF-8")
-
-
-def out_path(text):
-    """--out, checked before anything runs: a file's name (not a folder's, not a chart's) in an existing folder
-    this program may write in, where the plan and its charts will replace nothing but regular files."""
-    path = Path(text)
-    if text.endswith(("/", os.sep)) or path.is_dir():
-        raise UsageError(f"--out: {text!r} is a folder: name the plan's file in it, e.g. {str(path / 'plan.md')!r}")
-    if path.name in CHART_FILES.values():
-        raise UsageError(f"--out: {path.name} is the name of a chart the plan links to: name the plan otherwise")
-    folder = path.parent
-    if not folder.is_dir():
-        raise UsageError(f"--out: the folder {str(folder)!r} does not exist")
-    try:
-        longest = os.pathconf(folder, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        longest = 255
-    if len(os.fsencode(path.name)) > longest:
-        raise UsageError(f"--out: the file's name is too long ({len(os.fsencode(path.name))} bytes; this file system "
-                         f"takes {longest})")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"--out: cannot write in the folder {str(folder)!r}")
-    for target, mark in [(path, PLAN_MARK)] + [(folder / name, CHART_MARK) for name in CHART_FILES.values()]:
-        try:
-            mode = os.lstat(target).st_mode
-        except FileNotFoundError:
-            continue
-        if not stat.S_ISREG(mode):
-            raise UsageError(f"--out: {str(target)!r} exists and is not a regular file (a link, a folder, a pipe or a "
-                             "device): the plan would replace it")
-    return path
-
-
-def check_out_owned(path):
-    """--out, once the inputs are known not to be among its files: each of the plan and its charts that exists is
-    one this tool wrote (its mark), never a file of the user's it would replace (its own source included)."""
-    for target, mark in [(path, PLAN_MARK)] + [(path.parent / name, CHART_MARK) for name in CHART_FILES.values()]:
-        if os.path.lexists(target) and not written_here(target, mark):
-            raise UsageError(f"--out: {str(target)!r} exists and is not a plan or chart this tool wrote: it would be "
-                             "replaced; name another file or folder")
-
-
-PLAN_MARK = "---\nname: eagle3-rollout\n"   # how every plan this tool writes begins (plan.render_plan)
-
-
-def written_here(path, mark):
-    """Whether the file at path begins with (a plan) or holds in its first lines (a chart) this tool's mark."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096).decode("utf-8", errors="replace")
-    except OSError:
-        return False
-    if mark == PLAN_MARK:
-        return head.startswith(mark)
-    return mark in head or head.startswith(OLD_CHART_HEAD)   # a chart of a release before the mark
-
-
-OLD_CHART_HEAD = ('<svg xmlns="http://www.w3.org/2000/svg" width="760" height="460" viewBox="0 0 760 460" '
-                  'font-family="DejaVu Sans, Arial, sans-serif">\n<rect width="760" height="460" fill="#ffffff"/>\n'
-                  '<text x="380.0" y="28.0" font-size="16" text-anchor="middle" font-weight="bold">')
 
 
 PROGRESS_AFTER = 2.0   # seconds: a run expected to take longer shows its progress on stderr, if a terminal
@@ -1009,172 +907,3 @@ def progress_meter(grid, stream):
         stream.flush()
 
     return show
-
-
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
-
-
-def stop_on_terminate():
-    """SIGTERM (what `kill`, `timeout` and CI send) stops a run as Ctrl-C does: a KeyboardInterrupt, so every write
-    is rolled back or finished by the same code."""
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-    if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, interrupt)
-
-
-def hold_signals():
-    """Defer Ctrl-C and SIGTERM (pthread_sigmask): a rename and its record, or a rollback, is not cut in two. Returns
-    the call that lets them through again (a signal that came meanwhile is raised then)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        return lambda: None
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    return lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
-def write_all(files):
-    """Write every file of {path: text} or none. Each is written to a new temporary in its folder, and each file it
-    will replace is kept as a backup (a hard link, else a copy); then all are renamed into place, and if a rename
-    fails the files placed before it are put back. Only the files, old or new, are left.
-
-    The renames and their rollback run with Ctrl-C and SIGTERM held (hold_signals), so an interrupt lands before
-    the swap (nothing is written) or after it: then the files are in place, and the call this returns, which lets
-    the signals through, raises it where the caller knows that."""
-    temporaries, backups, placed = {}, {}, []
-    release, journal = (lambda: None), None
-    if not files:
-        return release
-    recover_interrupted(files)
-    try:
-        for number, (path, text) in enumerate(files.items()):
-            temporary = path.parent / f".eagle3-rollout-{os.getpid()}-{number}.tmp"   # short: any name that fits
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)      # never someone else's file
-            temporaries[path] = temporary
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
-            if os.path.lexists(path):
-                backups[path] = temporary.with_suffix(".bak")
-                try:
-                    os.link(path, backups[path])
-                except OSError:           # a file system without hard links
-                    shutil.copy2(path, backups[path])
-        release = hold_signals()
-        journal = write_journal(files, temporaries, backups)   # a crash past here: the next run rolls back
-        for path, temporary in temporaries.items():
-            os.replace(temporary, path)
-            placed.append(path)
-    except BaseException:
-        for path in placed:
-            if path in backups:
-                os.replace(backups[path], path)
-            else:
-                os.unlink(path)
-        for leftover in [*temporaries.values(), *backups.values(), *([journal] if journal else [])]:
-            if os.path.lexists(leftover):
-                os.unlink(leftover)
-        release()
-        raise
-    for leftover in [journal, *temporaries.values(), *backups.values()]:
-        if os.path.lexists(leftover):
-            os.unlink(leftover)
-    return release
-
-
-JOURNAL = ".eagle3-rollout-journal-{pid}.json"   # in the first file's folder while a write swaps its files
-
-
-def write_journal(files, temporaries, backups):
-    """Before the swap: what each file's old and new versions are, on disk (synced), so that a run killed in the
-    middle (SIGKILL, power) is rolled back by the next (recover_interrupted). Returns its path."""
-    entries = [dict(path=str(Path(p).resolve()), temporary=str(Path(temporaries[p]).resolve()),
-                    backup=str(Path(backups[p]).resolve()) if p in backups else None) for p in files]
-    journal = next(iter(files)).parent / JOURNAL.format(pid=os.getpid())
-    fd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(dict(files=entries), f)
-        f.flush()
-        os.fsync(f.fileno())
-    return journal
-
-
-def recover_interrupted(files):
-    """Roll back the writes of earlier runs that died while swapping some of these files (a journal in their folders
-    whose process is gone): each back to its old version (its backup), one that had none removed, the temporaries
-    deleted. A journal is trusted only so far as it could be this tool's: every entry is one of the files this run
-    is about to write anyway, and its temporary and backup are the dead run's own names beside it; a journal with
-    any other entry is left alone, so a planted one can touch nothing else. Returns how many journals it undid."""
-    ours = {os.path.realpath(p) for p in files}
-    undone = 0
-    for folder in {Path(p).parent for p in files}:
-        for journal in folder.glob(JOURNAL.format(pid="*")):
-            try:
-                pid = int(journal.name.split("-")[-1].split(".")[0])
-                os.kill(pid, 0)
-                continue                       # its run is alive: its own write, not ours to undo
-            except (ValueError, ProcessLookupError, OverflowError):
-                pass
-            except PermissionError:
-                continue                       # alive, another user's
-            try:
-                entries = json.loads(journal.read_text(encoding="utf-8"))["files"]
-                steps = [journal_entry(entry, pid, ours) for entry in entries]
-            except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-                continue                       # not one this tool wrote whole: left alone
-            for path, temporary, backup in steps:
-                if backup and os.path.lexists(backup):
-                    os.replace(backup, path)   # a file not yet swapped is the backup's own inode: then a no-op,
-                    if os.path.lexists(backup):   # and the backup is left to remove
-                        os.unlink(backup)
-                elif not backup and not os.path.lexists(temporary) and os.path.lexists(path):
-                    os.unlink(path)            # placed, with no old version to restore
-                if os.path.lexists(temporary):
-                    os.unlink(temporary)
-            journal.unlink()
-            undone += 1
-    return undone
-
-
-def journal_entry(entry, pid, ours):
-    """(path, temporary, backup) of a journal entry, checked: path is one of ours (the files this run writes), and the
-    temporary and backup are the dead run's names in its folder (write_all: .eagle3-rollout-PID-N.tmp, .bak). Raises
-    ValueError for anything else."""
-    path, temporary, backup = entry["path"], entry["temporary"], entry["backup"]
-    if os.path.realpath(path) not in ours:
-        raise ValueError(path)
-    folder = os.path.dirname(os.path.realpath(path))
-    own = re.compile(rf"\.eagle3-rollout-{pid}-\d{{1,6}}\.tmp")
-    if os.path.dirname(temporary) != folder or not own.fullmatch(os.path.basename(temporary)):
-        raise ValueError(temporary)
-    if backup is not None and (os.path.dirname(backup) != folder
-                               or os.path.basename(backup) != os.path.basename(temporary)[:-4] + ".bak"):
-        raise ValueError(backup)
-    return path, temporary, backup
-
-
-def emit(report):
-    """Print the report on standard output; False when the stream is closed, full or gone (then it is pointed at
-    the null device, so that the interpreter's last flush does not fail again)."""
-    try:
-        sys.stdout.write(report)
-        sys.stdout.flush()
-        return True
-    except (OSError, ValueError, AttributeError):   # full (ENOSPC), the reader left (EPIPE), closed (>&-: None)
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        except OSError:
-            pass
-        return False
-
-
-def say(line):
-    """One line on standard error, if it can take it (closed or full, the exit status still tells)."""
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def printable(text):
-    """text with any control, format or line-separator character but the newline shown as its escape: names and
-    labels read from files reach the tables, the plan and error lines, and must not drive a terminal."""
-    return "".join(c if c == "\n" or unicodedata.category(c) not in UNPRINTABLE else ascii(c)[1:-1] for c in text)

@@ -148,11 +148,15 @@ def smaller_drafts(dep, drafts):
     return [d for d in drafts if d not in MODELS or draft_problem(MODELS[d], dep.shape) is None]
 
 
+VOCAB_PADDING = 256   # tokens: vocabularies are padded to a multiple of 64 to 256 for the GPU's matrix shapes
+
+
 def draft_problem(draft, target):
     """Why a draft model (a shape) cannot draft for a target, or None. Its tokens must be the target's: the same
     tokenizer, whose vocabulary size may differ by padding only (Qwen2.5 pads one tokenizer to 151,936 in its small
-    models and to 152,064 from 7B up), here up to 1%; and it must be smaller, or drafting saves nothing."""
-    if abs(draft["vocab"] / target["vocab"] - 1.0) > 0.01:
+    models and to 152,064 from 7B up: 128 tokens), here up to VOCAB_PADDING tokens (Llama 3's 128,256 and DeepSeek
+    V3's 129,280 are two tokenizers, 1,024 apart); and it must be smaller, or drafting saves nothing."""
+    if abs(draft["vocab"] - target["vocab"]) > VOCAB_PADDING:
         return (f"its vocabulary ({draft['vocab']:,} tokens) is not the target's ({target['vocab']:,}): a draft model "
                 "must share the target's tokenizer")
     if model_params(draft) >= model_params(target):

@@ -2,6 +2,7 @@
 """
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -29,13 +30,27 @@ from .charts import CHART_FILES
 # outputs/skill-eagle3-rollout.md: front matter, the stages, K by batch size, the tail watch, the dashboard.
 # Engine-specific parts come from commands.ENGINE_PLANS; every number from the run.
 
-MD_ESCAPED = {"|": "\\|", "<": "&lt;", ">": "&gt;", "`": "'", "&": "&amp;", "[": "\\[", "]": "\\]"}
+MD_ESCAPED = {"\\": "\\\\", "|": "\\|", "<": "&lt;", "`": "'", "&": "&amp;", "[": "\\[", "]": "\\]",
+              "*": "\\*", "~": "\\~", "@": "\\@"}
+AUTOLINKED = re.compile(r"(?i)(www)\.|:(?=//)")   # GFM's extended autolinks: www.x, scheme://x (and x@y.z: @ above)
+EMPHASIS = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")   # an underscore that can open or close emphasis; one
+                                                                  # inside a word (sharegpt_spec_c8) cannot
 
 
 def md(text):
-    """Text from a file or a path, safe in the plan's Markdown: no table cell split (|), no HTML, no code span, and
-    no link or image (their brackets backslash-escaped, which Markdown shows literally)."""
-    return "".join(MD_ESCAPED.get(c, c) for c in text)
+    """Text from a file, a flag or a path, safe in the plan's Markdown: no table cell split (|), no HTML (a < is
+    its entity; a > alone opens nothing but a quote, at a line's start), no code span, no emphasis or
+    strikethrough, no heading or list, and no link, image or autolink (brackets, @, the dot of www. and the colon
+    of :// backslash-escaped, which Markdown shows as the character itself)."""
+    escaped = EMPHASIS.sub(r"\\_", "".join(MD_ESCAPED.get(c, c) for c in text))
+    escaped = "\\" + escaped if escaped.startswith((">", "#", "-", "+", "=")) else escaped   # no quote, heading or list
+    return AUTOLINKED.sub(lambda m: m.group(1) + "\\." if m.group(1) else "\\:", escaped)
+
+
+def code_cell(text):
+    """Text from a file or a path as a code span in a table cell: shown as it is (a code span takes no escapes, and
+    links nothing) but for a backtick, which would end it, and a pipe, which GFM splits cells at even there."""
+    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
 
 
 def plan_mix(mix, dep):
@@ -45,19 +60,19 @@ def plan_mix(mix, dep):
     out += [
            "| domain | share of tokens | per-token alpha | tau | speedup alone | share of decode time |",
            "|---|---|---|---|---|---|"]
-    out += [f"| {d.name} | {d.share:.2f} | {d.alpha:.2f} | {d.tau:.2f} | {d.speedup:.2f}x | "
+    out += [f"| {md(d.name)} | {d.share:.2f} | {d.alpha:.2f} | {d.tau:.2f} | {d.speedup:.2f}x | "
             f"{d.time_share * 100:.1f}% |" for d in mix.domains]
     weak = next(d for d in mix.domains if d.name == mix.weak)
-    out += ["", mix_blend_sentence(mix), "",
-            f"{mix.weak} pulls the blend down: its tokens take {weak.time_share * 100:.1f}% of decode time "
+    out += ["", md(mix_blend_sentence(mix)), "",
+            f"{md(mix.weak)} pulls the blend down: its tokens take {weak.time_share * 100:.1f}% of decode time "
             f"for {weak.share * 100:.0f}% of the tokens. What each remedy would give the whole mix:", ""]
     trained = trained_draft(dep)
-    out += [f"- {trained} on {mix.weak} traffic, reaching alpha {mix.trained_alpha:.2f}: "
+    out += [f"- {trained} on {md(mix.weak)} traffic, reaching alpha {mix.trained_alpha:.2f}: "
             f"{mix.trained_speedup:.3f}x;"] if trained else []
     out += [
-            f"- routing {mix.weak} to replicas without speculation: {mix.routed_speedup:.3f}x;",
+            f"- routing {md(mix.weak)} to replicas without speculation: {mix.routed_speedup:.3f}x;",
             f"- one K for all traffic: K={k_words(mix.best_k)} is best for this mix, {mix.best_k_speedup:.3f}x.", "",
-            mix_tail_sentence(mix)]
+            md(mix_tail_sentence(mix))]
     return out
 
 
@@ -155,7 +170,7 @@ def plan_front(result, dep, plan):
         f"tags: [speculative-decoding, eagle3, {dep.engine.key}, rollout, p99]",
         "---",
         "",
-        f"# Speculative decoding rollout: {dep.model} on {dep.tp} x {dep.gpu}, {engine}, draft {dep.draft}",
+        f"# Speculative decoding rollout: {md(dep.model)} on {dep.tp} x {dep.gpu}, {engine}, draft {md(dep.draft)}",
         "",
         "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
         "requests; change the deployment constants or flags and run it again.",
@@ -168,7 +183,7 @@ def plan_front(result, dep, plan):
         f"| engine | {engine} {release_text(release(dep))}"
         f"{checked(dep) or ': its commands as that release takes them'} |",
         f"| engine release | {era_releases(dep.engine, dep.era)}: {dep.era.what}; {era_account(dep)} |",
-        f"| target | {dep.model}, {dep.target.held_params / 1e9:.2f} B parameters"
+        f"| target | {md(dep.model)}, {dep.target.held_params / 1e9:.2f} B parameters"
         + (f" ({dep.target.active_params / 1e9:.2f} B active, {dep.target.experts_per_token} of {dep.target.experts} experts)"
            if dep.target.experts else "") + f", {dep.weights_dtype} weights "
         f"({dep.target.held_bytes / GIB:.1f} GiB with embeddings and lm_head in bf16), tensor parallel {dep.tp}"
@@ -180,7 +195,7 @@ def plan_front(result, dep, plan):
         f"| KV cache | {dep.kv_dtype}, {dep.target.kv_bytes_per_token:,} B per token{copies_text(dep)}; at "
         f"{dep.context} tokens of "
         f"context {result.facts.max_concurrency} sequences fit |",
-        f"| draft | {dep.draft}: {draft_params / 1e9:.3f} B parameters"
+        f"| draft | {md(dep.draft)}: {draft_params / 1e9:.3f} B parameters"
         + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
         f"| target concurrency | {plan.target}" + ("" if plan.feasible else
                                                      f" (does not fit in memory: this plan is for {batch}, the most "
@@ -214,7 +229,7 @@ def head_notes(dep):
         others = ([f"`--draft eagle3` (a public EAGLE-3 head: `{eagle3}`)"] if eagle3 else []) + \
             (["`--draft mtp` (this model has an MTP module)"] if dep.shape.get("nextn") else []) + \
             ["`--draft ngram` (no model at all)"]
-        return [f"**No head to serve yet.** No public {dep.draft} head for {dep.model} that {engine} loads is known "
+        return [f"**No head to serve yet.** No public {md(dep.draft)} head for {md(dep.model)} that {engine} loads is known "
                 "to this tool (checked 2026-12), so this stage prints no command that would fail. Train one with "
                 "SpecForge (`specforge train`, sgl-project/SpecForge) or vLLM's speculators "
                 "(`scripts/train.py`, vllm-project/speculators), then run this program again with "
@@ -479,7 +494,7 @@ def plan_calibration(cal):
     out = [f"{calibration_headline(cal)}.", "", *(f"{md(x)}" for x in calibration_findings(cal)), "",
            "| run | B | K | tau | measured TPOT | fitted | error | held out |", "|---|---|---|---|---|---|---|---|"]
     for r in cal.runs:
-        out.append(f"| `{md(Path(r.path).name)}` | {r.batch} | {fmt(r.k, 'd')} | {fmt(r.tau, '.2f')} | "
+        out.append(f"| {code_cell(Path(r.path).name)} | {r.batch} | {fmt(r.k, 'd')} | {fmt(r.tau, '.2f')} | "
                    f"{r.measured_tpot_ms:.2f} ms | {r.fitted_tpot_ms:.2f} ms | {pct1(r.error)} | "
                    f"{pct1(r.held_out_error)} |")
     return out + [""] + [f"- {md(note)}" for note in cal.notes] + ([""] if cal.notes else [])

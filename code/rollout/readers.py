@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import select
 import stat
 from dataclasses import dataclass, field, replace
 
@@ -16,7 +17,7 @@ from .records import (
     LINE_LIMIT_BYTES, NOT_IN_JSON, SCRAPE_LIMIT_BYTES, SCRAPE_LINE_LIMIT, shown, SIZE_LIMIT, TOKENS_LIMIT, UsageError,
 )
 from .acceptance import alpha_from_length, profile_length
-from .costmodel import ROUTING_OF_MODEL_TYPE
+from .experts import ROUTING_OF_MODEL_TYPE
 
 
 # vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
@@ -144,7 +145,8 @@ def open_input(path, flag, limit, hint=""):
     """An input file opened for reading bytes: a regular file, or a pipe (/dev/stdin, a process substitution).
 
     A folder, a device (/dev/zero would never end) or a file over `limit` bytes is refused before anything
-    is read. A named pipe is opened without waiting for a writer (none: it reads as empty).
+    is read. A named pipe is opened without waiting for a writer (none: it reads as empty), and read as long as
+    it sends (Input). A read that fails is refused in the flag's name, like an open that fails.
     """
     try:
         info = os.stat(path)
@@ -155,10 +157,51 @@ def open_input(path, flag, limit, hint=""):
         if info.st_size > limit:
             raise too_large(flag, path, limit, hint)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        os.set_blocking(fd, True)
+        if stat.S_ISREG(info.st_mode):
+            os.set_blocking(fd, True)
     except OSError as err:
         raise UsageError(f"{flag}: cannot read {path}: {err.strerror}") from None
-    return os.fdopen(fd, "rb")
+    return io.BufferedReader(Input(fd, flag, path, pipe=not stat.S_ISREG(info.st_mode)))
+
+
+PIPE_IDLE_LIMIT = 10.0   # seconds a pipe may send nothing before its input is refused: a writer that hangs
+
+
+class Input(io.RawIOBase):
+    """An input file's bytes, read so that a failure is one line in the flag's name (UsageError), never an OSError
+    that reads as the output's (an I/O error, /proc/self/mem), and a pipe that stops sending ends the run."""
+
+    def __init__(self, fd, flag, path, pipe):
+        super().__init__()
+        self.fd, self.flag, self.path, self.pipe = fd, flag, path, pipe
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        try:
+            while self.pipe:
+                ready, _, _ = select.select([self.fd], [], [], PIPE_IDLE_LIMIT)
+                if not ready:
+                    raise UsageError(f"{self.flag}: {self.path} is a pipe that sent nothing for "
+                                     f"{PIPE_IDLE_LIMIT:g} s: save the input to a file and pass that")
+                try:
+                    data = os.read(self.fd, len(buffer))
+                except BlockingIOError:   # woken, yet nothing to read: wait again
+                    continue
+                buffer[:len(data)] = data
+                return len(data)
+            return os.readv(self.fd, [buffer])
+        except OSError as err:
+            raise UsageError(f"{self.flag}: cannot read {self.path}: {err.strerror or err}") from None
+
+    def close(self):
+        if not self.closed:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+        super().close()
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")   # PowerShell's `>` writes UTF-16 with its byte-order mark
@@ -697,14 +740,39 @@ def read_bench(path, flag):
         notes.append(f"{path} records no max_concurrency (files before mid-2024 do not): the concurrency it ran at "
                      "is unknown")
     spec = {key: data[key] for key in data if key.startswith("spec_decode_")}
-    return Bench(path=str(path), flag=flag, latency=latency,
-                 output_throughput=json_amount(data, "output_throughput", where), max_concurrency=concurrency,
-                 open_loop=concurrency is None, completed=json_whole(data, "completed", where),
-                 total_input_tokens=json_whole(data, "total_input_tokens", where),
-                 total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
-                 workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes,
-                 others={key: value for key in BENCH_OTHERS if (value := json_amount(data, key, where)) is not None},
-                 raw_burstiness=data.get("burstiness"))
+    bench = Bench(path=str(path), flag=flag, latency=latency,
+                  output_throughput=json_amount(data, "output_throughput", where), max_concurrency=concurrency,
+                  open_loop=concurrency is None, completed=json_whole(data, "completed", where),
+                  total_input_tokens=json_whole(data, "total_input_tokens", where),
+                  total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
+                  workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes,
+                  others={key: value for key in BENCH_OTHERS if (value := json_amount(data, key, where)) is not None},
+                  raw_burstiness=data.get("burstiness"))
+    return consistent(bench, where)
+
+
+THROUGHPUT_SLACK = 0.05   # vllm bench serve writes output_throughput as total_output_tokens / duration exactly;
+                          # 5% leaves room for files other tools write in its format, not for another run's numbers
+
+
+def consistent(bench, where):
+    """bench, or UsageError naming the contradiction when its own numbers cannot be one run's: more requests
+    completed than sent, no output token at all, or an output throughput that is not its tokens over its time."""
+    sent, completed, tokens = bench.workload.get("num_prompts"), bench.completed, bench.total_output_tokens
+    if type(sent) is int and sent >= 1 and completed is not None and completed > sent:
+        raise UsageError(f"{where} completed {completed:,} requests of its num_prompts {sent:,}: a run completes no "
+                         "more than it sends")
+    if tokens == 0:
+        raise UsageError(f"{where} has total_output_tokens 0: its requests decoded no output tokens, so nothing of "
+                         "decoding was measured")
+    duration, throughput = bench.others.get("duration"), bench.output_throughput
+    if tokens is not None and duration and throughput:
+        implied = tokens / duration
+        if abs(implied / throughput - 1) > THROUGHPUT_SLACK:
+            raise UsageError(f"{where}: output_throughput {throughput:,.6g} tok/s is not its total_output_tokens "
+                             f"{tokens:,} over its duration {duration:,.6g} s ({implied:,.6g} tok/s): not one run's "
+                             "numbers")
+    return bench
 
 
 def workload_value(value):
@@ -971,11 +1039,24 @@ def run_totals(bench, flag, path, runs, least_output):
     return completed, prompts, outputs
 
 
+def distinct_files(paths):
+    """paths with each file once, however spelled (a, ./a, d/../a, a link or a hard link to a): the first kept."""
+    seen = {}
+    for path in paths:
+        try:
+            info = os.stat(path)
+            key = (info.st_dev, info.st_ino)
+        except (OSError, ValueError):   # missing or unreadable: the reader names it
+            key = os.path.realpath(path)
+        seen.setdefault(key, path)
+    return list(seen.values())
+
+
 def read_calibration_runs(paths, flag="--calibrate"):
     """Your `vllm bench serve` results for --calibrate: one deployment, one workload, baselines at several
     concurrencies and optionally speculative runs (their K and tau from their spec_decode_* keys)."""
     runs = []
-    paths = list(dict.fromkeys(paths))   # a file given twice counts once
+    paths = distinct_files(paths)   # a file given twice counts once
     if len(paths) > CALIBRATION_FILE_LIMIT:
         raise UsageError(f"{flag}: {len(paths):,} files; this tool fits at most {CALIBRATION_FILE_LIMIT} (each is left "
                          "out and refitted)")

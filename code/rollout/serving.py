@@ -187,7 +187,8 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     if work.output_cap:
         draws = [min(d, work.output_cap) for d in draws]
     if work.total_output:   # the replayed file's own total
-        draws = [d * work.total_output / sum(draws) for d in draws]
+        drawn = sum(draws)
+        draws = [d * work.total_output / drawn for d in draws]
     lengths = whole_lengths(draws, work.total_output)
     needed, accepted_at = [], [0.0] * k
     for length in lengths:

@@ -9,9 +9,8 @@ from pathlib import Path
 from .records import eps_label, fmt, k_words, pct, pct1, wrap
 from .catalog import GIB, GPU_FAMILY
 from .acceptance import acceptance_length
-from .costmodel import (
-    draft_kind, expected_experts, fitted_family, kv_copies, non_expert_bytes, OWN_TERMS, touched_experts,
-)
+from .experts import expected_experts, touched_experts
+from .costmodel import draft_kind, fitted_family, kv_copies, non_expert_bytes, OWN_TERMS
 from .simulation import slow_domains
 from .trust import INTERVAL_LEVEL, span, too_close, Z_INTERVAL
 from .analysis import paying_ranges, profile_from_lengths, where_it_pays
