@@ -237,6 +237,25 @@ class SignalsAnywhere(unittest.TestCase):
             self.assertEqual(plan.read_text(), "the user's notes")
             self.assertEqual(os.listdir(tmp), ["plan.md"])
 
+    def test_a_failed_write_names_the_flag_whose_file_it_was(self):
+        # A full disk where the plan goes, with predictions written to another folder: --out's, not --predict-bench's.
+        with tempfile.TemporaryDirectory() as tmp:
+            plan, prediction = Path(tmp) / "plan.md", Path(tmp) / "runs" / "b.json"
+            prediction.parent.mkdir()
+            files = {prediction: '{"eagle3_rollout_prediction": {}}', plan: PLAN_MARK + "new"}
+            real_replace = os.replace
+
+            def full(src, dst):
+                if Path(dst) == plan:
+                    raise OSError(28, "No space left on device")
+                real_replace(src, dst)
+            with mock.patch.object(os, "replace", full), mock.patch("sys.stdout", io.StringIO()), \
+                    mock.patch("sys.stderr", io.StringIO()) as err:
+                status = writes.finish(lambda argv: (0, "report\n", files), [], whole_process=False)
+            self.assertEqual((status, err.getvalue()), (2, f"main.py: error: --out: cannot write '{plan}': No space left "
+                                                           "on device; nothing was written\n"))
+            self.assertEqual(sorted(p.name for p in Path(tmp).rglob("*")), ["runs"])   # the prediction rolled back
+
     def test_signals_after_the_run_has_ended_change_nothing(self):
         script = (f"import os, signal, sys; sys.path.insert(0, {str(ROOT / 'code')!r})\n"
                   "from rollout import writes\n"
