@@ -1,7 +1,7 @@
 """The largest inputs the tool accepts, timed: each case at its limit (records.py and cli.py), in a fresh process,
-with its wall time and the peak memory of that process. The README's limits quote this.
+with its wall time and the peak memory of that process, and last every limit at once. The README's limits quote this.
 
-    python bench/worst_inputs.py          (about a minute on 2 cores; standard library only)
+    python bench/worst_inputs.py > bench/worst_inputs.txt     (about two minutes on 2 cores; standard library only)
 """
 import json
 import resource
@@ -25,34 +25,84 @@ def timed(label, argv):
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss   # KiB on Linux: the largest child so far
     last = (proc.stderr.strip().splitlines() or [""])[-1][:90]
-    print(f"{label:<58} exit {proc.returncode}  {seconds:6.1f} s  {max(peak, before) / 1024:6.0f} MiB  {last}")
+    print(f"{label:<66} exit {proc.returncode}  {seconds:6.1f} s  {max(peak, before) / 1024:6.0f} MiB  {last}",
+          flush=True)
     return seconds
 
 
+def bench_file(path, requests, each, **changes):
+    """The fixture's baseline result scaled to `requests` requests of `each` output tokens, its numbers one run's."""
+    bench = json.loads((ROOT / "tests" / "fixtures" / "bench_baseline.json").read_text())
+    bench.update(dict(dict(completed=requests, num_prompts=requests, total_output_tokens=requests * each,
+                           total_input_tokens=requests * 128, max_concurrency=1,
+                           duration=requests * each / bench["output_throughput"]), **changes))
+    path.write_text(json.dumps(bench, separators=(",", ":")))
+    return str(path)
+
+
+def scrape(path, lines, k, labels=0, scale=1):
+    """A /metrics page of `lines` lines: the three counters of the fixture's model at K = k, each on its own engine
+    label, with `labels` more empty labels on each line."""
+    model = 'model_name="meta-llama/Llama-3.3-70B-Instruct"' + "".join(f',l{j}=""' for j in range(labels))
+    rows = [f'vllm:spec_decode_num_{name}_total{{{model},engine="{i}"}} {value * scale}'
+            for i in range(lines // 3) for name, value in (("drafts", 100), ("draft_tokens", 100 * k),
+                                                            ("accepted_tokens", 50 * k))]
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
 def main():
-    tokens = cli.SIMULATED_TOKENS_LIMIT
+    work, request = cli.SIMULATED_WORK_LIMIT, cli.REQUEST_WORK
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        # --predict-bench at its token limit: two runs (speculation off and on) at concurrency 1, 1,024 tokens each.
-        prompts = tokens // (2 * 1024)
-        timed(f"--predict-bench, {prompts:,} prompts x 1,024 tokens x 2 runs, C = 1",
-              ["--predict-bench", str(tmp), "--num-prompts", str(prompts), "--concurrency", "1", "--ks", "3",
-               "--alphas", "0.7", "--no-write"])
+        runs = tmp / "runs"
+        runs.mkdir()
+        # --predict-bench at its work limit: two runs (speculation off and on) at concurrency 1, 1,024 tokens each;
+        # then the most requests: 2-token answers, 20 concurrencies, 3 files each.
+        prompts = work // (2 * (1024 + request))
+        predict = ["--predict-bench", str(runs), "--num-prompts", str(prompts), "--concurrency", "1", "--ks", "3",
+                   "--alphas", "0.7"]
+        timed(f"--predict-bench, {prompts:,} prompts x 1,024 tokens x 2 runs, C = 1", predict + ["--no-write"])
+        short = work // (60 * (2 + request))
+        timed(f"--predict-bench, {short:,} prompts x 2 tokens x 60 runs",
+              ["--predict-bench", str(runs), "--num-prompts", str(short), "--output-tokens", "2", "--input-tokens",
+               "1", "--concurrency", ",".join(map(str, range(1, 21))), "--ks", "1,2", "--no-write"])
         # --compare at its limits, at concurrency 1 (the slowest replay): the most requests, and the most tokens.
-        bench = json.loads((ROOT / "tests" / "fixtures" / "bench_baseline.json").read_text())
-        for requests, each in ((cli.COMPARE_REQUESTS_LIMIT, cli.COMPARE_TOKENS_LIMIT // cli.COMPARE_REQUESTS_LIMIT),
-                               (cli.COMPARE_TOKENS_LIMIT // 8192, 8192)):
-            bench.update(completed=requests, num_prompts=requests, total_output_tokens=requests * each,
-                         total_input_tokens=requests * 128, max_concurrency=1,
-                         duration=requests * each / bench["output_throughput"])   # one run's own numbers
-            big = tmp / f"big-{requests}.json"
-            big.write_text(json.dumps(bench))
+        cases = ((cli.COMPARE_REQUESTS_LIMIT, cli.COMPARE_TOKENS_LIMIT // cli.COMPARE_REQUESTS_LIMIT),
+                 (cli.COMPARE_TOKENS_LIMIT // 8192, 8192))
+        for requests, each in cases:
+            big = bench_file(tmp / f"big-{requests}.json", requests, each)
             timed(f"--compare, one run of {requests:,} requests x {each:,} tokens, C = 1",
-                  ["--compare", str(big), "--no-write", "--ks", "3", "--alphas", "0.7"])
-        bench.update(max_concurrency=None, request_rate=50.0)   # open loop: the requests arrive by themselves
-        big.write_text(json.dumps(bench))
-        timed(f"--compare, an open-loop run of {bench['completed']:,} requests x 8,192 tokens",
-              ["--compare", str(big), "--no-write", "--ks", "3", "--alphas", "0.7"])
+                  ["--compare", big, "--no-write", "--ks", "3", "--alphas", "0.7"])
+        opened = bench_file(tmp / "open.json", *cases[1], max_concurrency=None, request_rate=50.0)
+        timed(f"--compare, an open-loop run of {cases[1][0]:,} requests x 8,192 tokens",
+              ["--compare", opened, "--no-write", "--ks", "3", "--alphas", "0.7"])
+        # The benchmark results one run reads: padded (--save-detailed's per-request lists) to their total.
+        each_bytes = records.BENCH_LIMIT_BYTES - (1 << 16)
+        padded = []
+        for i in range(records.BENCH_TOTAL_BYTES // each_bytes):
+            path = Path(bench_file(tmp / f"padded-{i}.json", 300, 155, max_concurrency=8 + i))
+            text = path.read_text()
+            path.write_text(text[:-1] + ',"itls":[' + ",".join(["0"] * ((each_bytes - len(text)) // 2)) + "]}")
+            padded.append(str(path))
+        timed(f"--compare of {len(padded)} results of {each_bytes >> 20} MiB each",
+              ["--compare", ",".join(padded), "--no-write", "--ks", "3", "--alphas", "0.7"])
+        # --calibrate at its file limit: each run left out and refitted.
+        calibration = [bench_file(tmp / f"cal-{c}.json", 200, 1024, max_concurrency=c, mean_tpot_ms=30 + c / 8)
+                       for c in range(1, records.CALIBRATION_FILE_LIMIT + 1)]
+        timed(f"--calibrate of {records.CALIBRATION_FILE_LIMIT} runs", ["--calibrate", ",".join(calibration),
+                                                                        "--no-write", "--ks", "3", "--alphas", "0.7"])
+        # Two scrapes at the line limit, and one at the byte limit in lines at their own limit.
+        k = records.K_LIMIT
+        after = scrape(tmp / "after.prom", records.SCRAPE_LINE_LIMIT - 3, k, scale=2)
+        before = scrape(tmp / "before.prom", records.SCRAPE_LINE_LIMIT - 3, k)
+        timed(f"--metrics and --metrics-before at {records.SCRAPE_LINE_LIMIT:,} lines each",
+              ["--metrics", after, "--metrics-before", before, "--ks", str(k), "--no-write"])
+        longest = (records.LINE_LIMIT_BYTES - 200) // 6   # ',lNNN=""' is 8 bytes: well under the line limit
+        widest = scrape(tmp / "wide.prom", 3 * (records.SCRAPE_LIMIT_BYTES // (3 * records.LINE_LIMIT_BYTES)), k,
+                        labels=longest // 2)
+        timed(f"--metrics of {records.SCRAPE_LIMIT_BYTES >> 20} MiB in lines of {records.LINE_LIMIT_BYTES >> 10} KiB",
+              ["--metrics", widest, "--ks", str(k), "--no-write"])
         # A mixture of experts at the expert limit, experts placed whole on 4 GPUs (the busiest rank's count).
         config = json.loads((ROOT / "tests" / "fixtures" / "configs" / "qwen3-30b-a3b-fp8.config.json").read_text())
         config["num_experts"], config["num_experts_per_tok"] = records.EXPERT_LIMIT, records.EXPERTS_PER_TOKEN_LIMIT
@@ -64,17 +114,29 @@ def main():
         # distinct passes, each counting the busiest of 1,024 GPUs.
         config.update(num_attention_heads=records.TP_LIMIT, num_key_value_heads=records.TP_LIMIT, hidden_size=8192,
                       head_dim=128)
-        moe.write_text(json.dumps(config))
-        runs = tmp / "runs"
-        runs.mkdir()
+        wide = tmp / "wide.json"
+        wide.write_text(json.dumps(config))
         timed(f"the same on {records.TP_LIMIT:,} GPUs (--ep {records.TP_LIMIT}), --predict-bench at 5 rates",
-              ["--model-config", str(moe), "--tp", str(records.TP_LIMIT), "--ep", str(records.TP_LIMIT), "--gpu",
-               "h200", "--predict-bench", str(runs), "--request-rate", "1,2,4,8,16", "--num-prompts", "700",
+              ["--model-config", str(wide), "--tp", str(records.TP_LIMIT), "--ep", str(records.TP_LIMIT), "--gpu",
+               "h200", "--predict-bench", str(runs), "--request-rate", "1,2,4,8,16", "--num-prompts", "350",
                "--no-write"])
-        # The grid at its pair limit: every (acceptance, K) pair is simulated.
+        # The grid at its limits: every (acceptance, K) pair is simulated; short answers and high acceptance are
+        # the slowest to simulate, long drafts weigh more.
         alphas = ",".join(f"{0.3 + 0.015 * i:.3f}" for i in range(records.GRID_PAIR_LIMIT // 5))
-        timed(f"the grid at {records.GRID_PAIR_LIMIT} (alpha, K) pairs", ["--alphas", alphas, "--ks", "1,2,3,4,5",
-                                                                        "--no-write"])
+        timed(f"the grid at {records.GRID_PAIR_LIMIT} (alpha, K) pairs, K 1-5", ["--alphas", alphas, "--ks", "1,2,3,4,5",
+                                                                               "--no-write"])
+        count = int(records.GRID_WORK_LIMIT // (1 + (records.K_LIMIT / 8) ** 2))
+        rates = ",".join(f"{0.9 + i * 0.0005:.4f}" for i in range(count))
+        grid = ["--acceptance-rates", rates, "--ks", str(records.K_LIMIT), "--output-tokens", "64"]
+        timed(f"the grid at {count} pairs of K = {records.K_LIMIT}, 64-token answers",
+              grid + ["--concurrency", "1", "--verify-overheads", "0", "--no-write"])
+        # Every limit at once: the longest grid; predictions and comparisons sharing their work limit (the results
+        # read at theirs); the calibration; both scrapes.
+        shared = ["--predict-bench", str(runs), "--num-prompts", str(work // 2 // (2 * (64 + request))),
+                  "--compare", ",".join(padded[:-1] + [bench_file(tmp / "half.json", 2000, 900)])]
+        timed("all of them at once (but the experts)",
+              grid + ["--concurrency", "1", "--verify-overheads", "0"] + shared
+              + ["--calibrate", ",".join(calibration), "--metrics", after, "--metrics-before", before, "--no-write"])
     return 0
 
 

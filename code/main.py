@@ -55,6 +55,8 @@ if __name__ == "__main__":   # Ctrl-C or SIGTERM while the package loads (a thir
         os._exit(2)
     for _signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(_signal, _stopped)
+    if os.path.dirname(os.path.abspath(__file__)) not in sys.path:   # python -I, PYTHONSAFEPATH: the package is here
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -348,7 +350,7 @@ def compute(argv):
                                 bench.prompts, bench.burstiness, traffic.seed, fit, result.plan.request_spread,
                                 bench.output_spread, result.plan.shown_batch) if bench.folder else None
     comparisons = compare_files(bench.compare, dep, trust, traffic, fit, evidence.served_model, evidence.measured,
-                                bench.spec_path, result.plan.shown_batch)
+                                bench.spec_path, result.plan.shown_batch, bench.simulated)
     result = replace(result, benches=benches, comparisons=comparisons or None)
     if as_json:
         report = render_json(result, dep, grid)

@@ -292,7 +292,7 @@ class TheIssuesCases(unittest.TestCase):
             status, _, err = run(["--metrics", str(path), "--ks", "3", "--no-write"])
         self.assertEqual(status, 2)
         self.assertEqual(err.count("\n"), 1)
-        self.assertTrue(err.rstrip().endswith(f"--served-model {name}"), err)
+        self.assertTrue(err.rstrip().endswith(f"--served-model={name}"), err)   # the = form: a name may begin with -
 
     def test_mtp_trees_on_trtllm_name_the_reason(self):
         status, _, err = run(["--engine", "trtllm"] + DEEPSEEK + ["--draft-topk", "2", "--verify-tokens", "5",

@@ -422,15 +422,16 @@ class ImpossibleFilesAndLooseFlags(unittest.TestCase):
         self.assertIn(f"'{path}' is one file whose name holds a comma", err)
 
     def test_experts_a_token_past_the_limit_are_refused(self):
-        # 4,096 experts a token on 4,096 experts ran past 14 minutes with --ep 4 (the busiest rank's count).
+        # 4,096 experts a token on 4,096 experts ran past 14 minutes with --ep 4 (the busiest rank's count); within the
+        # expert limit, a token routed to every one of 1,024 is refused by the limit a token
         config = json.loads((ROOT / "tests" / "fixtures" / "configs" / "qwen3-30b-a3b-fp8.config.json").read_text())
-        config.update(num_experts=4096, num_experts_per_tok=4096)
+        config.update(num_experts=1024, num_experts_per_tok=1024)
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "moe.json"
             path.write_text(json.dumps(config))
             status, _, err = run(["--model-config", str(path), "--tp", "4", "--ep", "4", "--gpu", "h200", "--no-write"])
         self.assertEqual(status, 2)
-        self.assertIn("num_experts_per_tok 4,096; this tool models at most 64 experts a token", err)
+        self.assertIn("num_experts_per_tok 1,024; this tool models at most 64 experts a token", err)
 
     def test_links_are_not_a_way_around_the_named_folder(self):
         # The named folder through a link however it is spelled (link/., link/), a '..' after a link, and --out's

@@ -10,13 +10,14 @@ import math
 import os
 import re
 import shlex
+import stat
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .records import (
-    CONCURRENCY_LIMIT, EPS_LIMIT, finite_number, GPU_RANGES, GRID_CELL_LIMIT, GRID_PAIR_LIMIT,
-    K_LIMIT, same_model, shown, TOKENS_LIMIT, TP_LIMIT, UsageError,
+    BENCH_LIMIT_BYTES, BENCH_TOTAL_BYTES, CONCURRENCY_LIMIT, EPS_LIMIT, finite_number, GPU_RANGES, GRID_CELL_LIMIT,
+    GRID_PAIR_LIMIT, GRID_WORK_LIMIT, K_LIMIT, same_model, shown, TOKENS_LIMIT, TP_LIMIT, UsageError,
 )
 from .catalog import (
     BYTES_PER, DRAFTS, EAGLE_DRAFTS, ENGINES, era_of, GPU_FAMILY, GPUS, MODELS, newest_era, release_of, release_text,
@@ -219,6 +220,11 @@ def parse_grid(args, settings):
     if pairs > GRID_PAIR_LIMIT:
         raise UsageError(f"the grid has {pairs:,} (acceptance, K) pairs to simulate ({len(set(values))} acceptance values "
                          f"x {len(set(ks))} Ks), more than {GRID_PAIR_LIMIT}: split it into several runs")
+    work = len(set(values)) * sum(1 + (k / 8) ** 2 for k in set(ks))
+    if work > GRID_WORK_LIMIT:
+        raise UsageError(f"the grid's {pairs:,} (acceptance, K) pairs at K up to {max(ks)} are {work:,.0f} units of "
+                         f"simulation (a pair is 1 + (K/8)^2), more than {GRID_WORK_LIMIT}: give fewer acceptance "
+                         "values or Ks, or split it into several runs")
     cells = len(values) * len(ks) * len(overheads) * len(concurrencies)
     if cells > GRID_CELL_LIMIT:
         raise UsageError(f"the grid has {cells:,} cells ({len(values)} acceptance values x {len(ks)} Ks x "
@@ -533,7 +539,7 @@ def served_model_words(name):
     """The --served-model words that confirm a measured model's name, whole and shell-quoted so they can be copied;
     a name no server gives (spaces, control characters, over 256 characters) is shown cut, not offered."""
     if isinstance(name, str) and SERVED_NAME.fullmatch(name):
-        return f"--served-model {shlex.quote(name)}"
+        return f"--served-model={shlex.quote(name)}"   # the = form: a name may begin with -
     return f"--served-model and the name the server gives ({shown(name)} is not one)"
 
 
@@ -541,8 +547,9 @@ def parse_evidence(args, grid, dep, settings):
     """The measurement flags -> Evidence: reads and checks every file named, for the deployment dep."""
     if args.metrics_before and not args.metrics:
         raise UsageError("--metrics-before: needs --metrics, the later scrape")
-    if args.served_model is not None and not (args.metrics or args.bench_spec):
-        raise UsageError("--served-model: names the served model of a --metrics scrape or a --bench-spec run; give one")
+    if args.served_model is not None and not (args.metrics or args.bench_spec or args.compare or args.calibrate):
+        raise UsageError("--served-model: names the served model of a --metrics scrape or of measured runs "
+                         "(--bench-spec, --compare, --calibrate); give one")
     k_given = grid.ks[0] if args.ks is not None and len(grid.ks) == 1 else None
     typed = given_acceptance(grid)   # one length or rate at one K is a measurement
     measured = comparison = model = None
@@ -644,8 +651,9 @@ class Settings:
 
 
 MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is simulated
-SIMULATED_TOKENS_LIMIT = 12_000_000   # output tokens one run simulates, over every predicted or replayed file: about
-                                      # 12 s on 2 cores (bench/worst_inputs.py); past it the run is refused
+SIMULATED_WORK_LIMIT = 6_000_000   # what one run simulates over every predicted and replayed file, in output tokens
+REQUEST_WORK = 25                   # with each request counted as 25 (its draws and queueing cost as much): 8-9 s
+                                    # on 2 cores at the limit (bench/worst_inputs.py); past it the run is refused
 MAX_COMPARE_FILES = 64        # --compare's files, duplicates collapsed: each is replayed
 COMPARE_TOKENS_LIMIT = 3_000_000   # output tokens --compare replays over all its files: a replay draws each request's
 COMPARE_REQUESTS_LIMIT = 20_000    # acceptance and lengths, so it costs per request too (bench/worst_inputs.py)
@@ -664,6 +672,7 @@ class BenchFlags:
                                  #: --ignore-eos, as the plan's calibration runs), or --output-spread when given
     spec_path: str = None    #: the real path of --bench-spec: a --compare file without spec_decode_* keys that is
                              #: this one is replayed at the acceptance the scrapes measured
+    simulated: int = 0       #: the --predict-bench runs' work, in SIMULATED_WORK_LIMIT's units
 
 
 def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
@@ -693,8 +702,10 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
         if len(compare) > MAX_COMPARE_FILES:
             raise UsageError(f"--compare: {len(compare):,} files; this tool replays at most {MAX_COMPARE_FILES}")
     if args.predict_bench is not None and min(running_cap(dep, False), running_cap(dep, True)) < 1:
-        raise UsageError(f"--predict-bench: not one sequence of {dep.input_tokens} + {dep.output_tokens} tokens fits "
-                         f"beside the weights on {dep.tp} x {dep.gpu}: no run to predict")
+        held = (f"{dep.input_tokens} + {dep.output_tokens} tokens" if dep.engine.reserves_whole_request
+                else f"a mean context of {dep.context:,} tokens")   # what running_cap holds a sequence's KV for
+        raise UsageError(f"--predict-bench: not one sequence of {held} fits beside the weights on {dep.tp} x "
+                         f"{dep.gpu}: no run to predict")
     if args.predict_bench is not None and not rates and prompts is None:
         most = max(bench_prompts(b) for b in grid.concurrencies)
         if most > MAX_BENCH_PROMPTS:
@@ -704,10 +715,11 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
     if args.predict_bench is not None:   # every file it writes is simulated: bounded in output tokens
         files = len([name for _, _, tag in bench_tags(grid.concurrencies, rates) for name in bench_names(grid.ks, tag)])
         sent = prompts or max(bench_prompts(b) for b in grid.concurrencies)
-        if files * sent * dep.output_tokens > SIMULATED_TOKENS_LIMIT:
+        simulated = files * sent * (dep.output_tokens + REQUEST_WORK)
+        if simulated > SIMULATED_WORK_LIMIT:
             raise UsageError(f"--predict-bench: {files} runs of {sent:,} prompts x {dep.output_tokens:,} output tokens "
-                             f"would simulate {files * sent * dep.output_tokens:,} tokens, more than the "
-                             f"{SIMULATED_TOKENS_LIMIT:,} a run simulates: give fewer --num-prompts, Ks or "
+                             f"would simulate {simulated:,} tokens' work (a request counts as {REQUEST_WORK} tokens), "
+                             f"more than the {SIMULATED_WORK_LIMIT:,} a run simulates: give fewer --num-prompts, Ks or "
                              "concurrencies")
     reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
         "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
@@ -715,8 +727,26 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
                                                for name in bench_names(grid.ks, tag)],
                           reads, out) if args.predict_bench is not None else None
     return BenchFlags(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
+                      simulated=simulated if args.predict_bench is not None else 0,
                       output_spread=output_spread, spec_path=os.path.realpath(args.bench_spec) if args.bench_spec
                       else None)
+
+
+def check_bench_bytes(paths):
+    """All the benchmark results one run reads, within BENCH_TOTAL_BYTES (reading JSON costs about 60 ms a MiB
+    here); a pipe, whose size is not known before it is read, counts as the most one file may be."""
+    total = 0
+    for path in paths:
+        try:
+            info = os.stat(path)
+            total += info.st_size if stat.S_ISREG(info.st_mode) else BENCH_LIMIT_BYTES
+        except (OSError, ValueError):   # missing: its reader says so
+            continue
+    if total > BENCH_TOTAL_BYTES:
+        raise UsageError(f"the benchmark results this run reads (--compare, --calibrate, --bench-baseline, --bench-spec) "
+                         f"are {total / (1 << 20):,.0f} MiB together, more than the {BENCH_TOTAL_BYTES >> 20} MiB "
+                         "one run reads (a pipe counts as 16): pass fewer files, or results saved without "
+                         "--save-detailed")
 
 
 def file_list(flag, text):
@@ -773,6 +803,8 @@ def parse_args(argv, settings):
     traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread)
     paths = file_list("--calibrate", args.calibrate) if args.calibrate is not None else list(settings.calibration_files)
     runs = read_calibration_runs(paths) if paths else None
+    for r in runs or ():   # runs of another model would bend the fit to fit them: refused, as --compare refuses them
+        check_model(r.model_id, dep, f"--calibrate: {shown(r.path)}", args.served_model)
     if out is not None:
         written = {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
         for flag, path in [("--metrics", args.metrics), ("--metrics-before", args.metrics_before),
@@ -783,24 +815,27 @@ def parse_args(argv, settings):
                 raise UsageError(f"--out: would overwrite {path}, which {flag} reads: write the plan elsewhere")
         check_out_owned(out)
     bench = parse_bench_flags(args, grid, dep, out, paths, output_spread if args.output_spread is not None else 0.0)
+    check_bench_bytes(distinct_files([*bench.compare, *paths, *(p for p in (args.bench_baseline, args.bench_spec) if p)]))
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
 
 
-def compare_files(paths, dep, trust, traffic, fit, served, scraped=None, spec_path=None, plan_batch=None):
-    """--compare's files, each with the prediction of its own run (compare_file), within SIMULATED_TOKENS_LIMIT
-    output tokens replayed over them all; scraped goes to the --bench-spec run's file (spec_path)."""
-    tokens, requests, out = COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, []
+def compare_files(paths, dep, trust, traffic, fit, served, scraped=None, spec_path=None, plan_batch=None,
+                  simulated=0):
+    """--compare's files, each with the prediction of its own run (compare_file), within COMPARE_TOKENS_LIMIT
+    output tokens and COMPARE_REQUESTS_LIMIT requests replayed over them all, and SIMULATED_WORK_LIMIT with the
+    --predict-bench runs' work (simulated); scraped goes to the --bench-spec run's file (spec_path)."""
+    budget, out = (COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT - simulated), []
     for path in paths:
         out.append(compare_file(path, dep, trust, traffic, fit, served,
-                                scraped if os.path.realpath(path) == spec_path else None, plan_batch,
-                                (tokens, requests)))
+                                scraped if os.path.realpath(path) == spec_path else None, plan_batch, budget))
         work = out[-1][1].workload
-        tokens, requests = tokens - work.num_prompts * work.output_tokens, requests - work.num_prompts
+        budget = (budget[0] - work.total_output, budget[1] - work.num_prompts,
+                  budget[2] - work.total_output - REQUEST_WORK * work.num_prompts)
     return out
 
 
 def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batch=None,
-                 budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT)):
+                 budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT)):
     """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
     and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none;
     plan_batch: an open loop's server cap, as the plan's command sets it): (path, PredictedBench, rows, notes)."""
@@ -825,6 +860,10 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
         raise UsageError(f"{flag}: {path} holds {completed:,} requests and {outputs:,} output tokens to replay, past "
                          f"the {COMPARE_REQUESTS_LIMIT:,} requests and {COMPARE_TOKENS_LIMIT:,} tokens --compare "
                          "replays over all its files: compare fewer or smaller runs")
+    if outputs + REQUEST_WORK * completed > budget[2]:
+        raise UsageError(f"{flag}: {path}'s {completed:,} requests and {outputs:,} output tokens to replay, with "
+                         f"--predict-bench's runs and the files before it, pass the {SIMULATED_WORK_LIMIT:,} tokens' "
+                         f"work one run simulates (a request counts as {REQUEST_WORK}): compare or predict fewer runs")
     if bench.max_concurrency is None and rate == math.inf:
         raise UsageError(f"{flag}: {path} records neither max_concurrency nor a request rate: its run cannot be "
                          "replayed")

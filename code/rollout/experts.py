@@ -89,7 +89,7 @@ def touched_experts(net, dep, tokens):
     return dep.ep * busiest_at(net.experts, net.experts_per_token, tokens, net.routing_exponent, dep.ep)
 
 
-BUSIEST_EXACT_WORK = 30_000   # busiest_rank_experts' work per token count (experts x experts a GPU, plus GPUs):
+BUSIEST_EXACT_WORK = 12_000   # busiest_rank_experts' work per token count (experts x experts a GPU, plus GPUs):
 BUSIEST_GRID = 1.02           # past it, and past 64 tokens, counted on a 2% geometric grid of token counts and
                               # interpolated (the count is smooth and concave in tokens: off by under 1e-4), so a
                               # run of thousands of distinct passes on 1,024 GPUs takes seconds, not minutes

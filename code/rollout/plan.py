@@ -477,7 +477,7 @@ def gate_command(dep, plan):
                                f"--bench-spec sharegpt_spec_c{batch}.json", f"--target-concurrency {batch}",
                                "--calibrate " + ",".join(files)]
     words += [f"--gate-margin {plan.margin:g}", f"--p99-budget {plan.p99_budget:g}"]   # always: see tool_words
-    words += [f"--served-model {shlex.quote(plan.served_model)}"] if plan.served_model else []
+    words += [f"--served-model={shlex.quote(plan.served_model)}"] if plan.served_model else []   # a name may begin with -
     if predicts_gate_pair(dep, plan):   # each key of the pair against the prediction of its own run (gate_runs)
         words.append(f"--compare sharegpt_baseline_c{batch}.json,sharegpt_spec_c{batch}.json")
     if scrape_counts_acceptance(dep):

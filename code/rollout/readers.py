@@ -347,11 +347,12 @@ def read_metrics(path, flag):
         if labels and (not LABEL_SET.fullmatch(labels) or len(LABEL.findall(labels)) != len(label_values(labels))):
             raise UsageError(f"{flag}: {path}, line {number}: {name} has a malformed label set {shown(labels)} "
                              '(name="value" pairs, each name once)')
-        if (name, labels) in seen:
+        series = (name, tuple(sorted(label_values(labels).items())))   # one series however its labels are ordered
+        if series in seen:
             raise UsageError(f"{flag}: {path}, line {number}: {name}{shown(labels or '')} appears twice: two scrapes "
                              "in one file (curl >>)? Save each scrape to its own file")
-        seen.add((name, labels))
-        label = label_values(labels)
+        seen.add(series)
+        label = dict(series[1])
         if label.get("model_name", "") not in models and len(models) >= MODEL_LIMIT:
             raise UsageError(f"{flag}: {path} holds speculative metrics of more than {MODEL_LIMIT} models: scrape "
                              "one server")
@@ -360,6 +361,10 @@ def read_metrics(path, flag):
         entry["trtllm"] = entry["trtllm"] or name.startswith("trtllm_")
         if name in SPEC_GAUGES:
             value = sample_value(text, flag, path, number, counter=False)
+            top = K_LIMIT + 1.0 if kind.endswith("length") else 1.0   # a tau, else a fraction
+            if (kind.startswith("sglang") or math.isfinite(value)) and not 0.0 <= value <= top:
+                what = "a fraction from 0 to 1" if top == 1.0 else f"a number from 0 to {top:g}"
+                raise UsageError(f"{flag}: {path}, line {number}: {name} must be {what}; got {shown(text)}")
             if math.isfinite(value):
                 entry["gauges"].setdefault(kind, [])
                 if not kind.startswith("sglang") or value > 0:   # 0: that rank ran no speculative step
@@ -765,6 +770,17 @@ def consistent(bench, where):
     if tokens == 0:
         raise UsageError(f"{where} has total_output_tokens 0: its requests decoded no output tokens, so nothing of "
                          "decoding was measured")
+    rate = bench.workload.get("request_rate")
+    if not (rate is None or rate == "inf" or (type(rate) in (int, float) and rate > 0)):   # NaN fails rate > 0
+        raise UsageError(f"{where}: request_rate must be \"inf\" or a rate above 0; got {shown(rate)}")
+    for metric in ("ttft", "tpot", "itl", "e2el"):   # percentiles only rise: p50 <= p90 <= p99
+        ranked = sorted((50.0 if m.group(1) == "median" else float(m.group(1)[1:]), value, key)
+                        for key, value in bench.latency.items()
+                        if (m := LATENCY_KEY.match(key)) and m.group(2) == metric and m.group(1) not in ("mean", "std"))
+        for (p0, v0, k0), (p1, v1, k1) in zip(ranked, ranked[1:]):
+            if p1 > p0 and v1 < v0 * (1 - 1e-9):
+                raise UsageError(f"{where}: {k1} {v1:,.6g} is below its {k0} {v0:,.6g}: a higher percentile is never "
+                                 "lower; not one run's numbers")
     duration, throughput = bench.others.get("duration"), bench.output_throughput
     if tokens is not None and duration and throughput:
         implied = tokens / duration

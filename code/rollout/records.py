@@ -62,24 +62,27 @@ K_LIMIT = 32   # the largest K the flags and the readers accept: a sanity bound,
 
 # Bounds on what is read and asked: far past any real deployment, and small enough that nothing sized by
 # them can hang or exhaust memory. A value past one is refused with the bound named.
-SCRAPE_LIMIT_BYTES = 64 << 20   # a /metrics scrape, read a line at a time
-SCRAPE_LINE_LIMIT = 500_000     # lines of one scrape (a server's page has a few thousand): a few seconds to read
-LINE_LIMIT_BYTES = 64 << 10     # one line of a scrape: a sample with its labels is well under 1 KiB
+SCRAPE_LIMIT_BYTES = 8 << 20    # a /metrics scrape, read a line at a time (a server's page is under 1 MiB): 3-4 s
+SCRAPE_LINE_LIMIT = 40_000      # lines of one scrape (a server's page has a few thousand): 2 s to read
+LINE_LIMIT_BYTES = 8 << 10      # one line of a scrape: a sample with its labels is well under 1 KiB
 BENCH_LIMIT_BYTES = 16 << 20    # a `vllm bench serve` result (a few kB; --save-detailed adds per-request lists)
+BENCH_TOTAL_BYTES = 64 << 20    # all the results one run reads (--compare, --calibrate, the gate's pair): 4 s
 CONFIG_LIMIT_BYTES = 4 << 20    # a config.json (tens of kB); parsed JSON takes up to ~20 times its file
 COUNT_LIMIT = 1e18              # a counter's value: a million years of a server making 30,000 tokens a second
 LAYER_LIMIT = 1024              # layers in a config.json (the largest released models have 126)
 SIZE_LIMIT = 1 << 22            # any other size in a config.json: widths, heads, vocabulary
-EXPERT_LIMIT = 4096             # routed experts in a config.json (the largest released MoE has 512); the routing
+EXPERT_LIMIT = 1024             # routed experts in a config.json (the largest released MoE has 512); the routing
                                 # skew's search and the busiest rank's count grow with them
 EXPERTS_PER_TOKEN_LIMIT = 64    # experts a token routes to (released models route to 1-10): the busiest rank's count
                                 # grows with them and the experts
-CALIBRATION_FILE_LIMIT = 64     # --calibrate's files: each is left out and refitted (the plan asks for seven)
+CALIBRATION_FILE_LIMIT = 32     # --calibrate's files: each is left out and refitted (the plan asks for seven)
 CONCURRENCY_LIMIT = 100_000     # a batch size or a benchmark's concurrency
 TOKENS_LIMIT = 10_000_000       # a prompt, output or context length (Llama 4 Scout's context is 10M tokens)
 TP_LIMIT = 1024                 # GPUs in one tensor-parallel group
 EPS_LIMIT = 100.0               # a given verify overhead: a round as long as 101 plain steps
 GRID_PAIR_LIMIT = 200           # (acceptance, K) pairs in one run's grid, each simulated: 1 to 15 s on 2 cores
+GRID_WORK_LIMIT = 300           # the same pairs weighted by their K (1 + (K/8)^2 each: a long draft simulates
+                                # longer), so 200 pairs at K 1-5 fit and 17 at K = 32 (bench/worst_inputs.py)
 GRID_CELL_LIMIT = 5_000         # cells in one run's grid (pairs x overheads x concurrencies): about 2 s too
 GPU_RANGES = dict(memory_gib=(1, 100_000), bandwidth_tbs=(0.01, 1_000), tflops=(1, 1_000_000))   # GiB, TB/s, TFLOP/s
 

@@ -348,6 +348,10 @@ def emit(report):
     """Print the report on standard output; False when the stream is closed, full or gone (then it is pointed at
     the null device, so that the interpreter's last flush does not fail again)."""
     try:
+        try:   # a stream that cannot encode a character (PYTHONIOENCODING=ascii and the report's ±) shows its escape
+            sys.stdout.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):
+            pass
         sys.stdout.write(report)
         sys.stdout.flush()
         return True
@@ -368,6 +372,15 @@ def say(line):
             os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
         except OSError:
             pass
+
+
+def line_start():
+    """What puts the error line at the start of an empty line on a terminal, where a progress line may be showing
+    (cli.progress_meter writes one without a newline): a carriage return and erase-line; "" on a file or pipe."""
+    try:
+        return "\r\x1b[K" if sys.stderr.isatty() else ""
+    except (AttributeError, ValueError, OSError):
+        return ""
 
 
 def printable(text):
@@ -399,7 +412,7 @@ def finish(compute, argv, whole_process):
 def run_to_end(compute, argv, ended):
     def refuse(message):
         ended()
-        say("main.py: error: " + printable(" ".join(message.split())))
+        say(line_start() + "main.py: error: " + printable(" ".join(message.split())))
         return 2
 
     files, release = {}, None
