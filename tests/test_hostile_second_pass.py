@@ -146,6 +146,46 @@ class Bounds(Temporary):
         self.refused(["--metrics", path, "--no-write"] + SMALL, f"longer than {records.LINE_LIMIT_BYTES >> 10} KiB")
 
 
+class FinalRound(Temporary):
+    """What the last hostile round found in these fixes."""
+
+    def test_a_closed_standard_error_keeps_the_report_and_the_error_off_standard_output(self):
+        good = subprocess.run(f"{sys.executable} code/main.py --json --no-write {' '.join(SMALL)} 2>&-", shell=True,
+                              cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        self.assertEqual(good.returncode, 0)
+        self.assertIn("verdict", json.loads(good.stdout))
+        bad = subprocess.run(f"{sys.executable} code/main.py --alphas 2 --no-write 2>&-", shell=True, cwd=ROOT,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        self.assertEqual((bad.returncode, bad.stdout), (2, ""))
+
+    def test_a_run_without_a_time_or_with_a_nan_rate_is_refused(self):
+        for key, value in (("duration", 0), ("duration", float("nan")), ("request_throughput", float("nan"))):
+            with self.subTest(key=key, value=value):
+                path = self.write("b.json", json.dumps(dict(json.loads(BASE.read_text()), **{key: value})))
+                self.refused(["--bench-baseline", path, "--bench-spec", str(SPEC), "--gate", "--no-write"] + SMALL,
+                             f"{key} is {value}")
+
+    def test_a_pipe_that_trickles_is_refused_in_its_time(self):
+        writer = subprocess.Popen(["bash", "-c", "while :; do echo '# x'; sleep 0.1; done"], stdout=subprocess.PIPE)
+        try:
+            with mock.patch("rollout.readers.PIPE_TOTAL_LIMIT", 1.0):
+                status, _, err = run(["--metrics", f"/dev/fd/{writer.stdout.fileno()}", "--no-write"] + SMALL)
+        finally:
+            writer.kill()
+            writer.wait()
+        self.assertEqual(status, 2)
+        self.assertIn("is a pipe still sending after 1 s", err)
+
+    def test_the_front_matter_escapes_the_name_too(self):
+        config = self.dir / "a@b.co www.x.com.json"
+        config.write_text((FIXTURES / "configs" / "llama-3.3-70b.config.json").read_text())
+        out = self.dir / "p.md"
+        status, _, err = run(["--model-config", str(config), "--out", str(out)] + SMALL)
+        self.assertEqual(status, 0, err)
+        front = out.read_text().split("---")[1]
+        self.assertIn("a\\@b.co www\\.x.com", front)
+
+
 class Environment(Temporary):
     def test_safe_path_mode_still_finds_the_package(self):
         for argv, env in (([sys.executable, "-I"], {}), ([sys.executable], {"PYTHONSAFEPATH": "1"})):

@@ -937,7 +937,11 @@ def progress_meter(grid, stream):
     pairs = len(grid.ks) * len(grid.acceptance)
     cells = pairs * len(grid.overheads) * len(grid.concurrencies)
     seconds = (0.010 * pairs + 0.002 * sum(grid.ks) * len(grid.acceptance)) + 0.0002 * cells
-    if not stream.isatty() or seconds < PROGRESS_AFTER:
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError, OSError):   # closed (2>&-: None)
+        terminal = False
+    if not terminal or seconds < PROGRESS_AFTER:
         return None
 
     def show(done, total):

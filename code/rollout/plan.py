@@ -164,7 +164,7 @@ def plan_front(result, dep, plan):
     return [
         "---",
         "name: eagle3-rollout",
-        f"description: Staged rollout of {dep.draft} speculative decoding on {engine} for {dep.model} "
+        f"description: Staged rollout of {md(dep.draft)} speculative decoding on {engine} for {md(dep.model)} "
         f"({dep.weights_dtype}) on {dep.tp} x {dep.gpu} at concurrency {batch}, gated on measured acceptance.",
         f"tags: [speculative-decoding, eagle3, {dep.engine.key}, rollout, p99]",
         "---",

@@ -10,6 +10,7 @@ import os
 import re
 import select
 import stat
+import time
 from dataclasses import dataclass, field, replace
 
 from .records import (
@@ -165,6 +166,7 @@ def open_input(path, flag, limit, hint=""):
 
 
 PIPE_IDLE_LIMIT = 10.0   # seconds a pipe may send nothing before its input is refused: a writer that hangs
+PIPE_TOTAL_LIMIT = 20.0  # seconds a pipe may take in all: a writer that trickles
 
 
 class Input(io.RawIOBase):
@@ -174,6 +176,7 @@ class Input(io.RawIOBase):
     def __init__(self, fd, flag, path, pipe):
         super().__init__()
         self.fd, self.flag, self.path, self.pipe = fd, flag, path, pipe
+        self.deadline = time.monotonic() + PIPE_TOTAL_LIMIT
 
     def readable(self):
         return True
@@ -181,6 +184,9 @@ class Input(io.RawIOBase):
     def readinto(self, buffer):
         try:
             while self.pipe:
+                if time.monotonic() > self.deadline:
+                    raise UsageError(f"{self.flag}: {self.path} is a pipe still sending after {PIPE_TOTAL_LIMIT:g} s: "
+                                     "save the input to a file and pass that")
                 ready, _, _ = select.select([self.fd], [], [], PIPE_IDLE_LIMIT)
                 if not ready:
                     raise UsageError(f"{self.flag}: {self.path} is a pipe that sent nothing for "
@@ -729,6 +735,11 @@ def read_bench(path, flag):
                          "file the benchmark saved")
     if json_whole(data, "completed", where) == 0:
         raise UsageError(f"{where} has completed 0: every request failed, nothing was measured")
+    for key in ("duration", "output_throughput", "request_throughput", "total_token_throughput"):
+        value = data.get(key)   # NaN is vllm bench's mark of a latency without a sample; a run always has these
+        if (isinstance(value, float) and math.isnan(value)) or (key == "duration" and value == 0):
+            raise UsageError(f"{where}: {key} is {value}, not a usable {key}: a run that completed requests "
+                             "measured it; not one run's numbers")
     latency = {key: json_amount(data, key, where, 0.0 if key.startswith("std_") else AMOUNT_RANGE[0])
                for key in data if LATENCY_KEY.match(key)}
     latency = {key: value for key, value in latency.items() if value is not None}

@@ -365,6 +365,8 @@ def emit(report):
 
 def say(line):
     """One line on standard error, if it can take it (closed or full, the exit status still tells)."""
+    if sys.stderr is None:   # closed (2>&-): print would write to standard output instead
+        return
     try:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError, AttributeError):
