@@ -504,7 +504,9 @@ class FoundByFuzzing(Hostile):
         base = self.write("base.json", dict(BASE, output_throughput=1e300))
         self.refused(["--bench-baseline", base, "--bench-spec", self.write("spec.json", BENCH)] + SMALL,
                      "output_throughput")
-        zero = self.write("base.json", dict(BASE, mean_tpot_ms=0))
+        # vllm bench writes 0 for every TPOT statistic when no request decoded a second token: unmeasured, not a
+        # contradiction (a mean of 0 beside percentiles above it is one: test_hostile_second_pass)
+        zero = self.write("base.json", dict(BASE, **{k: 0 for k in BASE if re.fullmatch(r"(mean|median|std|p\d+)_tpot_ms", k)}))
         status, text, err = run(["--bench-baseline", zero, "--bench-spec", self.write("spec.json", BENCH), "--json",
                                  "--no-write"] + SMALL)
         self.assertEqual(status, 0, err)
@@ -627,7 +629,7 @@ class FoundByFuzzingAgain(Hostile):
         self.assertEqual(status, 0, err)
         plan = self.plan.read_text()
         self.assertNotIn("<img", plan)
-        self.assertIn("a\\|b &lt;img src=x&gt; 'c'.prom", plan)
+        self.assertIn("a\\|b &lt;img src=x&gt; \\`c\\`.prom", plan)   # the name as it is, no code span
 
     def test_evidence_no_deployment_can_produce(self):
         one = self.write("one.prom", 'vllm:spec_decode_num_drafts_total{model_name="meta-llama/Llama-3.3-70B-Instruct"} 1\n'

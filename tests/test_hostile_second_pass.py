@@ -176,6 +176,25 @@ class FinalRound(Temporary):
         self.assertEqual(status, 2)
         self.assertIn("is a pipe still sending after 1 s", err)
 
+    def test_a_result_whose_own_numbers_cannot_be_one_run_is_refused(self):
+        cases = [(dict(failed=10 ** 9), "completed 1,000 and failed 1,000,000,000 requests of its num_prompts 1,000"),
+                 (dict(mean_tpot_ms=0), "mean_tpot_ms is 0 while its percentiles are not"),
+                 (dict(burstiness=0), "burstiness must be a number from 0.01 to 100")]
+        for changes, needle in cases:
+            with self.subTest(changes=changes):
+                path = self.write("b.json", json.dumps(dict(json.loads(BASE.read_text()), **changes)))
+                self.refused(["--bench-baseline", path, "--bench-spec", str(SPEC), "--gate", "--no-write"] + SMALL,
+                             needle)
+
+    def test_a_signal_once_the_run_has_ended_is_ignored_through_the_interpreters_exit(self):
+        # Python puts its own handlers back to the default as it shuts down; the run leaves them ignoring instead.
+        script = (f"import atexit, os, signal, sys; sys.path.insert(0, {str(ROOT / 'code')!r})\n"
+                  "from rollout import writes\n"
+                  "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))   # during the shutdown\n"
+                  "sys.exit(writes.finish(lambda argv: (0, 'report\\n', {}), [], whole_process=True))\n")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+        self.assertEqual((proc.returncode, proc.stdout, proc.stderr), (0, "report\n", ""))
+
     def test_the_front_matter_escapes_the_name_too(self):
         config = self.dir / "a@b.co www.x.com.json"
         config.write_text((FIXTURES / "configs" / "llama-3.3-70b.config.json").read_text())

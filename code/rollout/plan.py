@@ -30,7 +30,7 @@ from .charts import CHART_FILES
 # outputs/skill-eagle3-rollout.md: front matter, the stages, K by batch size, the tail watch, the dashboard.
 # Engine-specific parts come from commands.ENGINE_PLANS; every number from the run.
 
-MD_ESCAPED = {"\\": "\\\\", "|": "\\|", "<": "&lt;", ">": "&gt;", "`": "'", "&": "&amp;", "[": "\\[", "]": "\\]",
+MD_ESCAPED = {"\\": "\\\\", "|": "\\|", "<": "&lt;", ">": "&gt;", "`": "\\`", "&": "&amp;", "[": "\\[", "]": "\\]",
               "*": "\\*", "~": "\\~", "@": "\\@"}
 AUTOLINKED = re.compile(r"(?i)(www)\.|:(?=//)")   # GFM's extended autolinks: www.x, scheme://x (and x@y.z: @ above)
 EMPHASIS = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")   # an underscore that can open or close emphasis; one
@@ -39,7 +39,7 @@ EMPHASIS = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")   # an underscore t
 
 def md(text):
     """Text from a file, a flag or a path, safe in the plan's Markdown: no table cell split (|), no HTML, no code
-    span, no emphasis or strikethrough, and no link, image or autolink (brackets, @, the dot of www. and the colon
+    span (a backtick escaped, so a name shows as it is), no emphasis or strikethrough, and no link, image or autolink (brackets, @, the dot of www. and the colon
     of :// backslash-escaped, which Markdown shows as the character itself). It never begins a line of the plan,
     so a leading # or - is text."""
     escaped = EMPHASIS.sub(r"\\_", "".join(MD_ESCAPED.get(c, c) for c in text))

@@ -764,20 +764,26 @@ def read_bench(path, flag):
                   workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes,
                   others={key: value for key in BENCH_OTHERS if (value := json_amount(data, key, where)) is not None},
                   raw_burstiness=data.get("burstiness"))
-    return consistent(bench, where)
+    return consistent(bench, where, data.get("failed") if type(data.get("failed")) is int else None)
 
 
 THROUGHPUT_SLACK = 0.05   # vllm bench serve writes output_throughput as total_output_tokens / duration exactly;
                           # 5% leaves room for files other tools write in its format, not for another run's numbers
 
 
-def consistent(bench, where):
+def consistent(bench, where, failed=None):
     """bench, or UsageError naming the contradiction when its own numbers cannot be one run's: more requests
     completed than sent, no output token at all, or an output throughput that is not its tokens over its time."""
     sent, completed, tokens = bench.workload.get("num_prompts"), bench.completed, bench.total_output_tokens
     if type(sent) is int and sent >= 1 and completed is not None and completed > sent:
         raise UsageError(f"{where} completed {completed:,} requests of its num_prompts {sent:,}: a run completes no "
                          "more than it sends")
+    if type(sent) is int and sent >= 1 and completed is not None and completed + (failed or 0) > sent:
+        raise UsageError(f"{where} completed {completed:,} and failed {failed:,} requests of its num_prompts "
+                         f"{sent:,}: a run ends no more requests than it sends")
+    burstiness = bench.raw_burstiness
+    if burstiness is not None and not (finite_number(burstiness) and 0.01 <= burstiness <= 100):
+        raise UsageError(f"{where}: burstiness must be a number from 0.01 to 100; got {shown(burstiness)}")
     if tokens == 0:
         raise UsageError(f"{where} has total_output_tokens 0: its requests decoded no output tokens, so nothing of "
                          "decoding was measured")
@@ -788,6 +794,9 @@ def consistent(bench, where):
         ranked = sorted((50.0 if m.group(1) == "median" else float(m.group(1)[1:]), value, key)
                         for key, value in bench.latency.items()
                         if (m := LATENCY_KEY.match(key)) and m.group(2) == metric and m.group(1) not in ("mean", "std"))
+        mean = bench.latency.get(f"mean_{metric}_ms")
+        if mean == 0 and any(value > 0 for _, value, _ in ranked):
+            raise UsageError(f"{where}: mean_{metric}_ms is 0 while its percentiles are not: not one run's numbers")
         for (p0, v0, k0), (p1, v1, k1) in zip(ranked, ranked[1:]):
             if p1 > p0 and v1 < v0 * (1 - 1e-9):
                 raise UsageError(f"{where}: {k1} {v1:,.6g} is below its {k0} {v0:,.6g}: a higher percentile is never "

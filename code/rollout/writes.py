@@ -404,8 +404,9 @@ def finish(compute, argv, whole_process):
     try:
         return run_to_end(compute, argv, ended)
     finally:
-        if whole_process:
-            ended()
+        if whole_process:   # ignored, not raised, and ignored still while the interpreter shuts down (which puts a
+            for number in STOP_SIGNALS:   # handler of its own back to the default, and the default would kill)
+                signal.signal(number, signal.SIG_IGN)
         else:
             for number, handler in previous.items():
                 signal.signal(number, handler)
