@@ -53,8 +53,9 @@ if __name__ == "__main__":   # Ctrl-C or SIGTERM while the package loads (a thir
     def _stopped(signum, frame):
         os.write(2, b"main.py: error: interrupted; nothing was written\n")
         os._exit(2)
-    for _signal in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(_signal, _stopped)
+    for _name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2"):
+        if hasattr(signal, _name):
+            signal.signal(getattr(signal, _name), _stopped)
     if os.path.dirname(os.path.abspath(__file__)) not in sys.path:   # python -I, PYTHONSAFEPATH: the package is here
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 

@@ -62,6 +62,22 @@ class SignalAtTheSwap(unittest.TestCase):
     def test_sigterm_between_two_renames(self):
         self.swap(signal.SIGTERM)
 
+    def test_a_hangup_between_two_renames(self):   # a closed terminal or ssh session: its default would kill
+        self.swap(signal.SIGHUP)
+
+    def test_a_dead_runs_temporaries_are_removed_by_the_next(self):
+        # A run killed (SIGKILL) while it wrote its temporaries left them, with no journal: the swap never began.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp)
+            debris = [out / ".eagle3-rollout-4000000-0.tmp", out / ".eagle3-rollout-4000000-0.bak"]
+            kept = [out / ".eagle3-rollout-4000001-0.tmp", out / ".eagle3-rollout-journal-4000001.json",
+                    out / ".eagle3-rollout-x-0.tmp", out / "notes.tmp"]   # a journal's own; not the tool's names
+            for path in debris + kept:
+                path.write_text("x")
+            status, _, err = run(["--out", str(out / "plan.md")] + SMALL)
+            self.assertEqual(status, 0, err)
+            self.assertEqual([p.exists() for p in debris + kept], [False, False, True, True, True, True])
+
     def test_a_failed_rename_puts_everything_back(self):
         with tempfile.TemporaryDirectory() as tmp:
             old = {Path(tmp) / f"f{i}.md": f"{PLAN_MARK}old {i}" for i in range(3)}

@@ -1102,8 +1102,8 @@ def read_calibration_runs(paths, flag="--calibrate"):
             raise UsageError(f"{flag}: {path} records no max_concurrency: calibration needs closed-loop runs "
                              "(vllm bench serve --max-concurrency B)")
         if not bench.latency.get("mean_tpot_ms"):
-            raise UsageError(f"{flag}: {path} has no mean_tpot_ms above 0 (a TPOT needs requests of two or more "
-                             "output tokens)")
+            raise UsageError(f"{flag}: {path} has no mean_tpot_ms above 0 (it is missing, NaN or 0: a TPOT needs "
+                             "requests of two or more output tokens)")
         completed, prompts, outputs = run_totals(bench, flag, path, "the runs this tool fits", least_output=2)
         k = tau = None
         if bench.spec:

@@ -169,7 +169,11 @@ def check_bench_target(path, taken):
 
 # ---------------------------------------------------------------- signals
 
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
+# Every signal whose default action ends the process and that a program may catch: Ctrl-C, SIGTERM (kill, timeout,
+# CI), SIGHUP (a closed terminal or ssh session), SIGQUIT, SIGALRM and the user signals. SIGKILL cannot be caught:
+# its half-done swap is undone by the next run (recover_interrupted).
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1",
+                                                        "SIGUSR2") if hasattr(signal, name))
 
 
 def stop_once():
@@ -297,6 +301,7 @@ def recover_interrupted(files):
     ours = {os.path.realpath(p) for p in files}
     undone = 0
     for folder in {Path(p).parent for p in files}:
+        remove_debris(folder)
         for journal in folder.glob(JOURNAL.format(pid="*")):
             try:
                 pid = int(journal.name.split("-")[-1].split(".")[0])
@@ -323,6 +328,32 @@ def recover_interrupted(files):
             journal.unlink()
             undone += 1
     return undone
+
+
+DEBRIS = re.compile(r"\.eagle3-rollout-(\d{1,9})-\d{1,6}\.(?:tmp|bak)")   # write_all's temporaries and backups
+
+
+def remove_debris(folder):
+    """Delete the temporaries and backups a killed run left before its swap began (it had written no journal, so
+    every file is still its old self): only write_all's own names, of a process that is gone and left no journal."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        match = DEBRIS.fullmatch(name)
+        if not match or f".eagle3-rollout-journal-{match.group(1)}.json" in names:
+            continue   # not ours, or a swap that began: recover_interrupted rolls it back from its journal
+        try:
+            os.kill(int(match.group(1)), 0)
+            continue   # its run is alive
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError, ValueError):
+            continue
+        path = Path(folder) / name
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            os.unlink(path)
 
 
 def journal_entry(entry, pid, ours):
