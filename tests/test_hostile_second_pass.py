@@ -179,7 +179,9 @@ class FinalRound(Temporary):
     def test_a_result_whose_own_numbers_cannot_be_one_run_is_refused(self):
         cases = [(dict(failed=10 ** 9), "completed 1,000 and failed 1,000,000,000 requests of its num_prompts 1,000"),
                  (dict(mean_tpot_ms=0), "mean_tpot_ms is 0 while its percentiles are not"),
-                 (dict(burstiness=0), "burstiness must be a number from 0.01 to 100")]
+                 (dict(burstiness=0), "burstiness must be a number from 0.01 to 100"),
+                 (dict(failed=-3), "failed must be a whole number of requests, at least 0; got -3"),
+                 (dict(num_prompts=200.5), "num_prompts must be a whole number of requests, at least 1; got 200.5")]
         for changes, needle in cases:
             with self.subTest(changes=changes):
                 path = self.write("b.json", json.dumps(dict(json.loads(BASE.read_text()), **changes)))

@@ -764,7 +764,7 @@ def read_bench(path, flag):
                   workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes,
                   others={key: value for key in BENCH_OTHERS if (value := json_amount(data, key, where)) is not None},
                   raw_burstiness=data.get("burstiness"))
-    return consistent(bench, where, data.get("failed") if type(data.get("failed")) is int else None)
+    return consistent(bench, where, data.get("failed"))
 
 
 THROUGHPUT_SLACK = 0.05   # vllm bench serve writes output_throughput as total_output_tokens / duration exactly;
@@ -775,6 +775,9 @@ def consistent(bench, where, failed=None):
     """bench, or UsageError naming the contradiction when its own numbers cannot be one run's: more requests
     completed than sent, no output token at all, or an output throughput that is not its tokens over its time."""
     sent, completed, tokens = bench.workload.get("num_prompts"), bench.completed, bench.total_output_tokens
+    for key, value, least in (("num_prompts", sent, 1), ("failed", failed, 0)):   # counts of requests
+        if value is not None and not (type(value) is int and value >= least):
+            raise UsageError(f"{where}: {key} must be a whole number of requests, at least {least}; got {shown(value)}")
     if type(sent) is int and sent >= 1 and completed is not None and completed > sent:
         raise UsageError(f"{where} completed {completed:,} requests of its num_prompts {sent:,}: a run completes no "
                          "more than it sends")
