@@ -53,7 +53,7 @@ if __name__ == "__main__":   # Ctrl-C or SIGTERM while the package loads (a thir
     def _stopped(signum, frame):
         os.write(2, b"main.py: error: interrupted; nothing was written\n")
         os._exit(2)
-    for _name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2"):
+    for _name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2"):   # writes.STOP_SIGNALS
         if hasattr(signal, _name):
             signal.signal(getattr(signal, _name), _stopped)
     if os.path.dirname(os.path.abspath(__file__)) not in sys.path:   # python -I, PYTHONSAFEPATH: the package is here

@@ -848,11 +848,8 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     if rate != math.inf and not (finite_number(rate) and MIN_RATE <= rate <= CONCURRENCY_LIMIT):
         raise UsageError(f"{flag}: {path}: request_rate must be \"inf\" or a rate from {MIN_RATE:g} to "
                          f"{CONCURRENCY_LIMIT:,} requests/s; got {shown(rate)}")
-    burstiness = bench.raw_burstiness
-    if burstiness is None:
-        burstiness = 1.0   # files before --burstiness: Poisson
-    elif not (finite_number(burstiness) and 0.01 <= burstiness <= 100):
-        raise UsageError(f"{flag}: {path}: burstiness must be a number from 0.01 to 100; got {shown(burstiness)}")
+    burstiness = 1.0 if bench.raw_burstiness is None else bench.raw_burstiness   # read_bench checked it; files
+                                                                                  # before --burstiness: Poisson
     if completed > MAX_BENCH_PROMPTS:
         raise UsageError(f"{flag}: {path} completed {completed:,} requests; this tool replays at most "
                          f"{MAX_BENCH_PROMPTS:,}")

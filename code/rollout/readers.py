@@ -778,12 +778,10 @@ def consistent(bench, where, failed=None):
     for key, value, least in (("num_prompts", sent, 1), ("failed", failed, 0)):   # counts of requests
         if value is not None and not (type(value) is int and value >= least):
             raise UsageError(f"{where}: {key} must be a whole number of requests, at least {least}; got {shown(value)}")
-    if type(sent) is int and sent >= 1 and completed is not None and completed > sent:
-        raise UsageError(f"{where} completed {completed:,} requests of its num_prompts {sent:,}: a run completes no "
-                         "more than it sends")
-    if type(sent) is int and sent >= 1 and completed is not None and completed + (failed or 0) > sent:
-        raise UsageError(f"{where} completed {completed:,} and failed {failed:,} requests of its num_prompts "
-                         f"{sent:,}: a run ends no more requests than it sends")
+    if sent is not None and completed is not None and completed + (failed or 0) > sent:
+        ended = f"completed {completed:,}" + (f" and failed {failed:,}" if failed else "")
+        raise UsageError(f"{where} {ended} requests of its num_prompts {sent:,}: a run ends no more requests than it "
+                         "sends")
     burstiness = bench.raw_burstiness
     if burstiness is not None and not (finite_number(burstiness) and 0.01 <= burstiness <= 100):
         raise UsageError(f"{where}: burstiness must be a number from 0.01 to 100; got {shown(burstiness)}")
