@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "code"))
 
-from rollout import cli, records  # noqa: E402
+from rollout import cli, goodput, records  # noqa: E402
 
 
 def timed(label, argv):
@@ -130,6 +130,13 @@ def main():
         grid = ["--acceptance-rates", rates, "--ks", str(records.K_LIMIT), "--output-tokens", "64"]
         timed(f"the grid at {count} pairs of K = {records.K_LIMIT}, 64-token answers",
               grid + ["--concurrency", "1", "--verify-overheads", "0", "--no-write"])
+        # The SLO's search at its widest: the most concurrency it tries (a small model's server caps at thousands),
+        # and the longest answers it searches.
+        timed(f"--slo at {goodput.SLO_CONCURRENCY_LIMIT:,} concurrent (8B on 8 x B200, SGLang, 64 in / 64 out)",
+              ["--slo", "ttft:1e7,tpot:1e5", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "b200", "--tp",
+               "8", "--input-tokens", "64", "--output-tokens", "64", "--no-write"])
+        timed(f"--slo with {goodput.SLO_OUTPUT_LIMIT:,}-token answers, every concurrency within it",
+              ["--slo", "ttft:1e7,tpot:1e5", "--output-tokens", str(goodput.SLO_OUTPUT_LIMIT), "--no-write"])
         # Every limit at once: the longest grid; predictions and comparisons sharing their work limit (the results
         # read at theirs); the calibration; both scrapes.
         shared = ["--predict-bench", str(runs), "--num-prompts", str(work // 2 // (2 * (64 + request))),

@@ -73,6 +73,7 @@ from rollout.analysis import (
     plan_input, verdict, Verdict, where_it_pays,
 )
 from rollout.exercises import Exercises, solve_exercises
+from rollout.goodput import AtSlo, plan_at_slo
 from rollout.calibration import calibrate_on_runs, Calibration, OWN_HELD_OUT, OWN_WORST, predicted_benches
 from rollout.tables import (
     column_header, deployment_lines, ratio_span, render_blocks, render_calibration, render_exercises, render_gate,
@@ -126,6 +127,8 @@ DRAFT_MODEL = None             # Hugging Face id of the draft head or model; Non
 ENGINE = "vllm"                # engine the plan is written for: "vllm", "sglang" or "trtllm" (rollout.catalog.ENGINES)
 ENGINE_VERSION = None          # ENGINE's release, e.g. "0.13" (numbering per engine): its commands and era; None: newest
 TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own
+SLO = "ttft:2000,tpot:50"      # the service level you serve at: a bound in ms on the P99 of each of TTFT, TPOT and
+                               # E2EL it names (vllm bench serve's --goodput keys); "none": no SLO. An example: set yours
 
 
 # ---------------------------------------------------------------- the lesson's mathematics
@@ -290,6 +293,7 @@ class Result:
     gate_runs: list = None   #: the gate's pair of runs, predicted (gate_runs): only when the plan is written
     comparisons: list = None   #: (path, PredictedBench, rows, notes) per --compare file
     verdict: Verdict = None  #: the answer first: on or off, at which K by batch size, the gain and its range
+    at_slo: AtSlo = None     #: both arms at the SLO (--slo): the most each GPU serves within it, off and at the K
 
 
 def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True, trust=None):
@@ -318,13 +322,15 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     if mix is not None:
         mix = replace(mix, blended_speedup_interval=interval(mix.blended_speedup, trust.speedup_sd))
     checked = gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None
+    served = plan_at_slo(dep, plan, traffic, fit)
     return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
                   output_spread=traffic.output_spread, best_k=best, plan=plan, mix=mix,
                   charts=chart_data(grid, dep, plan, decode, fit, CHART_ALPHAS) if charts else None,
                   measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
                                                 decode, fit, inputs.requests) if measured else None,
                   gate=checked, trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None,
-                  verdict=verdict(dep, plan, inputs.acceptance, trust.level, fit, checked))
+                  verdict=replace(verdict(dep, plan, inputs.acceptance, trust.level, fit, checked), at_slo=served),
+                  at_slo=served)
 
 
 def compute(argv):
@@ -349,7 +355,7 @@ def compute(argv):
         if exercises else None)
     benches = predicted_benches(dep, grid.ks, result.plan.request_alpha, trust, grid.concurrencies, bench.rates,
                                 bench.prompts, bench.burstiness, traffic.seed, fit, result.plan.request_spread,
-                                bench.output_spread, result.plan.shown_batch) if bench.folder else None
+                                bench.output_spread, result.plan.shown_batch, traffic.slo) if bench.folder else None
     comparisons = compare_files(bench.compare, dep, trust, traffic, fit, evidence.served_model, evidence.measured,
                                 bench.spec_path, result.plan.shown_batch, bench.simulated)
     result = replace(result, benches=benches, comparisons=comparisons or None)
@@ -398,7 +404,7 @@ SETTINGS = Settings(   # what a run falls back on where no flag is given: the co
     output_spread=OUTPUT_SPREAD, seed=SEED, out_path=OUT_PATH, calibration_files=CALIBRATION_FILES, model=MODEL, gpu=GPU,
     tp=TP, ep=EP, dp_attention=DP_ATTENTION, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, input_tokens=INPUT_TOKENS,
     output_tokens=OUTPUT_TOKENS, context=CONTEXT, draft=DRAFT, draft_model=DRAFT_MODEL, engine=ENGINE,
-    engine_version=ENGINE_VERSION, temperature=TEMPERATURE)
+    engine_version=ENGINE_VERSION, temperature=TEMPERATURE, slo=SLO)
 
 
 def main(argv=None):

@@ -266,7 +266,7 @@ class Wrote(unittest.TestCase):
         self.assertEqual(status, 0, err)
         self.assertEqual(len(written), 4)   # baseline and K = 3 at each of two concurrencies
         charts = ", ".join(str(Path(tmp) / name) for name in ("chart-speedup.svg", "chart-best-k.svg",
-                                                               "chart-itl-cdf.svg"))
+                                                               "chart-itl-cdf.svg", "chart-slo.svg"))
         self.assertEqual(text.splitlines()[-1], f"Wrote {out}, {charts}, 4 predicted benchmark files in {folder}.")
 
     def test_benchmark_files_beside_the_plan_are_counted_not_named(self):
@@ -275,7 +275,7 @@ class Wrote(unittest.TestCase):
             status, text, err = run(["--ks", "3", "--concurrency", "1,8", "--out", str(out), "--predict-bench", tmp])
         self.assertEqual(status, 0, err)
         last = text.splitlines()[-1]
-        self.assertTrue(last.endswith(f"chart-itl-cdf.svg, 4 predicted benchmark files in {tmp}."), last)
+        self.assertTrue(last.endswith(f"chart-slo.svg, 4 predicted benchmark files in {tmp}."), last)
         self.assertNotIn(".json", last)
 
 

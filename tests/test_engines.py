@@ -18,7 +18,8 @@ from rollout import acceptance, analysis, catalog, cli, commands, costmodel, pla
 BENCH_FLAGS = {"--backend", "--endpoint", "--port", "--model", "--dataset-name", "--dataset-path", "--num-prompts",
                "--max-concurrency", "--temperature", "--percentile-metrics", "--metric-percentiles",
                "--save-result", "--result-filename", "--random-input-len", "--random-output-len", "--ignore-eos",
-               "--sharegpt-output-len"}
+               "--sharegpt-output-len",
+               "--goodput"}   # vllm/benchmarks/serve.py from 0.8.0 (nargs="+", KEY:VALUE in ms); TensorRT-LLM's copy too
 KNOWN_FLAGS = {
     "vllm serve": {"--tensor-parallel-size", "--quantization", "--kv-cache-dtype", "--gpu-memory-utilization",
                    "--speculative-config"},
@@ -175,13 +176,16 @@ class Sglang(unittest.TestCase):
                       self.plan.replace(" \\\n  ", " "))
         self.assertIn("--speculative-algorithm EAGLE3", self.plan)
         self.assertIn("lmsys/SGLang-EAGLE3-Llama-3.3-70B-Instruct-SpecForge", self.plan)
-        # Speculation caps running requests at 48 unless set: both runs set the target.
-        self.assertEqual(self.plan.count(f"--max-running-requests {target}"), 2)
+        # Speculation caps running requests at 48 unless set: every server the plan starts sets the target (stage 0's,
+        # stage 1's and, with the SLO's K, the SLO section's).
+        servers = self.plan.count("python -m sglang.launch_server")
+        self.assertGreaterEqual(servers, 2)
+        self.assertEqual(self.plan.count(f"--max-running-requests {target}"), servers)
         # Calibration baselines at 1, 16 and the target, and the gate's ShareGPT pair at the target; SGLang's
         # benchmark records no acceptance, so no speculative calibration run: five benchmark runs.
         self.assertEqual(plan.calibration_batches(256), [1, 16, 256])
-        stages = self.plan.split("## The deployment this plan is for")[1]   # after the verdict's one run
-        self.assertEqual(stages.count("--port 30000"), 3 + 2)
+        stages = self.plan.split("## The deployment this plan is for")[1].split("## Serving at the SLO")[0]
+        self.assertEqual(stages.count("--port 30000"), 3 + 2)   # after the verdict's one run, before the SLO's
         self.assertEqual(stages.count("--dataset-name random --random-input-len 1024"), 3)
         self.assertEqual(stages.count("--dataset-name sharegpt"), 2)
 
@@ -401,7 +405,11 @@ class PlanDetails(unittest.TestCase):
         self.assertTrue(from_64)
         self.assertIn(f"they turn speculation off from batch 64, where this table still runs K = "
                       f"{', '.join(map(str, from_64))}; they never try K = {', '.join(map(str, untried))}.", plan)
-        self.assertEqual(plan.count("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 python -m sglang.launch_server"), 1)
+        # the variable on every speculative server and on none other (stage 1's, and the SLO section's at its K)
+        speculative = [c for c in shell_commands(plan) if "sglang.launch_server" in c and "--speculative-algorithm" in c]
+        self.assertTrue(speculative)
+        self.assertEqual(plan.count("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 python -m sglang.launch_server"),
+                         len(speculative))
         next_steps = plan.split("## What to measure next")[1]
         self.assertNotIn("per-position rates:", next_steps)                  # SGLang exports none
 

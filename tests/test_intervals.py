@@ -238,7 +238,8 @@ class Decisions(unittest.TestCase):
         self.assertTrue(lines[0].startswith("== Verdict: speculative decoding (eagle3) for llama-3.3-70b"), lines[0])
         self.assertTrue(lines[1].startswith("Too close to call at B = 384: K = 1 gives"), lines[1])
         self.assertEqual(lines[-1], f"Wrote {out}, {Path(tmp) / 'chart-speedup.svg'}, "
-                                    f"{Path(tmp) / 'chart-best-k.svg'}, {Path(tmp) / 'chart-itl-cdf.svg'}.")
+                                    f"{Path(tmp) / 'chart-best-k.svg'}, {Path(tmp) / 'chart-itl-cdf.svg'}, "
+                                    f"{Path(tmp) / 'chart-slo.svg'}.")
         self.assertEqual(sum("Traffic mix at B" in line or "Averaging alpha first" in line for line in lines), 2)
 
     def test_a_gain_beyond_the_models_error_is_stated(self):

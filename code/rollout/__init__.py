@@ -13,7 +13,8 @@ Everything it stands on is here. Imports go one way: a module imports only modul
                   prefill chunk cost; FIT; eps
     releases      what each engine release accepts and refuses, with the source each fact was checked in
     simulation    requests with spread alphas and lengths: TPOT and ITL, the two-pass model
-    serving       a `vllm bench serve` run, step by step: TTFT, TPOT, ITL, E2EL at load
+    serving       a `vllm bench serve` run, step by step: TTFT, TPOT, ITL, E2EL at load; vLLM's goodput
+    goodput       serving at an SLO: the most each GPU serves within it, with speculation off and at the K
     readers       /metrics scrapes, benchmark result files, config.json
     trust         the model's error out of sample and the 80% intervals
     analysis      a grid cell, the best K by batch size, the traffic mix, the plan's choices, the verdict,
@@ -33,6 +34,6 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     (2.533, 2.111)
 """
 
-LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "costmodel", "releases", "simulation", "serving", "readers", "trust",
+LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "costmodel", "releases", "simulation", "serving", "goodput", "readers", "trust",
           "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "writes",
           "cli")

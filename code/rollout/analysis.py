@@ -741,6 +741,7 @@ class Verdict:
     close_calls: list        #: [first B, last B] stretches where the range holds 1.0x
     gate: str = None         #: the gate's verdict when measurements were given ("pass", "fail", "too close to call")
     gate_failed: list = None   #: the checks the gate failed (GateCheck.check), in its order
+    at_slo: object = field(default=None, metadata=NOT_IN_JSON)   #: goodput.AtSlo where an SLO is given (--json: at_slo)
 
 
 GATE_CALLS = {"pass": "on", "fail": "off", "too close to call": "benchmark first"}   # Gate.verdict -> Verdict.call

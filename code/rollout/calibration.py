@@ -22,7 +22,7 @@ from .releases import bench_records_acceptance
 from .serving import bench_prompts, bench_result, serve_run, Workload
 from .readers import length_note, RUN_NOISE
 from .trust import interval
-from .analysis import K_MAX
+from .analysis import center_requests, K_MAX
 
 
 # ---------------------------------------------------------------- calibrating on your runs
@@ -248,6 +248,10 @@ class Calibration:
     informed: dict = field(default_factory=dict, metadata=OPTIONAL)   #: {own field: posterior s.d. / prior s.d.}
     unseparated: list = field(default_factory=list, metadata=OPTIONAL)   #: Separation rows
     disagreeing: str = field(default=None, metadata=NOT_IN_JSON)   #: the run whose leaving out lets the rest fit best
+    request_ms: float = field(default=None, metadata=OPTIONAL)   #: a request's cost around its steps, from the runs'
+                                                                 #: mean TTFTs (fit_request_ms; None: none given)
+    ttft_errors: list = field(default_factory=list, metadata=OPTIONAL)   #: mean TTFT at request_ms over measured,
+                                                                          #: minus 1, per run that gives one
 
 
 INFORMED = 0.7       # a factor whose s.d. the runs shrank below this share of its prior's is informed by them
@@ -354,6 +358,9 @@ def calibrate_on_runs(dep, runs, fit=FIT, expected_alpha=EXPECTED_ALPHA):
                      f"their prediction misses it by {pct1(row.held_out_error)}. The model's form misses something it "
                      "measures, or the run is off: rerun it")
     moved = [name for name in OWN_TERMS if informed[name] < INFORMED]
+    request, ttft_errors = fit_request_ms(dep, runs, fitted)
+    if request is not None:
+        fitted = fitted._replace(request_ms=request)
     return fitted, Calibration(
         files=[r.path for r in runs], fitted_fields=moved, kept=sorted(set(Fit._fields) - set(moved)),
         before={name: getattr(fit, name) for name in moved}, after={name: getattr(fitted, name) for name in moved},
@@ -361,7 +368,37 @@ def calibrate_on_runs(dep, runs, fit=FIT, expected_alpha=EXPECTED_ALPHA):
         held_out_median=statistics.median(abs(e) for e in held_out), held_out_worst=max(abs(e) for e in held_out),
         held_out_sd=max(RUN_NOISE, math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in held_out))),
         informed=informed, unseparated=unseparated(dep, runs, theta, covariance, set(moved), expected_alpha),
-        disagreeing=runs[disagreeing].path)
+        disagreeing=runs[disagreeing].path, request_ms=request, ttft_errors=ttft_errors)
+
+
+TTFT_REPLAY_STEPS = 100_000   # a run replayed to fit request_ms: its first requests, as many as take about this many
+                              # decode steps (answers / concurrency), and at least two waves of its concurrency
+
+
+def replayed_ttft_ms(dep, r, fit, seed=SEED, spread=ALPHA_SPREAD):
+    """A calibration run's mean TTFT as serve_run gives it, replaying its first requests (TTFT_REPLAY_STEPS) at its
+    concurrency, rate, lengths and acceptance (requests centred on its tau, as --compare centres them)."""
+    n = min(r.requests, max(2 * r.batch, TTFT_REPLAY_STEPS * r.batch // max(1, r.output_tokens)))
+    work = Workload(num_prompts=n, max_concurrency=r.batch, request_rate=r.rate, burstiness=r.burstiness,
+                    input_tokens=r.input_tokens, output_tokens=r.output_tokens, output_spread=0.0,
+                    total_output=round(r.total_output * n / r.requests) if r.total_output else None)
+    k, alpha, spread = (r.k, *center_requests(r.tau, r.k, spread)) if r.k else (0, 0.0, 0.0)
+    run = serve_run(at_lengths(dep, r.input_tokens, r.output_tokens), work, k, alpha, spread, seed, fit, r.batch)
+    return 1e3 * statistics.fmean(f - s for s, f in zip(run.start, run.first))
+
+
+def fit_request_ms(dep, runs, fit):
+    """What a request costs your deployment around its steps (Fit.request_ms: the client, the API server, the hop
+    to the engine), from the runs' mean TTFTs: the median of measured minus simulated at none, at least 0. It
+    shifts a request's arrival, so a TTFT grows by it whatever the queue ahead. Returns (ms, [mean TTFT at that
+    cost over measured, minus 1, per run]), or (None, []) where no run gives a mean TTFT."""
+    given = [r for r in runs if r.ttft_ms and r.requests]
+    if not given:
+        return None, []
+    bare = fit._replace(request_ms=0.0)
+    simulated = [replayed_ttft_ms(dep, r, bare) for r in given]
+    request = max(0.0, statistics.median(r.ttft_ms - ms for r, ms in zip(given, simulated)))
+    return request, [(ms + request) / r.ttft_ms - 1.0 for r, ms in zip(given, simulated)]
 
 
 # ---------------------------------------------------------------- predicted benchmark files
@@ -424,11 +461,11 @@ def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0,
                     output_cap=output_cap)
 
 
-def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, plan_batch=None):
+def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, plan_batch=None, slo=()):
     """One run's predicted file with its intervals: PredictedBench. plan_batch: the batch the server's command
-    caps it at (a closed loop's concurrency, unless given)."""
+    caps it at (a closed loop's concurrency, unless given); slo: the --goodput bounds its request_goodput counts."""
     run = serve_run(dep, work, k, alpha, spread, seed, fit, plan_batch or work.max_concurrency)
-    result = bench_result(run, work, dep)
+    result = bench_result(run, work, dep, dict(slo) if slo else None)
     if k and not bench_records_acceptance(dep):   # its benchmark reads no vllm:spec_decode_* counters
         result = {key: value for key, value in result.items() if not key.startswith("spec_decode_")}
     sd = trust.spec_tpot_sd if k else trust.tpot_sd
@@ -440,15 +477,15 @@ def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=A
 
 
 def predicted_benches(dep, ks, alpha, trust, concurrencies=(), rates=(), prompts=None, burstiness=1.0, seed=SEED,
-                      fit=FIT, spread=ALPHA_SPREAD, output_spread=0.0, plan_batch=None):
+                      fit=FIT, spread=ALPHA_SPREAD, output_spread=0.0, plan_batch=None, slo=()):
     """The files --predict-bench writes: per concurrency (closed loop) or, given rates, per request rate (open
     loop), a baseline and one run a K, named as the plan names its runs (bench_names; _r2.5 for a rate). An open
-    loop's server is the plan's, capped at plan_batch where its command sets a cap."""
+    loop's server is the plan's, capped at plan_batch where its command sets a cap; slo: their --goodput bounds."""
     out = []
     for batch, rate, tag in bench_tags(concurrencies, rates):
         work = bench_workload(dep, batch, rate, prompts, burstiness, output_spread)
         for name, k in zip(bench_names(ks, tag), (0,) + tuple(ks)):
-            out.append(predict_bench(dep, name, work, k, alpha, trust, seed, fit, spread, batch or plan_batch))
+            out.append(predict_bench(dep, name, work, k, alpha, trust, seed, fit, spread, batch or plan_batch, slo))
     return out
 
 

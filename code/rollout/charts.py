@@ -1,4 +1,5 @@
-"""Rendering: the plan's three SVG charts (speedup by alpha, best K by batch, the ITL distribution).
+"""Rendering: the plan's SVG charts (speedup by alpha, best K by batch, the ITL distribution, and with an SLO, P99
+TPOT against throughput per GPU).
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ CHART_SIZE = (760, 460)                             # width, height in px
 PLOT_BOX = (72, 54, 560, 380)                        # left, top, right, bottom of the plot area
 LINE_STYLES = [("#111111", ""), ("#d95f02", "9 5"), ("#1f78b4", "2 4"), ("#33a02c", "12 4 3 4"),
                ("#6a3d9a", "6 3"), ("#a6761d", "1 2")]
-CHART_FILES = {"speedup": "chart-speedup.svg", "best_k": "chart-best-k.svg", "itl": "chart-itl-cdf.svg"}
+CHART_FILES = {"speedup": "chart-speedup.svg", "best_k": "chart-best-k.svg", "itl": "chart-itl-cdf.svg",
+               "slo": "chart-slo.svg"}
 CHART_MARK = "<!-- written by eagle3-rollout: python code/main.py -->"   # a chart this tool may replace
 
 
@@ -164,9 +166,47 @@ def render_itl_chart(charts, dep):
                      drops=[(getattr(data.p99, n), i) for i, n in enumerate(names)])
 
 
+def slo_series(at):
+    """The SLO chart's lines: per arm, (output tokens/s per GPU, P99 TPOT ms) at each concurrency simulated."""
+    return [(arm, [(p.output_throughput / at.gpus, p.tail_ms["tpot"]) for p in arm.points])
+            for arm in (at.baseline, at.speculative)]
+
+
+def render_slo_chart(at, dep):
+    """P99 TPOT against output throughput per GPU, plain and speculative, each point a simulated run at one
+    concurrency; the SLO's TPOT bound drawn across, and each arm's most within the whole SLO circled."""
+    lines = slo_series(at)
+    xs = [x for _, points in lines for x, _ in points]
+    ys = [y for _, points in lines for _, y in points]
+    bound = dict(at.slo).get("tpot")
+    x_step = nice_step(max(xs))
+    x_high = x_step * math.ceil(max(xs) / x_step)
+    y_top = max(ys + [bound or 0.0]) * 1.1
+    y_step = nice_step(y_top)
+    y_high = y_step * math.ceil(y_top / y_step)
+    series = [(("speculation" if arm.speculative else "plain decoding"), points, i)
+              for i, (arm, points) in enumerate(lines)]
+    if bound:
+        series.append((f"SLO: P{at.percentile} TPOT {bound:g} ms", [(0.0, bound), (x_high, bound)], 5))
+    markers = [(arm.best.output_throughput / at.gpus, arm.best.tail_ms["tpot"], f"C = {arm.best.concurrency}")
+               for arm, _ in lines if arm.best is not None]
+    notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, per GPU of the replica; each point a simulated vllm bench serve "
+             "run at one concurrency.", f"Circles: the highest concurrency within the whole SLO ({slo_words(at)})."]
+    return svg_chart("P99 TPOT against output throughput per GPU", "output tokens/s per GPU",
+                     f"P{at.percentile} TPOT (ms)", (0.0, x_high, ticks(0, x_high, x_step), False),
+                     (0.0, y_high, ticks(0, y_high, y_step), False), series, markers, notes)
+
+
+def slo_words(at):
+    return ", ".join(f"P{at.percentile} {key.upper()} at most {ms:g} ms" for key, ms in at.slo)
+
+
 def render_charts(result, dep):
-    """{file name: SVG text} for the three charts."""
+    """{file name: SVG text} for the charts: three, and the SLO's where there is one."""
     charts = result.charts
-    return {CHART_FILES["speedup"]: render_speedup_chart(charts, dep),
-            CHART_FILES["best_k"]: render_best_k_chart(charts, dep),
-            CHART_FILES["itl"]: render_itl_chart(charts, dep)}
+    out = {CHART_FILES["speedup"]: render_speedup_chart(charts, dep),
+           CHART_FILES["best_k"]: render_best_k_chart(charts, dep),
+           CHART_FILES["itl"]: render_itl_chart(charts, dep)}
+    if result.at_slo is not None:
+        out[CHART_FILES["slo"]] = render_slo_chart(result.at_slo, dep)
+    return out

@@ -27,7 +27,9 @@ from .acceptance import profile_length
 from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment
 from .releases import missing as release_lacks, refusal as release_refuses
 from .simulation import Traffic
-from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, running_cap, simulated_layout, Workload
+from .serving import (
+    BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, running_cap, simulated_layout, SLO_KEYS, Workload,
+)
 from .readers import (
     bench_acceptance, bench_comparison, checked_name, Counters, counters_window, distinct_files, head_from_config,
     is_sglang,
@@ -173,6 +175,9 @@ def build_parser(settings):
                                             f"(default {settings.alpha_spread})")
     out.add_argument("--output-spread", help=f"s.d. of ln(output tokens) over requests, in [0, 2] "
                                              f"(default {settings.output_spread})")
+    out.add_argument("--slo", help="the service level to serve at, ttft:MS,tpot:MS[,e2el:MS] (vllm bench serve's "
+                                   "--goodput keys, each a bound on its P99; \"none\": no SLO; default "
+                                   f"{settings.slo or 'none'})")
     out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
     out.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
@@ -648,6 +653,31 @@ class Settings:
     engine: str
     engine_version: str
     temperature: float
+    slo: str = ""
+
+
+SLO_LIMIT_MS = 86_400_000   # a bound of a day: past it a bound bounds nothing a benchmark can run
+
+
+def parse_slo(text, flag="--slo"):
+    """--slo ttft:2000,tpot:50[,e2el:MS] -> (("ttft", 2000.0), ("tpot", 50.0)) in SLO_KEYS' order; "none" or "": ().
+    Each key once, each bound a number of ms above 0 (vllm bench serve's --goodput keys and units)."""
+    if text is None or text.strip().lower() in ("", "none"):
+        return ()
+    bounds = {}
+    for item in text.split(","):
+        key, _, value = item.strip().partition(":")
+        try:
+            ms = float(ascii_number(value))
+        except ValueError:
+            ms = math.nan
+        if key.strip().lower() not in SLO_KEYS or not 0.0 < ms <= SLO_LIMIT_MS:
+            raise UsageError(f"{flag}: each item must be ttft:MS, tpot:MS or e2el:MS with MS a number above 0 and "
+                             f"at most {SLO_LIMIT_MS:,}; got {shown(item)}")
+        if key.strip().lower() in bounds:
+            raise UsageError(f"{flag}: {key.strip().lower()} given twice")
+        bounds[key.strip().lower()] = ms
+    return tuple((key, bounds[key]) for key in SLO_KEYS if key in bounds)
 
 
 MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is simulated
@@ -800,7 +830,8 @@ def parse_args(argv, settings):
                        lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else settings.alpha_spread
     output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
                               lambda s: 0.0 <= s <= 2.0) if args.output_spread is not None else settings.output_spread
-    traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread)
+    traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread,
+                      slo=parse_slo(args.slo if args.slo is not None else settings.slo))
     paths = file_list("--calibrate", args.calibrate) if args.calibrate is not None else list(settings.calibration_files)
     runs = read_calibration_runs(paths) if paths else None
     for r in runs or ():   # runs of another model would bend the fit to fit them: refused, as --compare refuses them

@@ -252,7 +252,10 @@ def trtllm_serve(dep, batch, k=None, schedule=None):
     return fetch + trtllm_yaml(dep, name, k) + trtllm_command(dep, batch, name)
 
 
-def bench_lines(dep, batch, filename, realistic=False, width=100):
+GOODPUT_CLIENT = "vllm bench serve"   # the client a --goodput run uses whatever the engine (bench_lines)
+
+
+def bench_lines(dep, batch, filename, realistic=False, width=100, prompts=None, goodput=None):
     """A closed-loop benchmark at `batch` concurrency through the chat endpoint, saved as JSON.
 
     vLLM and SGLang: `vllm bench serve` (vllm/benchmarks/serve.py, datasets/datasets.py). TensorRT-LLM: its own
@@ -262,7 +265,11 @@ def bench_lines(dep, batch, filename, realistic=False, width=100):
     default, and --ignore-eos keeps an answer from ending early); TensorRT-LLM's random dataset cuts real
     ShareGPT text to those lengths given --dataset-path (benchmark_dataset.py, RandomDataset). A realistic run
     has ShareGPT's prompts and answers capped at the deployment's output length (--sharegpt-output-len), ended
-    by EOS as real ones are: its acceptance is real text's.
+    by EOS as real ones are: its acceptance is real text's. prompts: --num-prompts (default bench_prompts);
+    goodput: --goodput's KEY:MS words (goodput.goodput_words), which `vllm bench serve` has taken in every release
+    from 0.8.0 (vllm/benchmarks/serve.py: nargs="+", "KEY:VALUE" in ms, keys ttft, tpot, e2el). TensorRT-LLM's copy
+    has it at the commits read, but no release of it was checked: against TensorRT-LLM the run is vLLM's newest
+    client, as SGLang's plan runs it (GOODPUT_CLIENT).
     """
     engine = dep.engine
     if realistic:
@@ -273,11 +280,15 @@ def bench_lines(dep, batch, filename, realistic=False, width=100):
     # vLLM's client picked the chat request type with --endpoint-type before 0.11 (releases.py); SGLang's plan runs
     # vLLM's newest client against its server.
     chat = "--backend openai-chat" if accepts(dep, "bench --backend openai-chat") else "--endpoint-type openai-chat"
-    return shell_lines([engine.bench_tool, chat, "--endpoint /v1/chat/completions",
+    tool = engine.bench_tool
+    if goodput and tool != GOODPUT_CLIENT:
+        tool, chat = GOODPUT_CLIENT, "--backend openai-chat"
+    return shell_lines([tool, chat, "--endpoint /v1/chat/completions",
                         f"--port {engine.port}", f"--model {shlex.quote(served_model(dep))}", *data,
-                        f"--num-prompts {bench_prompts(batch)}", f"--max-concurrency {batch}",
+                        f"--num-prompts {prompts or bench_prompts(batch)}", f"--max-concurrency {batch}",
                         f"--temperature {dep.temperature:g}", f"--percentile-metrics {','.join(BENCH_METRICS)}",
-                        f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}", "--save-result",
+                        f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}",
+                        *([f"--goodput {goodput}"] if goodput else []), "--save-result",
                         f"--result-filename {filename}"], width)
 
 

@@ -54,8 +54,8 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
                         "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us_vllm seq_us_trtllm "
                         "bw_cdna flop_cdna flop_ampere token_us_sglang "
                         "overlap "
-                        + " ".join(OWN_TERMS),
-          defaults=(1.0,) * (1 + len(OWN_TERMS)))
+                        + " ".join(OWN_TERMS) + " request_ms eager_layer_us",
+          defaults=(1.0,) * (1 + len(OWN_TERMS)) + (0.0, 0.0))
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -92,6 +92,11 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # fits before the served runs did);
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
+# request_ms, eager_layer_us: what a served request costs around the steps the simulation runs (serving.serve_run),
+# fitted by bench/served_load.py on the served runs' TTFTs: the client's and API server's time from a send to the
+# scheduler and from the first token back (HTTP, tokenising, detokenising, the hop between processes), and what a
+# layer adds to a step with prompt chunks that runs outside CUDA graphs (serving.graphed_tokens): the host's kernel
+# launches, which a graph replays at no host cost. --calibrate refits request_ms on your runs' TTFTs.
 FIT = Fit(bw_hopper=0.9049, bw_ampere=0.7296, bw_ada=0.7856, flop_eff=0.83, fp8_eff=0.9348, fp8_kv_eff=0.7911,
           attn_ns=8.1758, layer_us=28.0859, ar_us=15.0, ar_tp_us=2.7949, link_eff=0.4421, pass_fixed_ms_vllm=0.6953,
           pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9443, draft_fixed_ms_vllm=0.6395,

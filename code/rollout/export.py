@@ -75,7 +75,7 @@ def render_json(result, dep, grid):
     data = dict(verdict=result.verdict, deployment=deployment, interval_level=result.trust.level, trust=result.trust,
                 cells=result.cells,
                 breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)
-    for key in ("measured", "gate", "exercises", "calibration"):   # the JSON's keys, in order, where there is one
+    for key in ("at_slo", "measured", "gate", "exercises", "calibration"):   # the JSON's keys, in order, where there is one
         if getattr(result, key) is not None:
             data[key] = getattr(result, key)
     if result.benches:

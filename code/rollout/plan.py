@@ -17,9 +17,10 @@ from .serving import running_cap, simulated_layout
 from .trust import interval, INTERVAL_LEVEL, span, too_close
 from .analysis import K_MAX, paying_ranges, where_it_pays
 from .commands import (
-    bench_lines, can_serve, catalog_name, draft_head, ENGINE_PLANS, serve_lines, SHAREGPT_URL, shell_lines, tool_words,
+    bench_lines, can_serve, catalog_name, GOODPUT_CLIENT, draft_head, ENGINE_PLANS, serve_lines, SHAREGPT_URL, shell_lines, tool_words,
 )
 from .calibration import bench_workload, predict_bench
+from .goodput import goodput_key, goodput_words, per_gpu, SLO_PERCENTILE, slo_prompts, slo_sentence, slo_text
 from .tables import (
     calibration_findings, calibration_headline, copies_text, mix_blend_sentence, mix_tail_sentence, trained_draft,
     trust_sentence, verdict_command, verdict_sentences, verdict_steps,
@@ -592,6 +593,60 @@ def plan_next(dep, plan):
         ""]
 
 
+def plan_at_slo(at, dep, plan):
+    """The plan's "Serving at the SLO" section: both arms by concurrency, the most each serves per GPU within the
+    SLO, the chart, and the two benchmarks with --goodput that check it."""
+    if at is None:
+        return []
+    rows = {}
+    for arm in (at.baseline, at.speculative):
+        for p in arm.points:
+            rows.setdefault(p.concurrency, {})[arm.speculative] = p
+
+    def pair(base, spec, show):
+        return " / ".join("-" if p is None else show(p) for p in (base, spec))
+
+    out = ["## Serving at the SLO", "",
+           f"The SLO: {slo_text(at.slo)} (`--slo`, vLLM's `--goodput` keys). Each row is a `vllm bench serve` run "
+           f"simulated step by step at that concurrency ({slo_prompts(1)} prompts or ten a slot, whichever is more; "
+           "answers as the gate's ShareGPT runs), speculation off and on at the plan's K by batch size, around alpha "
+           f"{at.alpha:.2f}. Throughputs are per GPU of the {at.gpus}-GPU replica; goodput counts the requests that "
+           "meet every bound, as vLLM does. In a closed-loop run every slot starts at once, so the first wave's "
+           "prompts queue for prefill: that queue, more than the steady state, sets its P99 TTFT.", "",
+           f"| concurrency | K on | P{SLO_PERCENTILE} TTFT off / on (ms) | P{SLO_PERCENTILE} TPOT off / on (ms) "
+           "| requests/s per GPU off / on | goodput per GPU off / on | within off / on |",
+           "|---|---|---|---|---|---|---|"]
+    for c in sorted(rows):
+        base, spec = rows[c].get(False), rows[c].get(True)
+        out.append(" | ".join([f"| {c}", "-" if spec is None else str(spec.k),
+                               pair(base, spec, lambda p: f"{p.tail_ms['ttft']:.0f}"),
+                               pair(base, spec, lambda p: f"{p.tail_ms['tpot']:.1f}"),
+                               pair(base, spec, lambda p: f"{per_gpu(at, p):.3g}"),
+                               pair(base, spec, lambda p: f"{p.request_goodput / at.gpus:.3g}"),
+                               pair(base, spec, lambda p: "yes" if p.within else "no")]) + " |")
+    out += ["", md(slo_sentence(at)), "", f"![P99 TPOT against throughput per GPU]({CHART_FILES['slo']})", ""]
+    base, spec = at.baseline.best, at.speculative.best
+    if base is None and spec is None:
+        return out + ["Neither arm meets the SLO at one request at a time: no concurrency to check.", ""]
+    client = ("" if dep.engine.bench_tool == GOODPUT_CLIENT else
+              f" {dep.engine.name}'s own client is not checked for `--goodput` at its releases, so these run vLLM's "
+              f"(`{GOODPUT_CLIENT}`, any release from 0.8.0) against the same OpenAI endpoint.")
+    out += [f"Check it with `--goodput`: each file's `{goodput_key(dep)}` over its `request_throughput` is the share of "
+            "requests within the SLO, and each P99 the SLO names should be within its bound." + client, ""]
+    if base is not None:
+        out += ["Plain decoding, against stage 0's server:", "", "```"]
+        out += bench_lines(dep, base.concurrency, f"sharegpt_baseline_slo_c{base.concurrency}.json", realistic=True,
+                           prompts=base.prompts, goodput=goodput_words(at.slo)) + ["```", ""]
+    if spec is not None and spec.k:
+        restart = spec.k != plan.k and can_serve(dep)
+        out += ([f"Speculation, against a server started as stage 1's but at K = {spec.k}, the plan's K at "
+                 f"{spec.concurrency} concurrent:", "", "```"] + serve_lines(dep, plan.shown_batch, spec.k)
+                if restart else [f"Speculation, against stage 1's server (K = {spec.k}):", "", "```"])
+        out += bench_lines(dep, spec.concurrency, f"sharegpt_spec_slo_c{spec.concurrency}.json", realistic=True,
+                           prompts=spec.prompts, goodput=goodput_words(at.slo)) + ["```", ""]
+    return out
+
+
 def render_plan(result, dep):
     """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
     plan = result.plan
@@ -604,7 +659,7 @@ def render_plan(result, dep):
             "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
             "larger memory share would: run this program again with them.", ""])
     out = (plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan)
-           + plan_predicted_runs(result, dep) + plan_k_by_batch(plan, dep))
+           + plan_predicted_runs(result, dep) + plan_k_by_batch(plan, dep) + plan_at_slo(result.at_slo, dep, plan))
     if can_serve(dep):   # stages 2 to 4 measure a server that stage 1 started
         out += plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
         out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)

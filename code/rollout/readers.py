@@ -1061,6 +1061,11 @@ class Run:
     model_id: str = None     #: the model it names
     decoding: float = None   #: sequences it decoded on average (decoding_batch); None: batch
     noise: float = RUN_NOISE   #: its mean TPOT's own noise, fraction: the least run-to-run spread, or more
+    ttft_ms: float = None    #: its measured mean TTFT, ms (None: not in the file)
+    requests: int = None     #: requests it completed
+    rate: float = math.inf   #: its request rate (math.inf: all at once, held by max_concurrency)
+    burstiness: float = 1.0  #: the gamma shape of its sends' gaps
+    total_output: int = None   #: output tokens over its requests
 
 
 def run_totals(bench, flag, path, runs, least_output):
@@ -1087,6 +1092,12 @@ def distinct_files(paths):
             key = os.path.realpath(path)
         seen.setdefault(key, path)
     return list(seen.values())
+
+
+def run_rate(bench):
+    """A file's request_rate as a number: math.inf for "inf" or none (read_bench checked that it is a rate)."""
+    rate = bench.workload.get("request_rate")
+    return math.inf if rate in (None, "inf") or not isinstance(rate, (int, float)) or math.isinf(rate) else float(rate)
 
 
 def read_calibration_runs(paths, flag="--calibrate"):
@@ -1119,7 +1130,9 @@ def read_calibration_runs(paths, flag="--calibrate"):
                         output_tokens=output_tokens, tpot_ms=tpot, path=str(path), model_id=bench.model_id,
                         decoding=decoding_batch(bench.max_concurrency, output_tokens, tpot,
                                                 bench.latency.get("mean_ttft_ms", 0.0), completed),
-                        noise=max(RUN_NOISE, sampling)))
+                        noise=max(RUN_NOISE, sampling), ttft_ms=bench.latency.get("mean_ttft_ms"), requests=completed,
+                        rate=run_rate(bench), burstiness=1.0 if bench.raw_burstiness is None else bench.raw_burstiness,
+                        total_output=outputs))
     models = {r.model_id for r in runs}
     if len(models) > 1:
         raise UsageError(f"{flag}: the files are of different models ({', '.join(sorted(map(repr, models)))}): "

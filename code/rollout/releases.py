@@ -36,6 +36,8 @@ class Feature:
 FEATURES = {(f.engine, f.key): f for f in (
     # vLLM (vllm/config/speculative.py, vllm/engine/arg_utils.py, vllm/benchmarks/serve.py of each release).
     Feature("vllm", "method eagle3", (0, 8, 5), "PR #16937, EAGLE-3 in V1"),
+    Feature("vllm", "bench request_goodput key", (0, 9, 2), "vllm/benchmarks/serve.py: 0.8.0 to 0.9.1 save it as "
+            "\"request_goodput:\" (a typo); --goodput itself is in every release from 0.8.0"),
     Feature("vllm", "speculators-format heads", (0, 10, 1), "PR #21345, vllm/transformers_utils/configs/speculators; "
             "absent from 0.10.0"),
     Feature("vllm", "method mtp", (0, 11, 0), "PR #25232, one method name for MTP; before it deepseek_mtp, whose "

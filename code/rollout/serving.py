@@ -12,12 +12,13 @@ import random
 from dataclasses import dataclass, replace
 
 from .defaults import ALPHA_SPREAD, SEED
-from .catalog import served_model
+from .catalog import release_at, served_model
 from .acceptance import decode_request, JITTER_MU, ROUND_JITTER
 from .costmodel import (
-    by_memory, decode_step_ms, FIT, fixed_ms, max_concurrency, NO_MODEL, pass_ms, round_ms,
+    by_memory, decode_step_ms, FIT, fixed_ms, gpu_family, max_concurrency, NO_MODEL, pass_ms, round_ms,
     runs_a_draft_model, step_budget, target_pass_ms, verify_tokens,
 )
+from .releases import accepts, release
 from .simulation import clip01, LOOP_TOKENS, NORMAL, percentile, renewal_draw
 
 
@@ -48,6 +49,7 @@ class Workload:
     output_spread: float          #: s.d. of ln(output tokens) over requests (0: every answer the same length)
     output_cap: int | None = None   #: max_tokens: no answer is longer (ShareGPT's answers, --sharegpt-output-len)
     total_output: int | None = None   #: a replayed run's own total: the drawn lengths are scaled to add up to it
+    input_spread: float = 0.0     #: s.d. of ln(prompt tokens) over requests (0: every prompt input_tokens long)
 
 
 def simulated_layout(dep):
@@ -101,6 +103,35 @@ def step_cost(dep, decodes, k, prompt, fit):
     return base + fit.own_prefill * extra
 
 
+# Tokens a step with prompt chunks may hold and still replay CUDA graphs (past them it runs without, paying
+# Fit.eager_layer_us a layer). vLLM V1 captures piecewise graphs for steps of up to 512 tokens by default
+# (vllm/config.py at 0.10: cuda_graph_sizes [min(2 max_num_seqs, 512)]; vllm/config/vllm.py at 0.14:
+# max_cudagraph_capture_size = min(max_num_seqs x decode query length x 2, 512); gpu_model_runner.py and
+# v1/cudagraph_dispatcher.py run a larger step without graphs). SGLang ran prefill ("extend") batches eagerly until
+# 0.5.10 made piecewise prefill graphs its default (server_args.py: disable_piecewise_cuda_graph False), up to its
+# chunked-prefill size or 2048 tokens with MLA, and off under speculative decoding, attention DP and on AMD GPUs
+# (_handle_piecewise_cuda_graph). TensorRT-LLM graphs generation-only batches: a context step runs without.
+SGLANG_PREFILL_GRAPHS = (0, 5, 10)
+
+
+def graphed_tokens(dep, speculative):
+    """The most tokens a step with prompt chunks holds and still replays CUDA graphs on this deployment (0: never)."""
+    if dep.engine.key == "vllm":
+        return 512
+    if (dep.engine.key == "sglang" and release_at(release(dep)) >= release_at(SGLANG_PREFILL_GRAPHS)
+            and not speculative and not dep.dp_attention and gpu_family(dep) != "cdna"):
+        return min(step_budget(dep), 2048) if dep.shape.get("mla") else step_budget(dep)
+    return 0
+
+
+def eager_ms(dep, tokens, speculative, fit=FIT):
+    """The host time a step of `tokens` tokens with prompt chunks adds when it runs outside CUDA graphs: a layer's
+    launches, and a MoE layer's as many again (its router, top-k, token permutation and grouped expert GEMMs)."""
+    if tokens <= graphed_tokens(dep, speculative):
+        return 0.0
+    return (dep.target.layers + dep.target.moe_layers) * fit.eager_layer_us / 1e3
+
+
 def send_times(work, rng):
     """When the client would send each request without --max-concurrency (get_request): all at 0 at an infinite
     rate; else cumulative gamma gaps of shape burstiness and mean 1 / rate, rescaled so the last is at N / rate."""
@@ -148,6 +179,16 @@ def request_rounds(alpha, k, tokens, rng):
     return min(tokens, max(math.ceil(tokens / (k + 1)), round(rounds)))
 
 
+def prompt_lengths(work, seed):
+    """Each request's prompt tokens: all input_tokens, or log-normal around that mean with s.d. input_spread in log,
+    drawn from a stream of their own (the answers' and the send times' draws stay as they were without a spread)."""
+    if not work.input_spread:
+        return [work.input_tokens] * work.num_prompts
+    rng, s = random.Random(f"serve:{seed}:prompts"), work.input_spread
+    return [max(1, round(work.input_tokens * math.exp(s * rng.gauss(0.0, 1.0) - s * s / 2)))
+            for _ in range(work.num_prompts)]
+
+
 @dataclass(frozen=True)
 class ServedRun:
     """What serve_run simulated: per request (in the order sent, seconds from the run's start) and per step."""
@@ -156,6 +197,7 @@ class ServedRun:
     first: tuple          #: when its first token came (the step that prefilled its last prompt chunk)
     end: tuple            #: when its last token came
     output_tokens: tuple  #: tokens each generated
+    input_tokens: tuple   #: each one's prompt tokens
     itl: tuple            #: (gap s, how many streamed chunks had it): every chunk after a request's first token
     per_second: tuple     #: (second, chunks streamed in it), first tokens included: max_output_tokens_per_s
     k: int                #: draft length (0: speculation off)
@@ -190,6 +232,7 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
         drawn = sum(draws)
         draws = [d * work.total_output / drawn for d in draws]
     lengths = whole_lengths(draws, work.total_output)
+    prompts = prompt_lengths(work, seed)
     needed, accepted_at = [], [0.0] * k
     for length in lengths:
         if not k:
@@ -204,7 +247,8 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     begin = arrivals[0]   # the first send: vLLM's one-second buckets start there
     limit = min(work.max_concurrency or n, n)
     start, first, end = [0.0] * n, [0.0] * n, [0.0] * n
-    sends = [(arrivals[i], i) for i in range(limit)]   # the client's next sends, by time
+    delay = fit.request_ms / 1e3   # a request reaches the scheduler this long after the client sends it
+    sends = [(arrivals[i] + delay, i) for i in range(limit)]   # the client's next sends reaching the server, by time
     heapq.heapify(sends)
     held = limit                                       # the next request the semaphore holds
     waiting = collections.deque()                      # sent, not admitted
@@ -217,10 +261,11 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     while done < n:
         while sends and sends[0][0] <= t:
             at, i = heapq.heappop(sends)
-            start[i] = at
+            start[i] = at - delay
             waiting.append(i)
         while waiting and len(prefilling) + len(decoding) < cap:
-            prefilling[waiting.popleft()] = work.input_tokens
+            admitted = waiting.popleft()
+            prefilling[admitted] = prompts[admitted]
         if not prefilling and not decoding:
             t = sends[0][0]
             continue
@@ -255,7 +300,8 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
                 prefilled.append(i)
         key = (decoders, chunk)
         if key not in costs:
-            costs[key] = step_cost(dep, decoders, k, chunk, fit)
+            costs[key] = step_cost(dep, decoders, k, chunk, fit) + (eager_ms(dep, decoders * per_decode + chunk, k > 0, fit)
+                                                                    if chunk else 0.0)
         t += costs[key] * jitter[int(rng.random() * JITTER_LEVELS)] / 1e3
         steps += 1
         peak = max(peak, len(prefilling) + len(decoding))
@@ -284,10 +330,10 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             end[i] = t
             done += 1
             if held < n:
-                heapq.heappush(sends, (max(t, arrivals[held]), held))
+                heapq.heappush(sends, (max(t, arrivals[held]) + delay, held))
                 held += 1
     return ServedRun(arrival=tuple(arrivals), start=tuple(start), first=tuple(first), end=tuple(end),
-                     output_tokens=tuple(lengths),
+                     output_tokens=tuple(lengths), input_tokens=tuple(prompts),
                      itl=tuple((gap / ITL_TICKS_PER_S, count) for gap, count in sorted(itl.items())),
                      per_second=tuple(sorted(per_second.items())), k=k, drafts=float(sum(needed)) if k else 0.0,
                      accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
@@ -335,13 +381,36 @@ def itl_stats(pairs):
             {p: weighted_percentile(pairs, total, p / 100) for p in BENCH_PERCENTILES})
 
 
-def bench_result(run, work, dep):
+GOODPUT_KEY = "request_goodput"   # vLLM before 0.9.2 saves it with a colon after it (releases.py)
+SLO_KEYS = ("ttft", "tpot", "e2el")   # vllm bench serve --goodput's keys, each in ms (vllm/benchmarks/serve.py)
+
+
+def good_requests(run, slo):
+    """Requests that meet every bound of `slo` ({"ttft"|"tpot"|"e2el": ms}) as calculate_metrics counts them for
+    --goodput (vllm/benchmarks/serve.py): a request is good when each of its TTFT, TPOT and E2EL the SLO names is at
+    most the bound; a request of one output token has a TPOT of 0 there.
+    >>> run = ServedRun(arrival=(0, 0), start=(0.0, 0.0), first=(0.1, 0.3), end=(1.1, 0.3), output_tokens=(11, 1),
+    ...                 input_tokens=(5, 5), itl=(), per_second=(), k=0, drafts=0.0, accepted_at=(), cap=2, steps=1,
+    ...                 peak_running=2)
+    >>> good_requests(run, {"tpot": 100.0}), good_requests(run, {"ttft": 200.0}), good_requests(run, {"e2el": 1000.0})
+    (2, 1, 1)
+    """
+    good = 0
+    for s, f, e, tokens in zip(run.start, run.first, run.end, run.output_tokens):
+        tpot = (e - f) / (tokens - 1) if tokens > 1 else 0.0
+        value = {"ttft": f - s, "tpot": tpot, "e2el": e - s}
+        good += all(value[key] <= bound / 1e3 for key, bound in slo.items())
+    return good
+
+
+def bench_result(run, work, dep, slo=None):
     """The run as `vllm bench serve --save-result` writes it (vllm/benchmarks/serve.py: main's result_json, then
     benchmark's result and calculate_metrics' keys), without --save-detailed's per-request lists and without the
-    date it ran."""
+    date it ran. slo: the --goodput bounds ({key: ms}) the run is given: request_goodput, else None as vLLM
+    writes it without --goodput."""
     n, duration = len(run.start), max(run.end)
     total_out = sum(run.output_tokens)
-    total_in = work.input_tokens * n
+    total_in = sum(run.input_tokens)
     # Peak chunks in a one-second bucket from the first send (vLLM stamps a token time per streamed chunk:
     # serve_run counts them) and peak concurrency over half-open [start, end): a request sent at the instant
     # another ended does not overlap it.
@@ -352,7 +421,9 @@ def bench_result(run, work, dep):
               "request_rate": "inf" if math.isinf(work.request_rate) else work.request_rate,
               "burstiness": work.burstiness, "max_concurrency": work.max_concurrency,
               "duration": duration, "completed": n, "failed": 0, "total_input_tokens": total_in,
-              "total_output_tokens": total_out, "request_throughput": n / duration, "request_goodput": None,
+              "total_output_tokens": total_out, "request_throughput": n / duration,
+              GOODPUT_KEY if accepts(dep, "bench request_goodput key") else GOODPUT_KEY + ":":
+              good_requests(run, slo) / duration if slo else None,
               "output_throughput": total_out / duration, "total_token_throughput": (total_in + total_out) / duration,
               # the per-request lists vLLM keeps without --save-detailed, in s: latency and time in the semaphore
               "latencies": [e - s for s, e in zip(run.start, run.end)],

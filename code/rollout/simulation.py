@@ -416,3 +416,4 @@ class Traffic:
     seed: int = SEED                     #: seeds every simulated request
     alpha_spread: float = ALPHA_SPREAD   #: s.d. of a request's per-token alpha around the mean
     output_spread: float = OUTPUT_SPREAD   #: s.d. of ln(output tokens) over requests
+    slo: tuple = ()                      #: the SLO they are served at: ((key, ms), ...), keys as --goodput's (() none)

@@ -15,6 +15,7 @@ from .simulation import slow_domains
 from .trust import INTERVAL_LEVEL, span, too_close, Z_INTERVAL
 from .analysis import paying_ranges, profile_from_lengths, where_it_pays
 from .commands import bench_lines, can_serve
+from .goodput import slo_sentence
 
 
 # ---------------------------------------------------------------- the verdict, first
@@ -48,6 +49,8 @@ def verdict_sentences(v, dep):
     basis = (f"This rests on the measured per-token alpha {v.alpha:.2f}." if v.measured else
              f"This assumes per-token alpha {v.alpha:.2f} until your server measures it (the plan's stage 2).")
     out = [call, basis, f"K by batch size: {'; '.join(verdict_steps(v))}."]
+    if v.at_slo is not None:
+        out.append(slo_sentence(v.at_slo))
     if v.k_best and v.k_best != k:
         out.append(f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs K = {k}.")
     paying = paying_ranges([row[:3] for row in v.by_batch])

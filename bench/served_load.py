@@ -1,0 +1,291 @@
+"""Whole benchmark runs under load, predicted and measured: mean TTFT, P99 TPOT and output throughput of every
+served run in served_runs.json that reports them, as `--calibrate` then `--predict-bench` would give them.
+
+The protocol is a user's: for each deployment in a source (a target, GPU, parallelism, engine and draft), the
+tool is calibrated on five of its runs (calibration.calibrate_on_runs on their mean TPOTs, spread over K and
+concurrency), and every other run of it is simulated step by step (serving.serve_run, bench_result) at its own
+lengths, concurrency, request rate and acceptance. Only those held-out runs are scored. The constants of the load
+model (serving.SERVE: the client's and server's time around a request) are the same for every source; --loso
+refits them with each source left out in turn and scores that source with the constants fitted on the others.
+
+Sources (each with its own caveats in served_runs.json's `sources`):
+  llama70b   tomasruizt/vllm-scripts: Llama 3.3 70B bf16 TP 2 on vLLM of 2026-01 (0.14), the GPUs taken as H100 PCIe
+             without P2P (served_runs.py: LLAMA_GPU), EAGLE-3 and Llama 3.2 1B drafts and baselines, C 1-64 at
+             request rate C (Poisson), InstructCoder lengths (mean 170 in, 147 out; their spread taken as the
+             tool's default OUTPUT_SPREAD in log for both).
+  scaling    vllm-project/speculators research/scaling: Qwen3 0.6B-32B on one GPU taken as an A100 80GB, vLLM 0.10,
+             forced per-token alpha (no spread), 512 in (measured mean) / 128 out, GuideLLM: synchronous, 128 at
+             once, and constant-rate points (rate = the measured request throughput, gaps near constant).
+  inferencex InferenceX DeepSeek-R1-0528 fp8/fp4 on SGLang and TensorRT-LLM (8 x H200/B200/MI300X/MI355X, 4 x B200/
+             MI355X), max_concurrency C with 10 C prompts, lengths uniform on [0.8 L, L] (its --random-range-ratio
+             0.8: mean 0.9 L, s.d. 6% of it). MTP's acceptance is not in the files: a per-token alpha of 0.75
+             (within the 0.7-0.9 published for DeepSeek's MTP module) is assumed, and calibration absorbs the rest.
+             DP-attention runs (not simulated: serving.simulated_layout) and the ATOM engine are left out.
+
+    python bench/served_load.py            # the errors at serving.SERVE, by source, band and engine (about a minute)
+    python bench/served_load.py --loso     # refit SERVE without each source in turn (a few minutes)
+"""
+import dataclasses
+import json
+import math
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "code"))
+sys.path.insert(0, str(HERE))
+
+from rollout import calibration, catalog, cli, costmodel, readers, serving  # noqa: E402
+from rollout.acceptance import alpha_from_length, acceptance_length  # noqa: E402
+from rollout.defaults import OUTPUT_SPREAD  # noqa: E402
+import served_runs  # noqa: E402
+
+POINTS = json.loads((HERE / "served_runs.json").read_text())["points"]
+CALIBRATION_RUNS = 5
+MTP_ALPHA = 0.75
+GUIDELLM_CONSTANT = 1000.0   # gamma shape of a constant-rate sweep's gaps: nearly even, as GuideLLM sends them
+RANGE = 0.8                  # InferenceX's --random-range-ratio: lengths uniform on [0.8 L, L]
+UNIFORM_SPREAD = (1 - RANGE) / math.sqrt(12) / ((1 + RANGE) / 2)   # that uniform's s.d. over its mean
+
+
+@dataclasses.dataclass
+class Case:
+    source: str
+    group: tuple
+    point: dict
+    dep: object
+    work: serving.Workload
+    k: int
+    alpha: float
+    spread: float
+    tpot_ms: float        # measured mean TPOT (median where the file has no mean)
+    engine: str
+    concurrency: float
+
+
+def llama_cases():
+    era = cli.parse_era(served_runs.VLLM, "0.14")
+    deps = {d: served_runs.llama_deployment(d, era) for d in ("eagle3", "llama-3.2-1b")}
+    for p in (p for p in POINTS if p["source"] == served_runs.LLAMA):
+        m, c = p["metrics"], p["concurrency"]
+        draft = "llama-3.2-1b" if (p["draft"] or "").startswith("draft_model") else "eagle3"
+        dep = costmodel.at_lengths(deps[draft], round(p["input_tokens"]), round(p["output_tokens"]))
+        k = p["K"] or 0
+        alpha = alpha_from_length(p["acceptance"]["acceptance_length"], k) if k else 0.0
+        work = serving.Workload(num_prompts=round(m["completed"]), max_concurrency=c, request_rate=float(c),
+                                burstiness=1.0, input_tokens=round(p["input_tokens"]),
+                                output_tokens=round(p["output_tokens"]), output_spread=OUTPUT_SPREAD,
+                                input_spread=OUTPUT_SPREAD)
+        yield Case("llama70b", ("llama70b", draft if k else "eagle3"), p, dep, work, k, alpha, 0.11,
+                   m["mean_tpot_ms"], "vllm", c)
+
+
+def scaling_cases():
+    era = cli.parse_era(served_runs.VLLM, "0.10")
+    deps = served_runs.scaling_deployments(era)
+    for p in (p for p in POINTS if p["source"] == served_runs.SCALING):
+        m = p["metrics"]
+        inp, out = round(p["input_tokens_measured_mean"]), p["output_tokens"]
+        dep = costmodel.at_lengths(deps[p["model"]], inp, out)
+        if p["concurrency"] is None:
+            rate, cap, burst, c = m["request_throughput"], None, GUIDELLM_CONSTANT, p["concurrency_measured_mean"]
+        else:
+            rate, cap, burst, c = math.inf, p["concurrency"], 1.0, p["concurrency"]
+        work = serving.Workload(num_prompts=m["n_requests"], max_concurrency=cap, request_rate=rate, burstiness=burst,
+                                input_tokens=inp, output_tokens=out, output_spread=0.0)
+        yield Case("scaling", ("scaling", p["model"]), p, dep, work, p["K"], p["acceptance"]["value"], 0.0,
+                   m["mean_tpot_ms"], "vllm", c)
+
+
+GPU = re.compile(r"(\d+)x (\S+) \(TP=(\d+), EP=(\d+), DP-attention=(True|False)\)")
+GPUS = {"H200": "h200", "B200": "b200", "MI300X": "mi300x", "MI355X": "mi355x"}
+ENGINES = {"sglang": "sglang", "trt": "trtllm"}
+VERSION = re.compile(r":v?(\d+\.\d+\.\d+)")
+
+
+def inferencex_cases():
+    for p in (p for p in POINTS if p["source"] == "InferenceX-dsr1-single-node"):
+        count, gpu, tp, ep, dp = GPU.fullmatch(p["gpu"]).groups()
+        if p["engine"] not in ENGINES or dp == "True" or p["K"] is None or "output_throughput" not in p["metrics"]:
+            continue
+        engine = ENGINES[p["engine"]]
+        version = VERSION.search(p["engine_version"])
+        era = cli.parse_era(catalog.ENGINES[engine], version.group(1) if version else None)
+        dtype = "fp4" if "(fp4)" in p["model"] else "fp8"
+        k = p["K"]
+        inp, out = round(p["input_tokens"] * (1 + RANGE) / 2), round(p["output_tokens"] * (1 + RANGE) / 2)
+        dep = costmodel.make_deployment("deepseek-v3", GPUS[gpu], int(tp), dtype, kv_dtype="fp8" if dtype == "fp4"
+                                        else "bf16", draft="mtp", engine=engine, era=era, ep=int(ep),
+                                        input_tokens=inp, output_tokens=out)
+        if dep.target.weight_bytes / dep.tp > dep.memory_gib * 2 ** 30 * 0.9:
+            continue
+        m, c = p["metrics"], p["concurrency"]
+        work = serving.Workload(num_prompts=10 * c, max_concurrency=c, request_rate=math.inf, burstiness=1.0,
+                                input_tokens=inp, output_tokens=out, output_spread=UNIFORM_SPREAD,
+                                input_spread=UNIFORM_SPREAD)
+        group = ("inferencex", engine, p["gpu"], dtype, bool(k))
+        yield Case("inferencex", group, p, dep, work, k, MTP_ALPHA if k else 0.0, 0.05,
+                   m.get("mean_tpot_ms") or m["median_tpot_ms"], engine, c)
+
+
+def band(c):
+    return "1" if c <= 1.5 else "2-16" if c <= 16 else "17-64" if c <= 64 else "65-256" if c <= 256 else "257+"
+
+
+def as_run(case):
+    """The case as a calibration Run (readers.Run), at the batch it decoded on average."""
+    m, w = case.point["metrics"], case.work
+    ttft = m.get("mean_ttft_ms") or m.get("median_ttft_ms") or 0.0
+    decoding = (readers.decoding_batch(w.max_concurrency, w.output_tokens, case.tpot_ms, ttft, w.num_prompts)
+                if w.max_concurrency else max(1.0, case.concurrency))
+    tau = acceptance_length(case.alpha, case.k) if case.k else None
+    return readers.Run(batch=w.max_concurrency or max(1, round(case.concurrency)), k=case.k or None, tau=tau,
+                       input_tokens=w.input_tokens, output_tokens=w.output_tokens, tpot_ms=case.tpot_ms,
+                       path=case.point["source_file"], decoding=decoding, ttft_ms=m.get("mean_ttft_ms"),
+                       requests=w.num_prompts, rate=w.request_rate, burstiness=w.burstiness)
+
+
+def calibrated(cases, base=costmodel.FIT):
+    """{group: (Fit, calibration runs' ids)}: five runs of each group spread over its (K, concurrency) order, their
+    mean TPOTs fitting own_* and their mean TTFTs request_ms (calibration.calibrate_on_runs), from `base`."""
+    groups = defaultdict(list)
+    for case in cases:
+        groups[case.group].append(case)
+    out = {}
+    for group, members in groups.items():
+        members.sort(key=lambda c: (c.k, c.concurrency, c.work.input_tokens, c.work.output_tokens))
+        if len(members) <= CALIBRATION_RUNS:
+            continue
+        step = (len(members) - 1) / (CALIBRATION_RUNS - 1)
+        chosen = [members[round(i * step)] for i in range(CALIBRATION_RUNS)]
+        fit, _ = calibration.calibrate_on_runs(chosen[0].dep, [as_run(c) for c in chosen], base)
+        out[group] = (fit, {id(c.point) for c in chosen})
+    return out
+
+
+SERVE_FIELDS = ("request_ms", "eager_layer_us")   # the Fit fields this script fits
+
+
+def predicted(case, fit, serve=None):
+    """The case's simulated run, as vLLM writes it; serve: {SERVE_FIELDS: value} in place of the fit's."""
+    fit = fit._replace(**serve) if serve else fit
+    run = serving.serve_run(case.dep, case.work, case.k, case.alpha, case.spread, 0, fit, case.work.max_concurrency)
+    return serving.bench_result(run, case.work, case.dep)
+
+
+METRICS = (("mean TTFT", "mean_ttft_ms"), ("P99 TPOT", "p99_tpot_ms"), ("output throughput", "output_throughput"))
+
+
+def scored(cases, fits, serve=None):
+    """[(case, {metric: error})] of every held-out case: predicted / measured - 1."""
+    out = []
+    for case in cases:
+        if case.group not in fits or id(case.point) in fits[case.group][1]:
+            continue
+        result = predicted(case, fits[case.group][0], serve)
+        errors = {key: result[key] / case.point["metrics"][key] - 1
+                  for _, key in METRICS if case.point["metrics"].get(key)}
+        out.append((case, errors))
+    return out
+
+
+def line(name, errors):
+    cells = []
+    for _, key in METRICS:
+        e = [x[key] for x in errors if key in x]
+        cells.append(f"{len(e):>5} {statistics.median(abs(v) for v in e) * 100:6.1f}% {statistics.fmean(e) * 100:+6.1f}%"
+                     if e else f"{'-':>5} {'':>7} {'':>7}")
+    return f"   {name:<34}" + "  ".join(cells)
+
+
+def report(results, title):
+    print(title)
+    print(f"   {'':<34}" + "  ".join(f"{label + ': n, median |e|, mean':<29}" for label, _ in METRICS))
+    keys = defaultdict(list)
+    for case, errors in results:
+        keys[case.source].append(errors)
+        keys[f"{case.source}  C {band(case.concurrency)}"].append(errors)
+        keys[f"engine {case.engine}{'  spec' if case.k else '  plain'}"].append(errors)
+    for key in sorted(keys):
+        print(line(key, keys[key]))
+    print()
+
+
+def all_cases():
+    return [*llama_cases(), *scaling_cases(), *inferencex_cases()]
+
+
+SOURCES = ("llama70b", "scaling", "inferencex")
+FIT_CASES = 60   # held-out runs of each source the constants are fitted on (every n-th: a fold takes minutes, not hours)
+
+
+def fit_sample(cases, fits, sources):
+    out = []
+    for source in sources:
+        mine = [c for c in cases if c.source == source and c.group in fits and id(c.point) not in fits[c.group][1]
+                and c.point["metrics"].get("mean_ttft_ms")]
+        step = max(1, len(mine) // FIT_CASES)
+        out += mine[::step]
+    return out
+
+
+def loss(sample, fits, serve):
+    """The mean over sources of the median |log error| of mean TTFT."""
+    by = defaultdict(list)
+    for case in sample:
+        result = predicted(case, fits[case.group][0], serve)
+        by[case.source].append(abs(math.log(result["mean_ttft_ms"] / case.point["metrics"]["mean_ttft_ms"])))
+    return statistics.fmean(statistics.median(v) for v in by.values())
+
+
+def fit_serve(sample, fits):
+    """SERVE_FIELDS by coordinate search on a log grid (each above 0)."""
+    best = {"request_ms": 20.0, "eager_layer_us": 300.0}
+    score = loss(sample, fits, best)
+    for scale in (2.0, 1.4, 1.15):
+        moved = True
+        while moved:
+            moved = False
+            for name in SERVE_FIELDS:
+                for factor in (scale, 1 / scale):
+                    trial = {**best, name: best[name] * factor}
+                    trial_score = loss(sample, fits, trial)
+                    if trial_score < score - 1e-4:
+                        best, score, moved = trial, trial_score, True
+                        break
+    return best, score
+
+
+def main():
+    """The held-out runs' errors: TTFT at FIT's request_ms (A), and at the request_ms each deployment's five
+    calibration runs give (B, as --calibrate does); with --loso, FIT's two constants refitted without each source."""
+    cases = all_cases()
+    fits = calibrated(cases)   # own_* from the five runs' TPOTs, and request_ms from their TTFTs
+    if "--loso" in sys.argv:
+        folds = {}
+        for left in (None, *SOURCES):
+            serve, score = fit_serve(fit_sample(cases, fits, [s for s in SOURCES if s != left]), fits)
+            folds[left] = serve
+            print(f"fitted without {left or 'none'}: " + ", ".join(f"{k} {v:.4g}" for k, v in serve.items())
+                  + f" (loss {score:.3f})", flush=True)
+        results = [r for left in SOURCES for r in scored([c for c in cases if c.source == left], fits, folds[left])]
+        report(results, "A. Each source at the two constants fitted on the others (leave one source out), "
+                        "its TPOT calibrated on five runs")
+        results = []
+        for left in SOURCES:
+            mine = [c for c in cases if c.source == left]
+            fold = calibrated(mine, costmodel.FIT._replace(eager_layer_us=folds[left]["eager_layer_us"]))
+            results += scored(mine, fold)
+        report(results, "B. The same, request_ms calibrated too, on the same five runs' mean TTFTs (as --calibrate)")
+        return
+    global_serve = {name: getattr(costmodel.FIT, name) for name in SERVE_FIELDS}
+    report(scored(cases, fits, global_serve), "A. Held-out runs at costmodel.FIT's " + ", ".join(
+        f"{name} {value:g}" for name, value in global_serve.items()) + ", TPOT calibrated on five runs")
+    report(scored(cases, fits), "B. The same, request_ms calibrated too, on the five runs' mean TTFTs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Serving at an SLO: how much traffic each GPU serves with every percentile the SLO names within its bound, with
+speculation off and at the plan's K, found by simulating `vllm bench serve` runs (serving.serve_run) at rising
+concurrency. Its goodput is vLLM's (--goodput: serving.good_requests).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .costmodel import FIT
+from .releases import accepts
+from .serving import bench_result, GOODPUT_KEY, good_requests, running_cap, serve_run, simulated_layout, SLO_KEYS, Workload
+
+SLO_PERCENTILE = 99   # the percentile of each metric an SLO bounds: "P99 TPOT under 50 ms" (the plan's runs write p99)
+LADDER = 4            # the search's concurrencies before it refines: 1, 4, 16, 64, ... (a run each)
+REFINE_STEPS = 4      # bisections between the last concurrency within the SLO and the first past it
+SLO_CONCURRENCY_LIMIT = 1024   # the most concurrent requests the search tries: ten prompts a slot past it take seconds
+SLO_OUTPUT_LIMIT = 16_384   # answers longer than this are not searched: a run costs a step per token of its slowest
+                            # slot, so ten answers a slot at each of ~15 concurrencies take seconds each past it
+
+
+def slo_prompts(concurrency):
+    """Prompts of one run of the search, and of the plan's --goodput command: ten per concurrent slot, at least 50
+    (a P99 over fewer is the worst request or two)."""
+    return max(50, 10 * concurrency)
+
+
+def slo_text(slo):
+    """The SLO in words: "P99 TTFT at most 2000 ms, P99 TPOT at most 50 ms"."""
+    return ", ".join(f"P{SLO_PERCENTILE} {key.upper()} at most {ms:g} ms" for key, ms in slo)
+
+
+def goodput_key(dep):
+    """The key the plan's benchmark client saves goodput under (vLLM before 0.9.2: with a colon)."""
+    return GOODPUT_KEY if accepts(dep, "bench request_goodput key") else GOODPUT_KEY + ":"
+
+
+def goodput_words(slo):
+    """vllm bench serve's --goodput value for the SLO: "ttft:2000 tpot:50" (KEY:VALUE pairs in ms, space apart)."""
+    return " ".join(f"{key}:{ms:g}" for key, ms in slo)
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """One simulated closed-loop run of the search at one concurrency."""
+    concurrency: int         #: --max-concurrency
+    k: int                   #: K the server ran (0: speculation off)
+    prompts: int             #: --num-prompts (slo_prompts)
+    tail_ms: dict            #: {"ttft", "tpot", "e2el": its P99 in ms}
+    request_throughput: float   #: requests/s the replica completed
+    output_throughput: float    #: output tokens/s
+    request_goodput: float   #: requests/s that met every bound (vLLM's request_goodput)
+    within: bool             #: whether every P99 the SLO names is within its bound
+
+
+@dataclass(frozen=True)
+class Arm:
+    """Speculation off or on at the plan's K by batch size: the runs the search simulated, by concurrency, and the best
+    within the SLO."""
+    speculative: bool
+    points: tuple            #: LoadPoint, by concurrency
+    best: LoadPoint = None   #: the highest concurrency within the SLO (None: not even one request at a time)
+    cap: int = 0             #: the server's running cap (running_cap)
+    top: int = 0             #: the most the search tried: the cap, or SLO_CONCURRENCY_LIMIT below it
+
+
+@dataclass(frozen=True)
+class AtSlo:
+    """Both arms at the SLO, per GPU of the replica."""
+    slo: tuple               #: ((key, ms), ...) in SLO_KEYS' order
+    percentile: int          #: SLO_PERCENTILE
+    gpus: int                #: GPUs of one replica (throughputs are divided by it)
+    alpha: float             #: per-token alpha the speculative runs centre on
+    baseline: Arm
+    speculative: Arm
+    gain: float = None       #: speculative over baseline requests/s per GPU at their best (None: either has none)
+
+
+def run_at(dep, k, alpha, spread, concurrency, slo, traffic, fit):
+    """One closed-loop run at `concurrency`: its LoadPoint. Answers log-normal with the traffic's spread and none
+    past the deployment's output length, as the plan's ShareGPT runs (gate_runs)."""
+    work = Workload(num_prompts=slo_prompts(concurrency), max_concurrency=concurrency, request_rate=float("inf"),
+                    burstiness=1.0, input_tokens=dep.input_tokens, output_tokens=dep.output_tokens,
+                    output_spread=traffic.output_spread, output_cap=dep.output_tokens)
+    run = serve_run(dep, work, k, alpha, spread, traffic.seed, fit, concurrency)
+    result = bench_result(run, work, dep, dict(slo))
+    tail = {key: result[f"p{SLO_PERCENTILE}_{key}_ms"] for key in SLO_KEYS}
+    return LoadPoint(concurrency=concurrency, k=k, prompts=work.num_prompts, tail_ms=tail,
+                     request_throughput=result["request_throughput"], output_throughput=result["output_throughput"],
+                     request_goodput=good_requests(run, dict(slo)) / result["duration"],
+                     within=all(tail[key] <= ms for key, ms in slo))
+
+
+def search(dep, ks, alpha, spread, slo, traffic, fit):
+    """The arm's runs, K = ks(concurrency) at each (0: off): concurrency 4, 16, 64, ... (LADDER) up to the server's
+    cap (past it requests only queue in the server) or SLO_CONCURRENCY_LIMIT until one is past the SLO (1 too where
+    4 is past it), then REFINE_STEPS bisections between the last within it and that one."""
+    speculative = ks is not off
+    cap = running_cap(dep, speculative)
+    top = min(cap, SLO_CONCURRENCY_LIMIT)
+    points, c = {}, min(LADDER, top)
+    while True:
+        points[c] = run_at(dep, ks(c), alpha, spread, c, slo, traffic, fit)
+        if not points[c].within or c >= top:
+            break
+        c = min(LADDER * c, top)
+    if not points[c].within and c == min(LADDER, top) and c > 1:   # past it at the first rung: one at a time?
+        points[1] = run_at(dep, ks(1), alpha, spread, 1, slo, traffic, fit)
+    within = [p.concurrency for p in points.values() if p.within]
+    if within and not points[max(points)].within:
+        low, high = max(within), max(points)
+        for _ in range(REFINE_STEPS):
+            if high - low <= 1:
+                break
+            middle = (low + high) // 2
+            points[middle] = run_at(dep, ks(middle), alpha, spread, middle, slo, traffic, fit)
+            low, high = (middle, high) if points[middle].within else (low, middle)
+    ordered = tuple(points[c] for c in sorted(points))
+    best = max((p for p in ordered if p.within), key=lambda p: p.concurrency, default=None)
+    return Arm(speculative=speculative, points=ordered, best=best, cap=cap, top=top)
+
+
+def off(concurrency):
+    """The baseline arm's K at every concurrency: speculation off."""
+    return 0
+
+
+def schedule_k(schedule, fallback):
+    """K at a concurrency from the plan's K by batch size ((first B, last B, K) rows); past its rows, `fallback`."""
+    def ks(concurrency):
+        return next((k for lo, hi, k in schedule if lo <= concurrency <= hi), fallback)
+    return ks
+
+
+def at_slo(dep, ks, alpha, spread, slo, traffic, fit=FIT):
+    """Both arms at the SLO (AtSlo), speculation at K = ks(concurrency) around per-token `alpha`."""
+    base = search(dep, off, 0.0, 0.0, slo, traffic, fit)
+    spec = search(dep, ks, alpha, spread, slo, traffic, fit)
+    gain = (spec.best.request_throughput / base.best.request_throughput
+            if base.best is not None and spec.best is not None else None)
+    return AtSlo(slo=slo, percentile=SLO_PERCENTILE, gpus=dep.tp, alpha=alpha, baseline=base, speculative=spec,
+                 gain=gain)
+
+
+def plan_at_slo(dep, plan, traffic, fit=FIT):
+    """The plan's K at the traffic's SLO (at_slo), where there is an SLO, a K and a layout the simulation runs
+    (simulated_layout: a chain on one scheduler) with a sequence that fits either way; else None."""
+    if (not traffic.slo or not plan.k or not simulated_layout(dep) or dep.output_tokens > SLO_OUTPUT_LIMIT
+            or min(running_cap(dep, False), running_cap(dep, True)) < 1):
+        return None
+    return at_slo(dep, schedule_k(plan.schedule, plan.k), plan.request_alpha, plan.request_spread, traffic.slo,
+                  traffic, fit)
+
+
+def per_gpu(at, point):
+    """A point's requests/s per GPU of the replica."""
+    return point.request_throughput / at.gpus
+
+
+def slo_sentence(at):
+    """The verdict's line on the SLO: what each arm serves per GPU within it, and the gain (plain text)."""
+    def arm(a, name):
+        if a.best is None:
+            return f"{name} meets it at no concurrency, not even one request at a time"
+        capped = (", the server's cap" if a.best.concurrency >= a.cap else
+                  ", the most the search tries: it may serve more" if a.best.concurrency >= a.top else "")
+        return (f"{name} serves {per_gpu(at, a.best):.3g} requests/s per GPU within it "
+                f"(at most {a.best.concurrency} concurrent{capped})")
+    spec = at.speculative.best
+    name = ("speculation" if spec is None else f"speculation (K = {spec.k} there, the plan's K by batch size)"
+            if spec.k else "the plan's K by batch size (speculation off there)")
+    words = f"At the SLO ({slo_text(at.slo)}): " + arm(at.speculative, name) + "; " + arm(at.baseline,
+                                                                                          "plain decoding")
+    if at.gain is not None:
+        words += f": {at.gain:.2f}x the traffic per GPU with speculation"
+    return words + "."

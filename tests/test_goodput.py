@@ -1,0 +1,189 @@
+"""Serving at an SLO: vLLM's goodput counted by hand, --slo's forms, the search's answer against runs of its own,
+and the chart read back through its own axes."""
+import json
+import math
+import re
+import tempfile
+import unittest
+from pathlib import Path
+
+from support import run
+
+from rollout import charts, cli, costmodel, goodput, serving, simulation
+from rollout.records import UsageError
+
+DEP = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
+SMALL = ["--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16", "--input-tokens", "512",
+         "--output-tokens", "256", "--alphas", "0.7", "--ks", "3", "--concurrency", "1,64"]
+
+
+def hand_run(requests):
+    """A ServedRun of (start s, first token s, end s, output tokens) rows, nothing else simulated."""
+    start, first, end, tokens = zip(*requests)
+    return serving.ServedRun(arrival=start, start=start, first=first, end=end, output_tokens=tokens,
+                             input_tokens=(1,) * len(requests), itl=((0.01, 1),), per_second=((0, 1),), k=0,
+                             drafts=0.0, accepted_at=(), cap=8, steps=1, peak_running=len(requests))
+
+
+class VllmGoodput(unittest.TestCase):
+    """calculate_metrics (vllm/benchmarks/serve.py): a request is good when each metric the SLO names is at most its
+    bound; TPOT = (E2EL - TTFT) / (output - 1), and 0 for a one-token answer."""
+    RUN = hand_run([
+        (0.0, 0.100, 2.100, 101),   # TTFT 100 ms (on the bound: good), TPOT 20 ms, E2EL 2100
+        (0.0, 0.101, 0.601, 51),    # TTFT 101: past a 100 ms TTFT bound; TPOT 10, E2EL 601
+        (0.5, 0.550, 2.600, 42),    # TTFT 50, TPOT 2.05 s / 41 = 50 ms: past a 20 ms TPOT bound
+        (1.0, 1.900, 1.900, 1),     # one token: TPOT 0, TTFT 900 ms
+        (1.0, 1.050, 3.050, 201),   # TTFT 50, TPOT 10, E2EL 2050
+    ])
+
+    def test_counts_by_hand(self):
+        for slo, good in (({"ttft": 100.0}, 3),                    # requests 1, 3, 5
+                          ({"tpot": 20.0}, 4),                     # all but 3
+                          ({"ttft": 100.0, "tpot": 20.0}, 2),      # 1 and 5
+                          ({"e2el": 2060.0}, 3),                   # 2, 4 and 5 (1 and 3 take 2100)
+                          ({"ttft": 1000.0, "tpot": 51.0, "e2el": 2101.0}, 5)):
+            with self.subTest(slo=slo):
+                self.assertEqual(serving.good_requests(self.RUN, slo), good)
+
+    def test_request_goodput_is_good_requests_over_the_duration(self):
+        work = serving.Workload(num_prompts=5, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
+                                input_tokens=1, output_tokens=79, output_spread=0.0)
+        result = serving.bench_result(self.RUN, work, DEP, {"ttft": 100.0, "tpot": 20.0})
+        self.assertEqual(result["duration"], 3.05)
+        self.assertAlmostEqual(result["request_goodput"], 2 / 3.05, places=12)
+        self.assertIsNone(serving.bench_result(self.RUN, work, DEP)["request_goodput"])   # no --goodput: null
+
+    def test_a_simulated_run_counted_independently(self):
+        work = serving.Workload(num_prompts=300, max_concurrency=32, request_rate=math.inf, burstiness=1.0,
+                                input_tokens=512, output_tokens=256, output_spread=0.8, output_cap=256)
+        served = serving.serve_run(DEP, work, 3, 0.7)
+        slo = {"ttft": 120.0, "tpot": 6.5}
+        good = 0
+        for s, f, e, n in zip(served.start, served.first, served.end, served.output_tokens):
+            tpot_ms = (e - f) / (n - 1) * 1e3 if n > 1 else 0.0
+            good += (f - s) * 1e3 <= 120.0 and tpot_ms <= 6.5
+        self.assertTrue(0 < good < 300, good)   # the bounds cut through the run: the count is a real one
+        result = serving.bench_result(served, work, DEP, slo)
+        self.assertAlmostEqual(result["request_goodput"], good / max(served.end), places=12)
+
+
+class SloFlag(unittest.TestCase):
+    def test_forms(self):
+        self.assertEqual(cli.parse_slo("tpot:50,ttft:2000"), (("ttft", 2000.0), ("tpot", 50.0)))
+        self.assertEqual(cli.parse_slo(" E2EL:1e4 "), (("e2el", 10000.0),))
+        self.assertEqual(cli.parse_slo("none"), ())
+
+    def test_refused(self):
+        for text in ("ttft", "ttft:", "ttft:0", "ttft:-5", "ttft:nan", "ttft:inf", "itl:20", "ttft:10,ttft:20",
+                     "ttft:１０", "ttft:1_0", "ttft:1e9", "tpot:50,", ":50"):
+            with self.subTest(text=text), self.assertRaises(UsageError):
+                cli.parse_slo(text)
+
+    def test_exit_2_with_one_line(self):
+        status, out, err = run([*SMALL, "--no-write", "--slo", "tpot:fast"])
+        self.assertEqual(status, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("--slo", err)
+
+
+class Search(unittest.TestCase):
+    SLO = (("ttft", 400.0), ("tpot", 8.0))
+
+    @classmethod
+    def setUpClass(cls):
+        traffic = simulation.Traffic(output_spread=0.8)
+        cls.at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.11, cls.SLO, traffic)
+        cls.traffic = traffic
+
+    def test_the_best_is_within_and_the_next_run_past_it(self):
+        for arm in (self.at.baseline, self.at.speculative):
+            with self.subTest(speculative=arm.speculative):
+                self.assertIsNotNone(arm.best)
+                # Checked against runs the test makes itself, not the search's own records.
+                k = 3 if arm.speculative else 0
+                best = goodput.run_at(DEP, k, 0.7, 0.11 if k else 0.0, arm.best.concurrency, self.SLO, self.traffic,
+                                      costmodel.FIT)
+                self.assertLessEqual(best.tail_ms["ttft"], 400.0)
+                self.assertLessEqual(best.tail_ms["tpot"], 8.0)
+                past = min(p.concurrency for p in arm.points if p.concurrency > arm.best.concurrency)
+                after = goodput.run_at(DEP, k, 0.7, 0.11 if k else 0.0, past, self.SLO, self.traffic, costmodel.FIT)
+                self.assertTrue(after.tail_ms["ttft"] > 400.0 or after.tail_ms["tpot"] > 8.0)
+                # the search refined to within an eighth of the rung it stopped at
+                self.assertLessEqual(past - arm.best.concurrency, max(1, arm.best.concurrency // 4))
+
+    def test_gain_is_the_ratio_of_the_two_bests(self):
+        self.assertAlmostEqual(self.at.gain, self.at.speculative.best.request_throughput
+                               / self.at.baseline.best.request_throughput, places=12)
+
+    def test_nothing_meets_an_slo_below_one_request_alone(self):
+        at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.11, (("tpot", 0.5),), self.traffic)
+        self.assertIsNone(at.baseline.best)
+        self.assertIsNone(at.gain)
+        self.assertEqual([p.concurrency for p in at.baseline.points], [1, goodput.LADDER])   # down to one at a time
+
+
+class InThePlan(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = Path(tempfile.mkdtemp(prefix="eagle3-slo-"))
+        cls.status, cls.out, cls.err = run([*SMALL, "--slo", "ttft:400,tpot:8", "--out", str(cls.folder / "plan.md")])
+        cls.plan = (cls.folder / "plan.md").read_text()
+        cls.svg = (cls.folder / "chart-slo.svg").read_text()
+        status, text, _ = run([*SMALL, "--slo", "ttft:400,tpot:8", "--no-write", "--json"])
+        cls.at = json.loads(text)["at_slo"]
+
+    def test_the_verdict_gain_is_the_table_s(self):
+        self.assertEqual(self.status, 0, self.err)
+        rows = [line.split(" | ") for line in self.plan.splitlines() if re.match(r"\| \d+ \| ", line)]
+        within = {int(r[0][2:]): r for r in rows}
+        base = max(c for c, r in within.items() if r[6].split(" / ")[0] == "yes")
+        spec = max(c for c, r in within.items() if r[6].split(" / ")[1].rstrip(" |") == "yes")
+        gain = float(within[spec][4].split(" / ")[1]) / float(within[base][4].split(" / ")[0])
+        said = float(re.search(r"([\d.]+)x the traffic per GPU", self.plan).group(1))
+        self.assertAlmostEqual(said, gain, delta=0.01 * gain)   # the table's 3 digits against the sentence's
+        self.assertIn(f"--max-concurrency {spec} ", self.plan)
+        self.assertIn("--goodput ttft:400 tpot:8 ", self.plan)
+
+    def test_the_chart_is_the_predicted_data(self):
+        """Each polyline read back through the chart's own tick labels is the JSON's points."""
+        left, top, right, bottom = charts.PLOT_BOX
+        x_ticks = [float(v) for v in re.findall(rf'<text x="[\d.]+" y="{bottom + 18:.1f}"[^>]*>([\d.e+-]+)</text>',
+                                                self.svg)]
+        y_ticks = [float(v) for v in re.findall(rf'<text x="{left - 8:.1f}" y="[\d.]+"[^>]*>([\d.e+-]+)</text>',
+                                                self.svg)]
+        lines = re.findall(r'<polyline class="series" points="([^"]+)"', self.svg)
+        self.assertEqual(len(lines), 3)   # plain, speculative, the SLO's TPOT bound
+        for line, arm in zip(lines, (self.at["baseline"], self.at["speculative"])):
+            points = [tuple(map(float, p.split(","))) for p in line.split()]
+            data = [((x - left) / (right - left) * x_ticks[-1], (bottom - y) / (bottom - top) * y_ticks[-1])
+                    for x, y in points]
+            expected = [(p["output_throughput"] / self.at["gpus"], p["tail_ms"]["tpot"]) for p in arm["points"]]
+            self.assertEqual(len(data), len(expected))
+            for (x, y), (ex, ey) in zip(data, expected):
+                self.assertAlmostEqual(x, ex, delta=0.01 * ex + 0.002 * x_ticks[-1])
+                self.assertAlmostEqual(y, ey, delta=0.01 * ey + 0.002 * y_ticks[-1])
+        bound = [tuple(map(float, p.split(","))) for p in lines[2].split()]
+        self.assertAlmostEqual((bottom - bound[0][1]) / (bottom - top) * y_ticks[-1], 8.0, delta=0.05)
+
+    def test_no_slo_no_section(self):
+        status, out, err = run([*SMALL, "--slo", "none", "--no-write"])
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("At the SLO", out)
+
+    def test_predicted_files_count_goodput(self):
+        folder = Path(tempfile.mkdtemp(prefix="eagle3-slo-bench-"))
+        status, _, err = run([*SMALL, "--no-write", "--slo", "ttft:400,tpot:8", "--predict-bench", str(folder)])
+        self.assertEqual(status, 0, err)
+        results = [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
+        self.assertEqual(len(results), 4)
+        for result in results:
+            self.assertLessEqual(result["request_goodput"], result["request_throughput"] + 1e-12)
+        # the SLO cuts: some runs keep requests within it, some lose them
+        self.assertTrue(any(r["request_goodput"] > 0 for r in results))
+        self.assertTrue(any(r["request_goodput"] < r["request_throughput"] for r in results))
+        status, _, err = run([*SMALL, "--no-write", "--slo", "none", "--predict-bench", str(folder)])
+        self.assertIsNone(json.loads(next(folder.glob("*.json")).read_text())["request_goodput"])
+
+
+if __name__ == "__main__":
+    unittest.main()
