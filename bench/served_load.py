@@ -5,8 +5,9 @@ The protocol is a user's: for each deployment in a source (a target, GPU, parall
 tool is calibrated on five of its runs (calibration.calibrate_on_runs on their mean TPOTs, spread over K and
 concurrency), and every other run of it is simulated step by step (serving.serve_run, bench_result) at its own
 lengths, concurrency, request rate and acceptance. Only those held-out runs are scored. The constants of the load
-model (serving.SERVE: the client's and server's time around a request) are the same for every source; --loso
-refits them with each source left out in turn and scores that source with the constants fitted on the others.
+model (costmodel.Fit's request_ms: a request's time around its steps, the client and the API server) is the same for
+every source; --loso refits it with each source left out in turn and scores that source at the value fitted on the
+others (A). As --calibrate does, B refits it on each deployment's five runs' mean TTFTs too.
 
 Sources (each with its own caveats in served_runs.json's `sources`):
   llama70b   tomasruizt/vllm-scripts: Llama 3.3 70B bf16 TP 2 on vLLM of 2026-01 (0.14), the GPUs taken as H100 PCIe
@@ -22,8 +23,8 @@ Sources (each with its own caveats in served_runs.json's `sources`):
              (within the 0.7-0.9 published for DeepSeek's MTP module) is assumed, and calibration absorbs the rest.
              DP-attention runs (not simulated: serving.simulated_layout) and the ATOM engine are left out.
 
-    python bench/served_load.py            # the errors at serving.SERVE, by source, band and engine (about a minute)
-    python bench/served_load.py --loso     # refit SERVE without each source in turn (a few minutes)
+    python bench/served_load.py            # the errors at FIT, by source, band and engine (a few minutes)
+    python bench/served_load.py --loso     # refit the two constants without each source in turn (about 20 minutes)
 """
 import dataclasses
 import json
@@ -44,6 +45,12 @@ from rollout.defaults import OUTPUT_SPREAD  # noqa: E402
 import served_runs  # noqa: E402
 
 POINTS = json.loads((HERE / "served_runs.json").read_text())["points"]
+VLLM_DEFAULT_SHARE = 0.9   # vLLM's gpu_memory_utilization before 0.20 (vllm/config/cache.py): both vLLM sources left it
+
+
+def vllm_default_share(dep):
+    """The deployment as a vLLM server of 2025-2026 started with its default memory share."""
+    return dataclasses.replace(dep, memory_fraction=VLLM_DEFAULT_SHARE)
 CALIBRATION_RUNS = 5
 MTP_ALPHA = 0.75
 GUIDELLM_CONSTANT = 1000.0   # gamma shape of a constant-rate sweep's gaps: nearly even, as GuideLLM sends them
@@ -72,7 +79,7 @@ def llama_cases():
     for p in (p for p in POINTS if p["source"] == served_runs.LLAMA):
         m, c = p["metrics"], p["concurrency"]
         draft = "llama-3.2-1b" if (p["draft"] or "").startswith("draft_model") else "eagle3"
-        dep = costmodel.at_lengths(deps[draft], round(p["input_tokens"]), round(p["output_tokens"]))
+        dep = vllm_default_share(costmodel.at_lengths(deps[draft], round(p["input_tokens"]), round(p["output_tokens"])))
         k = p["K"] or 0
         alpha = alpha_from_length(p["acceptance"]["acceptance_length"], k) if k else 0.0
         work = serving.Workload(num_prompts=round(m["completed"]), max_concurrency=c, request_rate=float(c),
@@ -89,7 +96,7 @@ def scaling_cases():
     for p in (p for p in POINTS if p["source"] == served_runs.SCALING):
         m = p["metrics"]
         inp, out = round(p["input_tokens_measured_mean"]), p["output_tokens"]
-        dep = costmodel.at_lengths(deps[p["model"]], inp, out)
+        dep = vllm_default_share(costmodel.at_lengths(deps[p["model"]], inp, out))
         if p["concurrency"] is None:
             rate, cap, burst, c = m["request_throughput"], None, GUIDELLM_CONSTANT, p["concurrency_measured_mean"]
         else:
@@ -123,12 +130,32 @@ def inferencex_cases():
         if dep.target.weight_bytes / dep.tp > dep.memory_gib * 2 ** 30 * 0.9:
             continue
         m, c = p["metrics"], p["concurrency"]
+        dep = inferencex_server(dep, p, c)
         work = serving.Workload(num_prompts=10 * c, max_concurrency=c, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=inp, output_tokens=out, output_spread=UNIFORM_SPREAD,
                                 input_spread=UNIFORM_SPREAD)
         group = ("inferencex", engine, p["gpu"], dtype, bool(k))
         yield Case("inferencex", group, p, dep, work, k, MTP_ALPHA if k else 0.0, 0.05,
                    m.get("mean_tpot_ms") or m["median_tpot_ms"], engine, c)
+
+
+def inferencex_server(dep, point, concurrency):
+    """The SGLang server as InferenceX's launch scripts start it, where read (SemiAnalysisAI/InferenceX @1fc5d73):
+    benchmarks/dsr1_fp8_b200.sh (TP 8: --scheduler-recv-interval 30 from concurrency 16, else 10, --max-running-requests
+    128, --chunked-prefill-size 32768, --mem-fraction-static 0.82; TP 4: 10, 32, 8192, 0.95) and dsr1_fp8_h200.sh
+    (--max-running-requests 512 at 1k/1k else 256, --chunked-prefill-size 32768, --mem-fraction-static 0.82, no
+    receive interval). Other GPUs, fp4 and MTP runs keep the engine's defaults: their scripts were not read."""
+    if dep.engine.key != "sglang" or point["K"] or dep.weights_dtype != "fp8" or dep.gpu not in ("b200", "h200"):
+        return dep
+    if dep.gpu == "b200":
+        recv, running, chunk, share = ((30 if concurrency >= 16 else 10), 128, 32768, 0.82) if dep.tp == 8 else \
+            (10, 32, 8192, 0.95)
+    else:
+        recv, running, chunk, share = 1, (512 if point["output_tokens"] == point["input_tokens"] == 1024 else 256), \
+            32768, 0.82
+    engine = dataclasses.replace(dep.engine, recv_interval=recv, running_limit=((0, running),),
+                                 prefill_budget=((0, chunk),), prefill_budget_small=())
+    return dataclasses.replace(dep, engine=engine, memory_fraction=share)
 
 
 def band(c):
@@ -166,7 +193,7 @@ def calibrated(cases, base=costmodel.FIT):
     return out
 
 
-SERVE_FIELDS = ("request_ms", "eager_layer_us")   # the Fit fields this script fits
+SERVE_FIELDS = ("request_ms",)   # the Fit fields this script fits
 
 
 def predicted(case, fit, serve=None):
@@ -219,7 +246,7 @@ def all_cases():
 
 
 SOURCES = ("llama70b", "scaling", "inferencex")
-FIT_CASES = 60   # held-out runs of each source the constants are fitted on (every n-th: a fold takes minutes, not hours)
+FIT_CASES = 45   # held-out runs of each source the constants are fitted on (every n-th: a fold takes minutes, not hours)
 
 
 def fit_sample(cases, fits, sources):
@@ -241,22 +268,14 @@ def loss(sample, fits, serve):
     return statistics.fmean(statistics.median(v) for v in by.values())
 
 
+REQUEST_GRID = (0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0, 80.0, 100.0)   # ms
+
+
 def fit_serve(sample, fits):
-    """SERVE_FIELDS by coordinate search on a log grid (each above 0)."""
-    best = {"request_ms": 20.0, "eager_layer_us": 300.0}
-    score = loss(sample, fits, best)
-    for scale in (2.0, 1.4, 1.15):
-        moved = True
-        while moved:
-            moved = False
-            for name in SERVE_FIELDS:
-                for factor in (scale, 1 / scale):
-                    trial = {**best, name: best[name] * factor}
-                    trial_score = loss(sample, fits, trial)
-                    if trial_score < score - 1e-4:
-                        best, score, moved = trial, trial_score, True
-                        break
-    return best, score
+    """request_ms at the least loss over REQUEST_GRID (the loss is flat near its minimum: a grid says how flat)."""
+    scores = {ms: loss(sample, fits, {"request_ms": ms}) for ms in REQUEST_GRID}
+    best = min(scores, key=scores.get)
+    return {"request_ms": best}, scores[best]
 
 
 def main():
@@ -277,8 +296,7 @@ def main():
         results = []
         for left in SOURCES:
             mine = [c for c in cases if c.source == left]
-            fold = calibrated(mine, costmodel.FIT._replace(eager_layer_us=folds[left]["eager_layer_us"]))
-            results += scored(mine, fold)
+            results += scored(mine, fits)   # request_ms from each deployment's own five runs: no fold's constant
         report(results, "B. The same, request_ms calibrated too, on the same five runs' mean TTFTs (as --calibrate)")
         return
     global_serve = {name: getattr(costmodel.FIT, name) for name in SERVE_FIELDS}

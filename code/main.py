@@ -17,6 +17,7 @@ plan with charts to outputs/.
     $ python code/main.py --engine sglang                  # the plan's commands for SGLang (or trtllm)
     $ python code/main.py --predict-bench runs/            # (an existing folder) the files each run should write
     $ python code/main.py --compare base.json,spec.json    # measured files, key by key against their prediction
+    $ python code/main.py --slo ttft:2000,tpot:50          # the most each GPU serves within an SLO, off and on
 
 This file is the lesson: the constants to edit, the grid's evaluation, the tables and main().
 The machinery it stands on is the package beside it, code/rollout/, one module per concern
@@ -33,7 +34,8 @@ Start here: the eight things a reader of the lesson looks for, and where they ar
     6. every cell of the grid, and the tables  analyse, then evaluate_cell (rollout/analysis.py) for each
                                                cell; render_tables prints them (here)
     7. the P99 tail, and the two-pass model    cell_latency, itl_parts (rollout/simulation.py); at load,
-                                               with prefills stalling decodes: serve_run (rollout/serving.py)
+                                               with prefills stalling decodes: serve_run (rollout/serving.py);
+                                               at an SLO, goodput as vLLM counts it: at_slo (rollout/goodput.py)
     8. the verdict, the gate and the plan      best_k, plan_choices, gate, verdict (rollout/analysis.py);
                                                render_verdict (rollout/tables.py), render_plan (rollout/plan.py)
 
@@ -104,6 +106,8 @@ ALPHA_SPREAD = 0.11     # s.d. of a request's per-token alpha around the mean: p
 OUTPUT_SPREAD = 0.8     # s.d. of ln(output tokens) over requests: an assumption, set it from your traffic
                         # (0: every request OUTPUT_TOKENS long, as `vllm bench serve --dataset-name random` makes them:
                         # its --random-range-ratio defaults to 0.0, benchmarks/benchmark_serving.py, now vllm/benchmarks)
+INPUT_SPREAD = 0.8      # s.d. of ln(prompt tokens) over requests in the plan's ShareGPT runs and the SLO's search: an
+                        # assumption as OUTPUT_SPREAD is (random prompts, as the calibration runs send them: 0)
 SEED = 0                # seeds every simulated request: same seed, same bytes
 OUT_PATH = Path(__file__).resolve().parent.parent / "outputs" / "skill-eagle3-rollout.md"
 CALIBRATION_FILES = ()  # your `vllm bench serve` result files to fit the cost model on (--calibrate; stage 0/1 of the plan)
@@ -280,6 +284,7 @@ class Result:
     facts: Facts = None      #: what the deployment lines and the summary say about the deployment
     alpha_spread: float = ALPHA_SPREAD   #: the simulated requests' spread of alpha
     output_spread: float = OUTPUT_SPREAD   #: their spread of ln(output tokens)
+    input_spread: float = INPUT_SPREAD     #: the ShareGPT-like runs' spread of ln(prompt tokens)
     best_k: list = None      #: BestK rows
     plan: Plan = None
     mix: Mix = None          #: None when no mix is given
@@ -324,7 +329,7 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     checked = gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None
     served = plan_at_slo(dep, plan, traffic, fit)
     return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
-                  output_spread=traffic.output_spread, best_k=best, plan=plan, mix=mix,
+                  output_spread=traffic.output_spread, input_spread=traffic.input_spread, best_k=best, plan=plan, mix=mix,
                   charts=chart_data(grid, dep, plan, decode, fit, CHART_ALPHAS) if charts else None,
                   measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
                                                 decode, fit, inputs.requests) if measured else None,
@@ -401,7 +406,7 @@ def wrote_line(plan, charts, benches, folder):
 SETTINGS = Settings(   # what a run falls back on where no flag is given: the constants at the top
     alphas=ALPHAS, ks=KS, verify_overheads=VERIFY_OVERHEADS, concurrencies=CONCURRENCIES, expected_alpha=EXPECTED_ALPHA,
     gate_margin=GATE_MARGIN, p99_budget=P99_BUDGET, traffic_mix=TRAFFIC_MIX, alpha_spread=ALPHA_SPREAD,
-    output_spread=OUTPUT_SPREAD, seed=SEED, out_path=OUT_PATH, calibration_files=CALIBRATION_FILES, model=MODEL, gpu=GPU,
+    output_spread=OUTPUT_SPREAD, input_spread=INPUT_SPREAD, seed=SEED, out_path=OUT_PATH, calibration_files=CALIBRATION_FILES, model=MODEL, gpu=GPU,
     tp=TP, ep=EP, dp_attention=DP_ATTENTION, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, input_tokens=INPUT_TOKENS,
     output_tokens=OUTPUT_TOKENS, context=CONTEXT, draft=DRAFT, draft_model=DRAFT_MODEL, engine=ENGINE,
     engine_version=ENGINE_VERSION, temperature=TEMPERATURE, slo=SLO)

@@ -94,7 +94,7 @@ class JsonOutput(unittest.TestCase):
             self.assertAlmostEqual(cell["speedup_lesson"], (1 + k * cell["alpha"]) / (1 + eps), places=5)
             self.assertAlmostEqual(cell["breakeven_alpha_lesson"], cell["eps_decode"] / k, places=5)
             self.assertAlmostEqual(cell["round_ms"], (1 + eps) * cell["plain_step_ms"], places=4)
-        self.assertEqual(data["deployment"]["max_concurrency"], 472)
+        self.assertEqual(data["deployment"]["max_concurrency"], 453)   # by hand: test_simulation
 
     def test_mix_lengths_turn_token_shares_into_request_shares(self):
         # 70% of tokens from 300-token chat answers, 30% from 900-token code: requests 7/3 : 1/3 = 87.5% : 12.5%.

@@ -1,5 +1,6 @@
 """Serving at an SLO: vLLM's goodput counted by hand, --slo's forms, the search's answer against runs of its own,
 and the chart read back through its own axes."""
+import dataclasses
 import json
 import math
 import re
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from support import run
 
-from rollout import charts, cli, costmodel, goodput, serving, simulation
+from rollout import calibration, charts, cli, costmodel, goodput, readers, serving, simulation
 from rollout.records import UsageError
 
 DEP = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
@@ -65,6 +66,69 @@ class VllmGoodput(unittest.TestCase):
         self.assertTrue(0 < good < 300, good)   # the bounds cut through the run: the count is a real one
         result = serving.bench_result(served, work, DEP, slo)
         self.assertAlmostEqual(result["request_goodput"], good / max(served.end), places=12)
+
+
+class PromptSpread(unittest.TestCase):
+    def test_log_normal_around_the_mean(self):
+        work = serving.Workload(num_prompts=20000, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
+                                input_tokens=1000, output_tokens=8, output_spread=0.0, input_spread=0.8)
+        prompts = serving.prompt_lengths(work, 0)
+        logs = [math.log(p) for p in prompts]
+        mean_log = sum(logs) / len(logs)
+        self.assertAlmostEqual(sum(prompts) / len(prompts), 1000, delta=20)          # the mean is the workload's
+        self.assertAlmostEqual(math.sqrt(sum((x - mean_log) ** 2 for x in logs) / len(logs)), 0.8, delta=0.016)
+        self.assertEqual(serving.prompt_lengths(dataclasses.replace(work, input_spread=0.0), 0), [1000] * 20000)
+
+    def test_the_result_counts_each_prompt(self):
+        work = serving.Workload(num_prompts=50, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
+                                input_tokens=300, output_tokens=16, output_spread=0.0, input_spread=1.0)
+        served = serving.serve_run(DEP, work)
+        self.assertEqual(serving.bench_result(served, work, DEP)["total_input_tokens"],
+                         sum(serving.prompt_lengths(work, 0)))
+        # a longer prompt waits longer for its first token, on the same server
+        order = sorted(range(50), key=lambda i: served.input_tokens[i])
+        short = [served.first[i] - served.start[i] for i in order[:5]]
+        long = [served.first[i] - served.start[i] for i in order[-5:]]
+        self.assertGreater(sum(long), sum(short))
+
+
+class ChunkCost(unittest.TestCase):
+    def test_exact_on_the_grain_and_close_between(self):
+        dep = costmodel.make_deployment()
+        for decoders in (0, 8, 40):
+            for chunk in (1, 63, 64, 640, 4096):   # below the first grain, and multiples: computed
+                self.assertEqual(serving.chunk_cost({}, dep, decoders, 3, chunk, costmodel.FIT),
+                                 serving.step_cost(dep, decoders, 3, chunk, costmodel.FIT))
+            for chunk in (65, 700, 4133, 8191):
+                exact = serving.step_cost(dep, decoders, 3, chunk, costmodel.FIT)
+                self.assertAlmostEqual(serving.chunk_cost({}, dep, decoders, 3, chunk, costmodel.FIT) / exact, 1.0,
+                                       delta=0.005)
+
+
+class RequestCost(unittest.TestCase):
+    """--calibrate's request_ms, from runs whose mean TTFTs were simulated at a known one."""
+
+    def runs(self, request_ms):
+        truth = costmodel.FIT._replace(request_ms=request_ms)
+        out = []
+        for batch, k, tau in ((1, None, None), (8, None, None), (32, None, None), (8, 3, 2.5), (32, 3, 2.5)):
+            run_ = readers.Run(batch=batch, k=k, tau=tau, input_tokens=512, output_tokens=256, tpot_ms=10.0,
+                               requests=max(50, 10 * batch))
+            out.append(dataclasses.replace(run_, ttft_ms=calibration.replayed_ttft_ms(DEP, run_, truth)))
+        return out
+
+    def test_recovers_the_cost_the_runs_were_made_with(self):
+        for request_ms in (5.0, 37.0, 120.0):
+            with self.subTest(request_ms=request_ms):
+                fitted, errors = calibration.fit_request_ms(DEP, self.runs(request_ms), costmodel.FIT)
+                self.assertAlmostEqual(fitted, request_ms, delta=0.005 * request_ms)
+                self.assertLess(max(map(abs, errors)), 0.005)
+
+    def test_never_below_zero_and_none_without_ttfts(self):
+        runs = [dataclasses.replace(r, ttft_ms=r.ttft_ms / 10) for r in self.runs(0.0)]   # faster than no cost at all
+        self.assertEqual(calibration.fit_request_ms(DEP, runs, costmodel.FIT)[0], 0.0)
+        bare = [dataclasses.replace(r, ttft_ms=None) for r in runs]
+        self.assertEqual(calibration.fit_request_ms(DEP, bare, costmodel.FIT), (None, []))
 
 
 class SloFlag(unittest.TestCase):

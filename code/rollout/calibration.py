@@ -371,7 +371,7 @@ def calibrate_on_runs(dep, runs, fit=FIT, expected_alpha=EXPECTED_ALPHA):
         disagreeing=runs[disagreeing].path, request_ms=request, ttft_errors=ttft_errors)
 
 
-TTFT_REPLAY_STEPS = 100_000   # a run replayed to fit request_ms: its first requests, as many as take about this many
+TTFT_REPLAY_STEPS = 40_000    # a run replayed to fit request_ms: its first requests, as many as take about this many
                               # decode steps (answers / concurrency), and at least two waves of its concurrency
 
 
@@ -387,18 +387,28 @@ def replayed_ttft_ms(dep, r, fit, seed=SEED, spread=ALPHA_SPREAD):
     return 1e3 * statistics.fmean(f - s for s, f in zip(run.start, run.first))
 
 
+REQUEST_STEPS = 3   # corrections of request_ms after the first guess (each replays every run once)
+
+
 def fit_request_ms(dep, runs, fit):
     """What a request costs your deployment around its steps (Fit.request_ms: the client, the API server, the hop
-    to the engine), from the runs' mean TTFTs: the median of measured minus simulated at none, at least 0. It
-    shifts a request's arrival, so a TTFT grows by it whatever the queue ahead. Returns (ms, [mean TTFT at that
+    to the engine), from the runs' mean TTFTs: a request's TTFT grows by about its cost whatever the queue ahead,
+    so from none, each step adds the median of measured minus simulated, REQUEST_STEPS times (the cost also delays
+    the next request of a closed loop, which moves the queue a little). At least 0. Returns (ms, [mean TTFT at that
     cost over measured, minus 1, per run]), or (None, []) where no run gives a mean TTFT."""
     given = [r for r in runs if r.ttft_ms and r.requests]
     if not given:
         return None, []
-    bare = fit._replace(request_ms=0.0)
-    simulated = [replayed_ttft_ms(dep, r, bare) for r in given]
-    request = max(0.0, statistics.median(r.ttft_ms - ms for r, ms in zip(given, simulated)))
-    return request, [(ms + request) / r.ttft_ms - 1.0 for r, ms in zip(given, simulated)]
+    request = 0.0
+    for _ in range(REQUEST_STEPS + 1):
+        simulated = [replayed_ttft_ms(dep, r, fit._replace(request_ms=request)) for r in given]
+        step = statistics.median(r.ttft_ms - ms for r, ms in zip(given, simulated))
+        if abs(step) < 0.01 or (request == 0.0 and step < 0):
+            break
+        request = max(0.0, request + step)
+    else:
+        simulated = [replayed_ttft_ms(dep, r, fit._replace(request_ms=request)) for r in given]
+    return request, [ms / r.ttft_ms - 1.0 for r, ms in zip(given, simulated)]
 
 
 # ---------------------------------------------------------------- predicted benchmark files
@@ -453,11 +463,13 @@ def length_spread(latency):
     return min(2.0, math.sqrt(max(0.0, math.log1p(decode * decode) - math.log1p(tpot * tpot))))
 
 
-def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0, output_spread=0.0, output_cap=None):
+def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0, output_spread=0.0, output_cap=None,
+                   input_spread=0.0):
     """A run's Workload: closed loop at `batch` (the plan's --num-prompts, bench_prompts) or open loop at `rate`."""
     prompts = prompts or (bench_prompts(batch) if batch else BENCH_OPEN_PROMPTS)
     return Workload(num_prompts=prompts, max_concurrency=batch, request_rate=rate, burstiness=burstiness,
                     input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=output_spread,
+                    input_spread=input_spread,
                     output_cap=output_cap)
 
 

@@ -278,6 +278,10 @@ class Engine:
     tree_limit_why: str      #: the rule tree_tokens follows
     tree_needs_plain_attention: bool  #: its trees do not run MLA or sliding-window attention
     eras: tuple              #: its release eras, oldest first (Era): the published fit's is the one fitted
+    reserves_runtime: bool = False   #: its memory share also holds the runtime's own memory, measured at start-up
+                                     #: (activations, CUDA graphs, the CUDA context): costmodel.runtime_reserve_bytes
+    recv_interval: int = 1   #: steps between the scheduler's polls for new requests (SGLang's
+                             #: --scheduler-recv-interval, default 1: every step; a benchmark may set more)
 
 
 ENGINES = {
@@ -285,7 +289,7 @@ ENGINES = {
     # before; from 0.34 unset, 1.0 with its extensible KV cache), so the plan sets it; vllm/engine/arg_utils.py for
     # the flags; vllm/v1/spec_decode/metrics.py for the counters.
     "vllm": Engine(
-        key="vllm", name="vLLM", port=8000, memory_fraction=0.92, memory_of_free=False,
+        key="vllm", name="vLLM", port=8000, memory_fraction=0.92, memory_of_free=False, reserves_runtime=True,
         memory_flag="--gpu-memory-utilization", memory_note=", set by the plan: vLLM's default in 0.20-0.33",
         drafts=("eagle3", "eagle", "mtp", "ngram", "model"), drafts_why="every kind of draft",
         trees=(), trees_why="vLLM removed tree attention, PR #42121",

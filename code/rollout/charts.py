@@ -179,6 +179,9 @@ def render_slo_chart(at, dep):
     xs = [x for _, points in lines for x, _ in points]
     ys = [y for _, points in lines for _, y in points]
     bound = dict(at.slo).get("tpot")
+    far = bound is not None and bound > 3 * max(ys)   # drawn, it would flatten the curves: said in a note instead
+    if far:
+        bound = None
     x_step = nice_step(max(xs))
     x_high = x_step * math.ceil(max(xs) / x_step)
     y_top = max(ys + [bound or 0.0]) * 1.1
@@ -187,18 +190,18 @@ def render_slo_chart(at, dep):
     series = [(("speculation" if arm.speculative else "plain decoding"), points, i)
               for i, (arm, points) in enumerate(lines)]
     if bound:
-        series.append((f"SLO: P{at.percentile} TPOT {bound:g} ms", [(0.0, bound), (x_high, bound)], 5))
-    markers = [(arm.best.output_throughput / at.gpus, arm.best.tail_ms["tpot"], f"C = {arm.best.concurrency}")
+        series.append((f"SLO: TPOT {bound:.4g} ms", [(0.0, bound), (x_high, bound)], 5))
+    markers = [(arm.best.output_throughput / at.gpus, arm.best.tail_ms["tpot"],
+                f"C = {arm.best.concurrency}, " + (f"{arm.best.binding.upper()} binds" if arm.best.concurrency < arm.top
+                                                   else "the server's cap" if arm.top == arm.cap else "search's top"))
                for arm, _ in lines if arm.best is not None]
-    notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, per GPU of the replica; each point a simulated vllm bench serve "
-             "run at one concurrency.", f"Circles: the highest concurrency within the whole SLO ({slo_words(at)})."]
+    notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, per GPU; each point a simulated benchmark run at one concurrency.",
+             "Circles: the most concurrent within the whole SLO, and what stops them"
+             + ("; its TPOT bound is off the chart." if far else " there.")]
     return svg_chart("P99 TPOT against output throughput per GPU", "output tokens/s per GPU",
                      f"P{at.percentile} TPOT (ms)", (0.0, x_high, ticks(0, x_high, x_step), False),
                      (0.0, y_high, ticks(0, y_high, y_step), False), series, markers, notes)
 
-
-def slo_words(at):
-    return ", ".join(f"P{at.percentile} {key.upper()} at most {ms:g} ms" for key, ms in at.slo)
 
 
 def render_charts(result, dep):
@@ -207,6 +210,6 @@ def render_charts(result, dep):
     out = {CHART_FILES["speedup"]: render_speedup_chart(charts, dep),
            CHART_FILES["best_k"]: render_best_k_chart(charts, dep),
            CHART_FILES["itl"]: render_itl_chart(charts, dep)}
-    if result.at_slo is not None:
+    if result.at_slo is not None and not result.at_slo.skipped:
         out[CHART_FILES["slo"]] = render_slo_chart(result.at_slo, dep)
     return out

@@ -175,6 +175,8 @@ def build_parser(settings):
                                             f"(default {settings.alpha_spread})")
     out.add_argument("--output-spread", help=f"s.d. of ln(output tokens) over requests, in [0, 2] "
                                              f"(default {settings.output_spread})")
+    out.add_argument("--input-spread", help=f"s.d. of ln(prompt tokens) over the requests of the plan's ShareGPT runs "
+                                            f"and the SLO's search, in [0, 2] (default {settings.input_spread})")
     out.add_argument("--slo", help="the service level to serve at, ttft:MS,tpot:MS[,e2el:MS] (vllm bench serve's "
                                    "--goodput keys, each a bound on its P99; \"none\": no SLO; default "
                                    f"{settings.slo or 'none'})")
@@ -635,6 +637,7 @@ class Settings:
     traffic_mix: tuple
     alpha_spread: float
     output_spread: float
+    input_spread: float
     seed: int
     out_path: Path
     calibration_files: tuple
@@ -830,7 +833,9 @@ def parse_args(argv, settings):
                        lambda s: 0.0 <= s <= 0.5) if args.alpha_spread is not None else settings.alpha_spread
     output_spread = parse_one("--output-spread", args.output_spread, _finite, "a number in [0, 2]",
                               lambda s: 0.0 <= s <= 2.0) if args.output_spread is not None else settings.output_spread
-    traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread,
+    input_spread = parse_one("--input-spread", args.input_spread, _finite, "a number in [0, 2]",
+                             lambda s: 0.0 <= s <= 2.0) if args.input_spread is not None else settings.input_spread
+    traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread, input_spread=input_spread,
                       slo=parse_slo(args.slo if args.slo is not None else settings.slo))
     paths = file_list("--calibrate", args.calibrate) if args.calibrate is not None else list(settings.calibration_files)
     runs = read_calibration_runs(paths) if paths else None

@@ -54,8 +54,8 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
                         "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us_vllm seq_us_trtllm "
                         "bw_cdna flop_cdna flop_ampere token_us_sglang "
                         "overlap "
-                        + " ".join(OWN_TERMS) + " request_ms eager_layer_us",
-          defaults=(1.0,) * (1 + len(OWN_TERMS)) + (0.0, 0.0))
+                        + " ".join(OWN_TERMS) + " request_ms",
+          defaults=(1.0,) * (1 + len(OWN_TERMS)) + (0.0,))
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -92,17 +92,17 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # fits before the served runs did);
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
-# request_ms, eager_layer_us: what a served request costs around the steps the simulation runs (serving.serve_run),
-# fitted by bench/served_load.py on the served runs' TTFTs: the client's and API server's time from a send to the
-# scheduler and from the first token back (HTTP, tokenising, detokenising, the hop between processes), and what a
-# layer adds to a step with prompt chunks that runs outside CUDA graphs (serving.graphed_tokens): the host's kernel
-# launches, which a graph replays at no host cost. --calibrate refits request_ms on your runs' TTFTs.
+# request_ms: what a served request costs around the steps the simulation runs (serving.serve_run), fitted by
+# bench/served_load.py on the served runs' TTFTs: the client's and API server's time from a send to the scheduler and
+# from the first token back (HTTP, tokenising, detokenising, the hop between processes). --calibrate refits it on
+# your runs' mean TTFTs (calibration.fit_request_ms). 20 ms is the least loss (mean over the three sources of the
+# median |log error| of mean TTFT) on a 5 ms grid, with or without InferenceX's MoE runs (bench/served_load.txt).
 FIT = Fit(bw_hopper=0.9049, bw_ampere=0.7296, bw_ada=0.7856, flop_eff=0.83, fp8_eff=0.9348, fp8_kv_eff=0.7911,
           attn_ns=8.1758, layer_us=28.0859, ar_us=15.0, ar_tp_us=2.7949, link_eff=0.4421, pass_fixed_ms_vllm=0.6953,
           pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9443, draft_fixed_ms_vllm=0.6395,
           draft_fixed_ms_sglang=0.45, round_fixed_ms_vllm=1.4307, round_fixed_ms_sglang=2.0518,
           token_us_vllm=17.1484, seq_us_trtllm=46.7773, bw_cdna=0.6575, flop_cdna=0.2942, flop_ampere=0.95,
-          token_us_sglang=17.2656, overlap=2.5)
+          token_us_sglang=17.2656, overlap=2.5, request_ms=20.0)
 # What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.93 of the
 # bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
 # attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
@@ -509,7 +509,29 @@ def memory_budget_bytes(dep):
     total = dep.tp * dep.memory_gib * GIB
     if dep.engine.memory_of_free:
         return min(total, static_bytes(dep) + dep.memory_fraction * max(0.0, total - static_bytes(dep)))
-    return total * dep.memory_fraction
+    return max(0.0, total * dep.memory_fraction - runtime_reserve_bytes(dep))
+
+
+RUNTIME_OTHER_GIB = 1.0   # per GPU: the CUDA context, CUDA graphs and NCCL's buffers, which torch does not count
+ACTIVATION_HIDDEN = 4     # hidden-state copies a layer holds at its peak (residual, norm output, attention in and out)
+
+
+def runtime_reserve_bytes(dep):
+    """What vLLM keeps out of its memory share for the runtime, across the replica: at start-up it runs a forward
+    pass of max_num_batched_tokens dummy tokens and the sampler over max_num_seqs requests and gives the KV cache
+    the share less the weights, that peak and the memory torch does not see (vllm/v1/worker/gpu_worker.py,
+    determine_available_memory). Per GPU: the budget's tokens times a layer's peak activations (ACTIVATION_HIDDEN
+    hidden states and the MLP's gate and up outputs of this GPU's share, 2 bytes each), fp32 logits of the running
+    cap's requests, and RUNTIME_OTHER_GIB. Llama 3.3 70B at TP 2 on 80 GB GPUs: 2.4 GiB a GPU; vLLM logged 2.05 GiB
+    of KV cache beside 67.35 GiB of weights at its default share of 0.9 (bench/served_runs.json, tomasruizt's runs),
+    a reserve of 2.2-2.6 GiB as the GPU's 80 GB are read. 0 for engines whose share leaves the runtime its rest."""
+    if not dep.engine.reserves_runtime:
+        return 0.0
+    m = dep.shape
+    tokens = by_memory(dep, dep.engine.prefill_budget)
+    activations = tokens * (ACTIVATION_HIDDEN * m["hidden"] + 2 * mlp_width(m) / dep.tp) * 2
+    logits = by_memory(dep, dep.engine.running_limit) * m["vocab"] * 4
+    return dep.tp * (activations + logits + RUNTIME_OTHER_GIB * GIB)
 
 
 def static_bytes(dep):

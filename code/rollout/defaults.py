@@ -19,6 +19,7 @@ ALPHA_SPREAD = 0.11     # s.d. of a request's per-token alpha around the mean: p
 OUTPUT_SPREAD = 0.8     # s.d. of ln(output tokens) over requests: an assumption, set it from your traffic
                         # (0: every request OUTPUT_TOKENS long, as `vllm bench serve --dataset-name random` makes them:
                         # its --random-range-ratio defaults to 0.0, benchmarks/benchmark_serving.py, now vllm/benchmarks)
+INPUT_SPREAD = 0.8      # s.d. of ln(prompt tokens) over the plan's ShareGPT-like runs: an assumption, as OUTPUT_SPREAD
 SEED = 0                # seeds every simulated request: same seed, same bytes
 
 MODEL = "llama-3.3-70b"        # catalog name of the target model

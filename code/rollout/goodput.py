@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .costmodel import FIT
+from .costmodel import FIT, max_concurrency
 from .releases import accepts
-from .serving import bench_result, GOODPUT_KEY, good_requests, running_cap, serve_run, simulated_layout, SLO_KEYS, Workload
+from .serving import (
+    bench_result, GOODPUT_KEY, good_requests, running_cap, serve_run, simulated_layout, SLO_KEYS, Workload,
+)
 
 SLO_PERCENTILE = 99   # the percentile of each metric an SLO bounds: "P99 TPOT under 50 ms" (the plan's runs write p99)
-LADDER = 4            # the search's concurrencies before it refines: 1, 4, 16, 64, ... (a run each)
+LADDER = 4            # the search's concurrencies before it refines: 4, 16, 64, ... (a run each; 1 where 4 is past it)
 REFINE_STEPS = 4      # bisections between the last concurrency within the SLO and the first past it
 SLO_CONCURRENCY_LIMIT = 1024   # the most concurrent requests the search tries: ten prompts a slot past it take seconds
 SLO_OUTPUT_LIMIT = 16_384   # answers longer than this are not searched: a run costs a step per token of its slowest
@@ -24,9 +26,14 @@ def slo_prompts(concurrency):
     return max(50, 10 * concurrency)
 
 
+def ms_text(ms):
+    """A bound in ms as typed, without rounding it: 2000.0 -> "2000", 12.3456789 -> "12.3456789"."""
+    return f"{ms:.15g}"
+
+
 def slo_text(slo):
     """The SLO in words: "P99 TTFT at most 2000 ms, P99 TPOT at most 50 ms"."""
-    return ", ".join(f"P{SLO_PERCENTILE} {key.upper()} at most {ms:g} ms" for key, ms in slo)
+    return ", ".join(f"P{SLO_PERCENTILE} {key.upper()} at most {ms_text(ms)} ms" for key, ms in slo)
 
 
 def goodput_key(dep):
@@ -36,7 +43,7 @@ def goodput_key(dep):
 
 def goodput_words(slo):
     """vllm bench serve's --goodput value for the SLO: "ttft:2000 tpot:50" (KEY:VALUE pairs in ms, space apart)."""
-    return " ".join(f"{key}:{ms:g}" for key, ms in slo)
+    return " ".join(f"{key}:{ms_text(ms)}" for key, ms in slo)
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,7 @@ class LoadPoint:
     output_throughput: float    #: output tokens/s
     request_goodput: float   #: requests/s that met every bound (vLLM's request_goodput)
     within: bool             #: whether every P99 the SLO names is within its bound
+    binding: str = None      #: the bound nearest its limit (the largest P99 over bound), "ttft", "tpot" or "e2el"
 
 
 @dataclass(frozen=True)
@@ -70,9 +78,10 @@ class AtSlo:
     percentile: int          #: SLO_PERCENTILE
     gpus: int                #: GPUs of one replica (throughputs are divided by it)
     alpha: float             #: per-token alpha the speculative runs centre on
-    baseline: Arm
-    speculative: Arm
+    baseline: Arm = None     #: None where the search is skipped
+    speculative: Arm = None
     gain: float = None       #: speculative over baseline requests/s per GPU at their best (None: either has none)
+    skipped: str = None      #: why the SLO was not searched (plan_at_slo), in words; None: it was
 
 
 def run_at(dep, k, alpha, spread, concurrency, slo, traffic, fit):
@@ -80,14 +89,16 @@ def run_at(dep, k, alpha, spread, concurrency, slo, traffic, fit):
     past the deployment's output length, as the plan's ShareGPT runs (gate_runs)."""
     work = Workload(num_prompts=slo_prompts(concurrency), max_concurrency=concurrency, request_rate=float("inf"),
                     burstiness=1.0, input_tokens=dep.input_tokens, output_tokens=dep.output_tokens,
-                    output_spread=traffic.output_spread, output_cap=dep.output_tokens)
+                    output_spread=traffic.output_spread, output_cap=dep.output_tokens,
+                    input_spread=traffic.input_spread)
     run = serve_run(dep, work, k, alpha, spread, traffic.seed, fit, concurrency)
     result = bench_result(run, work, dep, dict(slo))
     tail = {key: result[f"p{SLO_PERCENTILE}_{key}_ms"] for key in SLO_KEYS}
     return LoadPoint(concurrency=concurrency, k=k, prompts=work.num_prompts, tail_ms=tail,
                      request_throughput=result["request_throughput"], output_throughput=result["output_throughput"],
                      request_goodput=good_requests(run, dict(slo)) / result["duration"],
-                     within=all(tail[key] <= ms for key, ms in slo))
+                     within=all(tail[key] <= ms for key, ms in slo),
+                     binding=max(slo, key=lambda item: tail[item[0]] / item[1])[0])
 
 
 def search(dep, ks, alpha, spread, slo, traffic, fit):
@@ -95,7 +106,7 @@ def search(dep, ks, alpha, spread, slo, traffic, fit):
     cap (past it requests only queue in the server) or SLO_CONCURRENCY_LIMIT until one is past the SLO (1 too where
     4 is past it), then REFINE_STEPS bisections between the last within it and that one."""
     speculative = ks is not off
-    cap = running_cap(dep, speculative)
+    cap = min(running_cap(dep, speculative), max_concurrency(dep))   # and the plan's commands stay within what fits
     top = min(cap, SLO_CONCURRENCY_LIMIT)
     points, c = {}, min(LADDER, top)
     while True:
@@ -142,11 +153,22 @@ def at_slo(dep, ks, alpha, spread, slo, traffic, fit=FIT):
 
 
 def plan_at_slo(dep, plan, traffic, fit=FIT):
-    """The plan's K at the traffic's SLO (at_slo), where there is an SLO, a K and a layout the simulation runs
-    (simulated_layout: a chain on one scheduler) with a sequence that fits either way; else None."""
-    if (not traffic.slo or not plan.k or not simulated_layout(dep) or dep.output_tokens > SLO_OUTPUT_LIMIT
-            or min(running_cap(dep, False), running_cap(dep, True)) < 1):
+    """The plan's K at the traffic's SLO (at_slo): None without an SLO or where the plan runs no K; an AtSlo that says
+    why it is skipped where the simulation cannot run it (a tree or attention data parallelism: simulated_layout;
+    answers past SLO_OUTPUT_LIMIT; no sequence fits)."""
+    if not traffic.slo or not plan.k:
         return None
+    skipped = ("a tree's rounds are measured, not simulated" if dep.topk > 1 else
+               "attention data parallelism runs a scheduler on every rank, which the simulation does not"
+               if not simulated_layout(dep) else
+               f"answers of {dep.output_tokens:,} tokens take too long to simulate at every concurrency (the search "
+               f"runs up to {SLO_OUTPUT_LIMIT:,}): run the --goodput benchmark at your concurrency instead"
+               if dep.output_tokens > SLO_OUTPUT_LIMIT else
+               "not one sequence fits beside the weights" if min(running_cap(dep, False), running_cap(dep, True)) < 1
+               else None)
+    if skipped:
+        return AtSlo(slo=traffic.slo, percentile=SLO_PERCENTILE, gpus=dep.tp, alpha=plan.request_alpha,
+                     skipped=skipped)
     return at_slo(dep, schedule_k(plan.schedule, plan.k), plan.request_alpha, plan.request_spread, traffic.slo,
                   traffic, fit)
 
@@ -156,8 +178,11 @@ def per_gpu(at, point):
     return point.request_throughput / at.gpus
 
 
-def slo_sentence(at):
-    """The verdict's line on the SLO: what each arm serves per GPU within it, and the gain (plain text)."""
+def slo_sentence(at, batch=None):
+    """The verdict's line on the SLO: what each arm serves per GPU within it, which bound stops it, the gain, and
+    whether the plan's batch is past it (plain text)."""
+    if at.skipped:
+        return f"The SLO ({slo_text(at.slo)}) is not searched: {at.skipped}."
     def arm(a, name):
         if a.best is None:
             return f"{name} meets it at no concurrency, not even one request at a time"
@@ -172,4 +197,16 @@ def slo_sentence(at):
                                                                                           "plain decoding")
     if at.gain is not None:
         words += f": {at.gain:.2f}x the traffic per GPU with speculation"
-    return words + "."
+    words += "."
+    bests = [a.best for a in (at.speculative, at.baseline) if a.best is not None and a.best.concurrency < a.top]
+    if bests:
+        stops = sorted({b.binding for b in bests})
+        which = "it" if len(bests) == 1 else "both"
+        words += (f" The bound that stops {which} is P{SLO_PERCENTILE} {stops[0].upper()}" if len(stops) == 1 else
+                  f" The bounds that stop them are P{SLO_PERCENTILE} {' and '.join(k.upper() for k in stops)}")
+        if batch is not None and batch > max(b.concurrency for b in bests):
+            words += (f"; at the plan's B = {batch} the SLO does not hold: to keep it, run each replica at most "
+                      f"{at.speculative.best.concurrency if at.speculative.best else bests[0].concurrency} "
+                      "concurrent (its max-concurrency or running cap)")
+        words += "."
+    return words

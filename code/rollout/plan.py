@@ -20,6 +20,7 @@ from .commands import (
     bench_lines, can_serve, catalog_name, GOODPUT_CLIENT, draft_head, ENGINE_PLANS, serve_lines, SHAREGPT_URL, shell_lines, tool_words,
 )
 from .calibration import bench_workload, predict_bench
+from .serving import SLO_KEYS
 from .goodput import goodput_key, goodput_words, per_gpu, SLO_PERCENTILE, slo_prompts, slo_sentence, slo_text
 from .tables import (
     calibration_findings, calibration_headline, copies_text, mix_blend_sentence, mix_tail_sentence, trained_draft,
@@ -205,7 +206,8 @@ def plan_front(result, dep, plan):
         (f"| measured per-token alpha | {alpha:.3f} (from {md(result.measured.source)}) |" if plan.measured
          else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
         f"| spread over requests | alpha s.d. {result.alpha_spread:g}, ln(output tokens) s.d. "
-        f"{result.output_spread:g} (assumed; `--alpha-spread`, `--output-spread`) |",
+        f"{result.output_spread:g}, ln(prompt tokens) s.d. {result.input_spread:g} in the ShareGPT runs "
+        "(assumed; `--alpha-spread`, `--output-spread`, `--input-spread`) |",
         f"| K | {k_line} |",
         f"| trust | {md(trust_sentence(result.trust))} |",
         "",
@@ -363,7 +365,8 @@ def plan_predicted_runs(result, dep):
     base, spec = runs
     out = [f"### What `{base.name}` and `{spec.name}` should print", "",
            f"Predicted by simulating both runs step by step ({base.workload.num_prompts} requests, "
-           f"{base.workload.max_concurrency} at a time, prompts of {dep.input_tokens} tokens, answers log-normal "
+           f"{base.workload.max_concurrency} at a time, prompts log-normal around {dep.input_tokens} tokens with an "
+           f"s.d. of {base.workload.input_spread:g} in log (`--input-spread`), answers log-normal "
            f"with an s.d. of {base.workload.output_spread:g} in log (`--output-spread`) and none past "
            f"{dep.output_tokens}, {base.result['total_output_tokens'] / base.result['completed']:.0f} tokens on "
            f"average, requests around alpha {spec.alpha:.2f} at K = {spec.k}), each with its "
@@ -394,7 +397,8 @@ def gate_runs(dep, plan, trust, traffic, fit=FIT):
         return None
     batch = plan.shown_batch
     # ShareGPT's answers around the deployment's length, none past it: the runs' --sharegpt-output-len is max_tokens
-    work = bench_workload(dep, batch, output_spread=traffic.output_spread, output_cap=dep.output_tokens)
+    work = bench_workload(dep, batch, output_spread=traffic.output_spread, output_cap=dep.output_tokens,
+                          input_spread=traffic.input_spread)
     return [predict_bench(dep, name, work, k, plan.request_alpha, trust, traffic.seed, fit, plan.request_spread)
             for name, k in ((f"sharegpt_baseline_c{batch}.json", 0), (f"sharegpt_spec_c{batch}.json", plan.k))]
 
@@ -598,10 +602,14 @@ def plan_at_slo(at, dep, plan):
     SLO, the chart, and the two benchmarks with --goodput that check it."""
     if at is None:
         return []
+    if at.skipped:
+        return ["## Serving at the SLO", "", md(slo_sentence(at, plan.shown_batch)), ""]
     rows = {}
     for arm in (at.baseline, at.speculative):
         for p in arm.points:
             rows.setdefault(p.concurrency, {})[arm.speculative] = p
+
+    shown = [key for key in SLO_KEYS if key in dict(at.slo) or key == "tpot"]   # the SLO's, and the chart's TPOT
 
     def pair(base, spec, show):
         return " / ".join("-" if p is None else show(p) for p in (base, spec))
@@ -613,24 +621,26 @@ def plan_at_slo(at, dep, plan):
            f"{at.alpha:.2f}. Throughputs are per GPU of the {at.gpus}-GPU replica; goodput counts the requests that "
            "meet every bound, as vLLM does. In a closed-loop run every slot starts at once, so the first wave's "
            "prompts queue for prefill: that queue, more than the steady state, sets its P99 TTFT.", "",
-           f"| concurrency | K on | P{SLO_PERCENTILE} TTFT off / on (ms) | P{SLO_PERCENTILE} TPOT off / on (ms) "
-           "| requests/s per GPU off / on | goodput per GPU off / on | within off / on |",
-           "|---|---|---|---|---|---|---|"]
+           f"| concurrency | K on | " + " | ".join(f"P{SLO_PERCENTILE} {key.upper()} off / on (ms)" for key in shown)
+           + " | requests/s per GPU off / on | goodput per GPU off / on | within off / on |",
+           "|---|---|" + "---|" * (len(shown) + 3)]
     for c in sorted(rows):
         base, spec = rows[c].get(False), rows[c].get(True)
         out.append(" | ".join([f"| {c}", "-" if spec is None else str(spec.k),
-                               pair(base, spec, lambda p: f"{p.tail_ms['ttft']:.0f}"),
-                               pair(base, spec, lambda p: f"{p.tail_ms['tpot']:.1f}"),
+                               *(pair(base, spec, lambda p, key=key: f"{p.tail_ms[key]:.{1 if key == 'tpot' else 0}f}")
+                                 for key in shown),
                                pair(base, spec, lambda p: f"{per_gpu(at, p):.3g}"),
                                pair(base, spec, lambda p: f"{p.request_goodput / at.gpus:.3g}"),
                                pair(base, spec, lambda p: "yes" if p.within else "no")]) + " |")
-    out += ["", md(slo_sentence(at)), "", f"![P99 TPOT against throughput per GPU]({CHART_FILES['slo']})", ""]
+    out += ["", md(slo_sentence(at, plan.shown_batch)), "",
+            f"![P99 TPOT against output tokens/s per GPU]({CHART_FILES['slo']})", ""]
     base, spec = at.baseline.best, at.speculative.best
     if base is None and spec is None:
         return out + ["Neither arm meets the SLO at one request at a time: no concurrency to check.", ""]
     client = ("" if dep.engine.bench_tool == GOODPUT_CLIENT else
               f" {dep.engine.name}'s own client is not checked for `--goodput` at its releases, so these run vLLM's "
-              f"(`{GOODPUT_CLIENT}`, any release from 0.8.0) against the same OpenAI endpoint.")
+              f"(`{GOODPUT_CLIENT}`, 0.9.2 or newer: older ones save the key as `request_goodput:`) against the same "
+              "OpenAI endpoint.")
     out += [f"Check it with `--goodput`: each file's `{goodput_key(dep)}` over its `request_throughput` is the share of "
             "requests within the SLO, and each P99 the SLO names should be within its bound." + client, ""]
     if base is not None:

@@ -12,13 +12,13 @@ import random
 from dataclasses import dataclass, replace
 
 from .defaults import ALPHA_SPREAD, SEED
-from .catalog import release_at, served_model
+from .catalog import served_model
 from .acceptance import decode_request, JITTER_MU, ROUND_JITTER
 from .costmodel import (
-    by_memory, decode_step_ms, FIT, fixed_ms, gpu_family, max_concurrency, NO_MODEL, pass_ms, round_ms,
+    by_memory, decode_step_ms, FIT, fixed_ms, max_concurrency, NO_MODEL, pass_ms, round_ms,
     runs_a_draft_model, step_budget, target_pass_ms, verify_tokens,
 )
-from .releases import accepts, release
+from .releases import accepts
 from .simulation import clip01, LOOP_TOKENS, NORMAL, percentile, renewal_draw
 
 
@@ -67,7 +67,7 @@ def running_cap(dep, speculative, plan_batch=None):
     >>> short = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=64, output_tokens=64)
     >>> long = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3")
     >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
-    (1024, 312, 299)
+    (1024, 301, 287)
     """
     engine = dep.engine
     limit = by_memory(dep, engine.running_limit)
@@ -103,33 +103,22 @@ def step_cost(dep, decodes, k, prompt, fit):
     return base + fit.own_prefill * extra
 
 
-# Tokens a step with prompt chunks may hold and still replay CUDA graphs (past them it runs without, paying
-# Fit.eager_layer_us a layer). vLLM V1 captures piecewise graphs for steps of up to 512 tokens by default
-# (vllm/config.py at 0.10: cuda_graph_sizes [min(2 max_num_seqs, 512)]; vllm/config/vllm.py at 0.14:
-# max_cudagraph_capture_size = min(max_num_seqs x decode query length x 2, 512); gpu_model_runner.py and
-# v1/cudagraph_dispatcher.py run a larger step without graphs). SGLang ran prefill ("extend") batches eagerly until
-# 0.5.10 made piecewise prefill graphs its default (server_args.py: disable_piecewise_cuda_graph False), up to its
-# chunked-prefill size or 2048 tokens with MLA, and off under speculative decoding, attention DP and on AMD GPUs
-# (_handle_piecewise_cuda_graph). TensorRT-LLM graphs generation-only batches: a context step runs without.
-SGLANG_PREFILL_GRAPHS = (0, 5, 10)
+CHUNK_GRAIN = 64   # prompt tokens: a step's cost between two multiples of this is interpolated, not computed (prompts of
+                   # spread length make a chunk of a new size nearly every step; the cost is linear over so few tokens)
 
 
-def graphed_tokens(dep, speculative):
-    """The most tokens a step with prompt chunks holds and still replays CUDA graphs on this deployment (0: never)."""
-    if dep.engine.key == "vllm":
-        return 512
-    if (dep.engine.key == "sglang" and release_at(release(dep)) >= release_at(SGLANG_PREFILL_GRAPHS)
-            and not speculative and not dep.dp_attention and gpu_family(dep) != "cdna"):
-        return min(step_budget(dep), 2048) if dep.shape.get("mla") else step_budget(dep)
-    return 0
-
-
-def eager_ms(dep, tokens, speculative, fit=FIT):
-    """The host time a step of `tokens` tokens with prompt chunks adds when it runs outside CUDA graphs: a layer's
-    launches, and a MoE layer's as many again (its router, top-k, token permutation and grouped expert GEMMs)."""
-    if tokens <= graphed_tokens(dep, speculative):
-        return 0.0
-    return (dep.target.layers + dep.target.moe_layers) * fit.eager_layer_us / 1e3
+def chunk_cost(costs, dep, decoders, k, chunk, fit):
+    """step_cost of a step with `chunk` prompt tokens, through the cache `costs` ({(decoders, chunk): ms}): exact at
+    multiples of CHUNK_GRAIN and below the first, linear between two multiples."""
+    low = chunk - chunk % CHUNK_GRAIN
+    if low < CHUNK_GRAIN or low == chunk:
+        return step_cost(dep, decoders, k, chunk, fit)
+    ends = []
+    for end in (low, low + CHUNK_GRAIN):
+        if (decoders, end) not in costs:
+            costs[decoders, end] = step_cost(dep, decoders, k, end, fit)
+        ends.append(costs[decoders, end])
+    return ends[0] + (ends[1] - ends[0]) * (chunk - low) / CHUNK_GRAIN
 
 
 def send_times(work, rng):
@@ -222,7 +211,7 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     n = work.num_prompts
     cap = running_cap(dep, k > 0, plan_batch)
     assert cap >= 1, "the caller checks that a sequence fits (parse_bench_flags, compare_file, predicts_gate_pair)"
-    budget, mixes = step_budget(dep), dep.engine.mixes_prefill
+    budget, mixes, recv = step_budget(dep), dep.engine.mixes_prefill, dep.engine.recv_interval
     per_decode = verify_tokens(dep, k) if k else 1
     draws = [work.output_tokens * math.exp(work.output_spread * workload_rng.gauss(0.0, 1.0)
                                            - work.output_spread ** 2 / 2) for _ in range(n)]
@@ -263,7 +252,8 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             at, i = heapq.heappop(sends)
             start[i] = at - delay
             waiting.append(i)
-        while waiting and len(prefilling) + len(decoding) < cap:
+        polled = steps % recv == 0 or not (prefilling or decoding)   # the scheduler sees sent requests on its polls
+        while polled and waiting and len(prefilling) + len(decoding) < cap:
             admitted = waiting.popleft()
             prefilling[admitted] = prompts[admitted]
         if not prefilling and not decoding:
@@ -277,14 +267,15 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
             if key not in costs:
                 costs[key] = step_cost(dep, decoders, k, 0, fit)
             cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
-            while decode_steps + 1 < decoding[0][0] and t < until:
+            poll = steps + (-steps) % recv if waiting and decoders < cap else math.inf   # the next poll that admits
+            while decode_steps + 1 < decoding[0][0] and t < until and steps < poll:
                 t += cost * jitter[int(rng.random() * JITTER_LEVELS)]
                 itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += decoders
                 per_second[int(t - begin)] += decoders
                 last_decode = t
                 steps += 1
                 decode_steps += 1
-            if t >= until:
+            if t >= until or steps >= poll:
                 continue
         prefill_only = bool(prefilling) and not mixes
         decoders = 0 if prefill_only else len(decoding)
@@ -300,8 +291,7 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
                 prefilled.append(i)
         key = (decoders, chunk)
         if key not in costs:
-            costs[key] = step_cost(dep, decoders, k, chunk, fit) + (eager_ms(dep, decoders * per_decode + chunk, k > 0, fit)
-                                                                    if chunk else 0.0)
+            costs[key] = chunk_cost(costs, dep, decoders, k, chunk, fit)
         t += costs[key] * jitter[int(rng.random() * JITTER_LEVELS)] / 1e3
         steps += 1
         peak = max(peak, len(prefilling) + len(decoding))

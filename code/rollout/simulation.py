@@ -13,7 +13,7 @@ import statistics
 from collections import namedtuple
 from dataclasses import dataclass
 
-from .defaults import ALPHA_SPREAD, OUTPUT_SPREAD, SEED
+from .defaults import ALPHA_SPREAD, INPUT_SPREAD, OUTPUT_SPREAD, SEED
 from .acceptance import acceptance_length, decode_request, JITTER_MU, round_distribution, ROUND_JITTER, round_moments
 
 
@@ -416,4 +416,5 @@ class Traffic:
     seed: int = SEED                     #: seeds every simulated request
     alpha_spread: float = ALPHA_SPREAD   #: s.d. of a request's per-token alpha around the mean
     output_spread: float = OUTPUT_SPREAD   #: s.d. of ln(output tokens) over requests
+    input_spread: float = INPUT_SPREAD     #: s.d. of ln(prompt tokens) over the plan's ShareGPT-like runs' requests
     slo: tuple = ()                      #: the SLO they are served at: ((key, ms), ...), keys as --goodput's (() none)

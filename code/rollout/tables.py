@@ -50,7 +50,7 @@ def verdict_sentences(v, dep):
              f"This assumes per-token alpha {v.alpha:.2f} until your server measures it (the plan's stage 2).")
     out = [call, basis, f"K by batch size: {'; '.join(verdict_steps(v))}."]
     if v.at_slo is not None:
-        out.append(slo_sentence(v.at_slo))
+        out.append(slo_sentence(v.at_slo, b))
     if v.k_best and v.k_best != k:
         out.append(f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs K = {k}.")
     paying = paying_ranges([row[:3] for row in v.by_batch])
@@ -211,9 +211,20 @@ def render_calibration(cal):
                   "sample; held out: fitted on the other runs. A closed-loop run decodes fewer sequences than its "
                   "max_concurrency B: the fit uses the batch its time to first token and drain leave, from "
                   + ", ".join(f"{r.decoding_batch:.3g}" for r in cal.runs) + ")", 100, " ")
+    if cal.request_ms is not None:
+        errors = cal.ttft_errors
+        lines += wrap(f"A request costs {cal.request_ms:.1f} ms around its steps (the client, the API server), fitted "
+                      f"on the runs' mean TTFTs: at that cost their simulated mean TTFTs are {pct1(min(errors))} to "
+                      f"{pct1(max(errors))} off." + (
+                          f" They disagree beyond {TTFT_SPREAD:.0%}: this deployment's TTFT, and the SLO's answer, "
+                          "are less sure than its TPOT (runs of another deployment, or a queue the simulation leaves "
+                          "out)." if max(map(abs, errors)) > TTFT_SPREAD else ""), 100, " ")
     for note in cal.notes:
         lines += wrap(f"- {note}", 100, "  ")
     return lines + [""]
+
+
+TTFT_SPREAD = 0.5   # calibration runs whose mean TTFTs one request cost misses by more than this are said to disagree
 
 
 def render_gate(g):
