@@ -4,7 +4,7 @@ served run in served_runs.json that reports them, as `--calibrate` then `--predi
 The protocol is a user's: for each deployment in a source (a target, GPU, parallelism, engine and draft), the
 tool is calibrated on five of its runs (calibration.calibrate_on_runs on their mean TPOTs, spread over K and
 concurrency), and every other run of it is simulated step by step (serving.serve_run, bench_result) at its own
-lengths, concurrency, request rate and acceptance. Only those held-out runs are scored. The constants of the load
+lengths, concurrency, request rate and acceptance. Only those held-out runs are scored. The constant of the load
 model (costmodel.Fit's request_ms: a request's time around its steps, the client and the API server) is the same for
 every source; --loso refits it with each source left out in turn and scores that source at the value fitted on the
 others (A). As --calibrate does, B refits it on each deployment's five runs' mean TTFTs too.
@@ -24,7 +24,7 @@ Sources (each with its own caveats in served_runs.json's `sources`):
              DP-attention runs (not simulated: serving.simulated_layout) and the ATOM engine are left out.
 
     python bench/served_load.py            # the errors at FIT, by source, band and engine (a few minutes)
-    python bench/served_load.py --loso     # refit the two constants without each source in turn (about 20 minutes)
+    python bench/served_load.py --loso     # refit request_ms without each source in turn (about 20 minutes)
 """
 import dataclasses
 import json
@@ -246,7 +246,7 @@ def all_cases():
 
 
 SOURCES = ("llama70b", "scaling", "inferencex")
-FIT_CASES = 45   # held-out runs of each source the constants are fitted on (every n-th: a fold takes minutes, not hours)
+FIT_CASES = 45   # held-out runs of each source request_ms is fitted on (every n-th: a fold takes minutes, not hours)
 
 
 def fit_sample(cases, fits, sources):
@@ -280,7 +280,7 @@ def fit_serve(sample, fits):
 
 def main():
     """The held-out runs' errors: TTFT at FIT's request_ms (A), and at the request_ms each deployment's five
-    calibration runs give (B, as --calibrate does); with --loso, FIT's two constants refitted without each source."""
+    calibration runs give (B, as --calibrate does); with --loso, FIT's request_ms refitted without each source."""
     cases = all_cases()
     fits = calibrated(cases)   # own_* from the five runs' TPOTs, and request_ms from their TTFTs
     if "--loso" in sys.argv:
@@ -291,7 +291,7 @@ def main():
             print(f"fitted without {left or 'none'}: " + ", ".join(f"{k} {v:.4g}" for k, v in serve.items())
                   + f" (loss {score:.3f})", flush=True)
         results = [r for left in SOURCES for r in scored([c for c in cases if c.source == left], fits, folds[left])]
-        report(results, "A. Each source at the two constants fitted on the others (leave one source out), "
+        report(results, "A. Each source at the request_ms fitted on the others (leave one source out), "
                         "its TPOT calibrated on five runs")
         results = []
         for left in SOURCES:

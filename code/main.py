@@ -75,7 +75,7 @@ from rollout.analysis import (
     plan_input, verdict, Verdict, where_it_pays,
 )
 from rollout.exercises import Exercises, solve_exercises
-from rollout.goodput import AtSlo, plan_at_slo
+from rollout.goodput import AtSlo, search_slo
 from rollout.calibration import calibrate_on_runs, Calibration, OWN_HELD_OUT, OWN_WORST, predicted_benches
 from rollout.tables import (
     column_header, deployment_lines, ratio_span, render_blocks, render_calibration, render_exercises, render_gate,
@@ -327,7 +327,7 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     if mix is not None:
         mix = replace(mix, blended_speedup_interval=interval(mix.blended_speedup, trust.speedup_sd))
     checked = gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None
-    served = plan_at_slo(dep, plan, traffic, fit)
+    served = search_slo(dep, plan, traffic, fit)
     return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
                   output_spread=traffic.output_spread, input_spread=traffic.input_spread, best_k=best, plan=plan, mix=mix,
                   charts=chart_data(grid, dep, plan, decode, fit, CHART_ALPHAS) if charts else None,

@@ -371,8 +371,10 @@ def calibrate_on_runs(dep, runs, fit=FIT, expected_alpha=EXPECTED_ALPHA):
         disagreeing=runs[disagreeing].path, request_ms=request, ttft_errors=ttft_errors)
 
 
-TTFT_REPLAY_STEPS = 40_000    # a run replayed to fit request_ms: its first requests, as many as take about this many
-                              # decode steps (answers / concurrency), and at least two waves of its concurrency
+TTFT_REPLAY_STEPS = 100_000   # a run replayed to fit request_ms: its first requests, as many as take about this many
+                              # decode steps (answers / concurrency), and at least two waves of its concurrency. A
+                              # run cut short weighs its first wave (every slot's prompt at once) more than the
+                              # measured mean does, which pulls request_ms down: only past 100,000 steps
 
 
 def replayed_ttft_ms(dep, r, fit, seed=SEED, spread=ALPHA_SPREAD):

@@ -8,6 +8,7 @@ import math
 from .trust import INTERVAL_LEVEL, Z_INTERVAL
 from .analysis import K_MAX
 from .tables import ratio_span
+from .goodput import ms_text
 
 
 # Hand-written SVG (it is text): fixed size, fixed number formats, so the same run gives
@@ -190,10 +191,11 @@ def render_slo_chart(at, dep):
     series = [(("speculation" if arm.speculative else "plain decoding"), points, i)
               for i, (arm, points) in enumerate(lines)]
     if bound:
-        series.append((f"SLO: TPOT {bound:.4g} ms", [(0.0, bound), (x_high, bound)], 5))
+        series.append((f"SLO: TPOT {ms_text(bound)} ms", [(0.0, bound), (x_high, bound)], 5))
     markers = [(arm.best.output_throughput / at.gpus, arm.best.tail_ms["tpot"],
-                f"C = {arm.best.concurrency}, " + (f"{arm.best.binding.upper()} binds" if arm.best.concurrency < arm.top
-                                                   else "the server's cap" if arm.top == arm.cap else "search's top"))
+                f"C = {arm.best.concurrency}, " + (f"{'+'.join(k.upper() for k in arm.stopped_by)} binds"
+                                                   if arm.stopped_by else
+                                                   "the server's cap" if arm.top == arm.cap else "search's top"))
                for arm, _ in lines if arm.best is not None]
     notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, per GPU; each point a simulated benchmark run at one concurrency.",
              "Circles: the most concurrent within the whole SLO, and what stops them"

@@ -93,10 +93,12 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # own_<term>: your deployment's factor on one term of the time (OWN_TERMS says which), 1 in
 # the published fit; --calibrate fits them to your runs (calibrate_on_runs).
 # request_ms: what a served request costs around the steps the simulation runs (serving.serve_run), fitted by
-# bench/served_load.py on the served runs' TTFTs: the client's and API server's time from a send to the scheduler and
-# from the first token back (HTTP, tokenising, detokenising, the hop between processes). --calibrate refits it on
-# your runs' mean TTFTs (calibration.fit_request_ms). 20 ms is the least loss (mean over the three sources of the
-# median |log error| of mean TTFT) on a 5 ms grid, with or without InferenceX's MoE runs (bench/served_load.txt).
+# bench/served_load.py on the served runs' TTFTs: the client's and API server's time from a send to the scheduler,
+# with the first token's way back folded in (HTTP, tokenising, detokenising, the hop between processes); the
+# simulation adds it once, on the way in. --calibrate refits it on your runs' mean TTFTs (calibration.fit_request_ms).
+# 20 ms is the least loss (mean over the three sources of the median |log error| of mean TTFT) on a 5 ms grid, with
+# or without InferenceX's MoE runs; without the forced-alpha runs it is 80 ms, and NIM's whole TTFT at concurrency 1
+# is as little as 9 ms on an H100 (bench/served_load.txt, bench/nim_serving.txt): clients differ, so calibrate.
 FIT = Fit(bw_hopper=0.9049, bw_ampere=0.7296, bw_ada=0.7856, flop_eff=0.83, fp8_eff=0.9348, fp8_kv_eff=0.7911,
           attn_ns=8.1758, layer_us=28.0859, ar_us=15.0, ar_tp_us=2.7949, link_eff=0.4421, pass_fixed_ms_vllm=0.6953,
           pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9443, draft_fixed_ms_vllm=0.6395,

@@ -57,7 +57,7 @@ class LoadPoint:
     output_throughput: float    #: output tokens/s
     request_goodput: float   #: requests/s that met every bound (vLLM's request_goodput)
     within: bool             #: whether every P99 the SLO names is within its bound
-    binding: str = None      #: the bound nearest its limit (the largest P99 over bound), "ttft", "tpot" or "e2el"
+    past: tuple = ()         #: the keys whose P99 is past its bound
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,7 @@ class Arm:
     best: LoadPoint = None   #: the highest concurrency within the SLO (None: not even one request at a time)
     cap: int = 0             #: the server's running cap (running_cap)
     top: int = 0             #: the most the search tried: the cap, or SLO_CONCURRENCY_LIMIT below it
+    stopped_by: tuple = ()   #: the keys past their bound at the least concurrency past the best: what stops it
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def run_at(dep, k, alpha, spread, concurrency, slo, traffic, fit):
                      request_throughput=result["request_throughput"], output_throughput=result["output_throughput"],
                      request_goodput=good_requests(run, dict(slo)) / result["duration"],
                      within=all(tail[key] <= ms for key, ms in slo),
-                     binding=max(slo, key=lambda item: tail[item[0]] / item[1])[0])
+                     past=tuple(key for key, ms in slo if tail[key] > ms))
 
 
 def search(dep, ks, alpha, spread, slo, traffic, fit):
@@ -106,7 +107,9 @@ def search(dep, ks, alpha, spread, slo, traffic, fit):
     cap (past it requests only queue in the server) or SLO_CONCURRENCY_LIMIT until one is past the SLO (1 too where
     4 is past it), then REFINE_STEPS bisections between the last within it and that one."""
     speculative = ks is not off
-    cap = min(running_cap(dep, speculative), max_concurrency(dep))   # and the plan's commands stay within what fits
+    # the server's cap, and what fits in memory with the draft loaded, for both arms: every command of the plan stays
+    # within it, so off and on are compared on the same slots (stage 0's server alone would fit a few more)
+    cap = min(running_cap(dep, speculative), max_concurrency(dep))
     top = min(cap, SLO_CONCURRENCY_LIMIT)
     points, c = {}, min(LADDER, top)
     while True:
@@ -127,7 +130,9 @@ def search(dep, ks, alpha, spread, slo, traffic, fit):
             low, high = (middle, high) if points[middle].within else (low, middle)
     ordered = tuple(points[c] for c in sorted(points))
     best = max((p for p in ordered if p.within), key=lambda p: p.concurrency, default=None)
-    return Arm(speculative=speculative, points=ordered, best=best, cap=cap, top=top)
+    after = [p for p in ordered if best is None or p.concurrency > best.concurrency]
+    return Arm(speculative=speculative, points=ordered, best=best, cap=cap, top=top,
+               stopped_by=after[0].past if after else ())
 
 
 def off(concurrency):
@@ -152,11 +157,11 @@ def at_slo(dep, ks, alpha, spread, slo, traffic, fit=FIT):
                  gain=gain)
 
 
-def plan_at_slo(dep, plan, traffic, fit=FIT):
-    """The plan's K at the traffic's SLO (at_slo): None without an SLO or where the plan runs no K; an AtSlo that says
-    why it is skipped where the simulation cannot run it (a tree or attention data parallelism: simulated_layout;
-    answers past SLO_OUTPUT_LIMIT; no sequence fits)."""
-    if not traffic.slo or not plan.k:
+def search_slo(dep, plan, traffic, fit=FIT):
+    """The plan's K by batch size at the traffic's SLO (at_slo): None without an SLO; an AtSlo that says why it is
+    skipped where the simulation cannot run it (a tree or attention data parallelism: simulated_layout; answers past
+    SLO_OUTPUT_LIMIT; no sequence fits)."""
+    if not traffic.slo:
         return None
     skipped = ("a tree's rounds are measured, not simulated" if dep.topk > 1 else
                "attention data parallelism runs a scheduler on every rank, which the simulation does not"
@@ -198,15 +203,16 @@ def slo_sentence(at, batch=None):
     if at.gain is not None:
         words += f": {at.gain:.2f}x the traffic per GPU with speculation"
     words += "."
-    bests = [a.best for a in (at.speculative, at.baseline) if a.best is not None and a.best.concurrency < a.top]
-    if bests:
-        stops = sorted({b.binding for b in bests})
-        which = "it" if len(bests) == 1 else "both"
+    stopped = [a for a in (at.speculative, at.baseline) if a.stopped_by]
+    if stopped:
+        stops = sorted({key for a in stopped for key in a.stopped_by}, key=SLO_KEYS.index)
+        which = "it" if len(stopped) == 1 else "both"
         words += (f" The bound that stops {which} is P{SLO_PERCENTILE} {stops[0].upper()}" if len(stops) == 1 else
                   f" The bounds that stop them are P{SLO_PERCENTILE} {' and '.join(k.upper() for k in stops)}")
-        if batch is not None and batch > max(b.concurrency for b in bests):
-            words += (f"; at the plan's B = {batch} the SLO does not hold: to keep it, run each replica at most "
-                      f"{at.speculative.best.concurrency if at.speculative.best else bests[0].concurrency} "
-                      "concurrent (its max-concurrency or running cap)")
         words += "."
-    return words
+    spec = at.speculative
+    if batch is not None and spec.best is not None and batch > spec.best.concurrency and spec.stopped_by:
+        words += (f" At the plan's B = {batch} speculation misses it: to keep it, run each replica at most "
+                  f"{spec.best.concurrency} concurrent (its max-concurrency or running cap).")
+    return words + (" These are the benchmark's numbers, a closed loop whose first wave of prompts queues at once."
+                    if "ttft" in dict(at.slo) else "")

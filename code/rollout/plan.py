@@ -597,7 +597,7 @@ def plan_next(dep, plan):
         ""]
 
 
-def plan_at_slo(at, dep, plan):
+def plan_slo_section(at, dep, plan):
     """The plan's "Serving at the SLO" section: both arms by concurrency, the most each serves per GPU within the
     SLO, the chart, and the two benchmarks with --goodput that check it."""
     if at is None:
@@ -669,7 +669,7 @@ def render_plan(result, dep):
             "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
             "larger memory share would: run this program again with them.", ""])
     out = (plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan)
-           + plan_predicted_runs(result, dep) + plan_k_by_batch(plan, dep) + plan_at_slo(result.at_slo, dep, plan))
+           + plan_predicted_runs(result, dep) + plan_k_by_batch(plan, dep) + plan_slo_section(result.at_slo, dep, plan))
     if can_serve(dep):   # stages 2 to 4 measure a server that stage 1 started
         out += plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
         out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)
