@@ -486,12 +486,17 @@ class MoeKernels(unittest.TestCase):
                          catalog.MOE_KERNEL_US)
 
     def test_a_moe_pass_pays_its_kernels_latency_once_per_moe_layer(self):
-        # Qwen3-30B-A3B, 48 MoE layers: a pass's fixed term over a dense pass's is 48 x moe_layer_us.
+        # Qwen3-30B-A3B, 48 layers, every one MoE: each pays layer_us less its MLP's share (the fused kernel runs in
+        # its place) plus the kernel's own latency. By hand at a share of 0.5: 48 x (28 x 0.5 + 37.4) us on SGLang.
+        fit = costmodel.FIT._replace(layer_us=28.0, mlp_fixed_share=0.5)
         for engine in ("vllm", "sglang", "trtllm"):
             dep = costmodel.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", 1024, "ngram", engine=engine)
-            parts = costmodel.pass_parts(dep.target, dep, 8, 1, 0.0)
-            self.assertAlmostEqual(parts["fixed"], (48 * costmodel.FIT.layer_us + 48 * catalog.MOE_KERNEL_US[engine]) / 1e3,
-                                   places=12)
+            parts = costmodel.pass_parts(dep.target, dep, 8, 1, 0.0, fit)
+            self.assertAlmostEqual(parts["fixed"], 48 * (14.0 + catalog.MOE_KERNEL_US[engine]) / 1e3, places=12)
+        self.assertAlmostEqual(48 * (14.0 + catalog.MOE_KERNEL_US["sglang"]) / 1e3, 2.4672, places=12)
+        dense = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "ngram")
+        self.assertAlmostEqual(costmodel.pass_parts(dense.target, dense, 8, 1, 0.0, fit)["fixed"], 32 * 28.0 / 1e3,
+                               places=12)   # a dense model pays its layers' whole fixed cost
 
 
 if __name__ == "__main__":

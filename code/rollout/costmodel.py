@@ -14,7 +14,7 @@ from .defaults import (
     TEMPERATURE, TP, WEIGHTS_DTYPE,
 )
 from .records import CONCURRENCY_LIMIT
-from .experts import expected_experts, model_routing_exponent, touched_experts
+from .experts import expected_experts, independent_tokens, model_routing_exponent, touched_experts
 from .catalog import (
     BYTES_PER, DRAFT_WEIGHT_BYTES, EAGLE3_DRAFT_VOCAB, EAGLE_DRAFTS, Engine, ENGINES, Era, GIB, GPU_FAMILY, GPUS,
     MODELS, newest_era,
@@ -54,8 +54,8 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
                         "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us_vllm seq_us_trtllm "
                         "bw_cdna flop_cdna flop_ampere token_us_sglang "
                         "overlap "
-                        + " ".join(OWN_TERMS) + " request_ms",
-          defaults=(1.0,) * (1 + len(OWN_TERMS)) + (0.0,))
+                        + " ".join(OWN_TERMS) + " request_ms expert_affinity mlp_fixed_share",
+          defaults=(1.0,) * (1 + len(OWN_TERMS)) + (0.0,) * 3)
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -99,12 +99,26 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # 20 ms is the least loss (mean over the three sources of the median |log error| of mean TTFT) on a 5 ms grid, with
 # or without InferenceX's MoE runs; without the forced-alpha runs it is 80 ms, and NIM's whole TTFT at concurrency 1
 # is as little as 9 ms on an H100 (bench/served_load.txt, bench/nim_serving.txt): clients differ, so calibrate.
+# expert_affinity: the share of a token's routed experts the same sequence's next token keeps, so a verify pass's K + 1
+# tokens of a sequence route like 1 + K (1 - affinity) independent tokens (experts.independent_tokens). Set from
+# published routing, not fitted: a K = 3 verify of a 128-expert top-8 MoE touches 20.4 distinct experts where 29.1
+# would be independent (Cohere, "Why MoE models get more from speculative decoding", 2026: 0.44), OLMoE-1B-7B's
+# windows of 4 and 8 generated tokens touch 0.77 and 0.73 of the independent count (0.38, 0.45; a public measurement,
+# Techburst36/Swarm routing_correlation_report.txt), and Mixtral's consecutive tokens repeat their first expert at
+# twice chance in its middle layers (arXiv 2401.04088, Table 5): 0.4. InferenceX's DeepSeek-R1 MTP runs cannot tell
+# 0 from 0.4 (bench/moe_load.py); the SpecBundle MoE runs move 13.3% to 12.0% with it.
+# mlp_fixed_share: the share of a layer's fixed cost (layer_us, fitted on dense models) that a MoE layer does not pay:
+# its dense MLP's kernels, which the fused MoE kernel (Engine.moe_layer_us, its own latency measured in kernel sweeps)
+# replaces. Fitted on InferenceX's plain runs (bench/moe_load.py: 0.75 on every GPU, 0.5-1 with one left out); a
+# batch-1 step of Qwen3-30B-A3B on two H100s measures 4.49 ms against 4.78 modelled at 0.75 and 5.79 at 0
+# (sgl-project/SpecForge#339).
 FIT = Fit(bw_hopper=0.9049, bw_ampere=0.7296, bw_ada=0.7856, flop_eff=0.83, fp8_eff=0.9348, fp8_kv_eff=0.7911,
           attn_ns=8.1758, layer_us=28.0859, ar_us=15.0, ar_tp_us=2.7949, link_eff=0.4421, pass_fixed_ms_vllm=0.6953,
           pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9443, draft_fixed_ms_vllm=0.6395,
           draft_fixed_ms_sglang=0.45, round_fixed_ms_vllm=1.4307, round_fixed_ms_sglang=2.0518,
           token_us_vllm=17.1484, seq_us_trtllm=46.7773, bw_cdna=0.6575, flop_cdna=0.2942, flop_ampere=0.95,
-          token_us_sglang=17.2656, overlap=2.5, request_ms=20.0)
+          token_us_sglang=17.2656, overlap=2.5, request_ms=20.0, expert_affinity=0.4,
+          mlp_fixed_share=0.75)
 # What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.93 of the
 # bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
 # attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
@@ -675,12 +689,15 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     and elementwise kernels stream each token's activations apart (ELEMENTWISE_HIDDEN, ELEMENTWISE_MLP).
     All K+1 query tokens of a sequence share its reads of its KV history (kv_reads). A MoE
     layer reads the experts its tokens touch (expected_experts): a verify pass's B*(K+1)
-    tokens touch more than a plain step's B; its fused kernel adds a latency of its own
-    (Engine.moe_layer_us) to the pass's fixed cost.
+    tokens touch more than a plain step's B, though fewer than as many independent tokens, for a sequence's
+    consecutive tokens reuse experts (independent_tokens, Fit.expert_affinity; a prefill chunk's tokens are taken as
+    independent: at hundreds of tokens they touch every expert either way); its fused kernel adds a latency of its
+    own (Engine.moe_layer_us) to the pass's fixed cost in place of the dense MLP's share of it (Fit.mlp_fixed_share).
     """
     tokens = batch * tokens_per_seq + prefill
     bytes_per_ms = dep.tp * dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)
-    experts = net.moe_layers * touched_experts(net, dep, tokens) * net.expert_bytes
+    routed = independent_tokens(batch, tokens_per_seq, fit.expert_affinity) + prefill
+    experts = net.moe_layers * touched_experts(net, dep, routed) * net.expert_bytes
     # Attention data parallel: every GPU reads a whole copy of what is not a routed expert, holds ceil(B / tp) of
     # the sequences (their KV and per-token host work, no copies), and one collective a MoE layer gathers its
     # tokens for the experts and scatters them back, where TP runs two all-reduces a layer.
@@ -719,7 +736,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     communication = collectives * allreduce_ms(dep, tokens * net.hidden * ACTIVATION_BYTES, fit)
     return dict(weights=weights, attention=attention, compute=compute, activations=activations,
                 communication=communication,
-                fixed=fixed_cost + net.layers * fit.layer_us / 1e3 + net.moe_layers * dep.engine.moe_layer_us / 1e3,
+                fixed=(fixed_cost + net.layers * fit.layer_us / 1e3
+                       + net.moe_layers * (dep.engine.moe_layer_us - fit.mlp_fixed_share * fit.layer_us) / 1e3),
                 engine=(mine * tokens_per_seq * getattr(fit, f"token_us_{dep.engine.token_cost_of}") / 1e3
                         if host and not token_cost_hidden(dep, tokens_per_seq) else 0.0))
 
@@ -845,6 +863,7 @@ class MoeVerify:
     experts_per_token: int   #: experts a token is routed to
     plain_experts: float     #: distinct experts a plain step's B tokens touch per layer
     verify_experts: float    #: distinct experts the verify pass's tokens touch per layer
+    verify_routed: float     #: the independent tokens they route like (independent_tokens: a sequence's reuse experts)
     plain_read: float        #: experts a plain step reads per layer at the replica's pace (touched_experts)
     verify_read: float       #: likewise for the verify pass: under expert parallelism, ep x the busiest GPU's
     eps: float               #: decode eps of the round
@@ -855,11 +874,12 @@ def moe_verify(dep, k, batch, fit=FIT):
     """Experts a plain step and a verify pass touch per MoE layer, and eps beside a dense model's of the same active size."""
     t = dep.target
     verify = verify_tokens(dep, k)
+    routed = independent_tokens(batch, verify, fit.expert_affinity)   # a sequence's tokens share experts
     return MoeVerify(k=k, batch=batch, verify_tokens=verify, experts=t.experts, experts_per_token=t.experts_per_token,
                      plain_experts=expected_experts(t.experts, t.experts_per_token, batch, t.routing_exponent),
-                     verify_experts=expected_experts(t.experts, t.experts_per_token, batch * verify,
-                                                     t.routing_exponent),
-                     plain_read=touched_experts(t, dep, batch), verify_read=touched_experts(t, dep, batch * verify),
+                     verify_experts=expected_experts(t.experts, t.experts_per_token, routed, t.routing_exponent),
+                     verify_routed=routed,
+                     plain_read=touched_experts(t, dep, batch), verify_read=touched_experts(t, dep, routed),
                      eps=eps_decode(dep, batch, k, fit),
                      eps_dense=eps_decode(dense_equivalent(dep), batch, k, fit))
 

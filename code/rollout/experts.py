@@ -63,9 +63,9 @@ def expected_experts(experts, k, tokens, exponent=0.0):
     """Distinct experts that `tokens` routings of k of E experts touch: with uniform routing (exponent 0)
     E (1 - (1 - k/E)^n), under skew the sum over experts of 1 - (1 - q_i)^n (expert_shares q).
 
-    Each token's picks are drawn independently of the other tokens'; what makes real batches touch fewer still
-    (a sequence's consecutive tokens, as a verify pass carries them, reusing experts) is not measured here.
-    A dense model has none.
+    Each token's picks are drawn independently of the other tokens'; a sequence's consecutive tokens, as a verify
+    pass carries them, reuse experts and touch fewer (independent_tokens says how many independent tokens they count
+    as). A dense model has none.
     >>> round(expected_experts(128, 8, 1), 3), round(expected_experts(128, 8, 32), 1), expected_experts(0, 0, 5)
     (8.0, 111.8, 0.0)
     """
@@ -74,6 +74,19 @@ def expected_experts(experts, k, tokens, exponent=0.0):
     if exponent == 0.0:
         return experts * (1.0 - (1.0 - k / experts) ** tokens)
     return sum(1.0 - (1.0 - q) ** tokens for q in expert_shares(experts, k, exponent))
+
+
+def independent_tokens(batch, tokens_per_seq, affinity):
+    """The independent routings that touch as many distinct experts as `batch` sequences' tokens_per_seq
+    consecutive tokens each: a sequence's next token keeps a share `affinity` of its previous token's experts and
+    routes the rest afresh, so its T tokens count as 1 + (T - 1)(1 - affinity) independent ones (Fit.expert_affinity,
+    0: independent); sequences route independently of one another.
+    >>> independent_tokens(4, 1, 0.4), independent_tokens(4, 4, 0.0), round(independent_tokens(2, 4, 0.4), 6)
+    (4, 16, 5.6)
+    """
+    if tokens_per_seq <= 1 or not affinity:
+        return batch * tokens_per_seq
+    return batch * (1.0 + (tokens_per_seq - 1) * (1.0 - affinity))
 
 
 def touched_experts(net, dep, tokens):

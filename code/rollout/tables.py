@@ -354,6 +354,8 @@ def facts_moe(result, dep):
             f"{'' if e.batch != 1 else 'es'} {e.plain_experts:.1f} experts a layer, "
             f"the verify pass's {e.batch * e.verify_tokens} tokens "
             f"{e.verify_experts:.1f}" + (
+                f" (a sequence's tokens reuse experts: they route like {e.verify_routed:.1f} independent ones)"
+                if e.verify_routed < e.batch * e.verify_tokens else "") + (
                 f" (expert parallel, at the busiest GPU's pace: {e.plain_read:.1f} and {e.verify_read:.1f})"
                 if dep.ep > 1 else "") +
             f": the round reads {e.verify_read / e.plain_read:.1f}x the expert "
