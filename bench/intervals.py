@@ -5,7 +5,9 @@
 
 Every published point and served run is predicted by a fit that did not see its source: the leave-one-source-out
 fits of bench/calibrate.py for the points the constants are fitted on (written to bench/held_out_fits.json), and the
-fit itself for the SpecBundle runs, which it never sees. Each prediction's log error is written to
+fit itself for the SpecBundle runs, which it never sees, and bench/moe_load.py's InferenceX runs, each GPU
+predicted at the constants fitted on the others (bench/moe_held_out.json, which this script reads as it stands: rerun
+moe_load.py first when the model changes). Each prediction's log error is written to
 bench/held_out_errors.json with its class (what it predicts, engine, dense or MoE target, GPU
 family, draft kind), and the table trust.MODEL_ERROR should hold is printed: per class, the
 number of points and of sources, the spread of a source's points around its own mean, and the
@@ -30,6 +32,7 @@ import served_runs  # noqa: E402  (bench/served_runs.py: the served runs' deploy
 
 from rollout import costmodel, trust  # noqa: E402
 OUT = HERE / "held_out_errors.json"
+MOE_ROWS = HERE / "moe_held_out.json"   # written by bench/moe_load.py (a few minutes), read here as it stands
 
 
 def row(point, predicted, how):
@@ -64,6 +67,7 @@ def held_out_rows(fits=None):
         rows += [row(p, calibrate.predict(p, fit), "fitted without its source") for p in points
                  if p["source"] == source and p["kind"] != "slope"]   # a slope is a view of NIM's points
     rows += [row(p, calibrate.predict(p, costmodel.FIT), "never fitted") for p in calibrate.load_specbundle()]
+    rows += json.loads(MOE_ROWS.read_text())["rows"]   # InferenceX's MoE runs, each GPU left out (bench/moe_load.py)
     return rows, fits
 
 

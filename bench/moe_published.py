@@ -25,8 +25,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
+sys.path.insert(0, str(HERE))
 
 from rollout import catalog, costmodel  # noqa: E402
+import calibrate  # noqa: E402  (bench/calibrate.py: MT_BENCH_CONTEXT)
 ROWS = json.loads((HERE / "published_moe_2026.json").read_text())["points"]
 for _row in ROWS:   # "meta-llama/Llama-4-Scout-...": the name after the organisation
     _row["name"] = _row["model"].split("/")[-1]
@@ -106,7 +108,35 @@ def kimi_rocm():
     return out
 
 
-CASES = (llama4_sweeps, deepseek_sglang, kimi_rocm)
+# Published small-batch losses of EAGLE-3 heads on a small MoE (issue 36), from the issue trackers, not in
+# published_moe_2026.json: Qwen3-30B-A3B in bf16 on H100s, SGLang driven by SpecForge's bench_eagle3.py, MT-Bench, batch
+# 1, tokens/s plain and with speculation at the printed acceptance length (steps, topk, draft tokens as launched).
+# sgl-project/SpecForge#339 (2025-12-01): TP 2, head zhuyksir/EAGLE3-Qwen3-30B-A3B-DenseHead, plain 222.47 tokens/s.
+# Tencent/AngelSlim#163 (2025-12-08): TP 4, the same harness and author, plain 218.89. SGLang of that month: 0.5.6.
+SMALL_BATCH = (  # (source, TP, steps, topk, draft tokens, tau, tokens/s with speculation, plain tokens/s)
+    ("SpecForge#339", 2, 3, 1, 4, 1.86, 159.78, 222.47), ("SpecForge#339", 2, 3, 3, 4, 1.99, 207.62, 222.47),
+    ("SpecForge#339", 2, 3, 3, 8, 2.20, 172.99, 222.47), ("SpecForge#339", 2, 6, 4, 12, 2.42, 171.54, 222.47),
+    ("SpecForge#339", 2, 7, 4, 16, 2.52, 191.90, 222.47), ("SpecForge#339", 2, 8, 8, 60, 3.20, 177.50, 222.47),
+    ("AngelSlim#163", 4, 3, 3, 4, 2.017, 170.35, 218.89), ("AngelSlim#163", 4, 3, 2, 8, 2.216, 185.28, 218.89),
+    ("AngelSlim#163", 4, 4, 4, 16, 2.542, 185.64, 218.89), ("AngelSlim#163", 4, 7, 10, 64, 3.034, 193.31, 218.89))
+
+
+def small_batch_losses():
+    """Each published loss predicted at its own tau, steps and tree (verify tokens = draft tokens), batch 1."""
+    points = []
+    for source, tp, steps, topk, drafts, tau, spec, plain in SMALL_BATCH:
+        dep = costmodel.make_deployment("qwen3-30b-a3b", "h100-sxm", tp, "bf16", "bf16", calibrate.MT_BENCH_CONTEXT,
+                                        "eagle3", engine="sglang", era=catalog.era_of("sglang", "0.5.6"), topk=topk,
+                                        verify_tokens=drafts if topk > 1 else None)
+        points.append(dict(case="Qwen3-30B-A3B EAGLE-3 at batch 1 (SGLang 0.5.6, 2 or 4 x H100, bf16)",
+                           family="Qwen3 MoE", engine="sglang", measured=spec / plain, k=steps,
+                           what=f"{source} TP{tp} {steps}/{topk}/{drafts} tau {tau:g}",
+                           predicted=speedup(dep, 1, steps, tau)))
+    right = sum((p["predicted"] < 1.0) == (p["measured"] < 1.0) for p in points)
+    return [(points, f"{right} of {len(points)} on the measured side of 1.0x")]
+
+
+CASES = (llama4_sweeps, deepseek_sglang, kimi_rocm, small_batch_losses)
 
 
 def not_asked():

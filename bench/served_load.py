@@ -124,8 +124,8 @@ def inferencex_cases():
         dtype = "fp4" if "(fp4)" in p["model"] else "fp8"
         k = p["K"]
         inp, out = round(p["input_tokens"] * (1 + RANGE) / 2), round(p["output_tokens"] * (1 + RANGE) / 2)
-        dep = costmodel.make_deployment("deepseek-v3", GPUS[gpu], int(tp), dtype, kv_dtype="fp8" if dtype == "fp4"
-                                        else "bf16", draft="mtp", engine=engine, era=era, ep=int(ep),
+        dep = costmodel.make_deployment("deepseek-v3", GPUS[gpu], int(tp), dtype,
+                                        kv_dtype=inferencex_kv(engine, GPUS[gpu]), draft="mtp", engine=engine, era=era, ep=int(ep),
                                         input_tokens=inp, output_tokens=out)
         if dep.target.weight_bytes / dep.tp > dep.memory_gib * 2 ** 30 * 0.9:
             continue
@@ -139,21 +139,65 @@ def inferencex_cases():
                    m.get("mean_tpot_ms") or m["median_tpot_ms"], engine, c)
 
 
+def inferencex_kv(engine, gpu):
+    """The KV cache's dtype InferenceX's launch scripts give: fp8 (TensorRT-LLM's kv_cache_config dtype fp8 in every
+    script; SGLang's --kv-cache-dtype fp8_e4m3 on B200, MI300X and MI355X), except SGLang on H200, which sets none."""
+    return "bf16" if (engine, gpu) == ("sglang", "h200") else "fp8"
+
+
+def padded(tokens):
+    """The TensorRT-LLM scripts' $(( (X + 64 + 63) / 64 * 64 )): X plus 64, rounded up to a multiple of 64."""
+    return (tokens + 127) // 64 * 64
+
+
 def inferencex_server(dep, point, concurrency):
-    """The SGLang server as InferenceX's launch scripts start it, where read (SemiAnalysisAI/InferenceX @1fc5d73):
-    benchmarks/dsr1_fp8_b200.sh (TP 8: --scheduler-recv-interval 30 from concurrency 16, else 10, --max-running-requests
-    128, --chunked-prefill-size 32768, --mem-fraction-static 0.82; TP 4: 10, 32, 8192, 0.95) and dsr1_fp8_h200.sh
-    (--max-running-requests 512 at 1k/1k else 256, --chunked-prefill-size 32768, --mem-fraction-static 0.82, no
-    receive interval). Other GPUs, fp4 and MTP runs keep the engine's defaults: their scripts were not read."""
-    if dep.engine.key != "sglang" or point["K"] or dep.weights_dtype != "fp8" or dep.gpu not in ("b200", "h200"):
-        return dep
-    if dep.gpu == "b200":
-        recv, running, chunk, share = ((30 if concurrency >= 16 else 10), 128, 32768, 0.82) if dep.tp == 8 else \
-            (10, 32, 8192, 0.95)
-    else:
-        recv, running, chunk, share = 1, (512 if point["output_tokens"] == point["input_tokens"] == 1024 else 256), \
-            32768, 0.82
-    engine = dataclasses.replace(dep.engine, recv_interval=recv, running_limit=((0, running),),
+    """The server as InferenceX's launch scripts start it (SemiAnalysisAI/InferenceX, benchmarks/dsr1_*.sh and
+    benchmarks/single_node/fixed_seq_len/ at 8eec0d4; 1fc5d73 and 6c5e4c5 where they are the same), with the
+    nominal prompt length L (1,024 or 8,192):
+      TensorRT-LLM (--extra_llm_api_options): kv_cache_config free_gpu_memory_fraction 0.8 on B200 (0.7 with MTP and
+        DP attention, 0.75 for 8k/1k at TP 4), 0.75 on H200. Without MTP max_num_tokens = max(padded(C + L),
+        8192) and the default max_batch_size; with MTP (num_nextn_predict_layers K) max_batch_size C (a rank's share
+        under DP attention) and max_num_tokens = padded((K + 1) x max_batch_size + L), each rank's.
+      SGLang: dsr1_fp8_b200(_mtp).sh: TP 8 --max-running-requests 128 (512 with MTP), --chunked-prefill-size 32768
+        (16384 with MTP), --mem-fraction-static 0.82, --scheduler-recv-interval 30 from concurrency 16, else 10; TP 4
+        32, 8192, 0.95, 10. dsr1_fp4_b200(_mtp).sh: 256 (512 with MTP), 16384, 0.85, the same receive interval.
+        dsr1_fp8_h200.sh: 512 at 1k/1k else 256, 32768, 0.82. dsr1_fp8_mi355x(_mtp).sh and dsr1_fp4_mi355x.sh:
+        --chunked-prefill-size 196608 (32768 for fp4 8k/1k past concurrency 32), 0.8, --num-continuous-decode-steps
+        8 (fp8) or 4 (fp4), which admits new requests every that many steps, as a receive interval does; with MTP
+        --max-running-requests C. dsr1_fp8_mi300x.sh: 131072, 0.8, 4."""
+    engine, gpu, mtp = dep.engine, dep.gpu, bool(point["K"])
+    nominal = point["input_tokens"]
+    if engine.key == "trtllm":
+        if mtp:
+            ranks = dep.tp if dep.dp_attention else 1
+            batch = max(1, concurrency // ranks)
+            budget = ranks * padded((point["K"] + 1) * batch + nominal)
+            running = ((0, concurrency),)
+        else:
+            budget, running = max(padded(concurrency + nominal), 8192), engine.running_limit
+        share = 0.75 if gpu == "h200" else 0.7 if mtp and dep.dp_attention else \
+            0.75 if nominal == 8192 and dep.tp == 4 and not mtp else 0.8
+        engine = dataclasses.replace(engine, running_limit=running, prefill_budget=((0, budget),),
+                                     prefill_budget_small=())
+        return dataclasses.replace(dep, engine=engine, memory_fraction=share)
+    if gpu == "b200":
+        recv = 30 if concurrency >= 16 else 10
+        if dep.weights_dtype == "fp8":
+            running, chunk, share = ((512 if mtp else 128), (16384 if mtp else 32768), 0.82) if dep.tp == 8 else \
+                (32, 8192, 0.95)
+            recv = recv if dep.tp == 8 else 10
+        else:
+            running, chunk, share = (512 if mtp else 256), 16384, 0.85
+    elif gpu == "h200":
+        recv, running, chunk, share = 1, (512 if point["output_tokens"] == nominal == 1024 else 256), 32768, 0.82
+    elif gpu == "mi355x":
+        fp8 = dep.weights_dtype == "fp8"
+        chunk = 32768 if not fp8 and nominal == 8192 and concurrency > 32 else 196608
+        recv, running, share = (8 if fp8 else 4), (concurrency if mtp else None), 0.8
+    else:   # mi300x
+        recv, running, chunk, share = 4, None, 131072, 0.8
+    engine = dataclasses.replace(engine, recv_interval=recv,
+                                 running_limit=((0, running),) if running else engine.running_limit,
                                  prefill_budget=((0, chunk),), prefill_budget_small=())
     return dataclasses.replace(dep, engine=engine, memory_fraction=share)
 

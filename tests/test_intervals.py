@@ -46,17 +46,20 @@ class ErrorTable(unittest.TestCase):
         self.assertEqual(outside.outside, ("engine", "draft"))
         self.assertAlmostEqual(outside.sd, math.sqrt(0.05 ** 2 + 0.10 ** 2 + 2 * every), places=12)
 
-    def test_an_expert_parallel_layout_is_one_more_attribute_no_source_shares(self):
+    def test_a_layout_no_source_ran_is_one_more_attribute_no_source_shares(self):
         table = {("speedup", "moe", "sglang", "eagle3", "hopper"): (10, 2, 0.20, 0.40),
                  ("speedup", "dense", "vllm", "eagle3", "hopper"): (10, 2, 0.05, 0.10)}
         cls = dict(what="speedup", target="moe", engine="sglang", draft="eagle3", family="hopper")
-        tp, ep = trust.class_error(dict(cls, layout="tp"), table), trust.class_error(dict(cls, layout="ep"), table)
+        tp, ep = (trust.class_error(dict(cls, layout=layout), table, layouts=("tp",)) for layout in ("tp", "ep"))
         every = (2 * 0.10 ** 2 + 2 * 0.40 ** 2) / 4
         self.assertEqual((tp.outside, ep.outside), ((), ("layout",)))
         self.assertAlmostEqual(ep.sd ** 2 - tp.sd ** 2, every, places=12)
         dep = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", ep=8)
         self.assertEqual(trust.error_class("speedup", dep)["layout"], "ep")
         self.assertEqual(trust.error_class("speedup", dataclasses.replace(dep, dp_attention=True))["layout"], "ep+dp")
+        rows = json.loads((ROOT / "bench" / "held_out_errors.json").read_text())["rows"]
+        self.assertEqual(set(trust.MEASURED_LAYOUTS), {r["layout"] for r in rows})
+        self.assertEqual(trust.class_error(dict(cls, layout="ep"), table).outside, ())   # InferenceX ran it
 
     def test_intervals_cover_seventy_to_ninety_percent_of_sources_they_did_not_see(self):
         coverage = trust.interval_coverage(HELD_OUT)
@@ -110,10 +113,14 @@ class Intervals(unittest.TestCase):
 
     def test_a_deployment_outside_the_data_is_less_certain(self):
         dense = trust.trust_in(costmodel.make_deployment(era=catalog.fitted_era("vllm")))
-        moe = trust.trust_in(costmodel.make_deployment(model="qwen3-235b-a22b", gpu="h200", tp=8, era=catalog.fitted_era("vllm")))
+        moe = trust.trust_in(costmodel.make_deployment(model="qwen3-30b-a3b", gpu="l40s", tp=1, era=catalog.fitted_era("vllm")))
         self.assertEqual(dense.outside, ())
-        self.assertIn("target", moe.outside)                   # no published plain step of a MoE target
+        self.assertEqual(moe.outside, ("family",))             # no speculative source ran on an Ada GPU
         self.assertGreater(moe.speedup_sd, 2 * dense.speedup_sd)
+        inside = trust.trust_in(costmodel.make_deployment(model="qwen3-235b-a22b", gpu="h200", tp=8,
+                                                          era=catalog.fitted_era("vllm")))
+        self.assertEqual(inside.outside, ())                   # MoE speedups and plain steps measured on Hopper
+        self.assertLess(inside.speedup_sd, moe.speedup_sd)
 
     def test_after_calibration_the_runs_held_out_error_sets_the_width(self):
         runs = [calibration.CalibrationRun(path=f"r{i}", kind="baseline" if k is None else "speculative", batch=1, k=k,

@@ -35,14 +35,28 @@ MODEL_ERROR = {
     ('speedup', 'dense', 'vllm', 'eagle', 'ampere'): (504, 6, 0.0293, 0.0173),
     ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (48, 2, 0.0585, 0.0267),
     ('speedup', 'dense', 'vllm', 'model', 'hopper'): (42, 1, 0.0528, 0.0504),
-    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1805, 0.3589),
+    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1809, 0.3446),
+    ('speedup', 'moe', 'sglang', 'mtp', 'blackwell'): (5, 1, 0.0844, 0.0179),
+    ('speedup', 'moe', 'sglang', 'mtp', 'cdna'): (10, 1, 0.0769, 0.0778),
+    ('speedup', 'moe', 'sglang', 'mtp', 'hopper'): (6, 1, 0.0875, 0.247),
+    ('speedup', 'moe', 'trtllm', 'mtp', 'blackwell'): (24, 1, 0.1572, 0.0332),
+    ('speedup', 'moe', 'trtllm', 'mtp', 'hopper'): (4, 1, 0.0634, 0.0177),
     ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.1685),
     ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.087, 0.0429),
     ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1155, 0.0417),
     ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1128, 0.0926),
     ('tpot', 'dense', 'vllm', '', 'cdna'): (9, 1, 0.1284, 0.2245),
     ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0753),
+    ('tpot', 'moe', 'sglang', '', 'blackwell'): (41, 1, 0.1905, 0.0592),
+    ('tpot', 'moe', 'sglang', '', 'cdna'): (42, 2, 0.1227, 0.2941),
+    ('tpot', 'moe', 'sglang', '', 'hopper'): (13, 1, 0.0743, 0.0534),
+    ('tpot', 'moe', 'trtllm', '', 'blackwell'): (40, 1, 0.1621, 0.0449),
+    ('tpot', 'moe', 'trtllm', '', 'hopper'): (20, 1, 0.0971, 0.0163),
 }
+
+# The layouts the held-out rows ran (bench/held_out_errors.json; tests/test_intervals.py checks): tensor parallel
+# everywhere, expert parallel and attention data parallel in InferenceX's DeepSeek-R1 runs (bench/moe_load.py).
+MEASURED_LAYOUTS = ("tp", "ep", "ep+dp")
 
 
 def error_class(what, dep):
@@ -77,7 +91,7 @@ class ClassError:
                              #: between all sources once more
 
 
-def class_error(cls, table=MODEL_ERROR):
+def class_error(cls, table=MODEL_ERROR, layouts=MEASURED_LAYOUTS):
     """The model's error for a prediction of class `cls` (error_class): the spreads within and between the sources
     of the same kind of target, and the spread between all sources once more for each attribute (engine, draft,
     GPU family, or the target's kind itself) that no source shares. Pooled by target, not matched on every
@@ -90,8 +104,8 @@ def class_error(cls, table=MODEL_ERROR):
     def between_of(values):
         return sum(v[1] * v[3] ** 2 for v in values) / sum(v[1] for v in values)
     outside = tuple(name for name in order if not any(key[order.index(name) + 1] == cls[name] for key in rows))
-    # Every published source ran tensor parallel: an expert-parallel layout is one more attribute none shares.
-    outside += ("layout",) if cls.get("layout", "tp") != "tp" else ()
+    # A layout no held-out row ran is one more attribute no source shares.
+    outside += ("layout",) if cls.get("layout", "tp") not in layouts else ()
     squared = within + between_of(alike) + len(outside) * between_of(rows.values())
     return ClassError(sd=math.sqrt(squared), within=math.sqrt(within), between=math.sqrt(between_of(alike)),
                       outside=outside)
