@@ -27,12 +27,13 @@ Tried and left out: TensorRT-LLM's own round and draft fixed costs (fitted withi
 which it borrows) and a share of peak for the routed experts' grouped GEMMs (at its grid's edge, 0.25; it moved the
 plain median by a point and not the TTFTs it was meant to explain).
 
-Tables: A, the fit without InferenceX (no affinity, mlp_fixed_share 0: leave this source out); B, in sample; C, each
+Tables: A, the fit without InferenceX (no affinity, mlp_fixed_share 0: leave this source out, though its alphas are
+fitted on every pair, in sample); B, in sample; C, each
 GPU at the constants and alphas fitted on the other three (leave one GPU out), whose rows (MTP speedups, and the
 plain runs' mean TPOTs) go to moe_held_out.json for bench/intervals.py. SpecBundle's MoE runs (SGLang EAGLE-3 at batch
 8 on H200, calibrate.load_specbundle) are predicted beside them, never fitted.
 
-    python bench/moe_load.py > bench/moe_load.txt   # A, B, C and moe_held_out.json (about a minute on 2 cores)
+    python bench/moe_load.py > bench/moe_load.txt   # A, B, C and moe_held_out.json (about two minutes on 2 cores)
     python bench/moe_load.py --all-runs             # the plain runs: every run, not the newest of each configuration
 """
 import collections
@@ -48,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))
 sys.path.insert(0, str(HERE))
 
-from rollout import catalog, cli, costmodel, serving, trust  # noqa: E402
+from rollout import acceptance, catalog, cli, costmodel, serving, trust  # noqa: E402
 import calibrate  # noqa: E402
 import served_load  # noqa: E402
 
@@ -329,6 +330,16 @@ def main():
                 predict, [], test_spec, params)[1])]
         print()
         table("C. Each GPU at the constants and alphas fitted on the others (leave one GPU out)", rows)
+        print("Rounds at concurrency 4, K = 3 (TensorRT-LLM, 8 x B200): the most a round can cost for the measured "
+              "speedup at alpha 0.9, against the model's, each over a plain step")
+        for s, b in spec:
+            run = RUNS[s]
+            if (run.engine, run.gpu, run.dep.tp, run.point["concurrency"], run.k) == ("trtllm", "b200", 8, 4, 3):
+                measured = run.throughput / RUNS[b].throughput
+                model = costmodel.round_ms(run.dep, 4, 3) / costmodel.decode_step_ms(run.dep, 4)
+                print(f"   {run.setup} {run.dtype} {run.point['input_tokens']}/{run.point['output_tokens']}: measured "
+                      f"{measured:.2f}x, at most {acceptance.acceptance_length(0.9, 3) / measured:.2f}; model {model:.2f}")
+        print()
         if "--all-runs" not in sys.argv:
             OUT.write_text(json.dumps(dict(note=ROWS_NOTE, rows=held_out), indent=1) + "\n")
             print(f"wrote {OUT.name}: {len(held_out)} held-out rows (bench/intervals.py adds them to trust.MODEL_ERROR)")

@@ -20,8 +20,10 @@ Sources (each with its own caveats in served_runs.json's `sources`):
   inferencex InferenceX DeepSeek-R1-0528 fp8/fp4 on SGLang and TensorRT-LLM (8 x H200/B200/MI300X/MI355X, 4 x B200/
              MI355X), max_concurrency C with 10 C prompts, lengths uniform on [0.8 L, L] (its --random-range-ratio
              0.8: mean 0.9 L, s.d. 6% of it). MTP's acceptance is not in the files: a per-token alpha of 0.75
-             (within the 0.7-0.9 published for DeepSeek's MTP module) is assumed, and calibration absorbs the rest.
-             DP-attention runs (not simulated: serving.simulated_layout) and the ATOM engine are left out.
+             (within the 0.6-0.9 published for DeepSeek's MTP module: bench/moe_load.py) is assumed, and
+             calibration absorbs the rest. The servers are started as their launch scripts start them
+             (inferencex_server). DP-attention runs (the product does not simulate them: serving.simulated_layout;
+             bench/moe_load.py does, as one scheduler) and the ATOM engine are left out.
 
     python bench/served_load.py            # the errors at FIT, by source, band and engine (a few minutes)
     python bench/served_load.py --loso     # refit request_ms without each source in turn (about 20 minutes)
@@ -154,28 +156,37 @@ def inferencex_server(dep, point, concurrency):
     """The server as InferenceX's launch scripts start it (SemiAnalysisAI/InferenceX, benchmarks/dsr1_*.sh and
     benchmarks/single_node/fixed_seq_len/ at 8eec0d4; 1fc5d73 and 6c5e4c5 where they are the same), with the
     nominal prompt length L (1,024 or 8,192):
-      TensorRT-LLM (--extra_llm_api_options): kv_cache_config free_gpu_memory_fraction 0.8 on B200 (0.7 with MTP and
-        DP attention, 0.75 for 8k/1k at TP 4), 0.75 on H200. Without MTP max_num_tokens = max(padded(C + L),
-        8192) and the default max_batch_size; with MTP (num_nextn_predict_layers K) max_batch_size C (a rank's share
-        under DP attention) and max_num_tokens = padded((K + 1) x max_batch_size + L), each rank's.
+      TensorRT-LLM (--extra_llm_api_options): kv_cache_config free_gpu_memory_fraction 0.8 on B200 (0.7 for fp8 with MTP
+        and DP attention at 8eec0d4, 0.75 for 8k/1k at TP 4 without MTP), 0.75 on H200. Without MTP max_num_tokens =
+        max(padded(C + L), 8192) and the default max_batch_size; with MTP (num_nextn_predict_layers K)
+        max_batch_size C, under DP attention a rank's: C / 8 from 8 (fp8 on B200), C / 4 from 4 (fp4 on B200), C / TP
+        on H200, and max_num_tokens = padded((K + 1) x max_batch_size + L); both are each rank's.
       SGLang: dsr1_fp8_b200(_mtp).sh: TP 8 --max-running-requests 128 (512 with MTP), --chunked-prefill-size 32768
         (16384 with MTP), --mem-fraction-static 0.82, --scheduler-recv-interval 30 from concurrency 16, else 10; TP 4
         32, 8192, 0.95, 10. dsr1_fp4_b200(_mtp).sh: 256 (512 with MTP), 16384, 0.85, the same receive interval.
-        dsr1_fp8_h200.sh: 512 at 1k/1k else 256, 32768, 0.82. dsr1_fp8_mi355x(_mtp).sh and dsr1_fp4_mi355x.sh:
+        dsr1_fp8_h200.sh (and fixed_seq_len/dsr1_fp8_h200_mtp.sh at f89cdfe): 512 at 1k/1k else 256, 32768, 0.82.
+        dsr1_fp8_mi355x.sh, fixed_seq_len/dsr1_fp8_mi355x_mtp.sh at f89cdfe and dsr1_fp4_mi355x.sh:
         --chunked-prefill-size 196608 (32768 for fp4 8k/1k past concurrency 32), 0.8, --num-continuous-decode-steps
         8 (fp8) or 4 (fp4), which admits new requests every that many steps, as a receive interval does; with MTP
         --max-running-requests C. dsr1_fp8_mi300x.sh: 131072, 0.8, 4."""
     engine, gpu, mtp = dep.engine, dep.gpu, bool(point["K"])
     nominal = point["input_tokens"]
     if engine.key == "trtllm":
+        # Each rank of attention data parallelism has its own budget and batch; the simulation runs one scheduler over
+        # the replica, so it takes the ranks' sum.
+        ranks = dep.tp if dep.dp_attention else 1
         if mtp:
-            ranks = dep.tp if dep.dp_attention else 1
-            batch = max(1, concurrency // ranks)
+            batch = concurrency
+            if dep.dp_attention:   # each rank's max_batch_size, as each script computes it
+                share_of = 8 if dep.weights_dtype == "fp8" else 4
+                batch = (concurrency if concurrency < share_of else concurrency // share_of) if gpu == "b200" else \
+                    max(1, concurrency // dep.tp)
             budget = ranks * padded((point["K"] + 1) * batch + nominal)
-            running = ((0, concurrency),)
+            running = ((0, ranks * batch),)
         else:
-            budget, running = max(padded(concurrency + nominal), 8192), engine.running_limit
-        share = 0.75 if gpu == "h200" else 0.7 if mtp and dep.dp_attention else \
+            budget, running = ranks * max(padded(concurrency + nominal), 8192), engine.running_limit
+        share = 0.75 if gpu == "h200" else \
+            0.7 if mtp and dep.dp_attention and dep.weights_dtype == "fp8" else \
             0.75 if nominal == 8192 and dep.tp == 4 and not mtp else 0.8
         engine = dataclasses.replace(engine, running_limit=running, prefill_budget=((0, budget),),
                                      prefill_budget_small=())

@@ -50,7 +50,8 @@ class ErrorTable(unittest.TestCase):
         table = {("speedup", "moe", "sglang", "eagle3", "hopper"): (10, 2, 0.20, 0.40),
                  ("speedup", "dense", "vllm", "eagle3", "hopper"): (10, 2, 0.05, 0.10)}
         cls = dict(what="speedup", target="moe", engine="sglang", draft="eagle3", family="hopper")
-        tp, ep = (trust.class_error(dict(cls, layout=layout), table, layouts=("tp",)) for layout in ("tp", "ep"))
+        tp, ep = (trust.class_error(dict(cls, layout=layout), table, layouts={"sglang": ("tp",)})
+                  for layout in ("tp", "ep"))
         every = (2 * 0.10 ** 2 + 2 * 0.40 ** 2) / 4
         self.assertEqual((tp.outside, ep.outside), ((), ("layout",)))
         self.assertAlmostEqual(ep.sd ** 2 - tp.sd ** 2, every, places=12)
@@ -58,8 +59,11 @@ class ErrorTable(unittest.TestCase):
         self.assertEqual(trust.error_class("speedup", dep)["layout"], "ep")
         self.assertEqual(trust.error_class("speedup", dataclasses.replace(dep, dp_attention=True))["layout"], "ep+dp")
         rows = json.loads((ROOT / "bench" / "held_out_errors.json").read_text())["rows"]
-        self.assertEqual(set(trust.MEASURED_LAYOUTS), {r["layout"] for r in rows})
-        self.assertEqual(trust.class_error(dict(cls, layout="ep"), table).outside, ())   # InferenceX ran it
+        self.assertEqual({(engine, layout) for engine, layouts in trust.MEASURED_LAYOUTS.items() for layout in layouts},
+                         {(r["engine"], r["layout"]) for r in rows})
+        self.assertEqual(trust.class_error(dict(cls, layout="ep"), table).outside, ())   # InferenceX ran it on SGLang
+        self.assertEqual(trust.class_error(dict(cls, engine="vllm", layout="ep"), table).outside,
+                         ("layout",))   # vLLM is in the table (its dense row), its expert-parallel layout is not
 
     def test_intervals_cover_seventy_to_ninety_percent_of_sources_they_did_not_see(self):
         coverage = trust.interval_coverage(HELD_OUT)

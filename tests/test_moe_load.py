@@ -60,14 +60,17 @@ class PublishedSmallBatchLoss(unittest.TestCase):
         self.assertLess(abs(cell["plain_step_ms"] / (1000 / 222.47) - 1), 0.10)
 
     def test_a_moe_layers_fixed_cost_is_its_kernels_in_place_of_the_mlps_share(self):
-        # By hand for that deployment: 48 MoE layers x (28.0859 x (1 - 0.75) + 37.4) us, SGLang's pass fixed 0.
+        # By hand for that deployment: 48 layers, every one MoE, each layer_us x (1 - 0.75) + SGLang's 37.4 us kernel,
+        # plus SGLang's fixed cost of a pass; DeepSeek-V3's 3 dense layers of 61 pay their layer_us whole.
         fit = costmodel.FIT
-        self.assertEqual(fit.mlp_fixed_share, 0.75)
+        self.assertEqual((fit.mlp_fixed_share, catalog.MOE_KERNEL_US["sglang"]), (0.75, 37.4))
         dep = costmodel.make_deployment("qwen3-30b-a3b", "h100-sxm", 2, "bf16", "bf16", 384, "eagle3", engine="sglang",
                                         era=catalog.era_of("sglang", "0.5.6"))
         fixed = costmodel.target_parts(dep, 1, 1)["fixed"]
-        self.assertAlmostEqual(fixed, 48 * (28.0859 * 0.25 + 37.4) / 1e3 + fit.pass_fixed_ms_sglang, places=9)
-        self.assertAlmostEqual(fixed, 2.13223, places=5)
+        self.assertAlmostEqual(fixed, 48 * (fit.layer_us * 0.25 + 37.4) / 1e3 + fit.pass_fixed_ms_sglang, places=9)
+        deepseek = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang")
+        self.assertAlmostEqual(costmodel.pass_parts(deepseek.target, deepseek, 1, 1, 0.0)["fixed"],
+                               (3 * fit.layer_us + 58 * (fit.layer_us * 0.25 + 37.4)) / 1e3, places=9)
 
 
 if __name__ == "__main__":

@@ -696,8 +696,8 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     """
     tokens = batch * tokens_per_seq + prefill
     bytes_per_ms = dep.tp * dep.bandwidth_tbs * 1e9 * bandwidth_share(dep, fit)
-    routed = independent_tokens(batch, tokens_per_seq, fit.expert_affinity) + prefill
-    experts = net.moe_layers * touched_experts(net, dep, routed) * net.expert_bytes
+    routings = independent_tokens(batch, tokens_per_seq, fit.expert_affinity) + prefill
+    experts = net.moe_layers * touched_experts(net, dep, routings) * net.expert_bytes
     # Attention data parallel: every GPU reads a whole copy of what is not a routed expert, holds ceil(B / tp) of
     # the sequences (their KV and per-token host work, no copies), and one collective a MoE layer gathers its
     # tokens for the experts and scatters them back, where TP runs two all-reduces a layer.

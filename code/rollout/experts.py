@@ -80,7 +80,8 @@ def independent_tokens(batch, tokens_per_seq, affinity):
     """The independent routings that touch as many distinct experts as `batch` sequences' tokens_per_seq
     consecutive tokens each: a sequence's next token keeps a share `affinity` of its previous token's experts and
     routes the rest afresh, so its T tokens count as 1 + (T - 1)(1 - affinity) independent ones (Fit.expert_affinity,
-    0: independent); sequences route independently of one another.
+    0: independent); sequences route independently of one another. A tree's verify tokens are siblings as well as
+    a chain's successors: they share their sequence's prefix, and are counted as a chain of as many.
     >>> independent_tokens(4, 1, 0.4), independent_tokens(4, 4, 0.0), round(independent_tokens(2, 4, 0.4), 6)
     (4, 16, 5.6)
     """
