@@ -85,9 +85,25 @@ class AtSlo:
     skipped: str = None      #: why the SLO was not searched (plan_at_slo), in words; None: it was
 
 
+RUN_MEMO = {}   # run_at's inputs -> its LoadPoint: both arms run K = 0 alike at their lower concurrencies, and a
+                # process that plans the same deployment again (main.main called twice, the tests) simulates it once
+
+
 def run_at(dep, k, alpha, spread, concurrency, slo, traffic, fit):
-    """One closed-loop run at `concurrency`: its LoadPoint. Answers log-normal with the traffic's spread and none
-    past the deployment's output length, as the plan's ShareGPT runs (gate_runs)."""
+    """One closed-loop run at `concurrency`: its LoadPoint, simulated once for each set of inputs (RUN_MEMO; without
+    speculation alpha and its spread draw nothing in serve_run, so they are not part of the key)."""
+    key = (dep, k, alpha if k else 0.0, spread if k else 0.0, concurrency, slo, traffic.seed, traffic.output_spread,
+           traffic.input_spread, fit)
+    if key not in RUN_MEMO:
+        if len(RUN_MEMO) > 4096:
+            RUN_MEMO.clear()
+        RUN_MEMO[key] = simulated_point(dep, k, alpha, spread, concurrency, slo, traffic, fit)
+    return RUN_MEMO[key]
+
+
+def simulated_point(dep, k, alpha, spread, concurrency, slo, traffic, fit):
+    """One closed-loop run at `concurrency`, simulated. Answers log-normal with the traffic's spread and none past
+    the deployment's output length, as the plan's ShareGPT runs (gate_runs)."""
     work = Workload(num_prompts=slo_prompts(concurrency), max_concurrency=concurrency, request_rate=float("inf"),
                     burstiness=1.0, input_tokens=dep.input_tokens, output_tokens=dep.output_tokens,
                     output_spread=traffic.output_spread, output_cap=dep.output_tokens,
