@@ -49,11 +49,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))
 sys.path.insert(0, str(HERE))
 
-from rollout import acceptance, catalog, cli, costmodel, serving, trust  # noqa: E402
+from rollout import acceptance, costmodel, serving, trust  # noqa: E402
 import calibrate  # noqa: E402
 import served_load  # noqa: E402
 
-SOURCE = "InferenceX-dsr1-single-node"
 FAILED_SHARE = 0.5
 PAIR_DAYS = 31
 ALPHAS = tuple(round(0.6 + 0.025 * i, 3) for i in range(13))
@@ -87,34 +86,11 @@ class Run:
 
 
 def runs():
-    """Every InferenceX run on SGLang or TensorRT-LLM whose weights fit, as the model sees it."""
-    out = []
-    for p in (p for p in served_load.POINTS if p["source"] == SOURCE):
-        if p["engine"] not in served_load.ENGINES or p["K"] is None or "output_throughput" not in p["metrics"]:
-            continue
-        count, gpu, tp, ep, dp = served_load.GPU.fullmatch(p["gpu"]).groups()
-        engine = served_load.ENGINES[p["engine"]]
-        version = served_load.VERSION.search(p["engine_version"])
-        era = cli.parse_era(catalog.ENGINES[engine], version.group(1) if version else None)
-        dtype = "fp4" if "(fp4)" in p["model"] else "fp8"
-        r = served_load.RANGE
-        inp, out_tokens = round(p["input_tokens"] * (1 + r) / 2), round(p["output_tokens"] * (1 + r) / 2)
-        dep = costmodel.make_deployment("deepseek-v3", served_load.GPUS[gpu], int(tp), dtype,
-                                        kv_dtype=served_load.inferencex_kv(engine, served_load.GPUS[gpu]),
-                                        draft="mtp", engine=engine,
-                                        era=era, ep=int(ep), dp_attention=dp == "True",
-                                        input_tokens=inp, output_tokens=out_tokens)
-        if dep.target.weight_bytes / dep.tp > dep.memory_gib * 2 ** 30 * 0.9:
-            continue
-        c = p["concurrency"]
-        dep = served_load.inferencex_server(dep, p, c)
-        work = serving.Workload(num_prompts=10 * c, max_concurrency=c, request_rate=math.inf, burstiness=1.0,
-                                input_tokens=inp, output_tokens=out_tokens, output_spread=served_load.UNIFORM_SPREAD,
-                                input_spread=served_load.UNIFORM_SPREAD)
-        m = p["metrics"]
-        out.append(Run(p, engine, served_load.GPUS[gpu], p["gpu"], dtype, p["K"], dep, work,
-                       m["output_throughput"], m.get("mean_tpot_ms") or m.get("median_tpot_ms") or 0.0))
-    return out
+    """Every InferenceX run on SGLang or TensorRT-LLM whose weights fit, as the model sees it
+    (served_load.inferencex_runs), DP attention included."""
+    return [Run(p, engine, dep.gpu, p["gpu"], dtype, p["K"], dep, work, p["metrics"]["output_throughput"],
+                p["metrics"].get("mean_tpot_ms") or p["metrics"].get("median_tpot_ms") or 0.0)
+            for p, engine, dtype, dep, work in served_load.inferencex_runs()]
 
 
 def cleaned(all_runs):

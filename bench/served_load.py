@@ -115,30 +115,42 @@ ENGINES = {"sglang": "sglang", "trt": "trtllm"}
 VERSION = re.compile(r":v?(\d+\.\d+\.\d+)")
 
 
-def inferencex_cases():
-    for p in (p for p in POINTS if p["source"] == "InferenceX-dsr1-single-node"):
-        count, gpu, tp, ep, dp = GPU.fullmatch(p["gpu"]).groups()
-        if p["engine"] not in ENGINES or dp == "True" or p["K"] is None or "output_throughput" not in p["metrics"]:
+INFERENCEX = "InferenceX-dsr1-single-node"
+
+
+def inferencex_runs():
+    """(point, engine, dtype, deployment, workload) of every InferenceX run on SGLang or TensorRT-LLM whose weights
+    fit, as the model sees it: the server as its launch script starts it (inferencex_server), 10 C prompts at
+    concurrency C, lengths uniform on [0.8 L, L]."""
+    for p in (p for p in POINTS if p["source"] == INFERENCEX):
+        if p["engine"] not in ENGINES or p["K"] is None or "output_throughput" not in p["metrics"]:
             continue
+        count, gpu, tp, ep, dp = GPU.fullmatch(p["gpu"]).groups()
         engine = ENGINES[p["engine"]]
         version = VERSION.search(p["engine_version"])
         era = cli.parse_era(catalog.ENGINES[engine], version.group(1) if version else None)
         dtype = "fp4" if "(fp4)" in p["model"] else "fp8"
-        k = p["K"]
         inp, out = round(p["input_tokens"] * (1 + RANGE) / 2), round(p["output_tokens"] * (1 + RANGE) / 2)
-        dep = costmodel.make_deployment("deepseek-v3", GPUS[gpu], int(tp), dtype,
-                                        kv_dtype=inferencex_kv(engine, GPUS[gpu]), draft="mtp", engine=engine, era=era, ep=int(ep),
+        dep = costmodel.make_deployment("deepseek-v3", GPUS[gpu], int(tp), dtype, kv_dtype=inferencex_kv(engine, GPUS[gpu]),
+                                        draft="mtp", engine=engine, era=era, ep=int(ep), dp_attention=dp == "True",
                                         input_tokens=inp, output_tokens=out)
         if dep.target.weight_bytes / dep.tp > dep.memory_gib * 2 ** 30 * 0.9:
             continue
-        m, c = p["metrics"], p["concurrency"]
-        dep = inferencex_server(dep, p, c)
+        c = p["concurrency"]
         work = serving.Workload(num_prompts=10 * c, max_concurrency=c, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=inp, output_tokens=out, output_spread=UNIFORM_SPREAD,
                                 input_spread=UNIFORM_SPREAD)
+        yield p, engine, dtype, inferencex_server(dep, p, c), work
+
+
+def inferencex_cases():
+    for p, engine, dtype, dep, work in inferencex_runs():
+        if dep.dp_attention:   # the product does not simulate it (serving.simulated_layout)
+            continue
+        m, k = p["metrics"], p["K"]
         group = ("inferencex", engine, p["gpu"], dtype, bool(k))
         yield Case("inferencex", group, p, dep, work, k, MTP_ALPHA if k else 0.0, 0.05,
-                   m.get("mean_tpot_ms") or m["median_tpot_ms"], engine, c)
+                   m.get("mean_tpot_ms") or m["median_tpot_ms"], engine, p["concurrency"])
 
 
 def inferencex_kv(engine, gpu):

@@ -102,16 +102,17 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # expert_affinity: the share of a token's routed experts the same sequence's next token keeps, so a verify pass's K + 1
 # tokens of a sequence route like 1 + K (1 - affinity) independent tokens (experts.independent_tokens). Set from
 # published routing, not fitted: a K = 3 verify of a 128-expert top-8 MoE touches 20.4 distinct experts where 29.1
-# would be independent (Cohere, "Why MoE models get more from speculative decoding", 2026: 0.44), OLMoE-1B-7B's
-# windows of 4 and 8 generated tokens touch 0.77 and 0.73 of the independent count (0.38, 0.45; a public measurement,
-# Techburst36/Swarm routing_correlation_report.txt), and Mixtral's consecutive tokens repeat their first expert at
-# twice chance in its middle layers (arXiv 2401.04088, Table 5): 0.4. InferenceX's DeepSeek-R1 MTP runs cannot tell
-# 0 from 0.4 (bench/moe_load.py); the SpecBundle MoE runs move 13.3% to 12.0% with it.
+# would be independent (Cohere's blog post "Why MoE models get more from speculative decoding", 2026, read as quoted
+# in a public summary, not at first hand: 0.44), OLMoE-1B-7B's windows of 4 and 8 generated tokens touch 0.77 and 0.73
+# of the independent count (0.38, 0.45; github.com/Techburst36/Swarm, cross_request_seed42_v2/
+# routing_correlation_report.txt), and Mixtral's consecutive tokens repeat their first expert at twice chance in its
+# middle layers (arXiv 2401.04088, Table 5): 0.4. InferenceX's DeepSeek-R1 MTP runs cannot tell 0 from 0.4
+# (bench/moe_load.py); the SpecBundle MoE runs move 13.3% to 12.0% with it.
 # mlp_fixed_share: the share of a layer's fixed cost (layer_us, fitted on dense models) that a MoE layer does not pay:
 # its dense MLP's kernels, which the fused MoE kernel (Engine.moe_layer_us, its own latency measured in kernel sweeps)
 # replaces. Fitted on InferenceX's plain runs (bench/moe_load.py: 0.75 on every GPU, 0.5-1 with one left out); a
-# batch-1 step of Qwen3-30B-A3B on two H100s measures 4.49 ms against 4.78 modelled at 0.75 and 5.79 at 0
-# (sgl-project/SpecForge#339).
+# batch-1 step of Qwen3-30B-A3B bf16 on two H100s (SGLang, sgl-project/SpecForge#339) measures 4.49 ms, against 4.78
+# modelled at 0.75 and 5.79 at 0 at 128 tokens in and 256 out (tests/test_moe_load.py holds it within 10%).
 FIT = Fit(bw_hopper=0.9049, bw_ampere=0.7296, bw_ada=0.7856, flop_eff=0.83, fp8_eff=0.9348, fp8_kv_eff=0.7911,
           attn_ns=8.1758, layer_us=28.0859, ar_us=15.0, ar_tp_us=2.7949, link_eff=0.4421, pass_fixed_ms_vllm=0.6953,
           pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9443, draft_fixed_ms_vllm=0.6395,
