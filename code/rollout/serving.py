@@ -244,7 +244,8 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     prefilling = {}                                    # admitted -> prompt tokens left, first come first served
     decoding = []                                      # (decode step of its last token, request), soonest first
     newcomers = []                                     # first token since the last decode step
-    itl, per_second = collections.Counter(), collections.Counter()   # ITL ticks -> chunks; second -> chunks
+    itl = collections.defaultdict(int)          # ITL ticks -> chunks
+    per_second = collections.defaultdict(int)   # second -> chunks
     costs, jitter = {}, STEP_JITTER
     t, done, steps, decode_steps, last_decode, peak = 0.0, 0, 0, 0, 0.0, 0
     while done < n:
@@ -268,13 +269,17 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
                 costs[key] = step_cost(dep, decoders, k, 0, fit)
             cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
             poll = steps + (-steps) % recv if waiting and decoders < cap else math.inf   # the next poll that admits
-            while decode_steps + 1 < decoding[0][0] and t < until and steps < poll:
-                t += cost * jitter[int(rng.random() * JITTER_LEVELS)]
+            # as many steps as stay short of the next request's last token and of the next poll, while t < until:
+            # the hottest loop of the simulation, its names bound locally
+            limit, ran, draw = min(decoding[0][0] - 1 - decode_steps, poll - steps), 0, rng.random
+            while ran < limit and t < until:
+                t += cost * jitter[int(draw() * JITTER_LEVELS)]
                 itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += decoders
                 per_second[int(t - begin)] += decoders
                 last_decode = t
-                steps += 1
-                decode_steps += 1
+                ran += 1
+            steps += ran
+            decode_steps += ran
             if t >= until or steps >= poll:
                 continue
         prefill_only = bool(prefilling) and not mixes

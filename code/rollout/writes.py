@@ -416,9 +416,16 @@ def line_start():
         return ""
 
 
+ASCII_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f]")   # ASCII's control characters (category Cc), less "\n"
+
+
 def printable(text):
     """text with any control, format or line-separator character but the newline shown as its escape: names and
-    labels read from files reach the tables, the plan and error lines, and must not drive a terminal."""
+    labels read from files reach the tables, the plan and error lines, and must not drive a terminal. ASCII text
+    without a control character but the newline (nearly every report) is returned as it is: its other characters
+    are all printable."""
+    if text.isascii() and not ASCII_CONTROL.search(text):
+        return text
     return "".join(c if c == "\n" or unicodedata.category(c) not in UNPRINTABLE else ascii(c)[1:-1] for c in text)
 
 
