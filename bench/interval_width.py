@@ -1,7 +1,7 @@
 """The cross-validated intervals' coverage and median half-width: `python bench/interval_width.py` (seconds).
 
 Each source's points against the error table of all the other sources (trust.interval_coverage), from
-bench/held_out_errors.json: the share inside, sources weighted alike, and the median over points of the
+code/rollout/held_out_errors.json: the share inside, sources weighted alike, and the median over points of the
 80% interval's half-width as a share of the prediction, (exp(z sd) - exp(-z sd)) / 2. Standard library only.
 """
 import json
@@ -29,5 +29,5 @@ def widths(rows, level=trust.INTERVAL_LEVEL):
 
 
 if __name__ == "__main__":
-    rows = json.loads((HERE / "held_out_errors.json").read_text())["rows"]
+    rows = json.loads((HERE.parent / "code" / "rollout" / "held_out_errors.json").read_text())["rows"]
     print(f"coverage {trust.interval_coverage(rows):.2f}, median half-width {statistics.median(widths(rows)) * 100:.1f}%")

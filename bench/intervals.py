@@ -8,7 +8,7 @@ fits of bench/calibrate.py for the points the constants are fitted on (written t
 fit itself for the SpecBundle runs, which it never sees, and bench/moe_load.py's InferenceX runs, each GPU
 predicted at the constants fitted on the others (bench/moe_held_out.json, which this script reads as it stands: rerun
 moe_load.py first when the model changes). Each prediction's log error is written to
-bench/held_out_errors.json with its class (what it predicts, engine, dense or MoE target, GPU
+code/rollout/held_out_errors.json with its class (what it predicts, engine, dense or MoE target, GPU
 family, draft kind), and the table trust.MODEL_ERROR should hold is printed: per class, the
 number of points and of sources, the spread of a source's points around its own mean, and the
 spread of the sources' means (trust.error_table). tests/test_intervals.py checks that
@@ -31,7 +31,7 @@ import calibrate  # noqa: E402  (bench/calibrate.py: the points and the fits)
 import served_runs  # noqa: E402  (bench/served_runs.py: the served runs' deployments)
 
 from rollout import costmodel, trust  # noqa: E402
-OUT = HERE / "held_out_errors.json"
+OUT = HERE.parent / "code" / "rollout" / "held_out_errors.json"   # read by the run itself (trust.py)
 MOE_ROWS = HERE / "moe_held_out.json"   # written by bench/moe_load.py (a few minutes), read here as it stands
 
 

@@ -66,25 +66,29 @@ from pathlib import Path
 
 from rollout.records import eps_label, fmt, NOT_IN_JSON, pct, UsageError, wrap
 from rollout.acceptance import breakeven_rate, exact_breakeven
-from rollout.costmodel import eps_grown, FIT, max_concurrency, verify_tokens
+from rollout.costmodel import draft_kind, eps_grown, FIT, max_concurrency, verify_tokens
+from rollout.commands import draft_head
 from rollout.simulation import Traffic
-from rollout.trust import interval, span, Trust, trust_in, with_intervals
+from rollout.trust import interval, model_error, span, Trust, trust_in, widened, with_intervals
 from rollout.analysis import (
     best_k_table, Cell, chart_data, Charts, close_call_words, decoder, deployment_facts, evaluate_cell, Evidence,
     Facts, Gate, gate, K_MAX, Measured, measured_predictions, Mix, mix_result, per_token_alpha, Plan, plan_choices,
     plan_input, verdict, Verdict, where_it_pays,
 )
-from rollout.exercises import Exercises, solve_exercises
+from rollout.exercises import Exercises, LESSON_MIX, solve_exercises
+from rollout.priors import plan_acceptance
 from rollout.goodput import AtSlo, search_slo
-from rollout.calibration import calibrate_on_runs, Calibration, OWN_HELD_OUT, OWN_WORST, predicted_benches
+from rollout.calibration import (
+    calibrate_on_runs, Calibration, OWN_HELD_OUT, OWN_WORST, plan_benchmark, predicted_benches, replay_pair,
+)
 from rollout.tables import (
     column_header, deployment_lines, ratio_span, render_blocks, render_calibration, render_exercises, render_gate,
     render_measured, render_mix, render_summary, render_tail, render_verdict,
 )
 from rollout.charts import render_charts
-from rollout.plan import gate_runs, render_plan
+from rollout.plan import predicts_gate_pair, render_plan
 from rollout.export import render_bench_file, render_benches, render_compare, render_json
-from rollout.cli import compare_files, parse_args, progress_meter, Settings
+from rollout.cli import compare_files, mix_setting, parse_args, progress_meter, Settings
 from rollout.writes import finish, printable
 
 
@@ -93,13 +97,15 @@ ALPHAS = (0.30, 0.40, 0.50, 0.60, 0.70, 0.80)  # per-token acceptance probabilit
 KS = (3, 5)                                     # draft length K: tokens drafted per round
 VERIFY_OVERHEADS = (0.10, "auto")               # eps at B=1, fraction of a plain step; "auto": from the cost model
 CONCURRENCIES = (1, 32, 128, 256)               # decode batch size B: sequences decoding together
-EXPECTED_ALPHA = 0.70   # per-token alpha the plan assumes until measured: mid of the lesson's 0.6-0.8 for chat
-                        # (vLLM's CI tau of 2.81 at K=3 on MT-bench at temperature 0 is a per-token 0.77:
-                        # examples/offline_inference/spec_decode.py and its CI expectation)
+TARGET_CONCURRENCY = None   # the plan's batch, the one B the verdict, the plan and the gate answer at; None: a
+                            # --bench-spec run's max_concurrency, else the grid's largest (the most that fit, if fewer)
+EXPECTED_ALPHA = None   # per-token alpha the plan assumes until measured; None: the published acceptance of the
+                        # head (or its target, family, kind) in each domain of TRAFFIC_MIX (rollout/priors.py)
 GATE_MARGIN = 0.10      # acceptance-rate margin the gate demands above break-even
 P99_BUDGET = 0.10       # largest rise of P99 TPOT over baseline the gate accepts (with benchmark files)
-TRAFFIC_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # (domain, share of generated tokens, per-token
-                        # alpha[, mean output tokens: default OUTPUT_TOKENS; a request share is token share / length])
+TRAFFIC_MIX = (("chat", 0.70), ("code", 0.30))   # (domain, share of generated tokens[, per-token alpha[, mean output
+                        # tokens]]): the lesson's shares; an alpha left out is the published one for the head in that
+                        # domain (chat, code, math, reasoning, other); tokens default OUTPUT_TOKENS
 CHART_ALPHAS = (0.5, 0.7, 0.8)   # per-token alphas of the best-K chart
 ALPHA_SPREAD = 0.11     # s.d. of a request's per-token alpha around the mean: per head, alpha's s.d. across
                         # SpecBundle's 7 datasets is 0.07-0.17, median 0.11 (bench/specbundle_h200_bs8.json, K=3)
@@ -109,19 +115,23 @@ OUTPUT_SPREAD = 0.8     # s.d. of ln(output tokens) over requests: an assumption
 INPUT_SPREAD = 0.8      # s.d. of ln(prompt tokens) over requests in the plan's ShareGPT runs and the SLO's search: an
                         # assumption as OUTPUT_SPREAD is (random prompts, as the calibration runs send them: 0)
 SEED = 0                # seeds every simulated request: same seed, same bytes
+EXPECTED_FALLBACK = 0.70   # the lesson's mid-range alpha for chat, where the published table has no row of the draft
 OUT_PATH = Path(__file__).resolve().parent.parent / "outputs" / "skill-eagle3-rollout.md"
 CALIBRATION_FILES = ()  # your `vllm bench serve` result files to fit the cost model on (--calibrate; stage 0/1 of the plan)
 
 # ---------------------------------------------------------------- the deployment (edit me)
 MODEL = "llama-3.3-70b"        # catalog name of the target model
 GPU = "h100-sxm"               # catalog name of the GPU
-TP = 4                         # tensor-parallel degree (GPUs per replica)
+MODEL_SETTINGS = {             # a model's own TP (GPUs per replica), weights and KV cache dtypes ("bf16", "fp8", or
+                               # "fp4" for weights: MXFP4, as gpt-oss ships its experts). A model without a row, or a
+                               # setting its row leaves out, is derived for it (rollout/sizing.py): the dtype its
+                               # checkpoint ships in, a bf16 KV cache, and the smallest TP that holds the plan's batch
+    "llama-3.3-70b": dict(tp=4, weights_dtype="fp8", kv_dtype="bf16"),   # the example: fp8 on 4 x H100 SXM
+}
 EP = 1                         # expert-parallel GPUs of a MoE target: 1 (experts split by TP) or TP (whole experts
                                # per GPU; vLLM --enable-expert-parallel, SGLang --ep-size, TensorRT-LLM --ep_size)
 DP_ATTENTION = False           # with EP: attention data parallel, each GPU its own share of the sequences and a
                                # whole copy of the weights that are not routed experts (--dp-attention)
-WEIGHTS_DTYPE = "fp8"          # target weights: "bf16", "fp8" or "fp4" (MXFP4, as gpt-oss ships its experts)
-KV_DTYPE = "bf16"              # KV cache element type: "bf16" or "fp8"
 INPUT_TOKENS = 1024            # mean prompt length of the traffic, tokens
 OUTPUT_TOKENS = 1024           # mean generated length, tokens: 1k in / 1k out, a common serving-benchmark shape
 CONTEXT = None                 # mean decode context, tokens; None: INPUT_TOKENS + OUTPUT_TOKENS / 2
@@ -191,7 +201,7 @@ def analyse(grid, dep, decode, fit=FIT, progress=None):
 GRID_COLUMNS = [("B", 5), ("alpha", 5), ("rate", 4), ("tau", 4), ("eps", 4), ("lesson", 6), ("exact", 5),
                 ("sim", 5), ("80% range", 9), ("plain", 5), ("spec", 5), ("2-pass", 6), ("change", 6),
                 ("plain", 5), ("token", 5), ("chunk", 5)]
-GRID_GROUPS = [("speedup (x)", 5, 8), ("P99 TPOT (ms)", 9, 12), ("P99 ITL (ms)", 13, 15)]
+GRID_GROUPS = [("speedup (x)", 5, 8), ("P99 TPOT, steady (ms)", 9, 12), ("P99 ITL (ms)", 13, 15)]
 
 
 def render_breakeven(result):
@@ -211,15 +221,17 @@ def render_breakeven(result):
 
 def render_best_k(result):
     """Best K (0 = off) and its speedup for each concurrency and alpha, then the plan's schedule."""
-    alphas = sorted({b.alpha for b in result.best_k})
+    first = [b for b in result.best_k if b.concurrency == result.best_k[0].concurrency]
+    order = lambda b: (b.alpha, b.plan)
     label = "measured" if result.measured is not None else None
-    columns = [("B", 5)] + [(label or f"a={a:.2f} ", 11) for a in alphas]
+    columns = [("B", 5)] + [(label or ("plan " if b.plan else "a=") + f"{b.alpha:.2f} ", 11)
+                            for b in sorted(first, key=order)]
     rows = []
     for batch in sorted({b.concurrency for b in result.best_k}):
         cells = [b for b in result.best_k if b.concurrency == batch]
         rows.append((f"{batch:5d} " + " ".join(
             f"{'K=' + str(b.k) + ' ' + format(b.speedup, '.2f') + 'x' + ('?' if b.too_close else ' '):>11s}"
-            if b.feasible else f"{'no fit':>11s}" for b in sorted(cells, key=lambda b: b.alpha))).rstrip())
+            if b.feasible else f"{'no fit':>11s}" for b in sorted(cells, key=order))).rstrip())
     plan = result.plan
     zero = where_it_pays(plan.schedule)
     title = f"== Best K (0..{K_MAX}, 0 = off) and its speedup over plain decoding, eps from the cost model =="
@@ -295,13 +307,29 @@ class Result:
     exercises: Exercises = None
     trust: Trust = None      #: how far to believe the predictions: the intervals' s.d. and their basis
     benches: list = None     #: PredictedBench per file --predict-bench writes
-    gate_runs: list = None   #: the gate's pair of runs, predicted (gate_runs): only when the plan is written
+    gate_runs: list = None   #: stage 1's pair of runs at the plan's batch and K, predicted (plan_benchmark): only
+                             #: when the plan is written
     comparisons: list = None   #: (path, PredictedBench, rows, notes) per --compare file
     verdict: Verdict = None  #: the answer first: on or off, at which K by batch size, the gain and its range
     at_slo: AtSlo = None     #: both arms at the SLO (--slo): the most each GPU serves within it, off and at the K
 
 
-def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True, trust=None):
+def assumed_acceptance(dep, evidence, traffic):
+    """The published acceptance of the traffic's domains for this head (priors.plan_acceptance): what the plan assumes
+    until measured, unless EXPECTED_ALPHA is set."""
+    return plan_acceptance(evidence.mix or mix_setting(TRAFFIC_MIX), draft_kind(dep.draft), draft_head(dep)[0],
+                           dep.shape.get("hf"), dep.shape.get("family"), traffic.alpha_spread, dep.temperature)
+
+
+def mix_rows(mix, prior):
+    """The traffic mix's rows with the published alpha where the row gives none: (name, share, alpha[, tokens])."""
+    alphas = {name: alpha for name, _, alpha, _ in prior.domains} if prior else {}
+    return tuple((name, share, alpha if alpha is not None else alphas[name], *rest)
+                 for name, share, alpha, *rest in mix)
+
+
+def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progress=None, charts=True, trust=None,
+              prior=None):
     """Everything the tables, the plan and --json show, each part from its own function, on shared requests.
 
     charts: whether to compute what only the plan's files show too (the charts' data, the gate pair predicted
@@ -309,39 +337,53 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     deployment).
     """
     trust = trust or trust_in(dep)
+    prior = prior or assumed_acceptance(dep, evidence, traffic)
+    if prior is not None and not evidence.measured and evidence.expected_alpha is None and prior.acceptance_sd:
+        trust = widened(trust, prior.acceptance_sd)   # a prior no closer than a family: its spread joins the range
     decode = decoder(traffic.seed, traffic.alpha_spread, traffic.output_spread, dep.output_tokens)
     cells, breakeven, eps_b1 = analyse(grid, dep, decode, fit, progress)
     cells = [with_intervals(c, trust) for c in cells]
     facts = deployment_facts(grid, dep, fit)
     measured = evidence.measured
     target_concurrency = evidence.target_concurrency or max(grid.concurrencies)
-    inputs = plan_input(measured, grid, traffic.alpha_spread, evidence.expected_alpha)
-    batches = sorted(set(grid.concurrencies) | ({target_concurrency} if measured else set()))
-    best = best_k_table(dep, inputs.sources, batches, fit, trust.speedup_sd)
+    inputs = plan_input(measured, grid, traffic.alpha_spread, evidence.expected_alpha or EXPECTED_FALLBACK,
+                        prior if evidence.expected_alpha is None else None)
+    batches = sorted(set(grid.concurrencies) | {target_concurrency})
+    best = best_k_table(dep, inputs.sources, batches, fit, trust.speedup_sd, (inputs.alpha, inputs.acceptance))
     plan = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target_concurrency,
                         evidence.margin, inputs.k_in_use, measured is not None, inputs.requests, evidence.budget,
                         evidence.served_model, trust.speedup_sd)
     plan = replace(plan, tail=[with_intervals(c, trust) for c in plan.tail])
-    mix = mix_result(evidence.mix, dep, plan.k, plan.shown_batch, decode, fit,
+    mix = mix_result(mix_rows(evidence.mix, prior), dep, plan.k, plan.shown_batch, decode, fit,
                      assumed=evidence.mix_assumed) if evidence.mix else None
     if mix is not None:
         mix = replace(mix, blended_speedup_interval=interval(mix.blended_speedup, trust.speedup_sd))
     checked = gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None
     served = search_slo(dep, plan, traffic, fit)
+    # The plan's benchmark at its batch and K: the verdict's headline, stage 1's predicted pair and stage 4's tail.
+    pair = plan_benchmark(dep, plan.shown_batch, plan.k, plan.request_alpha, plan.request_spread, trust, traffic, fit)
+    called = verdict(dep, plan, inputs.acceptance, trust.level, fit, checked, pair=pair,
+                     target_from=evidence.target_from, error=model_error(dep),
+                     prior=prior if not measured and evidence.expected_alpha is None else None)
     return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
                   output_spread=traffic.output_spread, input_spread=traffic.input_spread, best_k=best, plan=plan, mix=mix,
                   charts=chart_data(grid, dep, plan, decode, fit, CHART_ALPHAS) if charts else None,
                   measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
-                                                decode, fit, inputs.requests) if measured else None,
-                  gate=checked, trust=trust, gate_runs=gate_runs(dep, plan, trust, traffic, fit) if charts else None,
-                  verdict=replace(verdict(dep, plan, inputs.acceptance, trust.level, fit, checked), at_slo=served),
-                  at_slo=served)
+                                                decode, fit, inputs.requests,
+                                                replay_pair(dep, evidence.pair_workload, measured.k, inputs.requests,
+                                                            trust, traffic.seed, fit)
+                                                if evidence.comparison and evidence.pair_workload
+                                                and not measured.varying_k else None)   # the replay runs one K
+                  if measured else None,
+                  gate=checked, trust=trust, gate_runs=pair if charts and predicts_gate_pair(dep, plan) else None, verdict=replace(called, at_slo=served), at_slo=served)
 
 
 def compute(argv):
     """Everything a run prints and writes, computed before anything is written: (exit status, report, files)."""
     grid, dep, evidence, traffic, out, as_json, as_gate, exercises, runs, bench = parse_args(argv, SETTINGS)
-    fit, calibration = calibrate_on_runs(dep, runs, FIT, evidence.expected_alpha) if runs else (FIT, None)
+    prior = assumed_acceptance(dep, evidence, traffic)
+    assumed = evidence.expected_alpha or (prior.alpha if prior else EXPECTED_FALLBACK)
+    fit, calibration = calibrate_on_runs(dep, runs, FIT, assumed) if runs else (FIT, None)
     trust = trust_in(dep, calibration)
     if calibration and calibration.worst_error > OWN_WORST:
         worst = next(r for r in calibration.runs if r.path == calibration.disagreeing)
@@ -354,9 +396,10 @@ def compute(argv):
                          "the other runs predict when it is left out (the fit reaches it only by bending a factor); "
                          "check it is the same deployment and workload, and rerun it")
     result = run_model(grid, dep, evidence, traffic, fit, progress_meter(grid, sys.stderr), charts=out is not None,
-                       trust=trust)
+                       trust=trust, prior=prior)
     result = replace(result, calibration=calibration, exercises=solve_exercises(
-        dep, grid, evidence.mix or TRAFFIC_MIX, traffic.seed, fit, traffic.alpha_spread, traffic.output_spread)
+        dep, grid, mix_rows(evidence.mix, prior) if not evidence.mix_assumed else LESSON_MIX, traffic.seed, fit,
+        traffic.alpha_spread, traffic.output_spread)
         if exercises else None)
     benches = predicted_benches(dep, grid.ks, result.plan.request_alpha, trust, grid.concurrencies, bench.rates,
                                 bench.prompts, bench.burstiness, traffic.seed, fit, result.plan.request_spread,
@@ -407,9 +450,9 @@ SETTINGS = Settings(   # what a run falls back on where no flag is given: the co
     alphas=ALPHAS, ks=KS, verify_overheads=VERIFY_OVERHEADS, concurrencies=CONCURRENCIES, expected_alpha=EXPECTED_ALPHA,
     gate_margin=GATE_MARGIN, p99_budget=P99_BUDGET, traffic_mix=TRAFFIC_MIX, alpha_spread=ALPHA_SPREAD,
     output_spread=OUTPUT_SPREAD, input_spread=INPUT_SPREAD, seed=SEED, out_path=OUT_PATH, calibration_files=CALIBRATION_FILES, model=MODEL, gpu=GPU,
-    tp=TP, ep=EP, dp_attention=DP_ATTENTION, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, input_tokens=INPUT_TOKENS,
+    model_settings=MODEL_SETTINGS, ep=EP, dp_attention=DP_ATTENTION, input_tokens=INPUT_TOKENS,
     output_tokens=OUTPUT_TOKENS, context=CONTEXT, draft=DRAFT, draft_model=DRAFT_MODEL, engine=ENGINE,
-    engine_version=ENGINE_VERSION, temperature=TEMPERATURE, slo=SLO)
+    engine_version=ENGINE_VERSION, temperature=TEMPERATURE, slo=SLO, target_concurrency=TARGET_CONCURRENCY)
 
 
 def main(argv=None):

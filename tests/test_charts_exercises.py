@@ -9,7 +9,7 @@ from pathlib import Path
 from support import ROOT, run
 
 import main
-from rollout import acceptance, analysis, charts, costmodel
+from rollout import acceptance, analysis, charts, costmodel, exercises
 
 
 OUTPUTS = ROOT / "outputs"
@@ -117,11 +117,11 @@ class Exercises(unittest.TestCase):
         # KV read, no K pays for this mix, so the best single K is 0 at 1.0x; at B = 1 one does.
         for batch, want_off in ((1024, True), (1, False)):
             dep = costmodel.make_deployment("llama-3.1-8b", tp=1, context=128, input_tokens=128, output_tokens=128)
-            mix = analysis.traffic_blend(main.TRAFFIC_MIX, dep, 3, batch)
+            mix = analysis.traffic_blend(exercises.LESSON_MIX, dep, 3, batch)
             d, q = costmodel.decode_step_ms(dep, batch), costmodel.prefill_share_ms(dep, batch)
             by_k = {0: 1.0}
             for k in range(1, analysis.K_MAX + 1):
-                rounds = sum(share / acceptance.acceptance_length(alpha, k) for _, share, alpha in main.TRAFFIC_MIX)
+                rounds = sum(share / acceptance.acceptance_length(alpha, k) for _, share, alpha in exercises.LESSON_MIX)
                 by_k[k] = (d + q) / (rounds * costmodel.round_ms(dep, batch, k) + q)
             best = max(by_k, key=lambda k: (by_k[k], -k))
             self.assertEqual(mix.best_k, best)

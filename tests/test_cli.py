@@ -235,7 +235,8 @@ class EditedConstants(unittest.TestCase):
                 self.assertIs(getattr(main.SETTINGS, name), getattr(main, name.upper()))
 
     def test_an_edited_constant_reaches_the_tables_the_plan_and_the_json(self):
-        edited = dataclasses.replace(main.SETTINGS, model="llama-3.1-8b", tp=1, weights_dtype="bf16", temperature=0.3,
+        edited = dataclasses.replace(main.SETTINGS, model="llama-3.1-8b", temperature=0.3,
+                                     model_settings={"llama-3.1-8b": dict(tp=2, weights_dtype="fp8")},
                                      expected_alpha=0.6, input_tokens=700, ks=(2,), concurrencies=(1, 16))
         with mock.patch.object(main, "SETTINGS", edited), tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "plan.md"
@@ -246,7 +247,8 @@ class EditedConstants(unittest.TestCase):
             self.assertEqual(status, 0, err)
         data = json.loads(dumped)
         self.assertEqual((data["deployment"]["model"], data["deployment"]["tp"], data["deployment"]["input_tokens"]),
-                         ("llama-3.1-8b", 1, 700))
+                         ("llama-3.1-8b", 2, 700))
+        self.assertEqual(data["deployment"]["weights_dtype"], "fp8")
         self.assertEqual(sorted({c["k"] for c in data["cells"]}), [2])
         self.assertEqual(data["verdict"]["alpha"], 0.6)
         self.assertIn("--temperature 0.3 ", plan.replace("\\\n", " "))

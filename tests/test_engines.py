@@ -307,7 +307,7 @@ class EngineDrafts(unittest.TestCase):
         self.check_flags(plan, "trtllm tree")
 
     def test_trtllm_metrics_and_kill_switch(self):
-        plan, data = plan_for(self.SMALL + ["--engine", "trtllm"])
+        plan, data = plan_for(self.SMALL + ["--engine", "trtllm", "--mix", "chat:1:0.7"])
         self.assertIn("return_perf_metrics: true", plan)
         self.assertIn("curl -s localhost:8000/prometheus/metrics > after.prom", plan)
         self.assertIn("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))", plan)
@@ -336,8 +336,8 @@ class EngineDrafts(unittest.TestCase):
             self.assertNotIn("YOUR-EAGLE3", plan)
 
     def test_no_island_in_the_k_table(self):
-        _, data = plan_for(["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--tp", "1", "--weights-dtype", "fp4"]
-                           + self.SMALL)
+        _, data = plan_for(["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--tp", "1", "--weights-dtype", "fp4",
+                            "--mix", "chat:1:0.7"] + self.SMALL)
         schedule = data["plan"]["schedule"]
         self.assertEqual(len(analysis.paying_ranges(schedule)), 1)       # off below some batch, on above: no K > 0 island
         # Each row's K is within 1% of the best at its ends (K_TIE), the smallest such.
@@ -377,7 +377,7 @@ class EngineDrafts(unittest.TestCase):
 
 class PlanDetails(unittest.TestCase):
     def test_trtllm_schedule_keys_are_each_tiers_last_batch(self):
-        plan, data = plan_for(["--engine", "trtllm"])
+        plan, data = plan_for(["--engine", "trtllm", "--mix", "chat:1:0.7"])
         on = [row for row in data["plan"]["schedule"] if row[2] > 0]
         expected = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
         self.assertIn(f"`draft_len_schedule: {expected}` (with `max_draft_len: {on[0][2]}`)", plan)
@@ -390,7 +390,7 @@ class PlanDetails(unittest.TestCase):
     def test_trtllm_kill_switch_warns_where_a_longer_k_shows_a_lower_rate(self):
         # bf16 70B over 8 A100s: at B = 512 a round breaks even at a rate over K = 4's at alpha 0.70
         plan, data = plan_for(["--engine", "trtllm", "--gpu", "a100-sxm-80gb", "--weights-dtype", "bf16", "--tp", "8",
-                               "--concurrency", "1,512"])
+                               "--concurrency", "1,512", "--mix", "chat:1:0.7"])
         rate_k4 = (0.7 + 0.7 ** 2 + 0.7 ** 3 + 0.7 ** 4) / 4                # 0.443, by hand
         self.assertLess(rate_k4, data["plan"]["gate_rate"])
         self.assertIn(f"K = 4 shows a rate of {rate_k4:.3f}", plan)

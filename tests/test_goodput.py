@@ -132,8 +132,8 @@ class RecvInterval(unittest.TestCase):
         with mock.patch.object(serving, "send_times", lambda work, rng: list(times)), \
                 mock.patch.object(serving, "step_cost", lambda dep, d, k, p, fit: 10.0), \
                 mock.patch.object(serving, "STEP_JITTER", [1.0] * serving.JITTER_LEVELS):
-            every = serving.serve_run(sglang, work, fit=fit, plan_batch=3)
-            tenth = serving.serve_run(polled, work, fit=fit, plan_batch=3)
+            every = serving.simulate_run(sglang, work, fit=fit, plan_batch=3)   # afresh, under the patches
+            tenth = serving.simulate_run(polled, work, fit=fit, plan_batch=3)
         # every step polls: the third is admitted at the end of step 1 (10 ms) and prefilled alone in step 2
         self.assertAlmostEqual((every.first[2] - every.start[2]) * 1e3, 20.0 - 5.0, places=6)
         # every tenth: steps 0 and 10 poll; it waits to the end of step 10 (100 ms), then its prefill step

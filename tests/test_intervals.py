@@ -14,11 +14,11 @@ from pathlib import Path
 from support import ROOT, run
 
 import main
-from rollout import acceptance, analysis, calibration, catalog, costmodel, trust
+from rollout import acceptance, analysis, calibration, catalog, costmodel, tables, trust
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)                 # 1.2816: an 80% interval's half-width in s.d.
-HELD_OUT = json.loads((ROOT / "bench" / "held_out_errors.json").read_text())["rows"]
+HELD_OUT = json.loads((ROOT / "code" / "rollout" / "held_out_errors.json").read_text())["rows"]
 
 
 class ErrorTable(unittest.TestCase):
@@ -58,7 +58,7 @@ class ErrorTable(unittest.TestCase):
         dep = costmodel.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", ep=8)
         self.assertEqual(trust.error_class("speedup", dep)["layout"], "ep")
         self.assertEqual(trust.error_class("speedup", dataclasses.replace(dep, dp_attention=True))["layout"], "ep+dp")
-        rows = json.loads((ROOT / "bench" / "held_out_errors.json").read_text())["rows"]
+        rows = json.loads((ROOT / "code" / "rollout" / "held_out_errors.json").read_text())["rows"]
         self.assertEqual({(engine, layout) for engine, layouts in trust.MEASURED_LAYOUTS.items() for layout in layouts},
                          {(r["engine"], r["layout"]) for r in rows})
         self.assertEqual(trust.class_error(dict(cls, layout="ep"), table).outside, ())   # InferenceX ran it on SGLang
@@ -151,8 +151,8 @@ class Decisions(unittest.TestCase):
             return out.read_text()
 
     def test_a_gain_inside_the_models_error_is_too_close_to_call(self):
-        # At B = 384 K = 1 predicts about 1.13x, inside the model's 80% range.
-        plan = self.plan(["--concurrency", "1,384"])
+        # At B = 384 K = 1 predicts about 1.13x at alpha 0.70, inside the model's 80% range.
+        plan = self.plan(["--concurrency", "1,384", "--mix", "chat:1:0.7"])
         row = next(line for line in plan.splitlines() if line.startswith("| K |"))
         self.assertIn("too close to call", row)
         self.assertIn("The model cannot tell whether it pays at B = ", plan)
@@ -160,8 +160,10 @@ class Decisions(unittest.TestCase):
         # beside stage 0's baseline of the same workload.
         verdict = plan.split("## Verdict")[1].split("\n## ")[0]
         self.assertLess(plan.index("## Verdict"), plan.index("## The deployment this plan is for"))
-        self.assertIn("**Too close to call at B = 384: K = 1 gives 1.13x (0.99-1.29 at 80%), a range that holds 1.0x.",
-                      verdict)
+        self.assertIn("**Too close to call at B = 384 (the plan's batch: the grid's largest concurrency; "
+                      "--target-concurrency sets it): K = 1 gives 1.09x output throughput in the plan's benchmark "
+                      "(0.96-1.25 at 80%); decoding alone, 1.13x (0.99-1.29); the range holds 1.0x.",
+                      " ".join(verdict.split()))
         self.assertIn("sharegpt_baseline_c384.json", verdict)
         self.assertIn("--max-concurrency 384", verdict)
         self.assertIn("--result-filename sharegpt_spec_c384.json", verdict)
@@ -212,12 +214,14 @@ class Decisions(unittest.TestCase):
         argv = ["--metrics", str(fixtures / "metrics_after.prom"), "--metrics-before", str(fixtures / "metrics_before.prom"),
                 "--bench-baseline", str(fixtures / "bench_baseline.json"), "--bench-spec",
                 str(fixtures / "bench_spec.json"), "--gate", "--no-write"]
-        for budget, gate, call, words in (("0.01", "fail", "off", "Leave it off at B = 64 with K = 3: the gate fails"),
-                                          ("100", "pass", "on", "Turn it on at B = 64 with K = 3: the gate passes")):
+        batch = "B = 64 (the plan's batch: the --bench-spec run's max_concurrency; --target-concurrency sets it)"
+        for budget, gate, call, words in (("0.01", "fail", "off", (f"Leave it off at {batch}", "with K = 3: the gate fails")),
+                                          ("100", "pass", "on", (f"Turn it on at {batch}", "with K = 3: the gate passes"))):
             with self.subTest(budget=budget):
                 status, text, _ = run(argv + ["--p99-budget", budget])
                 self.assertEqual(status, 0 if gate == "pass" else 1)
-                self.assertTrue(text.splitlines()[1].startswith(words), text.splitlines()[1])
+                first = " ".join(" ".join(text.split("\n\n")[0].splitlines()[1:]).split())
+                self.assertTrue(first.startswith(words[0]) and words[1] in first, first)
                 data = json.loads(run(argv + ["--p99-budget", budget, "--json"])[1])
                 self.assertEqual((data["gate"]["verdict"], data["verdict"]["gate"], data["verdict"]["call"]),
                                  (gate, gate, call))
@@ -227,10 +231,12 @@ class Decisions(unittest.TestCase):
                                  "--acceptance-length", "3.2", "--ks", "3", "--no-write"])
         data = json.loads(run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8",
                                "--acceptance-length", "3.2", "--ks", "3", "--no-write", "--json"])[1])
-        paying = [row for row in data["verdict"]["by_batch"] if row[2]]
+        # Where it pays by the decode-only model and its range clears 1.0x: the schedule's K > 0, less the close calls.
+        paying = tables.subtract(analysis.paying_ranges([row[:3] for row in data["verdict"]["by_batch"]]),
+                                 [tuple(c) for c in data["verdict"]["close_calls"]])
         self.assertEqual(data["verdict"]["call"], "off")
-        self.assertTrue(paying)
-        self.assertIn(f"By the model it pays at B = {paying[0][0]}-{paying[-1][1]},", " ".join(text.split()))
+        self.assertTrue(paying and data["verdict"]["close_calls"])
+        self.assertIn(f"By the decode-only model it pays at B = {tables.ranges_words(paying)},", " ".join(text.split()))
 
     def test_no_head_to_serve_is_said_and_no_command_given(self):
         status, text, err = run(["--draft", "eagle", "--model", "qwen3-32b", "--tp", "2", "--weights-dtype", "bf16",
@@ -243,11 +249,11 @@ class Decisions(unittest.TestCase):
     def test_the_report_opens_with_the_verdict_and_ends_with_the_files_written(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "plan.md"
-            status, text, err = run(["--concurrency", "1,384", "--out", str(out)])
+            status, text, err = run(["--concurrency", "1,384", "--out", str(out), "--mix", "chat:1:0.7"])
         lines = text.splitlines()
         self.assertEqual(status, 0, err)
         self.assertTrue(lines[0].startswith("== Verdict: speculative decoding (eagle3) for llama-3.3-70b"), lines[0])
-        self.assertTrue(lines[1].startswith("Too close to call at B = 384: K = 1 gives"), lines[1])
+        self.assertTrue(lines[1].startswith("Too close to call at B = 384 (the plan's batch:"), lines[1])
         self.assertEqual(lines[-1], f"Wrote {out}, {Path(tmp) / 'chart-speedup.svg'}, "
                                     f"{Path(tmp) / 'chart-best-k.svg'}, {Path(tmp) / 'chart-itl-cdf.svg'}, "
                                     f"{Path(tmp) / 'chart-slo.svg'}.")

@@ -326,7 +326,7 @@ class ExpertReads(unittest.TestCase):
         # Issue 11: Qwen3-30B-A3B on SGLang, K = 3, measured acceptance length 1.9: the published slowdowns are of
         # SGLang 0.4.9 (bench/published_moe_2026.json), before spec v2 overlapped a round's host work.
         status, out, err = run(["--model", "qwen3-30b-a3b", "--engine", "sglang", "--ks", "3", "--acceptance-length",
-                                "1.9", "--tp", "1", "--concurrency", "1,8", "--engine-version", "0.4.9", "--json",
+                                "1.9", "--tp", "1", "--weights-dtype", "fp8", "--concurrency", "1,8", "--engine-version", "0.4.9", "--json",
                                 "--no-write"])
         self.assertEqual(status, 0, err)
         data = json.loads(out)

@@ -117,7 +117,7 @@ class Calibration(unittest.TestCase):
     def test_out_of_sample_each_plain_step_source_predicted_by_a_fit_without_it(self):
         # The physics must carry from one source to the other: TensorRT-LLM 0.9's static batches
         # predicted from a fit without them, and NIM's closed loop likewise (6.8% and 10.8% now).
-        rows = json.loads((ROOT / "bench" / "held_out_errors.json").read_text())["rows"]
+        rows = json.loads((ROOT / "code" / "rollout" / "held_out_errors.json").read_text())["rows"]
         for source in HELD_OUT:
             errors = [abs(math.expm1(r["log_error"])) for r in rows if r["source"] == source]
             self.assertGreater(len(errors), 90, source)

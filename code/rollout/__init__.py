@@ -9,8 +9,11 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     catalog       GPUs, models, engines and their release eras, draft heads and models
     experts       the experts a MoE pass reads: routing skew, and the busiest GPU under expert parallelism
     acceptance    tau, alpha, the speedups, the break-even, one round, the decode loop
+    priors        the published acceptance by draft, head, target and domain (acceptance_table.json): what a plan
+                  assumes until measured
     costmodel     the Deployment and what fits in memory; what a step, a draft step, a verify pass and a
                   prefill chunk cost; FIT; eps
+    sizing        settings derived for the model asked about: its shipped dtype, the smallest TP that holds the batch
     releases      what each engine release accepts and refuses, with the source each fact was checked in
     simulation    requests with spread alphas and lengths: TPOT and ITL, the two-pass model
     serving       a `vllm bench serve` run, step by step: TTFT, TPOT, ITL, E2EL at load; vLLM's goodput
@@ -34,6 +37,6 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     (2.533, 2.111)
 """
 
-LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "costmodel", "releases", "simulation", "serving", "goodput", "readers", "trust",
+LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "priors", "costmodel", "sizing", "releases", "simulation", "serving", "goodput", "readers", "trust",
           "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "writes",
           "cli")

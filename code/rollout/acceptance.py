@@ -76,9 +76,12 @@ def profile_length(profile, k):
 
 
 def tau_for(acceptance, k):
-    """tau for a per-token alpha, or for a list of conditional alphas by position."""
+    """tau for a per-token alpha, a list of conditional alphas by position, or a traffic mix's blend (anything with
+    its own tau(k): priors.Mixture)."""
     if isinstance(acceptance, (list, tuple)):
         return profile_length(acceptance, k)
+    if hasattr(acceptance, "tau"):
+        return acceptance.tau(k)
     return acceptance_length(acceptance, k)
 
 

@@ -23,6 +23,7 @@ from .simulation import (
     round_mix, simulate_requests,
 )
 from .readers import Comparison, length_note, Measurement
+from .priors import K_REFERENCE, Mixture
 from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, too_close, Z_INTERVAL
 
 
@@ -338,20 +339,26 @@ class BestK:
     speedup: float = None    #: its speedup over plain decoding
     speedup_interval: list = None   #: [low, high] of it at INTERVAL_LEVEL (None: K = 0, plain decoding itself)
     too_close: bool = None   #: whether the best speedup with speculation on has an interval holding 1.0
+    plan: bool = False       #: whether this is the plan's own acceptance (its schedule's column)
 
 
-def best_k_table(dep, sources, batches, fit=FIT, sd=None):
-    """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source; with sd (the s.d. of
+def best_k_table(dep, sources, batches, fit=FIT, sd=None, plan_acceptance=None):
+    """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source, and for plan_acceptance
+    (the plan's own: a source equal to it is marked as the plan's, else a column of its own); with sd (the s.d. of
     a speedup's log error) its interval and whether it is too close to call."""
     limit = max_concurrency(dep)
+    sources = list(sources)
+    if plan_acceptance is not None and all(acc != plan_acceptance[1] for _, acc in sources):
+        sources.append(plan_acceptance)
     rows = []
     for b in batches:
         for a, acc in sources:
+            mine = plan_acceptance is not None and acc == plan_acceptance[1]
             if b > limit:
-                rows.append(BestK(concurrency=b, alpha=a, feasible=False))
+                rows.append(BestK(concurrency=b, alpha=a, feasible=False, plan=mine))
                 continue
             k, speedup = best_k(dep, acc, b, fit)
-            rows.append(BestK(concurrency=b, alpha=a, feasible=True, k=k, speedup=speedup,
+            rows.append(BestK(concurrency=b, alpha=a, feasible=True, k=k, speedup=speedup, plan=mine,
                               speedup_interval=interval(speedup, sd) if sd is not None and k else None,
                               too_close=too_close(interval(best_on(dep, acc, b, fit), sd)) if sd is not None else None))
     return rows
@@ -502,12 +509,19 @@ class MeasuredSpeedup:
 class Prediction:
     """The model beside a pair of benchmark runs, at their concurrency and lengths."""
     concurrency: int         #: the benchmark's max_concurrency (or the target)
-    speedup: float           #: mean-TPOT speedup from the measured tau and the rounds' mean drafted length
-    p99_tpot_change: float   #: P99 TPOT over plain, minus 1, over requests spread to give the measured tau
+    speedup: float           #: mean-TPOT speedup: of the pair's own run replayed (simulated), else from the measured
+                             #: tau and the rounds' mean drafted length in steady state
+    p99_tpot_change: float   #: P99 TPOT over plain, minus 1, over requests spread to give the measured tau: in the
+                             #: replayed run where simulated, else in steady state
     requests_alpha: float    #: those requests' mean alpha
     requests_spread: float   #: their spread
     p99_itl_change: float    #: P99 ITL per chunk (one round, as the benchmark measures ITL) over plain, minus 1
-    p99_token_itl_change: float   #: P99 per-token ITL over plain, minus 1
+    p99_token_itl_change: float   #: P99 per-token ITL over plain, minus 1 (steady state)
+    throughput_speedup: float = None   #: output throughput, speculative over baseline (the replayed run; None: not
+                                       #: simulated, and the speedup stands for it)
+    simulated: bool = False  #: whether the pair's own run was replayed (serving.serve_run), not the steady state
+    steady_speedup: float = None   #: the steady state's speedup, where the replay's is shown above
+    steady_p99_itl_change: float = None   #: the steady state's P99 ITL change (per chunk: 1 + eps, a round)
 
 
 @dataclass(frozen=True)
@@ -566,8 +580,16 @@ class PlanInput:
     requests: tuple          #: (mean alpha, spread) of the simulated requests behind the tail
 
 
-def plan_input(measured, grid, spread, expected_alpha=EXPECTED_ALPHA):
-    """What the plan runs on: the measurement when there is one (its per-position profile), else expected_alpha."""
+def plan_input(measured, grid, spread, expected_alpha=EXPECTED_ALPHA, prior=None):
+    """What the plan runs on: the measurement when there is one (its per-position profile), else the published
+    acceptance of the traffic's domains (prior: priors.PlanAcceptance; a mix's requests centred on its blended tau at
+    the reference K, spread within and between domains), else expected_alpha."""
+    if not measured and prior is not None:
+        acceptance = prior.acceptance
+        requests = ((acceptance, prior.spread) if not isinstance(acceptance, Mixture) else
+                    center_requests(acceptance.tau(K_REFERENCE), K_REFERENCE, prior.spread))
+        return PlanInput(sources=[(a, a) for a in grid_alphas(grid)], acceptance=acceptance, alpha=prior.alpha,
+                         k_in_use=None, requests=requests)
     if not measured:
         return PlanInput(sources=[(a, a) for a in grid_alphas(grid)], acceptance=expected_alpha, alpha=expected_alpha,
                          k_in_use=None, requests=(expected_alpha, spread))
@@ -577,8 +599,11 @@ def plan_input(measured, grid, spread, expected_alpha=EXPECTED_ALPHA):
                      requests=center_requests(tau, measured.k, spread))
 
 
-def measured_predictions(measured, comparison, dep, batches, target_concurrency, decode, fit=FIT, requests=None):
-    """What the model predicts from the measured acceptance, beside what the benchmarks measured: Measured."""
+def measured_predictions(measured, comparison, dep, batches, target_concurrency, decode, fit=FIT, requests=None,
+                         replayed=None):
+    """What the model predicts from the measured acceptance, beside what the benchmarks measured: Measured. replayed:
+    the pair's own runs simulated ([baseline, speculative] PredictedBench), whose numbers the model's column shows; else
+    the steady state at the pair's concurrency and lengths."""
     k, profile = measured.k, measured.profile
     limit = max_concurrency(dep)
     by_batch = []
@@ -604,6 +629,14 @@ def measured_predictions(measured, comparison, dep, batches, target_concurrency,
                             p99_tpot_change=cell.tpot_p99_change, requests_alpha=alpha, requests_spread=spread,
                             p99_itl_change=cell.round_itl_spec_p99_ms / cell.itl_plain_p99_ms - 1.0,
                             p99_token_itl_change=cell.p99_change)
+    if replayed:
+        base, spec = (pb.result for pb in replayed)
+        prediction = replace(prediction, steady_speedup=prediction.speedup,
+                             steady_p99_itl_change=prediction.p99_itl_change,
+                             speedup=base["mean_tpot_ms"] / spec["mean_tpot_ms"],
+                             throughput_speedup=spec["output_throughput"] / base["output_throughput"],
+                             p99_tpot_change=spec["p99_tpot_ms"] / base["p99_tpot_ms"] - 1.0,
+                             p99_itl_change=spec["p99_itl_ms"] / base["p99_itl_ms"] - 1.0, simulated=True)
     return Measured(**fields_of(replace(measured, notes=notes)), by_concurrency=by_batch,
                     tpot_speedup=comparison.tpot_speedup, throughput_speedup=comparison.throughput_speedup,
                     p99_tpot_change=comparison.p99_tpot_change, p99_itl_change=comparison.p99_itl_change,
@@ -675,9 +708,9 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
     schedule = k_schedule(dep, acceptance, fit)
     shown_batch = min(target_concurrency, max(limit, 1))   # the target, or the largest batch that fits if it does not
     k_target, speedup_target = best_k(dep, acceptance, shown_batch, fit)
-    # The K to run where speculation is on: the one measured, else the target's best, else
-    # the largest K in the schedule.
-    k = k_in_use or k_target or max([row[2] for row in schedule] + [1])
+    # The K to run where speculation is on: the one measured, else the target's best, else (speculation off there)
+    # the best K with speculation on at the target: what the verdict weighs and stage 1's server starts with.
+    k = k_in_use or k_target or (best_on_k(dep, acceptance, shown_batch, fit)[0] if limit >= 1 else 1)
     eps = eps_decode(dep, shown_batch, k, fit)   # every figure of the plan is at the batch its commands run
     request_alpha, request_spread = requests or (alpha, 0.0)
     dec = decode(request_alpha, k, request_spread)
@@ -723,56 +756,83 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
 
 @dataclass(frozen=True)
 class Verdict:
-    """The answer first (verdict): turn speculation on or not at the plan's batch with the K the plan runs there, the
-    gain with its range, K by batch size, and where only a benchmark can tell. call: "on" (the range clears 1.0x),
-    "off" (it stays below), "benchmark first" (it holds 1.0x) or "no fit" (nothing fits); with a gate, the gate's."""
+    """The answer first (verdict): turn speculation on or not at the plan's batch, the gain in what the plan's
+    benchmark will measure (its output throughput, speculation on over off) with its range and the decode-only speedup
+    beside it, K by batch size, and where only a benchmark can tell. call: "on" (the range clears 1.0x), "off" (it
+    stays below), "benchmark first" (it holds 1.0x) or "no fit" (nothing fits); with a gate, the gate's."""
     call: str                #: "on", "off", "benchmark first" or "no fit"
     concurrency: int         #: the batch the call is for: the target, or the most that fits (Plan.shown_batch)
-    target: int              #: the concurrency asked for
+    target: int              #: the plan's batch asked for
+    target_from: str         #: how it was chosen: --target-concurrency, TARGET_CONCURRENCY, a benchmark's, the grid's
     alpha: float             #: per-token alpha the call rests on
     measured: bool           #: whether that alpha was measured (else assumed until stage 2 measures it)
-    k: int                   #: the K the plan runs at that batch (Plan.k), the one its stage-1 server starts with
-    speedup: float           #: its speedup over plain decoding at that batch (None: no fit)
+    k: int                   #: the K the call is for: the plan's (Plan.k; where the best at this batch is off, the best
+                             #: K with speculation on here: what "off" gives up)
+    speedup: float           #: decode-only speedup at that K and batch: steady-state mean TPOT, plain over speculative
+                             #: (None: no fit)
     speedup_interval: list   #: [low, high] at level (None: no interval, or no fit)
     level: float             #: the share of outcomes the interval holds
     k_best: int              #: the best K at that batch (0: speculation off), where it is not k
     speedup_best: float      #: its speedup
     by_batch: list           #: [first B, last B, K, speedup at first, speedup at last] per schedule row (K 0: off)
     close_calls: list        #: [first B, last B] stretches where the range holds 1.0x
+    throughput_ratio: float = None   #: the plan's benchmark, speculative over baseline output throughput (None: not
+                                     #: simulated: a tree, attention data parallelism, nothing fits)
+    throughput_interval: list = None   #: [low, high] of it at level
+    benchmark: dict = None   #: the plan's benchmark pair: files, prompts, concurrency, each run's throughput and P99 TPOT
     gate: str = None         #: the gate's verdict when measurements were given ("pass", "fail", "too close to call")
     gate_failed: list = None   #: the checks the gate failed (GateCheck.check), in its order
+    acceptance: object = None   #: the published acceptance the assumed alpha comes from (priors.PlanAcceptance)
+    model_error: object = None   #: the model's held-out error for this class of deployment (trust.ModelError)
     at_slo: object = field(default=None, metadata=NOT_IN_JSON)   #: goodput.AtSlo where an SLO is given (--json: at_slo)
 
 
 GATE_CALLS = {"pass": "on", "fail": "off", "too close to call": "benchmark first"}   # Gate.verdict -> Verdict.call
 
 
-def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None):
-    """The call at the plan's batch and K: the gate's when there is one (measured_gate), else where the range of the
-    model's speedup at that K lies (Plan, trust); and the schedule with its speedups: a Verdict. acceptance is what
-    best K ran on (plan_input)."""
+def call_of(bounds):
+    """on / off / benchmark first, from where a ratio's range lies against 1.0x."""
+    low, high = bounds
+    return "on" if low > 1.0 else "off" if high < 1.0 else "benchmark first"
+
+
+def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None, pair=None, target_from="",
+            prior=None, error=None):
+    """The call at the plan's batch: the gate's when there is one (measured_gate), else where the range of the plan's
+    benchmark lies (pair: calibration.plan_benchmark's [baseline, speculative] at the plan's K), else the range of the
+    decode-only speedup; the schedule with its speedups; the acceptance prior and the class's held-out error: a
+    Verdict. acceptance is what best K ran on (plan_input)."""
     batch = plan.shown_batch
+    common = dict(target=plan.target, target_from=target_from, alpha=plan.alpha, measured=plan.measured, level=level,
+                  acceptance=prior, model_error=error)
     if max_concurrency(dep) < 1:
-        return Verdict(call="no fit", concurrency=None, target=plan.target, alpha=plan.alpha, measured=plan.measured,
-                       k=0, speedup=None, speedup_interval=None, level=level, k_best=0, speedup_best=None,
-                       by_batch=[], close_calls=[])
+        return Verdict(call="no fit", concurrency=None, k=0, speedup=None, speedup_interval=None, k_best=0,
+                       speedup_best=None, by_batch=[], close_calls=[], **common)
     k = plan.k
     rounds = round_costs(dep, batch, fit)
     gain = tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k] if k in rounds
                         else round_ms(dep, batch, k, fit), fit)
     bounds = interval(gain, plan.speedup_sd) if plan.speedup_sd is not None else None
-    low, high = bounds or (gain, gain)
-    call = "on" if low > 1.0 else "off" if high < 1.0 else "benchmark first"
+    ratio = ratio_bounds = benchmark = None
+    if pair:
+        base, spec = pair
+        ratio = spec.result["output_throughput"] / base.result["output_throughput"]
+        ratio_bounds = interval(ratio, plan.speedup_sd) if plan.speedup_sd is not None else None
+        benchmark = dict(files=[base.name, spec.name], prompts=base.workload.num_prompts, concurrency=batch, k=spec.k,
+                         **{f"{name}_{key}": pb.result[key] for name, pb in (("baseline", base), ("spec", spec))
+                            for key in ("output_throughput", "mean_tpot_ms", "p99_tpot_ms")})
+    call = call_of(ratio_bounds or bounds or ((ratio or gain),) * 2)
     if measured_gate is not None:
         call = GATE_CALLS[measured_gate.verdict]
-    return Verdict(call=call, concurrency=batch, target=plan.target, alpha=plan.alpha, measured=plan.measured, k=k,
-                   speedup=gain, speedup_interval=bounds, level=level, k_best=plan.k_target,
+    return Verdict(call=call, concurrency=batch, k=k, speedup=gain, speedup_interval=bounds, k_best=plan.k_target,
                    speedup_best=plan.speedup_target,
                    by_batch=[[lo, hi, kk, first, last] for (lo, hi, kk), (first, last)
                              in zip(plan.schedule, plan.schedule_speedups)],
-                   close_calls=plan.close_calls or [],
+                   close_calls=plan.close_calls or [], throughput_ratio=ratio, throughput_interval=ratio_bounds,
+                   benchmark=benchmark,
                    gate=measured_gate.verdict if measured_gate else None,
-                   gate_failed=[c.check for c in measured_gate.reasons if not c.passed] if measured_gate else None)
+                   gate_failed=[c.check for c in measured_gate.reasons if not c.passed] if measured_gate else None,
+                   **common)
 
 
 @dataclass(frozen=True)
@@ -852,13 +912,16 @@ class Evidence:
     """What was measured, and what the gate and the plan are for (parse_evidence)."""
     measured: Measurement = None      #: or None
     comparison: Comparison = None     #: of two benchmark runs, or None
-    target_concurrency: int = None   #: the concurrency the gate and the plan are for (None: the grid's largest)
-    mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha[, output tokens])
+    pair_workload: object = None      #: the pair's own workload (serving.Workload), to replay it; None: not replayable
+    target_concurrency: int = None   #: the plan's batch: every part of the run answers at it (None: the grid's largest)
+    target_from: str = "the grid's largest concurrency"   #: how it was chosen (cli.parse_target), as the verdict says
+    mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha or None: the published
+                                 #: prior's[, output tokens])
     margin: float = GATE_MARGIN  #: the gate's margin over the break-even rate
     budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts, fraction
     served_model: str = None     #: --served-model: the name the measured server served (the gate command repeats it)
     mix_assumed: bool = True     #: whether mix is the example (TRAFFIC_MIX), not the user's --mix
-    expected_alpha: float = EXPECTED_ALPHA   #: per-token alpha the plan assumes until measured
+    expected_alpha: float = None   #: per-token alpha the plan assumes until measured (None: the published priors')
 
 
 # ---------------------------------------------------------------- facts and chart data

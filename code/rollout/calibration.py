@@ -19,7 +19,7 @@ from .costmodel import (
     prefill_parts, round_ms, runs_a_draft_model, spec_tpot_ms, target_parts, verify_tokens,
 )
 from .releases import bench_records_acceptance
-from .serving import bench_prompts, bench_result, serve_run, Workload
+from .serving import bench_prompts, bench_result, running_cap, serve_run, simulated_layout, Workload
 from .readers import length_note, RUN_NOISE
 from .trust import interval
 from .analysis import center_requests, K_MAX
@@ -488,6 +488,33 @@ def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=A
                  if BENCH_TIMES.match(key) or key in BENCH_RATES}
     return PredictedBench(name=name, k=k, alpha=alpha if k else 0.0, workload=work, cap=run.cap,
                           peak_running=run.peak_running, steps=run.steps, result=result, intervals=intervals, sd=sd)
+
+
+def plan_benchmark(dep, batch, k, alpha, spread, trust, traffic, fit=FIT):
+    """The benchmark the plan asks for at its batch, predicted: the ShareGPT pair sharegpt_baseline_cB.json and
+    sharegpt_spec_cB.json (its prompts and answers log-normal around the deployment's lengths with the traffic's
+    spreads, none past its output length, as --sharegpt-output-len caps them), speculation off and at K, requests
+    around per-token `alpha` (s.d. `spread`): [baseline, speculative], or None where the simulation cannot run it (a
+    tree, attention data parallelism, K = 0, no sequence fits). One computation wherever it is printed: the verdict's
+    headline, stage 1's files and stage 4's expectations (serving.RUN_MEMO)."""
+    if not (k and simulated_layout(dep) and running_cap(dep, True, batch) >= 1):
+        return None
+    work = bench_workload(dep, batch, output_spread=traffic.output_spread, output_cap=dep.output_tokens,
+                          input_spread=traffic.input_spread)
+    return [predict_bench(dep, name, work, kk, alpha, trust, traffic.seed, fit, spread)
+            for name, kk in ((f"sharegpt_baseline_c{batch}.json", 0), (f"sharegpt_spec_c{batch}.json", k))]
+
+
+def replay_pair(dep, work, k, requests, trust, seed=SEED, fit=FIT):
+    """A measured benchmark pair's own runs (work: its workload as read, cli.replay_workload), simulated at its lengths,
+    speculation off and at K with requests around (alpha, spread) that deliver the measured tau: [baseline,
+    speculative], or None where the simulation cannot run it (a tree, attention data parallelism, no sequence fits)."""
+    here = at_lengths(dep, work.input_tokens, work.output_tokens)
+    if not (work and k and simulated_layout(dep) and running_cap(here, True, work.max_concurrency) >= 1):
+        return None
+    alpha, spread = requests
+    return [predict_bench(here, name, work, kk, alpha, trust, seed, fit, spread, work.max_concurrency)
+            for name, kk in (("--bench-baseline", 0), ("--bench-spec", k))]
 
 
 def predicted_benches(dep, ks, alpha, trust, concurrencies=(), rates=(), prompts=None, burstiness=1.0, seed=SEED,

@@ -57,58 +57,59 @@ GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 # dense). mla: DeepSeek's latent attention (kv_lora_rank, rope, q_lora_rank, nope,
 # v_head_dim). window, window_layers: sliding-window attention on that many layers.
 # attn_bias, sinks, expert_bias, router_bias: gpt-oss's biases and attention sinks.
+# family: the family the published acceptance is grouped by (priors.py, bench/acceptance_table.py's TARGETS).
 # nextn: MTP modules (num_nextn_predict_layers). checkpoint: the dtype the published checkpoint ships its weights
 # in, when not bf16 (gpt-oss: MXFP4 experts, its model cards; DeepSeek-V3 and Kimi-K2: block fp8, their READMEs).
 # head_inter, head_heads, head_kv_heads:
 # the EAGLE-3 head's MLP width and attention shape where its published config differs from
 # the target (SpecForge configs/*-eagle3.json); else the target's (head_shape).
 MODELS = {
-    "llama-3.2-1b":   dict(hidden=2048,  inter=8192,  layers=16,  heads=32,  kv_heads=8, head_dim=64,  vocab=128256, tied=True,  hf="meta-llama/Llama-3.2-1B-Instruct"),   # 1.236 B
-    "llama-2-70b":    dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=32000,  tied=False, hf="meta-llama/Llama-2-70b-chat-hf"),    # 68.98 B; the calibration's TensorRT-LLM 0.9 runs
-    "llama-3.1-8b":   dict(hidden=4096,  inter=14336, layers=32,  heads=32,  kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.1-8B-Instruct"),   # 8.030 B
-    "llama-3.3-70b":  dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.3-70B-Instruct"),  # 70.554 B
-    "llama-3.1-405b": dict(hidden=16384, inter=53248, layers=126, heads=128, kv_heads=8, head_dim=128, vocab=128256, tied=False, hf="meta-llama/Llama-3.1-405B-Instruct"), # 405.853 B
-    "qwen3-32b":      dict(hidden=5120,  inter=25600, layers=64,  heads=64,  kv_heads=8, head_dim=128, vocab=151936, tied=False, hf="Qwen/Qwen3-32B"),                     # 32.76 B; heads*head_dim != hidden
+    "llama-3.2-1b":   dict(hidden=2048,  inter=8192,  layers=16,  heads=32,  kv_heads=8, head_dim=64,  vocab=128256, tied=True,  family="llama-3", hf="meta-llama/Llama-3.2-1B-Instruct"),   # 1.236 B
+    "llama-2-70b":    dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=32000,  tied=False, family="llama-2", hf="meta-llama/Llama-2-70b-chat-hf"),    # 68.98 B; the calibration's TensorRT-LLM 0.9 runs
+    "llama-3.1-8b":   dict(hidden=4096,  inter=14336, layers=32,  heads=32,  kv_heads=8, head_dim=128, vocab=128256, tied=False, family="llama-3", hf="meta-llama/Llama-3.1-8B-Instruct"),   # 8.030 B
+    "llama-3.3-70b":  dict(hidden=8192,  inter=28672, layers=80,  heads=64,  kv_heads=8, head_dim=128, vocab=128256, tied=False, family="llama-3", hf="meta-llama/Llama-3.3-70B-Instruct"),  # 70.554 B
+    "llama-3.1-405b": dict(hidden=16384, inter=53248, layers=126, heads=128, kv_heads=8, head_dim=128, vocab=128256, tied=False, family="llama-3", hf="meta-llama/Llama-3.1-405B-Instruct"), # 405.853 B
+    "qwen3-32b":      dict(hidden=5120,  inter=25600, layers=64,  heads=64,  kv_heads=8, head_dim=128, vocab=151936, tied=False, family="qwen3", hf="Qwen/Qwen3-32B"),                     # 32.76 B; heads*head_dim != hidden
     # Mixture of experts. Qwen3 (qwen3_moe): every layer routes (decoder_sparse_step 1, no mlp_only_layers).
     "qwen3-30b-a3b":   dict(hidden=2048, inter=6144, layers=48, heads=32, kv_heads=4, head_dim=128, vocab=151936, tied=False,
                             experts=128, experts_per_token=8, moe_inter=768, moe_layers=48, head_inter=12288,
-                            hf="Qwen/Qwen3-30B-A3B"),                     # 30.53 B, 3.35 B active
+                            family="qwen3-moe", hf="Qwen/Qwen3-30B-A3B"),                     # 30.53 B, 3.35 B active
     "qwen3-235b-a22b": dict(hidden=4096, inter=12288, layers=94, heads=64, kv_heads=4, head_dim=128, vocab=151936, tied=False,
                             experts=128, experts_per_token=8, moe_inter=1536, moe_layers=94, head_inter=24576,
-                            hf="Qwen/Qwen3-235B-A22B-Instruct-2507"),     # 235.1 B, 22.2 B active
+                            family="qwen3-moe", hf="Qwen/Qwen3-235B-A22B-Instruct-2507"),     # 235.1 B, 22.2 B active
     "qwen3-coder-480b": dict(hidden=6144, inter=8192, layers=62, heads=96, kv_heads=8, head_dim=128, vocab=151936, tied=False,
                              experts=160, experts_per_token=8, moe_inter=2560, moe_layers=62,
-                             hf="Qwen/Qwen3-Coder-480B-A35B-Instruct"),   # 480.2 B, 35.5 B active
+                             family="qwen3-moe", hf="Qwen/Qwen3-Coder-480B-A35B-Instruct"),   # 480.2 B, 35.5 B active
     # gpt-oss: every layer routes (the expert is intermediate_size wide); layers alternate
     # 128-token sliding windows and full attention; biases and sinks; MXFP4 experts.
     "gpt-oss-20b":  dict(hidden=2880, inter=2880, layers=24, heads=64, kv_heads=8, head_dim=64, vocab=201088, tied=False,
                          experts=32, experts_per_token=4, moe_inter=2880, moe_layers=24, window=128, window_layers=12,
                          attn_bias=True, sinks=True, expert_bias=True, router_bias=True, head_inter=17280,
-                         checkpoint="fp4", hf="openai/gpt-oss-20b"),                        # 20.9 B, 3.6 B active
+                         checkpoint="fp4", family="gpt-oss", hf="openai/gpt-oss-20b"),                        # 20.9 B, 3.6 B active
     "gpt-oss-120b": dict(hidden=2880, inter=2880, layers=36, heads=64, kv_heads=8, head_dim=64, vocab=201088, tied=False,
                          experts=128, experts_per_token=4, moe_inter=2880, moe_layers=36, window=128, window_layers=18,
                          attn_bias=True, sinks=True, expert_bias=True, router_bias=True, head_inter=16384,
-                         checkpoint="fp4", hf="openai/gpt-oss-120b"),                       # 116.8 B, 5.1 B active
+                         checkpoint="fp4", family="gpt-oss", hf="openai/gpt-oss-120b"),                       # 116.8 B, 5.1 B active
     # Llama 4 (llama4_text): a shared expert beside one routed expert per token; Maverick
     # routes every second layer (interleave_moe_layer_step 2), its dense layers 16,384 wide.
     "llama-4-scout":    dict(hidden=5120, inter=16384, layers=48, heads=40, kv_heads=8, head_dim=128, vocab=202048, tied=False,
                              experts=16, experts_per_token=1, moe_inter=8192, shared_inter=8192, moe_layers=48,
-                             head_inter=32768, hf="meta-llama/Llama-4-Scout-17B-16E-Instruct"),      # 107.8 B text (108.6 B with vision), 17.2 B active
+                             head_inter=32768, family="llama-4", hf="meta-llama/Llama-4-Scout-17B-16E-Instruct"),      # 107.8 B text (108.6 B with vision), 17.2 B active
     "llama-4-maverick": dict(hidden=5120, inter=16384, layers=48, heads=40, kv_heads=8, head_dim=128, vocab=202048, tied=False,
                              experts=128, experts_per_token=1, moe_inter=8192, shared_inter=8192, moe_layers=24,
-                             hf="meta-llama/Llama-4-Maverick-17B-128E-Instruct"),                    # 401.6 B, 17.2 B active
+                             family="llama-4", hf="meta-llama/Llama-4-Maverick-17B-128E-Instruct"),                    # 401.6 B, 17.2 B active
     # DeepSeek-V3 (deepseek_v3): MLA; the first 3 layers dense (first_k_dense_replace 3:
     # deepseek-ai/DeepSeek-V3 config.json and its report, arXiv 2412.19437; a trimmed stored copy says 1), one shared expert, an MTP module.
     "deepseek-v3": dict(hidden=7168, inter=18432, layers=61, heads=128, kv_heads=128, head_dim=192, vocab=129280, tied=False,
                         experts=256, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=58,
                         mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128), nextn=1,
                         head_inter=40960, head_heads=56, head_kv_heads=8, head_head_dim=128, checkpoint="fp8",
-                        routing="deepseek", hf="deepseek-ai/DeepSeek-V3"),                    # 671.0 B + 11.6 B MTP, 37.6 B active
+                        routing="deepseek", family="deepseek", hf="deepseek-ai/DeepSeek-V3"),                    # 671.0 B + 11.6 B MTP, 37.6 B active
     "kimi-k2": dict(hidden=7168, inter=18432, layers=61, heads=64, kv_heads=64, head_dim=192, vocab=163840, tied=False,
                     experts=384, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=60,
                     mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128),
                     head_inter=18432, head_head_dim=128, checkpoint="fp8", routing="deepseek",
-                    hf="moonshotai/Kimi-K2-Instruct"),   # 1,026 B, 32.9 B active
+                    family="kimi-k2", hf="moonshotai/Kimi-K2-Instruct"),   # 1,026 B, 32.9 B active
 }
 
 GIB = 2 ** 30

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import os
 import re
@@ -24,7 +23,9 @@ from .catalog import (
     served_model,
 )
 from .acceptance import profile_length
-from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment
+from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency
+from .priors import DOMAINS
+from .sizing import KV_DTYPE as SIZING_KV_DTYPE, NODE_GPUS, Setting, shipped_dtype, smallest_tp, tp_candidates, tp_reason
 from .releases import missing as release_lacks, refusal as release_refuses
 from .simulation import Traffic
 from .serving import (
@@ -130,13 +131,15 @@ def build_parser(settings):
     dep = p.add_argument_group("deployment")
     dep.add_argument("--model", help=f"target model: {', '.join(MODELS)}")
     dep.add_argument("--gpu", help=f"GPU: {', '.join(GPUS)}, or custom (with the three numbers below)")
-    dep.add_argument("--tp", help="tensor-parallel degree")
+    dep.add_argument("--tp", help="tensor-parallel degree (default: the model's row of MODEL_SETTINGS in main.py, "
+                                  f"else the smallest of at most {NODE_GPUS} that holds the plan's batch)")
     dep.add_argument("--ep", help="expert-parallel GPUs of a MoE target: 1 (experts split by --tp) or the --tp "
                                   "degree (whole experts per GPU)")
     dep.add_argument("--dp-attention", action="store_true",
                      help="with --ep: attention data parallel, each GPU its own share of the sequences")
-    dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (sized as MXFP4: 4.25 bits a weight)")
-    dep.add_argument("--kv-dtype", help="bf16 or fp8")
+    dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (sized as MXFP4: 4.25 bits a weight; default: the "
+                                             "model's row of MODEL_SETTINGS, else the dtype its checkpoint ships in)")
+    dep.add_argument("--kv-dtype", help="bf16 or fp8 (default: the model's row of MODEL_SETTINGS, else bf16)")
     dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {settings.input_tokens})")
     dep.add_argument("--output-tokens", help=f"mean output length, tokens (default {settings.output_tokens})")
     dep.add_argument("--context", help="mean decode context in tokens (default: input + output / 2)")
@@ -161,12 +164,15 @@ def build_parser(settings):
     meas.add_argument("--served-model", help="the model_name to measure when a scrape holds several")
     meas.add_argument("--bench-baseline", help="`vllm bench serve --save-result` JSON, speculation off")
     meas.add_argument("--bench-spec", help="the same benchmark with speculation on")
-    meas.add_argument("--target-concurrency", help="batch size the gate is for (default: the benchmark's)")
+    meas.add_argument("--target-concurrency", help="the plan's batch: the verdict, the plan, the gate and the derived "
+                                                   "TP answer at it (default: TARGET_CONCURRENCY in main.py, else "
+                                                   "--bench-spec's max_concurrency, else the grid's largest)")
     meas.add_argument("--gate-margin", help=f"acceptance-rate margin over break-even (default {settings.gate_margin})")
     meas.add_argument("--p99-budget", help=f"largest P99 TPOT rise accepted, fraction (default {settings.p99_budget})")
     meas.add_argument("--gate", action="store_true", help="exit 0 if the gate passes, 1 if it fails")
-    meas.add_argument("--mix", help="traffic mix name:share:alpha[:tokens],... (shares of generated tokens, sum 1; "
-                                    "tokens: the domain's mean output length)")
+    meas.add_argument("--mix", help="traffic mix name:share[:alpha[:tokens]],... (shares of generated tokens, sum 1; "
+                                    "alpha left out: the published one for the head, by domain: chat, code, math, "
+                                    "reasoning, other; tokens: the domain's mean output length)")
     meas.add_argument("--calibrate", help="your `vllm bench serve` results, comma list: fit the cost model on them")
     out = p.add_argument_group("output")
     out.add_argument("--exercises", action="store_true", help="print worked answers to the lesson's exercises")
@@ -262,8 +268,9 @@ def parse_length_sweep(text, ks):
     return tuple(round(a, 9) for a in profile)
 
 
-def parse_deployment(args, settings):
-    """The deployment flags -> Deployment, refusing what cannot run."""
+def parse_deployment(args, settings, plan_batch):
+    """The deployment flags -> Deployment, refusing what cannot run; a setting neither given nor in main.py's row for
+    the model is derived for it (sizing.py), TP to hold plan_batch sequences."""
     if args.model and args.model_config:
         raise UsageError("--model and --model-config: name the target one way only")
     if args.model_config:
@@ -288,10 +295,19 @@ def parse_deployment(args, settings):
     if gpu == "custom" and missing:
         raise UsageError(f"--gpu custom: needs --gpu-bandwidth, --gpu-tflops and --gpu-memory; "
                          f"missing {', '.join(missing)}")
-    weights = _choice("--weights-dtype", args.weights_dtype or settings.weights_dtype, list(BYTES_PER))
-    kv = _choice("--kv-dtype", args.kv_dtype or settings.kv_dtype, ["bf16", "fp8"])
+    # The model's own settings: a flag, else main.py's row for this model (MODEL_SETTINGS), else derived (sizing.py).
+    row = {} if args.model_config else settings.model_settings.get(model, {})
+    weights = _choice("--weights-dtype", args.weights_dtype or row.get("weights_dtype") or shipped_dtype(shape),
+                      list(BYTES_PER))
+    kv = _choice("--kv-dtype", args.kv_dtype or row.get("kv_dtype") or SIZING_KV_DTYPE, ["bf16", "fp8"])
     tp = parse_one("--tp", args.tp, int, f"an integer from 1 to {TP_LIMIT}", lambda t: 1 <= t <= TP_LIMIT) \
-        if args.tp is not None else settings.tp
+        if args.tp is not None else row.get("tp")
+    if tp is None and args.ep is not None:   # whole experts per GPU run across the TP GPUs: --ep N is TP N
+        tp = parse_one("--ep", args.ep, int, f"an integer from 1 to {TP_LIMIT}", lambda t: 1 <= t <= TP_LIMIT)
+        tp = tp if tp > 1 else None
+    derive_tp = tp is None
+    sources = [setting_source("weights_dtype", weights, args.weights_dtype, row, model, shape),
+               setting_source("kv_dtype", kv, args.kv_dtype, row, model, shape)]
     tokens = lambda least: (f"an integer from {least} to {TOKENS_LIMIT:,} (tokens)",
                             lambda n: least <= n <= TOKENS_LIMIT)
     context = parse_one("--context", args.context, int, *tokens(1)) if args.context is not None else settings.context
@@ -307,9 +323,9 @@ def parse_deployment(args, settings):
                          f"the {TOKENS_LIMIT:,} this tool models")
     draft = _choice("--draft", args.draft or settings.draft, list(DRAFTS) + list(MODELS))
     m = shape
-    if m["heads"] % tp:
+    if not derive_tp and m["heads"] % tp:
         raise UsageError(f"--tp: {tp} does not divide the {m['heads']} attention heads of {model}")
-    if not m.get("mla") and m["kv_heads"] % tp and tp % m["kv_heads"]:   # vLLM's attention layers assert one of them
+    if not derive_tp and not m.get("mla") and m["kv_heads"] % tp and tp % m["kv_heads"]:   # vLLM's attention layers assert one of them
         raise UsageError(f"--tp: {tp} GPUs can neither split nor copy evenly the {m['kv_heads']} KV heads of {model} "
                          "(one must divide the other)")
     if draft == "model" and not args.draft_config:
@@ -320,7 +336,7 @@ def parse_deployment(args, settings):
         problem = draft_problem(d, m)
         if problem:
             raise UsageError(f"--draft: {draft} cannot draft for {model}: {problem}")
-        if d["heads"] % tp:
+        if not derive_tp and d["heads"] % tp:
             raise UsageError(f"--tp: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
     engine = ENGINES[_choice("--engine", args.engine or settings.engine, list(ENGINES))]
     if engine.nvidia_only and gpu in GPU_FAMILY and GPU_FAMILY[gpu] == "cdna":
@@ -359,22 +375,42 @@ def parse_deployment(args, settings):
                          "--draft")
     if draft_hf is not None and draft == "ngram":
         raise UsageError("--draft-model: n-gram drafting runs no model; drop --draft-model or pick another --draft")
-    ep = parse_ep(args.ep if args.ep is not None else settings.ep, tp, m, model)
+    ep_value = args.ep if args.ep is not None else settings.ep
+    ep = parse_ep(ep_value, tp, m, model) if not derive_tp else 1
     dp_attention = args.dp_attention or settings.dp_attention
     if dp_attention and not m.get("experts"):
         raise UsageError(f"--dp-attention: runs attention data parallel beside expert-parallel experts; {model} is "
                          "dense (serve more replicas instead)")
     if dp_attention and (ep == 1 or tp == 1):
         raise UsageError("--dp-attention: runs attention data parallel beside expert-parallel experts, as the engines "
-                         f"offer it: give --ep {tp} with --tp {tp} > 1" if tp > 1 else
+                         f"offer it: give --ep {tp} with --tp {tp} > 1" if tp and tp > 1 else
                          "--dp-attention: needs several GPUs (--tp) and --ep equal to it")
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
-    dep = make_deployment(model, gpu, tp, weights, kv, context, draft, spec, engine.key, draft_hf,
-                          lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era, ep,
-                          dp_attention, settings.temperature)
+
+    def build(degree, experts=ep):
+        return make_deployment(model, gpu, degree, weights, kv, context, draft, spec, engine.key, draft_hf,
+                               lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era,
+                               experts, dp_attention, settings.temperature)
+
+    if derive_tp:   # the smallest TP that holds the plan's batch (sizing.smallest_tp); EP, if set to more than 1, is TP
+        spread = ep_value not in (1, "1")
+        candidates = [t for t in tp_candidates(m, draft_shape if draft == "model" else MODELS.get(draft))
+                      if not spread or (t > 1 and m.get("experts") and m["experts"] % t == 0)]
+        tp, dep, fits = smallest_tp(lambda t: build(t, t if spread else 1), candidates, plan_batch)
+        if tp is None:
+            raise UsageError(f"--tp: no tensor-parallel degree up to {NODE_GPUS} splits the heads of {model} evenly: "
+                             "give --tp")
+        ep = tp if spread else 1
+        sources.insert(0, Setting("tp", tp, "derived", tp_reason(tp, plan_batch, dep.context, gpu, fits,
+                                                                  max_concurrency(dep))))
+    else:
+        dep = build(tp)
+        sources.insert(0, Setting("tp", tp, "given" if args.tp is not None or args.ep is not None else "model settings",
+                                  "given" if args.tp is not None else f"--ep {tp}" if args.ep is not None else
+                                  f"MODEL_SETTINGS' row for {model} in main.py"))
     version = args.engine_version if args.engine_version is not None else settings.engine_version
     dep = replace(dep, model_config=args.model_config, draft_config=args.draft_config,
-                  release=release_of(version) if version is not None else None)
+                  release=release_of(version) if version is not None else None, settings=tuple(sources))
     lacking = release_lacks(dep)
     if lacking:
         raise UsageError(f"--engine-version: {lacking}")
@@ -382,6 +418,17 @@ def parse_deployment(args, settings):
     if refused:
         raise UsageError(f"--dp-attention: {refused}; serve it without --dp-attention, or with another --draft")
     return dep
+
+
+def setting_source(name, value, flag_value, row, model, shape):
+    """Where a dtype setting came from (Setting): its flag, main.py's row for the model, or derived."""
+    if flag_value is not None:
+        return Setting(name, value, "given", "given")
+    if name in row:
+        return Setting(name, value, "model settings", f"MODEL_SETTINGS' row for {model} in main.py")
+    if name == "kv_dtype":
+        return Setting(name, value, "derived", "derived: the engines' default")
+    return Setting(name, value, "derived", f"derived: the dtype {shape.get('hf') or model} ships in")
 
 
 def parse_ep(value, tp, m, model):
@@ -420,27 +467,38 @@ MIX_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,16}", re.ASCII)   # a traffic domain's
 
 
 def parse_mix(text):
-    """--mix chat:0.7:0.7,code:0.3:0.4[:tokens] -> ((name, share, alpha[, output tokens]), ...); shares sum to 1."""
+    """--mix chat:0.7,code:0.3:0.4[:tokens] -> ((name, share, alpha or None[, output tokens]), ...); shares sum to 1.
+    An alpha left out is the published one for the head in that domain (priors.DOMAINS names them)."""
     mix = []
     for item in text.split(","):
         parts = item.strip().split(":")
         try:
-            name, share, alpha = parts[0], float(ascii_number(parts[1])), float(ascii_number(parts[2]))
+            name, share = parts[0], float(ascii_number(parts[1]))
+            alpha = float(ascii_number(parts[2])) if len(parts) > 2 else None
             tokens = int(ascii_number(parts[3])) if len(parts) == 4 else None
         except (IndexError, ValueError):
-            raise UsageError(f"--mix: each item must be name:share:alpha or name:share:alpha:tokens; "
+            raise UsageError(f"--mix: each item must be name:share, name:share:alpha or name:share:alpha:tokens; "
                              f"got {item!r}") from None
-        if len(parts) not in (3, 4) or not MIX_NAME.fullmatch(name) or not 0.0 < share <= 1.0 \
-                or not 0.0 <= alpha <= 1.0 or (tokens is not None and not 2 <= tokens <= TOKENS_LIMIT):
+        if len(parts) not in (2, 3, 4) or not MIX_NAME.fullmatch(name) or not 0.0 < share <= 1.0 \
+                or (alpha is not None and not 0.0 <= alpha <= 1.0) \
+                or (tokens is not None and not 2 <= tokens <= TOKENS_LIMIT):
             raise UsageError(f"--mix: each item needs a name (up to 16 letters, digits and . _ + -), a share in "
-                             f"(0, 1], an alpha in [0, 1] and optionally a mean output length of 2 to {TOKENS_LIMIT:,} "
-                             f"tokens; got {item!r}")
+                             f"(0, 1], optionally an alpha in [0, 1] and then a mean output length of 2 to "
+                             f"{TOKENS_LIMIT:,} tokens; got {item!r}")
+        if alpha is None and name not in DOMAINS:
+            raise UsageError(f"--mix: {name!r} takes its alpha from the published acceptance, which is by domain: name "
+                             f"one of {', '.join(DOMAINS)}, or give its alpha (name:share:alpha); got {item!r}")
         mix.append((name, share, alpha) if tokens is None else (name, share, alpha, tokens))
     if len({row[0] for row in mix}) != len(mix):
         raise UsageError(f"--mix: domain names must differ; got {text!r}")
     if abs(sum(row[1] for row in mix) - 1.0) > 1e-3:
         raise UsageError(f"--mix: shares must sum to 1; got {sum(row[1] for row in mix):g}")
     return tuple(mix)
+
+
+def mix_setting(rows):
+    """TRAFFIC_MIX's rows as parse_mix gives them: (name, share, alpha or None[, tokens])."""
+    return tuple((row[0], row[1], row[2] if len(row) > 2 else None, *row[3:]) for row in rows)
 
 
 def given_acceptance(grid):
@@ -550,8 +608,23 @@ def served_model_words(name):
     return f"--served-model and the name the server gives ({shown(name)} is not one)"
 
 
-def parse_evidence(args, grid, dep, settings):
-    """The measurement flags -> Evidence: reads and checks every file named, for the deployment dep."""
+def parse_target(args, settings, grid, spec=None):
+    """The plan's batch, the one batch every part of the run answers at, and how it was chosen: --target-concurrency,
+    else TARGET_CONCURRENCY in main.py, else the --bench-spec run's max_concurrency, else the grid's largest
+    concurrency (a batch that does not fit runs at the most that fit: Plan.shown_batch)."""
+    if args.target_concurrency is not None:
+        return parse_one("--target-concurrency", args.target_concurrency, int, f"an integer from 1 to "
+                         f"{CONCURRENCY_LIMIT:,}", lambda b: 1 <= b <= CONCURRENCY_LIMIT), "--target-concurrency"
+    if settings.target_concurrency is not None:
+        return settings.target_concurrency, "TARGET_CONCURRENCY in main.py; --target-concurrency sets it"
+    if spec is not None and spec.max_concurrency:
+        return int(spec.max_concurrency), "the --bench-spec run's max_concurrency; --target-concurrency sets it"
+    return max(grid.concurrencies), "the grid's largest concurrency; --target-concurrency sets it"
+
+
+def parse_evidence(args, grid, dep, settings, target, target_from, benches=(None, None)):
+    """The measurement flags -> Evidence: reads and checks every file named, for the deployment dep; target: the
+    plan's batch and how it was chosen (parse_target)."""
     if args.metrics_before and not args.metrics:
         raise UsageError("--metrics-before: needs --metrics, the later scrape")
     if args.served_model is not None and not (args.metrics or args.bench_spec or args.compare or args.calibrate):
@@ -566,7 +639,7 @@ def parse_evidence(args, grid, dep, settings):
     if typed and measured:
         raise UsageError(f"{typed.source.split()[0]}: {measured.source} measures acceptance already: give the "
                          "measurement one way")
-    base, spec = read_benches(args)
+    base, spec = benches   # read_benches, before the deployment was parsed
     if spec:
         if model and spec.model_id and not same_model(model, spec.model_id):
             if args.served_model is None:
@@ -588,8 +661,14 @@ def parse_evidence(args, grid, dep, settings):
             raise UsageError(f"--bench-spec: {args.bench_spec} has no spec_decode_* keys; give --metrics, or the "
                              "acceptance your engine reports as --acceptance-length or --acceptance-rates with one --ks")
         measured = noted(measured, *spec.notes, *(base.notes if base else []))
+    pair_workload = None
     if base:
         comparison = bench_comparison(base, spec)
+        try:   # the model beside the pair is the pair's own run, replayed (as --compare replays a file)
+            pair_workload = replay_workload(spec, "--bench-spec", spec.path, settings.output_spread)[0]
+        except UsageError as why:
+            measured = noted(measured, f"the benchmark pair is not replayed ({why}): the model beside it is the "
+                                       "steady state at its concurrency and lengths")
     measured = measured or typed
     if args.gate and measured is None:
         raise UsageError("--gate: needs a measurement: --metrics, --bench-spec, or one --acceptance-length or "
@@ -601,24 +680,17 @@ def parse_evidence(args, grid, dep, settings):
         raise UsageError(f"--bench-spec: a {comparison.tpot_speedup:.1f}x mean-TPOT speedup at K = "
                          f"{measured.k} is more than K + 1 tokens a round can give: not one deployment's pair of "
                          "runs")
-    target_concurrency = None
-    if args.target_concurrency is not None:
-        target_concurrency = parse_one("--target-concurrency", args.target_concurrency, int,
-                           f"an integer from 1 to {CONCURRENCY_LIMIT:,}", lambda b: 1 <= b <= CONCURRENCY_LIMIT)
-    elif spec and spec.max_concurrency:
-        target_concurrency = int(spec.max_concurrency)
     if spec and spec.open_loop:
         measured = noted(measured, "the benchmark's concurrency is not known (an open-loop request-rate run, or a "
-                                   "file without max_concurrency): the gate is for B = " +
-                                   (f"{target_concurrency}, from --target-concurrency" if target_concurrency else
-                                    f"{max(grid.concurrencies)}, the grid's largest concurrency"))
+                                   f"file without max_concurrency): the gate is for B = {target}, from {target_from}")
     margin = parse_one("--gate-margin", args.gate_margin, _finite, "a number in [0, 1)", lambda x: 0 <= x < 1) \
         if args.gate_margin is not None else settings.gate_margin
     budget = parse_one("--p99-budget", args.p99_budget, _finite, "a number from 0 to 100 (a fraction)",
                        lambda x: 0 <= x <= 100) \
         if args.p99_budget is not None else settings.p99_budget
-    mix = parse_mix(args.mix) if args.mix is not None else settings.traffic_mix
-    return Evidence(measured=measured, comparison=comparison, target_concurrency=target_concurrency, mix=mix,
+    mix = parse_mix(args.mix) if args.mix is not None else mix_setting(settings.traffic_mix)
+    return Evidence(measured=measured, comparison=comparison, pair_workload=pair_workload, target_concurrency=target,
+                    target_from=target_from, mix=mix,
                     margin=margin, budget=budget, served_model=args.served_model, mix_assumed=args.mix is None,
                     expected_alpha=settings.expected_alpha)
 
@@ -643,11 +715,9 @@ class Settings:
     calibration_files: tuple
     model: str
     gpu: str
-    tp: int
+    model_settings: dict
     ep: int
     dp_attention: bool
-    weights_dtype: str
-    kv_dtype: str
     input_tokens: int
     output_tokens: int
     context: int
@@ -657,6 +727,7 @@ class Settings:
     engine_version: str
     temperature: float
     slo: str = ""
+    target_concurrency: int = None
 
 
 SLO_LIMIT_MS = 86_400_000   # a bound of a day: past it a bound bounds nothing a benchmark can run
@@ -801,7 +872,9 @@ def parse_args(argv, settings):
     check_values(args)
     out = None if args.no_write else (out_path(args.out) if args.out is not None else settings.out_path)
     grid = parse_grid(args, settings)
-    dep = parse_deployment(args, settings)
+    benches = read_benches(args)   # read once: a pipe cannot be read again
+    target, target_from = parse_target(args, settings, grid, benches[1])
+    dep = parse_deployment(args, settings, target)
     if dep.topk > 1 and ((grid.kind != "length" and not args.metrics) or len(grid.ks) != 1):
         raise UsageError("--draft-topk: a tree's acceptance length is measured, not the chain formula: give "
                          "--acceptance-length TAU, or a --metrics scrape, at its one --ks (the steps)")
@@ -820,7 +893,7 @@ def parse_args(argv, settings):
             raise UsageError(f"--acceptance-length: a round accepts at most the {dep.verify_tokens} tokens it "
                              f"verifies; got {grid.acceptance[0]:g}")
         dep = replace(dep, tree_steps=steps)
-    evidence = parse_evidence(args, grid, dep, settings)
+    evidence = parse_evidence(args, grid, dep, settings, target, target_from, benches)
     if dep.topk > 1 and grid.kind != "length":   # a tree measured by a scrape: its grid is the length measured
         tau = evidence.measured.acceptance_length
         if tau > dep.verify_tokens:
@@ -878,6 +951,40 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     flag = "--compare"
     bench = read_bench(path, flag)
     check_model(bench.model_id, dep, flag, served)
+    work, notes = replay_workload(bench, flag, path, traffic.output_spread, budget)
+    acceptance = bench_acceptance(bench, flag) if bench.spec else scraped
+    if bench.spec and acceptance is None:
+        raise UsageError(f"{flag}: {path} is a speculative run without its K and acceptance in its spec_decode_* "
+                         "keys: this tool cannot replay it")
+    k, alpha, spread = 0, 0.0, traffic.alpha_spread
+    if acceptance is not None:
+        # Requests centred so that their rounds deliver the measured tau in aggregate, as counters add them up.
+        k = acceptance.k
+        alpha, spread = center_requests(acceptance.acceptance_length, k, traffic.alpha_spread)
+        notes.append(f"acceptance from {'its own spec_decode_* keys' if bench.spec else acceptance.source}: K = {k}, "
+                     f"tau {acceptance.acceptance_length:.3f}, requests around alpha {alpha:.3f} (s.d. {spread:.2f})")
+    else:
+        notes.append("no spec_decode_* keys: replayed with speculation off")
+    here = at_lengths(dep, work.input_tokens, work.output_tokens)
+    if running_cap(here, k > 0, work.max_concurrency or plan_batch) < 1:
+        raise UsageError(f"{flag}: {path}: not one sequence of its {work.input_tokens} + {work.output_tokens} "
+                         f"tokens fits beside the weights on {dep.tp} x {dep.gpu}")
+    pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread,
+                       work.max_concurrency or plan_batch)
+    measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
+    rows = compare_rows(pb, measured_keys)
+    missing = [key for key in pb.intervals if key not in {row[0] for row in rows}]
+    if missing:   # absent, null, NaN (vllm bench's mark of a statistic without a sample) or 0
+        notes.append(f"not compared, the file gives no value above 0: {', '.join(missing)}")
+    return path, pb, rows, notes
+
+
+def replay_workload(bench, flag, path, output_spread,
+                    budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT)):
+    """A measured run's own workload, to replay it (its completed requests, lengths and their spread, concurrency or
+    rate and burstiness) and the notes on how it was read: (Workload, notes). Refused (UsageError) past the budget of
+    (output tokens, requests, simulated work) left, or when the run cannot be replayed. output_spread: the answers'
+    spread in log where the file gives none (--output-spread)."""
     completed, prompts, outputs = run_totals(bench, flag, path, "the runs this tool replays", least_output=1)
     rate = bench.workload.get("request_rate")
     rate = math.inf if rate in (None, "inf") or (isinstance(rate, float) and math.isinf(rate)) else rate
@@ -905,7 +1012,7 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     notes = list(bench.notes)
     spread = length_spread(bench.latency)
     if spread is None:   # no spreads to read: equal answers if the total divides evenly, else --output-spread's
-        spread = 0.0 if outputs % completed == 0 else traffic.output_spread
+        spread = 0.0 if outputs % completed == 0 else output_spread
         notes.append(f"the file gives no E2EL and TTFT spreads: answers drawn with an s.d. of {spread:g} in log")
     elif spread < SAME_LENGTHS:
         spread = 0.0   # random prompts with --ignore-eos: every answer as long
@@ -917,31 +1024,7 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     work = Workload(num_prompts=completed, max_concurrency=bench.max_concurrency,
                     request_rate=rate, burstiness=burstiness, input_tokens=round(prompts / completed),
                     output_tokens=round(outputs / completed), output_spread=spread, total_output=outputs)
-    acceptance = bench_acceptance(bench, flag) if bench.spec else scraped
-    if bench.spec and acceptance is None:
-        raise UsageError(f"{flag}: {path} is a speculative run without its K and acceptance in its spec_decode_* "
-                         "keys: this tool cannot replay it")
-    k, alpha, spread = 0, 0.0, traffic.alpha_spread
-    if acceptance is not None:
-        # Requests centred so that their rounds deliver the measured tau in aggregate, as counters add them up.
-        k = acceptance.k
-        alpha, spread = center_requests(acceptance.acceptance_length, k, traffic.alpha_spread)
-        notes.append(f"acceptance from {'its own spec_decode_* keys' if bench.spec else acceptance.source}: K = {k}, "
-                     f"tau {acceptance.acceptance_length:.3f}, requests around alpha {alpha:.3f} (s.d. {spread:.2f})")
-    else:
-        notes.append("no spec_decode_* keys: replayed with speculation off")
-    here = at_lengths(dep, work.input_tokens, work.output_tokens)
-    if running_cap(here, k > 0, work.max_concurrency or plan_batch) < 1:
-        raise UsageError(f"{flag}: {path}: not one sequence of its {work.input_tokens} + {work.output_tokens} "
-                         f"tokens fits beside the weights on {dep.tp} x {dep.gpu}")
-    pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread,
-                       work.max_concurrency or plan_batch)
-    measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
-    rows = compare_rows(pb, measured_keys)
-    missing = [key for key in pb.intervals if key not in {row[0] for row in rows}]
-    if missing:   # absent, null, NaN (vllm bench's mark of a statistic without a sample) or 0
-        notes.append(f"not compared, the file gives no value above 0: {', '.join(missing)}")
-    return path, pb, rows, notes
+    return work, notes
 
 
 def check_values(args):

@@ -233,11 +233,13 @@ class Deployment:
     ep: int = 1              #: expert-parallel GPUs: 1 (every expert split across the TP GPUs) or tp (whole experts)
     dp_attention: bool = False   #: attention data parallel across the tp GPUs (with ep = tp): see pass_parts
     temperature: float = TEMPERATURE   #: sampling temperature of the plan's benchmark runs (the traffic's own)
+    settings: tuple = field(default=(), hash=False, compare=False)   #: sizing.Setting per TP and dtype: where each
+                                                                      #: came from (given, the model's row, derived)
 
     def __post_init__(self):   # hashed once: the cost model's memo looks deployments up thousands of times a run
-        values = tuple(getattr(self, f.name) for f in fields(self))
+        values = tuple(getattr(self, f.name) for f in fields(self) if f.compare)
         object.__setattr__(self, "_values", values)   # every field, as the generated __eq__ compares them
-        object.__setattr__(self, "_hash", hash(tuple(v for f, v in zip(fields(self), values) if f.hash is not False)))
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False)))
 
     def __hash__(self):
         return self._hash

@@ -9,10 +9,14 @@ from .defaults import ALPHA_SPREAD, OUTPUT_SPREAD, SEED
 from .records import fields_of, OPTIONAL
 from .catalog import MODELS
 from .acceptance import _increasing_root, acceptance_length, alpha_from_length, LESSON_SYMPTOM, speedup
-from .costmodel import draft_step_ms, eps_decode, eps_seen, FIT, max_concurrency, model_params, with_draft
+from .priors import Contrast, contrast
+from .costmodel import draft_kind, draft_step_ms, eps_decode, eps_seen, FIT, max_concurrency, model_params, with_draft
 from .simulation import JITTER_P99, mixture_quantile, round_mix, token_itl_parts
 from .analysis import decoder, evaluate_cell, k_schedule, k_zero_at, traffic_blend
 from .commands import speculative_config
+
+LESSON_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # the lesson's exercise 2: 70% chat at alpha 0.70, 30% code
+                                                            # at 0.40 (shares of generated tokens)
 
 
 # The five exercises, answered by the model.
@@ -291,6 +295,7 @@ class Exercises:
     methods: Methods
     tail_diagnosis: TailExercise
     draft_memory: DraftMemory
+    published: Contrast = None   #: what published rows say of code against chat for this draft kind (exercise 2)
 
 
 def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD):
@@ -302,4 +307,5 @@ def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, out
                      traffic_mix=[traffic_blend(mix, dep, 5, b, fit) for b in sorted({1, batch})],   # exercise 2
                      methods=exercise_methods(dep, batch, fit),
                      tail_diagnosis=exercise_tail(dep, batch, decode, fit),
-                     draft_memory=exercise_draft_memory(dep, batch))
+                     draft_memory=exercise_draft_memory(dep, batch),
+                     published=contrast(draft_kind(dep.draft)))

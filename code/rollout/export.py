@@ -12,7 +12,7 @@ from .costmodel import draft_kind, kv_copies, step_budget, token_cost_hidden, ve
 from .releases import release
 from .simulation import percentile
 from .readers import PREDICTION_KEY
-from .trust import INTERVAL_LEVEL
+from .trust import ERROR_CLASS, INTERVAL_LEVEL
 from .commands import draft_head
 from .tables import summary_facts
 from .plan import memory_setting
@@ -46,7 +46,7 @@ def render_json(result, dep, grid):
     """--json: the deployment, then the run's records as clean() shows them, then the summary's sentences."""
     deployment = dict(engine=dep.engine.key, model=dep.model, gpu=dep.gpu, tp=dep.tp, ep=dep.ep,
                       weights_dtype=dep.weights_dtype,
-                      kv_dtype=dep.kv_dtype, context=dep.context, draft=dep.draft, draft_model=draft_head(dep)[0],
+                      kv_dtype=dep.kv_dtype, settings=list(dep.settings), context=dep.context, draft=dep.draft, draft_model=draft_head(dep)[0],
                       draft_trained_context=draft_head(dep)[1],
                       gpu_memory_gib=dep.memory_gib, gpu_memory_utilization=dep.memory_fraction,
                       gpu_memory_utilization_of=("memory free after the weights"
@@ -72,7 +72,13 @@ def render_json(result, dep, grid):
                                                 verify=token_cost_hidden(dep, verify_tokens(dep, 1))),
                       plain_step_b1=result.facts.plain_b1,
                       plain_step_ms_b1=result.plan.plain_ms_b1)
-    data = dict(verdict=result.verdict, deployment=deployment, interval_level=result.trust.level, trust=result.trust,
+    verdict = clean(result.verdict)
+    error = result.verdict.model_error
+    if error is not None:   # {class, median, worst, n}: the class as error_class names it
+        verdict["model_error"] = dict({"class": {key: getattr(error, key) for key in ERROR_CLASS}},
+                                      **{key: clean(getattr(error, key)) for key in ("median", "worst", "bias", "n",
+                                                                                     "sources")})
+    data = dict(verdict=verdict, deployment=deployment, interval_level=result.trust.level, trust=result.trust,
                 cells=result.cells,
                 breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)
     for key in ("at_slo", "measured", "gate", "exercises", "calibration"):   # the JSON's keys, in order, where there is one

@@ -9,7 +9,8 @@ from pathlib import Path
 from .records import fmt, k_words, pct, pct1
 from .catalog import EAGLE3_HEADS, EAGLE_DRAFTS, era_releases, GIB, release_text
 from .acceptance import acceptance_length, acceptance_rate, LESSON_RULE
-from .costmodel import draft_kind, FIT, static_bytes, verify_tokens
+from .costmodel import draft_kind, static_bytes, verify_tokens
+from .sizing import settings_sentence
 from .releases import (
     accepts, bench_records_acceptance, checked, FEATURES, per_request_acceptance, release, scrape_counts_acceptance,
 )
@@ -19,7 +20,6 @@ from .analysis import K_MAX, paying_ranges, where_it_pays
 from .commands import (
     bench_lines, can_serve, catalog_name, GOODPUT_CLIENT, draft_head, ENGINE_PLANS, serve_lines, SHAREGPT_URL, shell_lines, tool_words,
 )
-from .calibration import bench_workload, predict_bench
 from .serving import SLO_KEYS
 from .goodput import goodput_key, goodput_words, per_gpu, SLO_PERCENTILE, slo_prompts, slo_sentence, slo_text
 from .tables import (
@@ -198,13 +198,16 @@ def plan_front(result, dep, plan):
         f"context {result.facts.max_concurrency} sequences fit |",
         f"| draft | {md(dep.draft)}: {draft_params / 1e9:.3f} B parameters"
         + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
-        f"| target concurrency | {plan.target}" + ("" if plan.feasible else
+        f"| settings | {md(settings_sentence(dep.settings))} |",
+        f"| the plan's batch | {plan.target}, {md(result.verdict.target_from)}" + ("" if plan.feasible else
                                                      f" (does not fit in memory: this plan is for {batch}, the most "
                                                      "that fits)") + " |",
         f"| plain decode step | {plan.plain_ms_b1:.2f} ms at B=1, {plan.plain_ms_shown:.2f} ms at "
         f"B={plan.shown_batch} |",
         (f"| measured per-token alpha | {alpha:.3f} (from {md(result.measured.source)}) |" if plan.measured
-         else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2) |"),
+         else f"| assumed per-token alpha | {alpha:.2f} until measured (stage 2)"
+         + (", from published acceptance for the traffic's domains (the verdict)" if result.verdict.acceptance else "")
+         + " |"),
         f"| spread over requests | alpha s.d. {result.alpha_spread:g}, ln(output tokens) s.d. "
         f"{result.output_spread:g}, ln(prompt tokens) s.d. {result.input_spread:g} in the ShareGPT runs "
         "(assumed; `--alpha-spread`, `--output-spread`, `--input-spread`) |",
@@ -390,19 +393,6 @@ def predicts_gate_pair(dep, plan):
             and running_cap(dep, True, plan.shown_batch) >= 1)
 
 
-def gate_runs(dep, plan, trust, traffic, fit=FIT):
-    """The gate's benchmark pair (sharegpt_baseline_cB.json, sharegpt_spec_cB.json at the plan's batch and K),
-    predicted: [baseline, speculative], or None where the plan predicts none (predicts_gate_pair)."""
-    if not predicts_gate_pair(dep, plan):
-        return None
-    batch = plan.shown_batch
-    # ShareGPT's answers around the deployment's length, none past it: the runs' --sharegpt-output-len is max_tokens
-    work = bench_workload(dep, batch, output_spread=traffic.output_spread, output_cap=dep.output_tokens,
-                          input_spread=traffic.input_spread)
-    return [predict_bench(dep, name, work, k, plan.request_alpha, trust, traffic.seed, fit, plan.request_spread)
-            for name, k in ((f"sharegpt_baseline_c{batch}.json", 0), (f"sharegpt_spec_c{batch}.json", plan.k))]
-
-
 def plan_k_by_batch(plan, dep):
     """The plan's "K by batch size" section: the table, and how each engine can follow it."""
     schedule, alpha = plan.schedule, plan.alpha
@@ -537,11 +527,34 @@ def plan_stage3(result, dep, plan):
         ""]
 
 
-def plan_stage4(dep, plan):
+def stage4_tpot(t, plan, runs):
+    """Stage 4's expected p99_tpot_ms at the plan's batch: the plan's benchmark pair as stage 1 predicts it (one run
+    for both), else the steady state of the tail's requests, labelled so."""
+    if runs:
+        base, spec = (pb.result for pb in runs)
+        (b_lo, b_hi), (s_lo, s_hi) = (pb.intervals["mean_tpot_ms"] for pb in runs)
+        return (f"- expected `p99_tpot_ms` at B={plan.shown_batch}, in stage 1's runs (`{runs[0].name}`, "
+                f"`{runs[1].name}`, as predicted there): {base['p99_tpot_ms']:.2f} ms plain, {spec['p99_tpot_ms']:.2f} "
+                f"ms with speculation ({pct(spec['p99_tpot_ms'] / base['p99_tpot_ms'] - 1)}), mean TPOT "
+                f"{base['mean_tpot_ms']:.2f} ({b_lo:.1f}-{b_hi:.1f}) -> {spec['mean_tpot_ms']:.2f} ({s_lo:.1f}-{s_hi:.1f}) "
+                f"ms at {INTERVAL_LEVEL:.0%}; in steady state (every slot decoding, no prompt waiting) "
+                f"{t.tpot_plain_p99_ms:.2f} -> {t.tpot_spec_p99_ms:.2f} ms"
+                + (f" ({t.tpot_spec_p99_alike_ms:.2f} ms if every request accepted alike)"
+                   if t.tpot_spec_p99_alike_ms else "") + ";")
+    return (f"- expected `p99_tpot_ms` at B={plan.shown_batch}, in steady state (every slot decoding, no prompt "
+            f"waiting; the benchmark is not simulated here): {t.tpot_plain_p99_ms:.2f} ms plain, "
+            f"{t.tpot_spec_p99_ms:.2f} ms with speculation ({pct(t.tpot_p99_change)}), mean TPOT "
+            f"{t.tpot_plain_mean_ms:.2f} ({span(t.tpot_plain_mean_interval_ms, 1)}) -> {t.tpot_spec_mean_ms:.2f} "
+            f"({span(t.tpot_spec_mean_interval_ms, 1)}) ms at {INTERVAL_LEVEL:.0%}, if requests' alpha spreads by "
+            f"s.d. {t.alpha_spread:g} around {plan.request_alpha:.2f}"
+            + (f" ({t.tpot_spec_p99_alike_ms:.2f} ms if every request accepted alike)"
+               if t.tpot_spec_p99_alike_ms else "") + ";")
+
+
+def plan_stage4(dep, plan, runs=None):
     t = {row.concurrency: row for row in plan.tail}.get(plan.shown_batch)
     if t is None:
         return []
-    alike = t.tpot_spec_p99_alike_ms
     return [
         "## Stage 4: watch the tail", "",
         "Three latencies, easy to confuse. `p99_tpot_ms` is across requests, each request's decode time over",
@@ -549,17 +562,12 @@ def plan_stage4(dep, plan):
         "per streamed chunk, and a round's accepted tokens arrive in one chunk, so `p99_itl_ms` is a round's",
         "time. Per-token ITL (a round's time split over its tokens) is what the rounds themselves look like.",
         "",
-        f"- expected `p99_tpot_ms` at B={plan.shown_batch}: {t.tpot_plain_p99_ms:.2f} ms plain, "
-        f"{t.tpot_spec_p99_ms:.2f} ms with speculation ({pct(t.tpot_p99_change)}), mean TPOT "
-        f"{t.tpot_plain_mean_ms:.2f} ({span(t.tpot_plain_mean_interval_ms, 1)}) -> {t.tpot_spec_mean_ms:.2f} "
-        f"({span(t.tpot_spec_mean_interval_ms, 1)}) ms at {INTERVAL_LEVEL:.0%}, if requests' alpha spreads by s.d. "
-        f"{t.alpha_spread:g} around {plan.request_alpha:.2f}"
-        + (f" ({alike:.2f} ms if every request accepted alike)" if alike else "") + ";",
+        stage4_tpot(t, plan, runs),
         f"- the requests at P99 TPOT accept at alpha {t.slow_alpha:.2f} on average: find them "
         + ("with stage 2's per-request acceptance" if per_request_acceptance(dep)
            else "by measuring acceptance per route")
         + ", and route or retrain for them, not for the mean;",
-        f"- expected `p99_itl_ms` (per chunk, one round): {t.round_itl_spec_p99_ms:.2f} ms against "
+        f"- in steady state, `p99_itl_ms` (per chunk, one round): {t.round_itl_spec_p99_ms:.2f} ms against "
         f"{t.itl_plain_p99_ms:.2f} ms plain; per-token ITL P99 {t.itl_spec_p99_ms:.2f} ms "
         f"({pct(t.p99_change)}), from the {t.zero_accept_token_share * 100:.1f}% of tokens whose rounds "
         f"accepted nothing and cost {1 + t.eps_eff:.2f} plain steps each;",
@@ -672,7 +680,7 @@ def render_plan(result, dep):
            + plan_predicted_runs(result, dep) + plan_k_by_batch(plan, dep) + plan_slo_section(result.at_slo, dep, plan))
     if can_serve(dep):   # stages 2 to 4 measure a server that stage 1 started
         out += plan_stage2(result, dep, plan) + plan_stage3(result, dep, plan)
-        out += plan_stage4(dep, plan) + plan_dashboard(dep, plan)
+        out += plan_stage4(dep, plan, result.gate_runs) + plan_dashboard(dep, plan)
     else:
         out += ["## Stages 2 to 4", "", "Measuring acceptance, the gate and the tail watch need the server of stage 1: "
                 "run this program again once it has a head to serve.", ""]

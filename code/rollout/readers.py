@@ -18,6 +18,7 @@ from .records import (
     LINE_LIMIT_BYTES, NOT_IN_JSON, SCRAPE_LIMIT_BYTES, SCRAPE_LINE_LIMIT, shown, SIZE_LIMIT, TOKENS_LIMIT, UsageError,
 )
 from .acceptance import alpha_from_length, profile_length
+from .priors import family_entry
 from .experts import ROUTING_OF_MODEL_TYPE
 
 
@@ -1022,14 +1023,14 @@ def shape_from_config(path, flag="--model-config"):
     nextn = size("num_nextn_predict_layers", least=0, most=LAYER_LIMIT, default=0)
     if nextn:
         m["nextn"] = nextn
-    # A checkpoint that ships quantized weights says so (DeepSeek-V3's block fp8, gpt-oss's MXFP4 experts).
+    m.update(family_entry(kind, m["vocab"]))   # the family its published acceptance is grouped by (priors.py)
     method = config_typed(config_typed(cfg, "quantization_config", where, dict, {}), "quant_method", where, str, "")
     if method in SHIPPED_DTYPE:
         m["checkpoint"] = SHIPPED_DTYPE[method]
     return m
 
 
-SHIPPED_DTYPE = {"fp8": "fp8", "mxfp4": "fp4"}   # quantization_config.quant_method -> the weights' dtype here
+SHIPPED_DTYPE = {"fp8": "fp8", "mxfp4": "fp4"}   # quant_method -> weights' dtype: DeepSeek-V3's fp8, gpt-oss's MXFP4
 
 
 def head_from_config(path, m, flag="--draft-config"):

@@ -197,7 +197,22 @@ class ServedRun:
     peak_running: int     #: most sequences running at once
 
 
+RUN_MEMO = {}   # serve_run's inputs -> its ServedRun: one run the plan prints in several places (the verdict's
+                # headline, stage 1's predicted files, stage 4's expectations, the SLO search) is one computation
+
+
 def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT, plan_batch=None):
+    """simulate_run, once for each set of inputs in a process (RUN_MEMO; without speculation alpha and its spread draw
+    nothing, so they are not part of the key). A ServedRun is frozen: every caller reads the same one."""
+    key = (dep, work, k, alpha if k else 0.0, spread if k else 0.0, seed, fit, plan_batch)
+    if key not in RUN_MEMO:
+        if len(RUN_MEMO) > 64:
+            RUN_MEMO.clear()
+        RUN_MEMO[key] = simulate_run(dep, work, k, alpha, spread, seed, fit, plan_batch)
+    return RUN_MEMO[key]
+
+
+def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT, plan_batch=None):
     """Simulate one benchmark run of `work` on `dep`, speculation off (k = 0) or at K with per-token alpha around
     `alpha` (s.d. `spread` over requests), the server started as the plan starts it for plan_batch: a ServedRun.
 

@@ -7,13 +7,15 @@ import math
 from pathlib import Path
 
 from .records import eps_label, fmt, k_words, pct, pct1, wrap
-from .catalog import GIB, GPU_FAMILY
-from .acceptance import acceptance_length
+from .catalog import ENGINES, GIB, GPU_FAMILY
+from .acceptance import acceptance_length, alpha_from_length
 from .experts import expected_experts, touched_experts
 from .costmodel import draft_kind, fitted_family, kv_copies, non_expert_bytes, OWN_TERMS
 from .simulation import slow_domains
-from .trust import INTERVAL_LEVEL, span, too_close, Z_INTERVAL
-from .analysis import paying_ranges, profile_from_lengths, where_it_pays
+from .trust import INTERVAL_LEVEL, MISS_LINE, span, too_close, Z_INTERVAL
+from .analysis import call_of, paying_ranges, profile_from_lengths, where_it_pays
+from .sizing import settings_sentence
+from .priors import dataset_words, KIND_WORDS
 from .commands import bench_lines, can_serve
 from .goodput import slo_sentence
 
@@ -23,48 +25,137 @@ GATE_CHECK_WORDS = {"memory": "memory", "acceptance": "acceptance over break-eve
                     "p99_tpot": "the P99 TPOT budget", "throughput": "measured throughput"}   # GateCheck.check
 
 
+def batch_words(v):
+    """The plan's batch and how it was chosen, as the verdict's first line names it."""
+    if v.concurrency == v.target:
+        return f"B = {v.concurrency} (the plan's batch: {v.target_from})"
+    return f"B = {v.concurrency}, the most that fits (the plan's batch, {v.target} from {v.target_from}, does not)"
+
+
+def gain_words(v):
+    """What K gives at the plan's batch: the plan's benchmark's output throughput first, then decoding alone."""
+    decode = f"{v.speedup:.2f}x" + (f" ({span(v.speedup_interval)})" if v.speedup_interval else "")
+    if v.throughput_ratio is None:
+        return f"{decode} decoding alone (the plan's benchmark is not simulated for this deployment)"
+    bench = f"{v.throughput_ratio:.2f}x output throughput in the plan's benchmark" + (
+        f" ({span(v.throughput_interval)} at {v.level:.0%})" if v.throughput_interval else "")
+    return f"{bench}; decoding alone, {decode}"
+
+
+def subtract(ranges, holes):
+    """The batches of `ranges` ([(first, last)]) outside every hole, as ranges.
+
+    >>> subtract([(1, 125)], [(57, 1170)])
+    [(1, 56)]
+    """
+    out = []
+    for lo, hi in ranges:
+        for h_lo, h_hi in sorted(holes):
+            if h_hi < lo or h_lo > hi:
+                continue
+            if h_lo > lo:
+                out.append((lo, h_lo - 1))
+            lo = h_hi + 1
+        if lo <= hi:
+            out.append((lo, hi))
+    return out
+
+
+def ranges_words(ranges):
+    return ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}" for lo, hi in ranges)
+
+
 def verdict_sentences(v, dep):
-    """The verdict (analysis.verdict) in words a serving lead acts on: the call at the plan's batch and K with its gain
-    and range, the alpha it rests on, K by batch size, then what qualifies the call (a better K there, smaller
-    batches that pay, close calls, no head to serve). Plain text: the plan escapes it."""
+    """The verdict (analysis.verdict) in words a serving lead acts on: the call at the plan's batch (named, with how it
+    was chosen) and its gain in the plan's benchmark with the decode-only speedup beside it, the alpha it rests on and
+    where that comes from, the model's known misses for this class, K by batch size, then what qualifies the call (a
+    better K there, smaller batches that pay, close calls, no head to serve). Plain text: the plan escapes it."""
     if v.call == "no fit":
         return [f"Nothing fits: the weights and one sequence's KV cache of {dep.context} tokens do not fit in memory on "
                 f"{dep.tp} x {dep.gpu}, so no K can run."]
     b, k = v.concurrency, v.k
-    gives = f"{v.speedup:.2f}x" + (f" ({span(v.speedup_interval)} at {v.level:.0%})" if v.speedup_interval else "")
-    where = f"B = {b}" if b == v.target else f"B = {b}, the most that fits (B = {v.target} does not)"
+    where, gives = batch_words(v), gain_words(v)
     if v.gate is not None:
         failed = ", ".join(GATE_CHECK_WORDS.get(c, c) for c in v.gate_failed)
         call = {"on": f"Turn it on at {where} with K = {k}: the gate passes on your measurements, and the model "
-                      f"predicts {gives} over plain decoding.",
+                      f"predicts {gives}.",
                 "off": f"Leave it off at {where} with K = {k}: the gate fails ({failed}).",
                 "benchmark first": f"Too close to call at {where} with K = {k}: the gate cannot decide from the "
                                    f"scrapes alone ({failed}); benchmark it and gate again."}[v.call]
     else:
-        call = {"on": f"Turn it on at {where}: K = {k} gives {gives} over plain decoding.",
-                "off": f"Leave it off at {where}: K = {k} gives {gives}" + ("; no K gains there." if not v.k_best
-                                                                          else "."),
-                "benchmark first": f"Too close to call at {where}: K = {k} gives {gives}, a range that holds 1.0x. "
-                                   "Benchmark it before turning it on."}[v.call]
-    basis = (f"This rests on the measured per-token alpha {v.alpha:.2f}." if v.measured else
-             f"This assumes per-token alpha {v.alpha:.2f} until your server measures it (the plan's stage 2).")
-    out = [call, basis, f"K by batch size: {'; '.join(verdict_steps(v))}."]
+        best = "" if v.k_best else ", the best K with speculation on there,"
+        call = {"on": f"Turn it on at {where}: K = {k} gives {gives}.",
+                "off": f"Leave it off at {where}: K = {k}{best} gives {gives}"
+                       + ("; no K gains there." if not v.k_best else "."),
+                "benchmark first": f"Too close to call at {where}: K = {k}{best} gives {gives}; the range holds "
+                                   "1.0x. Benchmark it before turning it on."}[v.call]
+    out = [call]
+    decode_call = call_of(v.speedup_interval) if v.speedup_interval else None
+    if v.throughput_interval and decode_call and decode_call != call_of(v.throughput_interval):
+        out.append("The two differ: the benchmark's time holds every prompt's prefill and the run's first wave and "
+                   "drain, which speculation does not speed up; the benchmark is what you will measure.")
+    out.append(acceptance_sentence(v))
+    if v.model_error is not None and v.model_error.median > MISS_LINE:
+        e = v.model_error
+        out.append(f"Known miss: on {e.n} published runs of this class ({CLASS_WORDS(e)}: {', '.join(e.sources)}), "
+                   f"each predicted without its source, the model's speedup was {e.median:.0%} off in the median "
+                   f"({e.worst:.0%} worst, running {'high' if e.bias > 0 else 'low'}): take the benchmark's word over "
+                   "this one.")
+    out.append(f"K by batch size (decode-only speedups): {'; '.join(verdict_steps(v))}.")
     if v.at_slo is not None:
         out.append(slo_sentence(v.at_slo, b))
     if v.k_best and v.k_best != k:
         out.append(f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs K = {k}.")
-    paying = paying_ranges([row[:3] for row in v.by_batch])
+    paying = subtract(paying_ranges([row[:3] for row in v.by_batch]), v.close_calls)
     if v.call == "off" and paying:
-        out.append("By the model it pays at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}" for lo, hi in paying)
-                   + ", at the K by batch size above.")
+        out.append(f"By the decode-only model it pays at B = {ranges_words(paying)}, at the K by batch size above.")
     if v.close_calls:
-        out.append("Too close to call at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else f"{lo}"
-                                                           for lo, hi in v.close_calls)
-                   + ": there the range holds 1.0x, and only a benchmark can say whether speculation pays.")
+        out.append(f"Decoding alone is too close to call at B = {ranges_words(v.close_calls)}: there its range holds "
+                   "1.0x, and only a benchmark can say whether speculation pays.")
     if v.call != "off" and not can_serve(dep):
         out.append(f"No {dep.draft} head for {dep.model} on {dep.engine.name} is known to this tool: give "
                    "--draft-model (the plan's stage 1 says how to get one); --draft ngram needs no model.")
     return out
+
+
+def CLASS_WORDS(e):
+    """A held-out class in words: "MTP on a MoE target, SGLang, Hopper GPUs"."""
+    return (f"{DRAFT_WORDS.get(e.draft, e.draft)} on a {'MoE' if e.target == 'moe' else 'dense'} target, "
+            f"{ENGINES[e.engine].name}, {e.family.capitalize()} GPUs")
+
+
+DRAFT_WORDS = {"eagle3": "EAGLE-3", "eagle": "EAGLE", "mtp": "MTP", "ngram": "n-gram", "model": "a draft model"}
+
+
+def acceptance_sentence(v):
+    """Where the alpha the verdict rests on comes from: measured, or the published acceptance of each traffic domain
+    for this head (priors.PlanAcceptance), and where its temperature differs from the traffic's."""
+    if v.measured:
+        return f"This rests on the measured per-token alpha {v.alpha:.2f}."
+    words = f"This assumes per-token alpha {v.alpha:.2f} until your server measures it (stage 2)"
+    pa = v.acceptance
+    if pa is None:
+        return words + "."
+    if all(prior is None for _, _, _, prior in pa.domains):
+        return words.replace(f"alpha {v.alpha:.2f}", f"alpha {v.alpha:.2f} (as --mix gives it)") + "."
+    parts = []
+    for name, share, alpha, prior in pa.domains:
+        head = f"{name} ({share:.0%} of tokens) {alpha:.2f}"
+        if prior is None:
+            parts.append(head + " as given")
+            continue
+        spread = f", s.d. {prior.spread:.2f}" if prior.n > 1 else ""
+        widened = ", widening the range" if prior.widened and prior.spread else ""
+        parts.append(f"{head}, {prior.what} ({dataset_words(prior.datasets)}: {prior.n} measured{spread}, "
+                     f"temperature {prior.temperature}{widened})")
+    words += ", from published acceptance: " + "; ".join(parts) + "."
+    stated = sorted({t for _, _, _, prior in pa.domains if prior for t in prior.temperatures})
+    if pa.temperature_pairs and stated and pa.temperature not in stated:
+        losses = sorted(alpha_from_length(t0, k) - alpha_from_length(t1, k) for t0, t1, k, _ in pa.temperature_pairs)
+        words += (f" Your traffic samples at {pa.temperature:g}, not {' or '.join(f'{t:g}' for t in stated)}: "
+                  f"{len(losses)} published pairs lose {losses[0]:.2f}-{losses[-1]:.2f} of per-token alpha from "
+                  "0 to 1.")
+    return words
 
 
 def verdict_steps(v):
@@ -149,13 +240,15 @@ def render_measured(result):
     if ms.prediction is not None:
         pred = ms.prediction
         rows = [("TPOT speedup (mean TPOT ratio)", ms.tpot_speedup, pred.speedup, "x"),
-                ("output throughput ratio", ms.throughput_speedup, pred.speedup, "x"),
+                ("output throughput ratio", ms.throughput_speedup, pred.throughput_speedup or pred.speedup, "x"),
                 ("P99 TPOT change", ms.p99_tpot_change, pred.p99_tpot_change, "%"),
                 ("P99 ITL change (per chunk: a round)", ms.p99_itl_change, pred.p99_itl_change, "%")]
         show = lambda v, unit: "-" if v is None else (f"{v:.2f}x" if unit == "x" else pct1(v))
         diff = lambda a, b, unit: "-" if a is None or b is None else (
             f"{a - b:+.2f}x" if unit == "x" else f"{(a - b) * 100:+.1f} pts")
         lines += [""] + wrap(f"Benchmarks at max_concurrency {pred.concurrency}, against the model at K={k}"
+                             + (" (the pair's own runs, replayed: their prompts, lengths and concurrency)"
+                                if pred.simulated else " (in steady state at their concurrency and lengths)")
                              + (f" (the speedups from rounds of the mean {ms.k_mean:.2f} drafted tokens, the "
                                 f"P99 rows from rounds of K={k})" if ms.varying_k else "") + ":", 100, "")
         lines += [f"{'':38s}{'measured':>10s}{'model':>10s}{'difference':>12s}"]
@@ -264,7 +357,7 @@ def mix_blend_sentence(mix):
 def mix_tail_sentence(mix):
     """The mix's simulated requests: their speedup, P99 against mean TPOT, and who the slowest 1% are."""
     return (f"Over the mix's simulated requests ({mix_requests(mix)}, alpha spread within each domain): "
-            f"{mix.speedup_mc:.3f}x; P99 TPOT {mix.tpot_plain_p99_ms:.2f} -> {mix.tpot_spec_p99_ms:.2f} ms "
+            f"{mix.speedup_mc:.3f}x; P99 TPOT in steady state {mix.tpot_plain_p99_ms:.2f} -> {mix.tpot_spec_p99_ms:.2f} ms "
             f"({pct(mix.tpot_p99_change)}) while mean TPOT moves "
             f"{pct(mix.tpot_spec_mean_ms / mix.tpot_plain_mean_ms - 1)}; the slowest 1% of requests accept "
             f"at alpha {mix.slow_alpha:.2f} on average and are {slow_domains(mix)}.")
@@ -276,7 +369,8 @@ def mix_requests(mix):
 
 
 def render_tail(result):
-    """TPOT across requests at the plan's alpha and K, by concurrency: what `vllm bench serve` would report."""
+    """TPOT across requests at the plan's alpha and K, by concurrency, in steady state: B sequences always decoding,
+    no prompt waiting (the plan's benchmark, with its first wave and drain, is simulated apart: plan_benchmark)."""
     plan = result.plan
     columns = [("B", 5), ("mean", 6), ("P99", 6), ("mean", 6), ("P50", 6), ("P99", 6), ("alike", 6), ("mean", 6),
                ("P99", 6), ("token", 6), ("chunk", 6), ("alpha", 6)]
@@ -289,8 +383,9 @@ def render_tail(result):
             f" {t.itl_spec_p99_ms:6.2f} {t.round_itl_spec_p99_ms:6.2f} {t.slow_alpha:6.2f}"
             for t in plan.tail]
     spread = result.alpha_spread
-    title = (f"== TPOT across requests (ms) at mean alpha {plan.request_alpha:.2f} (s.d. {spread:g} across "
-             f"requests), K = {plan.k} ==\n"
+    title = (f"== TPOT across requests (ms), steady state, at mean alpha {plan.request_alpha:.2f} (s.d. {spread:g} "
+             f"across requests), K = {plan.k} ==\n"
+             "Steady state: B sequences always decoding, no prompt waiting (the verdict's benchmark has both).\n"
              "TPOT: a request's decode time over its tokens after the first; P50 and P99 across requests.\n"
              "alike: P99 with every request at the mean alpha. slow 1%: the mean per-token alpha of the\n"
              "requests at or above P99 TPOT with speculation: the requests the head drafts badly for.")
@@ -374,7 +469,7 @@ def facts_tail(result):
         t = tail[plan.shown_batch]
         slow_tau = acceptance_length(t.slow_alpha, plan.k)
         facts.append(
-            f"P99 TPOT at B = {plan.shown_batch} (K = {plan.k}, requests' alpha {plan.request_alpha:.2f} + "
+            f"P99 TPOT at B = {plan.shown_batch} in steady state (K = {plan.k}, requests' alpha {plan.request_alpha:.2f} + "
             f"{t.alpha_spread:.3g} z): {t.tpot_plain_p99_ms:.2f} -> {t.tpot_spec_p99_ms:.2f} ms "
             f"({pct(t.tpot_p99_change)}) while mean TPOT moves "
             f"{pct(t.tpot_spec_mean_ms / t.tpot_plain_mean_ms - 1)}"
@@ -504,7 +599,8 @@ def deployment_lines(dep, result):
         f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.held_bytes / GIB:.1f} GiB), "
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {dep.engine.name},",
         f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
-    ] + wrap(f"KV cache {dep.target.kv_bytes_per_token:,} B/token{copies_text(dep)}: {result.facts.max_concurrency} "
+    ] + wrap(settings_sentence(dep.settings), 100, "  ") * bool(dep.settings) + wrap(
+        f"KV cache {dep.target.kv_bytes_per_token:,} B/token{copies_text(dep)}: {result.facts.max_concurrency} "
              f"sequences fit in {result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens "
              f"in, {dep.output_tokens} out.", 100, "  ") + wrap(expert_sentence(dep), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
              + " + ".join(f"{name} {ms:.2f}" for name, ms in result.facts.plain_b1.items()
@@ -516,7 +612,7 @@ def deployment_lines(dep, result):
         "eps: a round's cost over a plain step, minus 1, with the prefill a round of tau tokens carries.",
         "lesson: (1+K*alpha)/(1+eps); exact: tau/(1+eps) at alpha; sim: simulated requests, their alphas",
         f"alpha + {result.alpha_spread:g} z clipped to [0, 1] (z standard normal); 80% range: of sim (below).",
-        "P99 TPOT: across requests (decode time over tokens, as `vllm bench serve`); change: spec vs plain.",
+        "P99 TPOT: across requests (decode time over tokens), in steady state; change: spec vs plain.",
         "2-pass: the lesson's reroll model, a plain step added to every round with a rejection in the batch.",
         "P99 ITL: plain, a plain step; token, a round's time split over its tokens; chunk, a round (vLLM's).",
     ] + wrap(trust_sentence(result.trust) + sim_error_sentence(result), 100, "  ")
@@ -574,8 +670,9 @@ def render_exercise_1(t):
     return lines
 
 
-def render_exercise_2(mixes):
-    """The traffic mix (the lesson's is 70/30 chat/code) at B = 1 and at the target."""
+def render_exercise_2(mixes, published=None):
+    """The traffic mix (the lesson's is 70/30 chat/code) at B = 1 and at the target, and what published acceptance
+    says of code against chat (priors.Contrast)."""
     domains = mixes[0].domains
     lines = ["", f"== Exercise 2: a {'/'.join(format(d.share * 100, '.0f') for d in domains)} "
                  f"{'/'.join(d.name for d in domains)} mix =="]
@@ -585,6 +682,16 @@ def render_exercise_2(mixes):
                       f"{mix.naive_speedup:.3f}x; the token-weighted blend is {mix.blended_speedup:.3f}x, so "
                       f"speculation {verdict} ({' / '.join(d.name + ' ' + format(d.speedup, '.2f') + 'x' for d in mix.domains)} "
                       f"alone; best K for the mix {k_words(mix.best_k)}: {mix.best_k_speedup:.3f}x).", 100, "  ")
+    code = next((d for d in domains if d.name == "code"), None)
+    if published is not None and code is not None:
+        c = published
+        below = (f"the mix's {code.alpha:.2f} for code is below every one of them" if code.alpha < c.first_range[0]
+                 else f"the mix's {code.alpha:.2f} for code is within their range")
+        lines += wrap(f"Published acceptance does not bear out a weak code domain: of {c.heads} "
+                      f"{KIND_WORDS.get(c.draft, c.draft)} measured on both, {c.higher} accept more on code than on "
+                      f"chat (per-token alpha {c.first_range[0]:.2f}-{c.first_range[1]:.2f} on code, "
+                      f"{c.second_range[0]:.2f}-{c.second_range[1]:.2f} on chat; acceptance_table.json), and "
+                      f"{below}. A run without --exercises takes each domain's alpha from those rows.", 100, "  ")
     return lines
 
 
@@ -657,7 +764,7 @@ def render_exercise_5(mem, dep):
 
 def render_exercises(ex, dep):
     """The five exercises with the model's answers."""
-    return (render_exercise_1(ex.speedup_targets) + render_exercise_2(ex.traffic_mix)
+    return (render_exercise_1(ex.speedup_targets) + render_exercise_2(ex.traffic_mix, ex.published)
             + render_exercise_3(ex.methods, dep) + render_exercise_4(ex.tail_diagnosis)
             + render_exercise_5(ex.draft_memory, dep) + [""])
 

@@ -3,9 +3,11 @@ built on it, and when a gain is too close to call.
 """
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from .catalog import fitted_era_before
 from .acceptance import exact_breakeven
@@ -27,38 +29,22 @@ ERROR_CLASS = ("what", "target", "engine", "draft", "family")   # what sets the 
 Z_INTERVAL = NORMAL.inv_cdf(0.5 + INTERVAL_LEVEL / 2)   # 1.28: an interval is the prediction times exp(+-z sd)
 # The model's error out of sample by class, (what, target, engine, draft, family) -> (points, sources, within,
 # between): within, the RMS of a source's log errors around the source's own mean; between, the RMS of the sources'
-# means. Printed by bench/intervals.py from bench/held_out_errors.json (error_table); tests/test_intervals.py checks
-# the two agree. A TPOT's class has no draft: a plain step runs none.
-MODEL_ERROR = {
-    ('speedup', 'dense', 'sglang', 'eagle', 'hopper'): (9, 1, 0.1208, 0.0663),
-    ('speedup', 'dense', 'sglang', 'eagle3', 'hopper'): (81, 3, 0.0521, 0.186),
-    ('speedup', 'dense', 'vllm', 'eagle', 'ampere'): (504, 6, 0.0293, 0.0173),
-    ('speedup', 'dense', 'vllm', 'eagle3', 'hopper'): (48, 2, 0.0585, 0.0267),
-    ('speedup', 'dense', 'vllm', 'model', 'hopper'): (42, 1, 0.0528, 0.0504),
-    ('speedup', 'moe', 'sglang', 'eagle3', 'hopper'): (185, 4, 0.1809, 0.3446),
-    ('speedup', 'moe', 'sglang', 'mtp', 'blackwell'): (5, 1, 0.0844, 0.0179),
-    ('speedup', 'moe', 'sglang', 'mtp', 'cdna'): (10, 1, 0.0769, 0.0778),
-    ('speedup', 'moe', 'sglang', 'mtp', 'hopper'): (6, 1, 0.0875, 0.247),
-    ('speedup', 'moe', 'trtllm', 'mtp', 'blackwell'): (24, 1, 0.1578, 0.0348),
-    ('speedup', 'moe', 'trtllm', 'mtp', 'hopper'): (4, 1, 0.0634, 0.0177),
-    ('tpot', 'dense', 'sglang', '', 'hopper'): (1, 1, 0.0, 0.1685),
-    ('tpot', 'dense', 'trtllm', '', 'ada'): (18, 1, 0.087, 0.0429),
-    ('tpot', 'dense', 'trtllm', '', 'ampere'): (49, 2, 0.1155, 0.0417),
-    ('tpot', 'dense', 'trtllm', '', 'hopper'): (124, 2, 0.1128, 0.0926),
-    ('tpot', 'dense', 'vllm', '', 'cdna'): (9, 1, 0.1284, 0.2245),
-    ('tpot', 'dense', 'vllm', '', 'hopper'): (1, 1, 0.0, 0.0753),
-    ('tpot', 'moe', 'sglang', '', 'blackwell'): (41, 1, 0.1905, 0.0592),
-    ('tpot', 'moe', 'sglang', '', 'cdna'): (42, 2, 0.1227, 0.2941),
-    ('tpot', 'moe', 'sglang', '', 'hopper'): (13, 1, 0.0743, 0.0534),
-    ('tpot', 'moe', 'trtllm', '', 'blackwell'): (40, 1, 0.1616, 0.0455),
-    ('tpot', 'moe', 'trtllm', '', 'hopper'): (20, 1, 0.0972, 0.0164),
-}
+# means (error_table). Read from held_out_errors.json beside this file, as bench/intervals.py writes it: every
+# published point and served run predicted by a fit that did not see its source. A TPOT's class has no draft: a plain
+# step runs none.
+HELD_OUT_PATH = Path(__file__).resolve().parent / "held_out_errors.json"
+HELD_OUT = json.loads(HELD_OUT_PATH.read_text(encoding="utf-8"))["rows"]
 
-# The layouts the held-out rows ran, by engine (bench/held_out_errors.json; tests/test_intervals.py checks): tensor
-# parallel everywhere; expert parallel and attention data parallel only in InferenceX's DeepSeek-R1 runs
-# (bench/moe_load.py; its DP-attention runs simulated as one scheduler over the replica). Another engine's EP layout
-# is still outside the data.
-MEASURED_LAYOUTS = {"sglang": ("tp", "ep"), "trtllm": ("tp", "ep", "ep+dp"), "vllm": ("tp",)}
+
+def measured_layouts(rows):
+    """{engine: the layouts its held-out rows ran} ("tp", "ep", "ep+dp"): tensor parallel everywhere; expert parallel
+    and attention data parallel only where a source ran them (InferenceX's DeepSeek-R1 runs, bench/moe_load.py)."""
+    order = ("tp", "ep", "ep+dp")
+    return {engine: tuple(x for x in order if any(r["engine"] == engine and r["layout"] == x for r in rows))
+            for engine in sorted({r["engine"] for r in rows})}
+
+
+MEASURED_LAYOUTS = measured_layouts(HELD_OUT)   # another engine's EP layout is outside the data (class_error)
 
 
 def error_class(what, dep):
@@ -81,6 +67,41 @@ def error_table(rows):
         between = math.sqrt(statistics.fmean(m * m for m in means.values()))
         table[key] = (points, len(sources), round(within, 4), round(between, 4))
     return table
+
+
+MODEL_ERROR = error_table(HELD_OUT)
+
+
+@dataclass(frozen=True)
+class ModelError:
+    """How far off the model was, held out, on published deployments of this one's class (model_error): the verdict
+    says so where the median is past MISS_LINE."""
+    what: str                #: "speedup"
+    target: str              #: "dense" or "moe"
+    engine: str              #: the engine's key
+    draft: str               #: the draft kind
+    family: str              #: the GPU family
+    median: float            #: median |predicted / measured - 1| over the class's held-out points
+    worst: float             #: the largest
+    bias: float              #: median of predicted / measured - 1: above 0, the model ran high
+    n: int                   #: held-out points
+    sources: list            #: the sources they come from
+
+
+MISS_LINE = 0.15   # a class whose median held-out error is past this is a known miss: the verdict says so
+
+
+def model_error(dep, what="speedup", rows=None):
+    """The held-out error of this deployment's class (error_class): a ModelError, or None where no published point of
+    the class was held out."""
+    cls = error_class(what, dep)
+    mine = [r for r in (HELD_OUT if rows is None else rows) if all(r[key] == cls[key] for key in ERROR_CLASS)]
+    if not mine:
+        return None
+    errors = sorted(abs(math.expm1(r["log_error"])) for r in mine)
+    return ModelError(**{key: cls[key] for key in ERROR_CLASS}, median=statistics.median(errors), worst=errors[-1],
+                      bias=statistics.median(math.expm1(r["log_error"]) for r in mine),
+                      n=len(errors), sources=sorted({r["source"] for r in mine}))
 
 
 @dataclass(frozen=True)
@@ -143,6 +164,7 @@ class Trust:
     calibrated: bool         #: from your runs' held-out errors (else the published data's)
     outside: tuple           #: attributes of this deployment no published data share (uncalibrated)
     basis: str               #: in words
+    acceptance_sd: float = 0.0   #: the part of speedup_sd an assumed acceptance adds (widened)
 
 
 def trust_in(dep, calibration=None, table=MODEL_ERROR):
@@ -173,6 +195,16 @@ def trust_in(dep, calibration=None, table=MODEL_ERROR):
                  calibrated=True, outside=(),
                  basis="your runs, each predicted by a fit on the others"
                        + ("" if spec is not None else "; no speculative run: a speedup keeps the published data's error"))
+
+
+def widened(trust, acceptance_sd):
+    """The trust with a speedup's log s.d. widened by what an assumed acceptance adds (priors.PlanAcceptance's
+    acceptance_sd): a prior matched no closer than the target's family is as uncertain as its rows' spread."""
+    speedup_sd = math.hypot(trust.speedup_sd, acceptance_sd)
+    return replace(trust, speedup_sd=speedup_sd, spec_tpot_sd=math.hypot(trust.spec_tpot_sd, acceptance_sd),
+                   acceptance_sd=acceptance_sd,
+                   basis=trust.basis + f", and an s.d. of {acceptance_sd:.2f} in log for an acceptance assumed from "
+                                       "heads other than this target's (the spread of their published alphas)")
 
 
 ERA_REFERENCE = (1, 3)   # (B, K) where an era's saving is sized for the interval: batch 1, where fixed costs weigh most
