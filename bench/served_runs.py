@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-from rollout import calibration, catalog, cli, costmodel, readers  # noqa: E402
+from rollout import calibration, catalog, cli, costmodel, hfconfig, readers  # noqa: E402
 
 POINTS = json.loads((HERE / "served_runs.json").read_text())["points"]
 LLAMA = "tomasruizt-vllm-scripts-online-throughput-llama70b-tp2"
@@ -84,13 +84,13 @@ QWEN3 = {"Qwen/Qwen3-0.6B": qwen3("Qwen/Qwen3-0.6B", 1024, 3072, 28, 16, True),
 
 
 def shapes():
-    """Each Qwen3 config through readers.shape_from_config (it reads a file: each is written to a scratch one)."""
+    """Each Qwen3 config through hfconfig.shape_from_config (it reads a file: each is written to a scratch one)."""
     out = {}
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "config.json"
         for name, config in QWEN3.items():
             path.write_text(json.dumps(config))
-            out[name] = readers.shape_from_config(path)
+            out[name] = hfconfig.shape_from_config(path)
     assert out["Qwen/Qwen3-32B"] == catalog.MODELS["qwen3-32b"], "the 32B config and the catalog row disagree"
     return out
 

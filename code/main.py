@@ -89,7 +89,7 @@ from rollout.charts import render_charts
 from rollout.plan import predicts_gate_pair, render_plan
 from rollout.export import render_bench_file, render_benches, render_compare, render_json
 from rollout.cli import compare_files, mix_setting, parse_args, progress_meter, Settings
-from rollout.writes import finish, printable
+from rollout.writes import finish, printable, STANDARD_OUTPUT
 
 
 # ---------------------------------------------------------------- the grid (edit me)
@@ -405,7 +405,7 @@ def compute(argv):
                                 bench.prompts, bench.burstiness, traffic.seed, fit, result.plan.request_spread,
                                 bench.output_spread, result.plan.shown_batch, traffic.slo) if bench.folder else None
     comparisons = compare_files(bench.compare, dep, trust, traffic, fit, evidence.served_model, evidence.measured,
-                                bench.spec_path, result.plan.shown_batch, bench.simulated)
+                                bench.spec_path, result.plan.shown_batch, bench.simulated, bench.slo)
     result = replace(result, benches=benches, comparisons=comparisons or None)
     if as_json:
         report = render_json(result, dep, grid)
@@ -418,13 +418,17 @@ def compute(argv):
             report += "\n".join(render_benches(benches, bench.folder)) + "\n"
         if comparisons:
             report += "\n".join(render_compare(comparisons)) + "\n"
-    charts = {out.parent / name: svg for name, svg in render_charts(result, dep).items()} if out is not None else {}
+    to_stdout = out == STANDARD_OUTPUT   # --out -: the plan alone is the report
+    if to_stdout:
+        report = render_plan(result, dep, charts=False) + "\n"
+    charts = ({out.parent / name: svg for name, svg in render_charts(result, dep).items()}
+              if out is not None and not to_stdout else {})
     files = dict(charts)
-    if out is not None:
+    if out is not None and not to_stdout:
         files[out] = render_plan(result, dep)
     for pb in benches or ():
         files[bench.folder / pb.name] = render_bench_file(pb, dep)
-    if files and not as_json:   # the run ends by naming what it wrote (printed once write_all has written it)
+    if files and not as_json and not to_stdout:   # the run ends by naming what it wrote (once it has written it)
         report += "\n" + wrote_line(out, list(charts), len(benches or ()), bench.folder) + "\n"
     status = (0 if result.gate.verdict == "pass" else 1) if as_gate else 0
     return status, printable(report), {path: printable(text) for path, text in files.items()}

@@ -27,11 +27,12 @@ def dep(engine="vllm", version=None, **kw):
 class Releases(unittest.TestCase):
     def test_a_release_finds_its_era(self):
         for engine, version, key in (("vllm", "0.8", "v1-sync"), ("vllm", "0.13.2", "v1-sync"),
-                                     ("vllm", "0.14.0rc1", "v1-async"), ("vllm", "0.25.1", "v1-async"),
+                                     ("vllm", "0.14.0", "v1-async"), ("vllm", "0.25.1", "v1-async"),
                                      ("sglang", "0.4.4", "spec-v1"), ("sglang", "0.5.10.post1", "spec-v1"),
                                      ("sglang", "0.5.11", "spec-v2"), ("trtllm", "1.2.0", "pytorch"),
-                                     ("vllm", "0.14.0.dev3", "v1-sync"), ("vllm", "v0.14.0rc1", "v1-async"),
-                                     ("sglang", "0.5.11.dev0+g1234", "spec-v1")):   # a dev build precedes its release
+                                     ("vllm", "0.14.0.dev3", "v1-sync"), ("vllm", "v0.14.0rc1", "v1-sync"),
+                                     ("vllm", "0.14.0.post1", "v1-async"),
+                                     ("sglang", "0.5.11.dev0+g1234", "spec-v1")):   # a pre-release precedes its release
             with self.subTest(engine=engine, version=version):
                 self.assertEqual(catalog.era_of(engine, version).key, key)
 
@@ -41,8 +42,8 @@ class Releases(unittest.TestCase):
 
     def test_releases_before_the_first_era_and_junk_are_refused(self):
         for argv, words in ((["--engine-version", "0.7"], "vLLM releases before 0.8"),
-                            (["--engine-version", "0.14;rm -rf /"], "a release such as"),
-                            (["--engine-version", "0.014"], "a release such as"),          # no leading zeros
+                            (["--engine-version", "0.14;rm -rf /"], "a release as vLLM publishes it"),
+                            (["--engine-version", "0.014"], "a release as vLLM publishes it"),   # no leading zeros
                             (["--engine", "trtllm", "--engine-version", "0.9"], "return_perf_metrics, both from 1.0"),
                             (["--engine", "sglang", "--engine-version", "0.3.9"], "SGLang releases before 0.4")):
             status, out, err = run(argv + ["--no-write"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from support import ROOT, run
 
-from rollout import catalog, commands, costmodel, readers, records
+from rollout import catalog, commands, costmodel, hfconfig, records
 from rollout import experts as moe
 
 
@@ -64,7 +64,7 @@ class ConfigJson(unittest.TestCase):
         for file, name in (("qwen3-30b-a3b-fp8", "qwen3-30b-a3b"), ("gpt-oss-120b", "gpt-oss-120b"),
                            ("llama-4-scout", "llama-4-scout"), ("llama-3.3-70b", "llama-3.3-70b")):
             with self.subTest(config=file):
-                read = readers.shape_from_config(str(CONFIGS / f"{file}.config.json"))
+                read = hfconfig.shape_from_config(str(CONFIGS / f"{file}.config.json"))
                 strip = lambda shape: {k: v for k, v in shape.items() if k not in HEAD_KEYS | {"checkpoint"}}
                 self.assertEqual(strip(read), strip(catalog.MODELS[name]))
                 # The checkpoint's own dtype comes from quantization_config.quant_method.
@@ -169,7 +169,7 @@ class ExpertReads(unittest.TestCase):
             for kind, routing in (("deepseek_v3", "deepseek"), ("kimi_k2", "deepseek"), ("qwen3_moe", None)):
                 path = Path(tmp) / f"{kind}.json"
                 path.write_text(json.dumps(dict(base, model_type=kind)))
-                self.assertEqual(readers.shape_from_config(str(path)).get("routing"), routing)
+                self.assertEqual(hfconfig.shape_from_config(str(path)).get("routing"), routing)
 
     def test_the_busiest_expert_parallel_gpu_against_a_brute_force_count(self):
         # Tokens take k distinct experts uniformly; expert e lives on GPU e % G (round-robin); count the busiest.

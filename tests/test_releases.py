@@ -14,7 +14,7 @@ from support import ROOT, run
 from rollout import catalog, releases
 
 RELEASES = json.loads((ROOT / "tests" / "fixtures" / "engine_releases.json").read_text())
-NEWEST_VLLM_CLIENT = RELEASES["vllm"][catalog.release_text(releases.NEWEST["vllm"])]["vllm bench serve"]
+NEWEST_VLLM_CLIENT = RELEASES["vllm"][catalog.release_text(releases.NEWEST["vllm"])]["parsed by vllm bench serve"]
 SMALL = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,32"]
 DEEPSEEK = ["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--draft", "mtp"]
 MOE = ["--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--tp", "4", "--ep", "4", "--dp-attention"]
@@ -34,7 +34,19 @@ REFUSED = {("vllm", "0.10.0", 3): ("--engine-version", "it needs 0.15.0"),
            ("vllm", "0.10.0", 4): ("--engine-version", "it needs 0.11.0"),
            ("vllm", "0.10.0", 5): ("--engine-version", "runs no EAGLE-3 head for qwen3-30b-a3b: from 0.11.1"),
            ("vllm", "0.10.0", 6): ("--engine-version", "it needs 0.11.0"),
-           ("trtllm", "1.1.0", 5): ("--engine-version", "its trees run from 1.3.0")}
+           ("trtllm", "1.1.0", 5): ("--engine-version", "its trees run from 1.3.0"),
+           # 0.8.0 and 0.8.1 take --speculative-model and --num-speculative-tokens, not the plan's --speculative-config
+           **{("vllm", "0.8.0", i): ("--engine-version", "takes no --speculative-config") for i in range(7)},
+           **{("vllm", "0.8.2", i): ("--engine-version", words) for i, words in (
+               (0, "it needs 0.8.5"), (3, "it needs 0.15.0"), (4, "it needs 0.11.0"), (5, "it needs 0.8.5"),
+               (6, "it needs 0.11.0"))},
+           # before 0.10: no draft models (0.15), no MTP (0.11), no EAGLE-3 for Qwen MoE (0.11.1)
+           **{("vllm", release, i): ("--engine-version", words) for release in ("0.8.5", "0.9.0", "0.9.1", "0.9.2")
+              for i, words in ((3, "it needs 0.15.0"), (4, "it needs 0.11.0"),
+                               (5, "runs no EAGLE-3 head for qwen3-30b-a3b: from 0.11.1"), (6, "it needs 0.11.0"))},
+           # SGLang: NGRAM from 0.5.3, STANDALONE (a draft model) from 0.5.2
+           **{("sglang", release, 2): ("--engine-version", "it needs 0.5.3") for release in ("0.4.10", "0.5.1", "0.5.2")},
+           **{("sglang", release, 3): ("--engine-version", "it needs 0.5.2") for release in ("0.4.10", "0.5.1")}}
 
 
 def plan_of(engine, release, extra):
@@ -107,9 +119,13 @@ class EachReleasesOwnSyntax(unittest.TestCase):
         table = RELEASES[engine][release]
         shell, yaml = commands(plan)
         table = dict(table)
+        if "parsed by vllm bench serve" in table:   # what serve.py's own parser defines, not every flag literal of
+            table["vllm bench serve"] = table["parsed by vllm bench serve"]   # vllm/benchmarks/ (throughput.py's)
         if engine == "sglang":   # its plan benchmarks with vLLM's newest client
             table["vllm bench serve"] = NEWEST_VLLM_CLIENT
-        tools = [t for t in table if t.startswith(("vllm", "python -m", "trtllm-serve"))]
+        tools = [t for t in table if t.startswith(("vllm", "python -m", "trtllm-serve", "python benchmarks"))
+                 and isinstance(table[t], list)]
+        facts = table.get("benchmark facts", {})
         seen = 0
         for command in shell:
             env = re.findall(r"^((?:[A-Z0-9_]+=\S+ )+)", command)
@@ -121,6 +137,10 @@ class EachReleasesOwnSyntax(unittest.TestCase):
             quoted = command.split("'")
             flags = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9_-]*", " ".join(quoted[0::2])))
             self.assertLessEqual(flags, set(table[tool]), f"{label}: {command}")
+            for flag, choices in facts.get(tool, {}).get("choices", {}).items():   # each value among its choices
+                value = re.search(re.escape(flag) + r" (\S+)", command)
+                if value:
+                    self.assertIn(value.group(1), choices, f"{label}: {command}")
             for name in re.findall(r"([A-Z0-9_]+)=", env[0] if env else ""):
                 self.assertIn(name, table["environment"], label)
             if "--speculative-config" in command:
@@ -255,7 +275,7 @@ class TheIssuesCases(unittest.TestCase):
         _, new = plan_of("vllm", "0.34", [])
         self.assertNotIn("VLLM_USE_V2_MODEL_RUNNER=0", new)   # V1 is gone: the variable at 0 stops the server
         self.assertIn("runs the table on Model Runner V2", new)
-        status, _, err = run(["--engine", "vllm", "--engine-version", "0.8", "--draft", "eagle3", "--no-write"])
+        status, _, err = run(["--engine", "vllm", "--engine-version", "0.8.2", "--draft", "eagle3", "--no-write"])
         self.assertEqual(status, 2)
         self.assertIn("it needs 0.8.5 (PR #16937", err)
         # deepseek_mtp's rounds past K = 1 asserted FlashAttention metadata on MLA before 0.11: MTP from 0.11.

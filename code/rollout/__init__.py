@@ -18,7 +18,8 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     simulation    requests with spread alphas and lengths: TPOT and ITL, the two-pass model
     serving       a `vllm bench serve` run, step by step: TTFT, TPOT, ITL, E2EL at load; vLLM's goodput
     goodput       serving at an SLO: the most each GPU serves within it, with speculation off and at the K
-    readers       /metrics scrapes, benchmark result files, config.json
+    readers       /metrics scrapes and benchmark result files, each input's read bounded
+    hfconfig      a Hugging Face config.json as a model shape
     trust         the model's error out of sample and the 80% intervals
     analysis      a grid cell, the best K by batch size, the traffic mix, the plan's choices, the verdict,
                   the gate, the charts' data
@@ -26,7 +27,7 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     exercises     the lesson's five exercises, answered
     calibration   fitting the cost model on your runs; the benchmark files a run should write
     tables        the verdict in words, the printed tables' parts, the summary, the exercises' answers
-    charts        the three SVG charts
+    charts        the four SVG charts
     plan          the staged rollout plan (Markdown)
     export        --json, predicted benchmark files, --compare
     writes        where a run may write; its files all or none; signals and the output streams
@@ -37,6 +38,6 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     (2.533, 2.111)
 """
 
-LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "priors", "costmodel", "sizing", "releases", "simulation", "serving", "goodput", "readers", "trust",
+LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "priors", "costmodel", "sizing", "releases", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
           "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "writes",
           "cli")

@@ -420,7 +420,8 @@ def fit_request_ms(dep, runs, fit):
 
 BENCH_OPEN_PROMPTS = 1000   # vllm bench serve's default --num-prompts (vllm/benchmarks/serve.py): an open loop's
 BENCH_TIMES = re.compile(r"^(duration|(mean|median|std|p\d+)_(ttft|tpot|itl|e2el)_ms)$")
-BENCH_RATES = ("request_throughput", "output_throughput", "total_token_throughput", "max_output_tokens_per_s")
+BENCH_RATES = ("request_throughput", "output_throughput", "total_token_throughput", "max_output_tokens_per_s",
+               "request_goodput")
 
 
 @dataclass(frozen=True)
@@ -485,7 +486,7 @@ def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=A
     sd = trust.spec_tpot_sd if k else trust.tpot_sd
     # exp(+-z sd) around a time, and so around its inverse, a throughput
     intervals = {key: interval(value, sd) for key, value in result.items()
-                 if BENCH_TIMES.match(key) or key in BENCH_RATES}
+                 if value is not None and (BENCH_TIMES.match(key) or key in BENCH_RATES)}
     return PredictedBench(name=name, k=k, alpha=alpha if k else 0.0, workload=work, cap=run.cap,
                           peak_running=run.peak_running, steps=run.steps, result=result, intervals=intervals, sd=sd)
 

@@ -201,9 +201,18 @@ SGLANG_SPEC_V2 = RoundSaving(
     # the EAGLE worker's, and a draft model's from 0.5.8 (StandaloneWorkerV2, PR #12625; n-gram never runs spec v2:
     # speculative/spec_info.py create_worker); PR #12113: topk 1 only
     drafts=("eagle3", "eagle", "mtp", "model"), chains_only=True)
-ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0,3}))?"
-                         r"([.+-]?[A-Za-z][A-Za-z0-9.+-]{0,39})?", re.ASCII)
-# 0.5.10.post1 and v0.14.0rc1 are their release; a .dev build (0.14.0.dev3, 0.11.1.dev0+g1234) comes before it
+# A release as the engines publish theirs on the package index (pip index versions vllm, sglang, tensorrt-llm):
+# X.Y[.Z[.W]] (vLLM's 0.9.0.1 and 0.10.1.1 follow their X.Y.Z), then a pre-release (SGLang's 0.5.10rc0, TensorRT-LLM's
+# 1.2.0rc1, rc.post forms such as 1.2.0rc6.post3, a source build's 0.14.0.dev3), a .postN (0.5.10.post1), and a local
+# build's +tags (a git hash, setuptools-scm's date, a CUDA, ROCm or CPU wheel's tag: 0.11.1.dev0+g1234abc.d20260101,
+# 0.9.2+cu126). Anything else is refused: 0.5.x is not a release, and +www.example is not a build tag.
+ERA_VERSION = re.compile(r"v?(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:\.(0|[1-9]\d{0,3}))?(?:\.(0|[1-9]\d{0,3}))?"
+                         r"(?:[.-]?(dev|a|alpha|b|beta|rc|c|pre|preview)[.-]?(\d{1,9})?)?"
+                         r"((?:[.-]?post[.-]?\d{0,9})?(?:[.-]?dev[.-]?\d{0,9})?)"
+                         r"((?:\+(?:g[0-9a-f]{4,40}|d\d{8}|cu\d{2,4}|cpu|rocm\d+(?:\.\d+)*|xpu|tpu|hpu|neuron|precompiled)"
+                         r"(?:\.(?:g[0-9a-f]{4,40}|d\d{8}|cu\d{2,4}|cpu|rocm\d+(?:\.\d+)*|xpu|tpu|hpu|neuron|precompiled))*)?)",
+                         re.ASCII | re.IGNORECASE)
+PRE_RELEASE = {"dev": -4, "a": -3, "alpha": -3, "b": -2, "beta": -2, "rc": -1, "c": -1, "pre": -1, "preview": -1}
 
 
 # A fused-MoE layer's own latency on one GPU, beyond reading the experts its tokens touch and their math:
@@ -446,36 +455,59 @@ def fitted_era_before(engine, era):
 
 
 def release_of(version):
-    """A release "X.Y" or "X.Y.Z" as (major, minor, patch), 0.14 being 0.14.0; a suffix such as rc1 or .post1 is
-    ignored, and a development build of X.Y.Z ("0.15.0dev", "0.15.dev13") comes before it: (0, 15, -1)."""
-    match = ERA_VERSION.fullmatch(version)
+    """A published release string (ERA_VERSION) as a tuple that orders as the engines order their releases: (major,
+    minor, patch, stage), where stage is the fourth number of a four-part release (vLLM's 0.9.0.1), 0 for X.Y.Z
+    itself, or below 0 for its pre-releases (dev, a, b, rc: each before the next, all before X.Y.Z), then the
+    string as typed after X.Y.Z for release_text (a post-release or a build's tags sort after their release).
+    0.14 is 0.14.0; ValueError for what no engine publishes.
+
+    >>> release_of("0.14"), release_of("0.9.0.1"), release_of("1.2.0rc1")
+    ((0, 14, 0, 0), (0, 9, 0, 1), (1, 2, 0, -1, 'rc1'))
+    >>> release_of("1.2.0rc1") < release_of("1.2.0") < release_of("1.2.0.post1") < release_of("1.2.1.dev0")
+    True
+    """
+    match = ERA_VERSION.fullmatch(version.strip())
     if not match:
         raise ValueError(version)
-    *numbers, suffix = match.groups()
-    release = tuple(int(x or 0) for x in numbers)
-    if suffix is not None and "dev" in suffix.lower():
-        release = release[:2] + (release[2] - 1,)
-    return release
+    major, minor, patch, fourth, pre, pre_number, post_dev, local = match.groups()
+    release = (int(major), int(minor), int(patch or 0))
+    stage = int(fourth or 0)
+    if pre:
+        stage = PRE_RELEASE[pre.lower()]
+    elif "dev" in post_dev.lower() and "post" not in post_dev.lower():
+        stage = PRE_RELEASE["dev"]
+    shown = version.strip().lstrip("vV")[len(".".join(map(str, release))) if patch is not None
+                                         else len(f"{major}.{minor}"):]
+    if fourth is not None:
+        shown = shown[len(fourth) + 1:]
+    return release + (stage,) + ((shown,) if shown else ())
 
 
 def release_at(release):
-    """A release tuple of any length as (major, minor, patch): (0, 14) is (0, 14, 0)."""
-    return (tuple(release) + (0, 0))[:3]
+    """A release tuple of any length as (major, minor, patch, stage[, as typed]): (0, 14) is (0, 14, 0, 0)."""
+    release = tuple(release)
+    return release + (0,) * (4 - len(release)) if len(release) < 4 else release
 
 
 def era_of(engine, version):
-    """The era of a release "X.Y" or "X.Y.Z" (release_of); None before the first era."""
+    """The era of a release string (release_of); None before the first era."""
     release = release_of(version)
     eras = [e for e in ENGINES[engine].eras if release_at(e.first) <= release]
     return eras[-1] if eras else None
 
 
 def release_text(release):
-    """A release tuple as engines write it: (0, 5, 11) -> "0.5.11"; a development build before 0.15.0 (release_of's
-    (0, 15, -1)) -> "0.15.0.dev"."""
-    if len(release) == 3 and release[2] < 0:
-        return f"{release[0]}.{release[1]}.0.dev"
-    return ".".join(map(str, release))
+    """A release tuple as the engine writes it: (0, 5, 11) -> "0.5.11"; (0, 9, 0, 1) -> "0.9.0.1"; a pre-release, post
+    or local build as typed after X.Y.Z: (1, 2, 0, -1, "rc1") -> "1.2.0rc1".
+
+    >>> release_text((0, 5, 11)), release_text(release_of("0.9.0.1")), release_text(release_of("v0.15.0.dev3"))
+    ('0.5.11', '0.9.0.1', '0.15.0.dev3')
+    """
+    if len(release) <= 3:   # a catalog release as written there: (0, 8) is "0.8"
+        return ".".join(map(str, release))
+    major, minor, patch, stage, *shown = release_at(release)
+    text = f"{major}.{minor}.{patch}" + (f".{stage}" if stage > 0 else "")
+    return text + (shown[0] if shown else "")
 
 
 def era_releases(engine, era):

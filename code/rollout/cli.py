@@ -26,23 +26,24 @@ from .acceptance import profile_length
 from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency
 from .priors import DOMAINS
 from .sizing import KV_DTYPE as SIZING_KV_DTYPE, NODE_GPUS, Setting, shipped_dtype, smallest_tp, tp_candidates, tp_reason
-from .releases import missing as release_lacks, refusal as release_refuses
+from .releases import missing as release_lacks, refusal as release_refuses, sglang_rate_kind
 from .simulation import Traffic
 from .serving import (
     BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, running_cap, simulated_layout, SLO_KEYS, Workload,
 )
 from .readers import (
-    bench_acceptance, bench_comparison, checked_name, Counters, counters_window, distinct_files, head_from_config,
+    bench_acceptance, bench_comparison, Counters, counters_window, distinct_files,
     is_sglang,
     measured_acceptance, one_average_draft, pick_model, profile_problem, read_bench,
-    read_calibration_runs, read_metrics, run_totals, same_workload, shape_from_config,
+    read_calibration_runs, read_metrics, run_totals, same_workload,
 )
+from .hfconfig import checked_name, head_from_config, shape_from_config
 from .analysis import center_requests, Evidence, Grid, profile_from_lengths, SWEEP_SLACK
 from .exercises import draft_problem
 from .calibration import bench_names, BENCH_OPEN_PROMPTS, bench_tags, length_spread, predict_bench, SAME_LENGTHS
 from .charts import CHART_FILES
 from .export import compare_rows
-from .writes import bench_folder, check_out_owned, emit, out_path, UNPRINTABLE
+from .writes import bench_folder, check_out_owned, emit, out_path, STANDARD_OUTPUT, UNPRINTABLE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -186,7 +187,8 @@ def build_parser(settings):
     out.add_argument("--slo", help="the service level to serve at, ttft:MS,tpot:MS[,e2el:MS] (vllm bench serve's "
                                    "--goodput keys, each a bound on its P99; \"none\": no SLO; default "
                                    f"{settings.slo or 'none'})")
-    out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md)")
+    out.add_argument("--out", help="where to write the rollout plan (default outputs/skill-eagle3-rollout.md; - : "
+                                   "the plan alone to standard output, without its charts)")
     out.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     bench = p.add_argument_group("benchmark files: predicted before they are run, and held against the measured")
@@ -455,7 +457,8 @@ def parse_era(engine, version):
     try:
         era = era_of(engine.key, version)
     except ValueError:
-        raise UsageError(f"--engine-version: a release such as 0.14 or 0.5.11; got {shown(version)}") from None
+        raise UsageError(f"--engine-version: a release as {engine.name} publishes it, such as 0.14, 0.5.11, "
+                         f"0.5.10.post1 or 1.2.0rc1; got {shown(version)}") from None
     if era is None:
         raise UsageError(f"--engine-version: {engine.name} releases before {release_text(engine.eras[0].first)} "
                          "are not modelled: "
@@ -525,9 +528,10 @@ def given_acceptance(grid):
     return measured_acceptance(one_average_draft(tau, k), f"{flag} {value:g} at K={k}", counted=False)
 
 
-def read_scrapes(args, k_given, width=None):
+def read_scrapes(args, k_given, width=None, rate_kind="drafted"):
     """--metrics, minus --metrics-before when given -> (the model it measures, measured acceptance); width: a
-    tree's tokens drafted a round (measured_acceptance)."""
+    tree's tokens drafted a round, rate_kind: what SGLang's rate gauge divides by at the release (measured_acceptance,
+    releases.sglang_rate_kind)."""
     model, later = pick_model(read_metrics(args.metrics, "--metrics"), args.served_model, "--metrics", args.metrics)
     source, notes, counts = f"--metrics {args.metrics}", [], later
     if args.metrics_before:
@@ -548,7 +552,7 @@ def read_scrapes(args, k_given, width=None):
                          "are used")
             k_known = max(counts.per_position) + 1
             counts = replace(counts, per_position={}, drafted_per_position={})
-    return model, measured_acceptance(counts, source, k_given, notes, k_known, width=width)
+    return model, measured_acceptance(counts, source, k_given, notes, k_known, width=width, rate_kind=rate_kind)
 
 
 def read_benches(args):
@@ -634,7 +638,8 @@ def parse_evidence(args, grid, dep, settings, target, target_from, benches=(None
     typed = given_acceptance(grid)   # one length or rate at one K is a measurement
     measured = comparison = model = None
     if args.metrics:
-        model, measured = read_scrapes(args, k_given, dep.verify_tokens - 1 if dep.topk > 1 else None)
+        model, measured = read_scrapes(args, k_given, dep.verify_tokens - 1 if dep.topk > 1 else None,
+                                       sglang_rate_kind(dep) if dep.engine.key == "sglang" else "drafted")
         check_model(model, dep, "--metrics", args.served_model)
     if typed and measured:
         raise UsageError(f"{typed.source.split()[0]}: {measured.source} measures acceptance already: give the "
@@ -777,6 +782,8 @@ class BenchFlags:
     spec_path: str = None    #: the real path of --bench-spec: a --compare file without spec_decode_* keys that is
                              #: this one is replayed at the acceptance the scrapes measured
     simulated: int = 0       #: the --predict-bench runs' work, in SIMULATED_WORK_LIMIT's units
+    slo: tuple = ()          #: --slo as given on the command line: the bounds a --compare file's request_goodput is
+                             #: predicted at (its file does not record them)
 
 
 def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
@@ -831,6 +838,7 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
                                                for name in bench_names(grid.ks, tag)],
                           reads, out) if args.predict_bench is not None else None
     return BenchFlags(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
+                      slo=parse_slo(args.slo) if args.slo is not None and args.compare is not None else (),
                       simulated=simulated if args.predict_bench is not None else 0,
                       output_spread=output_spread, spec_path=os.path.realpath(args.bench_spec) if args.bench_spec
                       else None)
@@ -870,7 +878,11 @@ def parse_args(argv, settings):
     args = build_parser(settings).parse_args(argv)   # a flag given twice: the last wins, as in every argparse and
                                                      # getopt tool, so a wrapper's defaults can be overridden
     check_values(args)
-    out = None if args.no_write else (out_path(args.out) if args.out is not None else settings.out_path)
+    if args.out == STANDARD_OUTPUT and not args.no_write and (args.json or args.exercises):
+        raise UsageError(f"--out -: writes the plan to standard output, where {'--json' if args.json else '--exercises'} "
+                         "writes its own: give one, or --out a file")
+    out = (None if args.no_write else STANDARD_OUTPUT if args.out == STANDARD_OUTPUT else
+           out_path(args.out) if args.out is not None else settings.out_path)
     grid = parse_grid(args, settings)
     benches = read_benches(args)   # read once: a pipe cannot be read again
     target, target_from = parse_target(args, settings, grid, benches[1])
@@ -914,7 +926,7 @@ def parse_args(argv, settings):
     runs = read_calibration_runs(paths) if paths else None
     for r in runs or ():   # runs of another model would bend the fit to fit them: refused, as --compare refuses them
         check_model(r.model_id, dep, f"--calibrate: {shown(r.path)}", args.served_model)
-    if out is not None:
+    if isinstance(out, Path):
         written = {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
         for flag, path in [("--metrics", args.metrics), ("--metrics-before", args.metrics_before),
                            ("--bench-baseline", args.bench_baseline), ("--bench-spec", args.bench_spec),
@@ -923,20 +935,21 @@ def parse_args(argv, settings):
             if path and os.path.realpath(path) in written:
                 raise UsageError(f"--out: would overwrite {path}, which {flag} reads: write the plan elsewhere")
         check_out_owned(out)
-    bench = parse_bench_flags(args, grid, dep, out, paths, output_spread if args.output_spread is not None else 0.0)
+    bench = parse_bench_flags(args, grid, dep, out if isinstance(out, Path) else None, paths,
+                              output_spread if args.output_spread is not None else 0.0)
     check_bench_bytes(distinct_files([*bench.compare, *paths, *(p for p in (args.bench_baseline, args.bench_spec) if p)]))
     return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
 
 
 def compare_files(paths, dep, trust, traffic, fit, served, scraped=None, spec_path=None, plan_batch=None,
-                  simulated=0):
+                  simulated=0, slo=()):
     """--compare's files, each with the prediction of its own run (compare_file), within COMPARE_TOKENS_LIMIT
     output tokens and COMPARE_REQUESTS_LIMIT requests replayed over them all, and SIMULATED_WORK_LIMIT with the
     --predict-bench runs' work (simulated); scraped goes to the --bench-spec run's file (spec_path)."""
     budget, out = (COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT - simulated), []
     for path in paths:
         out.append(compare_file(path, dep, trust, traffic, fit, served,
-                                scraped if os.path.realpath(path) == spec_path else None, plan_batch, budget))
+                                scraped if os.path.realpath(path) == spec_path else None, plan_batch, budget, slo))
         work = out[-1][1].workload
         budget = (budget[0] - work.total_output, budget[1] - work.num_prompts,
                   budget[2] - work.total_output - REQUEST_WORK * work.num_prompts)
@@ -944,10 +957,12 @@ def compare_files(paths, dep, trust, traffic, fit, served, scraped=None, spec_pa
 
 
 def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batch=None,
-                 budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT)):
+                 budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT), slo=()):
     """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
     and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none;
-    plan_batch: an open loop's server cap, as the plan's command sets it): (path, PredictedBench, rows, notes)."""
+    plan_batch: an open loop's server cap, as the plan's command sets it; slo: --slo's bounds, given on the command
+    line, which its request_goodput is predicted at, a file recording no bounds): (path, PredictedBench, rows,
+    notes)."""
     flag = "--compare"
     bench = read_bench(path, flag)
     check_model(bench.model_id, dep, flag, served)
@@ -969,9 +984,15 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     if running_cap(here, k > 0, work.max_concurrency or plan_batch) < 1:
         raise UsageError(f"{flag}: {path}: not one sequence of its {work.input_tokens} + {work.output_tokens} "
                          f"tokens fits beside the weights on {dep.tp} x {dep.gpu}")
+    goodput = slo if bench.goodput is not None else ()
+    if bench.goodput is not None and not slo:
+        notes.append(f"its request_goodput ({bench.goodput:.6g}) is not compared: the file does not record the "
+                     "--goodput bounds it was counted at; give them as --slo to compare it")
     pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread,
-                       work.max_concurrency or plan_batch)
+                       work.max_concurrency or plan_batch, slo=goodput)
     measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
+    if goodput:
+        measured_keys["request_goodput"] = bench.goodput
     rows = compare_rows(pb, measured_keys)
     missing = [key for key in pb.intervals if key not in {row[0] for row in rows}]
     if missing:   # absent, null, NaN (vllm bench's mark of a statistic without a sample) or 0

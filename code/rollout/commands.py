@@ -12,7 +12,7 @@ from .catalog import (
     EAGLE3_EAGLE_FORMAT, EAGLE3_HEADS, EAGLE_DRAFTS, EAGLE_HEADS, ENGINES, GPUS, MODELS, quantize_at_start, release_text,
     served_model, speculators_format,
 )
-from .releases import accepts, exports_acceptance_counters, FEATURES, one_model, release, since
+from .releases import accepts, exports_acceptance_counters, FEATURES, one_model, release, since, sglang_rate
 from .acceptance import acceptance_length, acceptance_rate
 from .costmodel import draft_kind, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
 from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
@@ -253,6 +253,36 @@ def trtllm_serve(dep, batch, k=None, schedule=None):
 
 
 GOODPUT_CLIENT = "vllm bench serve"   # the client a --goodput run uses whatever the engine (bench_lines)
+LEGACY_CLIENT = "python benchmarks/benchmark_serving.py"   # vLLM before 0.9.2: its source tree's benchmark script
+
+
+def bench_tool(dep):
+    """The closed-loop benchmark the plan runs against the deployment: its engine's (Engine.bench_tool), except on
+    vLLM releases whose `vllm bench serve` cannot sample through the chat endpoint (before 0.9.2: releases.py), where
+    it is the release's own benchmarks/benchmark_serving.py, run from that release's source tree."""
+    if dep.engine.bench_tool == GOODPUT_CLIENT and dep.engine.releases_of == "vllm" and not accepts(
+            dep, "vllm bench serve samples through the chat endpoint"):
+        return LEGACY_CLIENT
+    return dep.engine.bench_tool
+
+
+def legacy_client_words(dep):
+    """What the plan says (Markdown) where it benchmarks with the source tree's script (bench_tool), else ""."""
+    if bench_tool(dep) != LEGACY_CLIENT:
+        return ""
+    at = release_text(release(dep))
+    first = release_text(FEATURES["vllm", "vllm bench serve samples through the chat endpoint"].first)
+    words = (f"vLLM {at}'s `vllm bench serve` cannot sample through the chat endpoint, which it does from {first} "
+             "(0.9.1 reads `args.backend`, which it never defines, when a sampling flag is given, "
+             "vllm/benchmarks/serve.py:1033; earlier releases send completions at temperature 0). The benchmarks "
+             f"below run `{LEGACY_CLIENT}` from vLLM {at}'s source tree (`git clone --branch v{at} "
+             "https://github.com/vllm-project/vllm`), with that script's own flags.")
+    if not accepts(dep, "benchmark_serving.py --temperature"):
+        sampling = release_text(FEATURES["vllm", "benchmark_serving.py --temperature"].first)
+        words += (f" Before {sampling} that script has no sampling flags either (it sends temperature 0.0, "
+                  "benchmarks/backend_request_func.py): these runs decode greedily, so their acceptance and speedup "
+                  f"are temperature 0's, not your traffic's {dep.temperature:g}.")
+    return words
 
 
 def bench_lines(dep, batch, filename, realistic=False, width=100, prompts=None, goodput=None):
@@ -280,13 +310,17 @@ def bench_lines(dep, batch, filename, realistic=False, width=100, prompts=None, 
     # vLLM's client picked the chat request type with --endpoint-type before 0.11 (releases.py); SGLang's plan runs
     # vLLM's newest client against its server.
     chat = "--backend openai-chat" if accepts(dep, "bench --backend openai-chat") else "--endpoint-type openai-chat"
-    tool = engine.bench_tool
-    if goodput and tool != GOODPUT_CLIENT:
+    tool = bench_tool(dep)
+    if tool == LEGACY_CLIENT:   # the source tree's script: --backend openai-chat from 0.8.0, sampling from 0.8.4
+        chat = "--backend openai-chat"
+    if goodput and tool not in (GOODPUT_CLIENT, LEGACY_CLIENT):
         tool, chat = GOODPUT_CLIENT, "--backend openai-chat"
+    samples = tool != LEGACY_CLIENT or accepts(dep, "benchmark_serving.py --temperature")
     return shell_lines([tool, chat, "--endpoint /v1/chat/completions",
                         f"--port {engine.port}", f"--model {shlex.quote(served_model(dep))}", *data,
                         f"--num-prompts {prompts or bench_prompts(batch)}", f"--max-concurrency {batch}",
-                        f"--temperature {dep.temperature:g}", f"--percentile-metrics {','.join(BENCH_METRICS)}",
+                        *([f"--temperature {dep.temperature:g}"] if samples else []),
+                        f"--percentile-metrics {','.join(BENCH_METRICS)}",
                         f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}",
                         *([f"--goodput {goodput}"] if goodput else []), "--save-result",
                         f"--result-filename {filename}"], width)
@@ -523,30 +557,49 @@ def vllm_measure(result, dep, plan):
         f"curl -s {page} > after.prom", "```", ""]
 
 
+def sglang_rate_words(dep, k, tau):
+    """What SGLang's rate gauge reads at tau on this release and draft (releases.sglang_rate), in words; "" where the
+    release exports no rate gauge."""
+    rate = sglang_rate(dep, k)
+    if rate is None:
+        return ""
+    bonus, divisor = rate
+    value = (tau if bonus else tau - 1) / divisor
+    if not bonus:   # PR #23530: accepted drafts over the tokens a round drafts
+        return (f"At tau {tau:.2f} the rate gauge, accepted drafts over the {divisor} tokens a round drafts, reads "
+                f"(tau - 1) / {divisor} = {value:.2f}" + (" (a tree drafts more tokens than its depth)."
+                                                          if dep.topk > 1 else "."))
+    over = ("1 (n-gram sets no steps, and it divides by the steps plus one)"
+            if divisor == 1 and draft_kind(dep.draft) == "ngram" else
+            f"{divisor} (the steps plus one)" if not accepts(dep, "spec_accept_rate over --speculative-num-draft-tokens")
+            else f"{divisor} (the tokens a round verifies, --speculative-num-draft-tokens)")
+    return (f"SGLang {release_text(release(dep))}'s rate gauge counts the bonus token: at tau {tau:.2f} it reads "
+            f"tau / {over} = {value:.2f}, where this program reads a rate over the drafted tokens (from "
+            f"{release_text(FEATURES['sglang', 'spec_accept_rate over drafted tokens'].first)}).")
+
+
 def sglang_measure(result, dep, plan):
-    """SGLang's acceptance gauges, averaged over time."""
+    """SGLang's acceptance gauges, averaged over time: the length always, the rate where the release exports it, and
+    what the rate reads at this release and draft (releases.sglang_rate)."""
     k, engine = plan.k, dep.engine
-    width = verify_tokens(dep, k) - 1
     tau = result.measured.acceptance_length if plan.measured else acceptance_length(plan.alpha, k)
-    new_rate = accepts(dep, "spec_accept_rate over drafted tokens")
-    out = [
-        "SGLang (with `--enable-metrics`) exports gauges, not counters: `sglang:spec_accept_length` (tau, bonus",
-        "token included) and `sglang:spec_accept_rate`, each recomputed over the last "
-        f"{SGLANG_GAUGE_STEPS} decode steps. Average them over time (never `rate()` of a gauge):", "",
-        "```promql", "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", ""]
-    if new_rate:   # accepted drafts over rounds x the tokens a round drafts (PR #23530)
-        out += [f"At tau {tau:.2f} the rate gauge, accepted drafts over the {width} tokens a round drafts, reads "
-                f"(tau - 1) / {width} = {(tau - 1) / width:.2f}" + (" (a tree drafts more tokens than its depth)."
-                                                                    if dep.topk > 1 else "."),
+    rate = sglang_rate(dep, k)
+    gauges = ("`sglang:spec_accept_length` (tau, bonus token included) and `sglang:spec_accept_rate`, each"
+              if rate is not None else
+              f"`sglang:spec_accept_length` (tau, bonus token included; SGLang {release_text(release(dep))} has no "
+              f"rate gauge, which came in {release_text(FEATURES['sglang', 'sglang:spec_accept_rate'].first)}),")
+    out = [f"SGLang (with `--enable-metrics`) exports gauges, not counters: {gauges} recomputed over the last "
+           f"{SGLANG_GAUGE_STEPS} decode steps. Average them over time (never `rate()` of a gauge):", "",
+           "```promql", "avg by (model_name) (avg_over_time(sglang:spec_accept_length[30m]))", "```", ""]
+    if rate is not None and not rate[0]:
+        out += [sglang_rate_words(dep, k, tau),
                 f"For this program, save a scrape taken under traffic: it reads both gauges (their mean over the TP "
                 f"ranks) and takes the steps from `--ks {k}`.", "",
                 "```", f"curl -s localhost:{engine.port}{engine.metrics_path} > after.prom     # under production "
                 "traffic", "```", ""]
-    else:   # before PR #23530 the rate counted the bonus token: tau over the steps plus one
-        out += [f"SGLang {release_text(release(dep))}'s rate gauge counts the bonus token: at tau {tau:.2f} it reads "
-                f"tau / {k + 1} = {tau / (k + 1):.2f} (over the steps plus one), where this program reads a rate over the drafted "
-                f"tokens (from {since(dep, 'spec_accept_rate over drafted tokens')}). Give this program the "
-                f"accept length's average instead: `--acceptance-length TAU --ks {k}`.", ""]
+    else:
+        out += ([sglang_rate_words(dep, k, tau)] if rate is not None else []) + [
+            f"Give this program the accept length's average instead: `--acceptance-length TAU --ks {k}`.", ""]
     return out
 
 
@@ -603,8 +656,14 @@ def sglang_dashboard(dep, plan):
     k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
     out = []
     length = "avg by (model_name) (avg_over_time(sglang:spec_accept_length[5m]))"
-    out += ["SGLang's acceptance gauges, averaged over time:", "", "```promql", length,
-            "avg by (model_name) (avg_over_time(sglang:spec_accept_rate[5m]))", "```", ""]
+    rate = sglang_rate(dep, k)
+    out += ["SGLang's acceptance gauges, averaged over time:" if rate is not None else
+            f"SGLang's accept length, averaged over time (SGLang {release_text(release(dep))} exports no rate gauge):",
+            "", "```promql", length]
+    out += (["avg by (model_name) (avg_over_time(sglang:spec_accept_rate[5m]))"] if rate is not None else []) + ["```", ""]
+    if rate is not None and rate[0]:
+        out += [f"The rate gauge counts the bonus token at this release: it reads tau / {rate[1]}, not a rate over "
+                "the drafted tokens (stage 2).", ""]
     if gate_a is not None:
         shape = f"the tree of {k} steps" if dep.topk > 1 else f"the fixed chain of K={k}"
         out += [f"Kill switch: at B={batch} {shape} breaks even at an accept length of "

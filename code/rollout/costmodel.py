@@ -228,7 +228,7 @@ class Deployment:
     model_config: str = None   #: the --model-config path, so the plan's commands can name it again
     draft_config: str = None   #: the --draft-config path, likewise
     era: Era = None          #: the engine's release era (Engine.eras): what a round's host work costs there
-    release: tuple = None    #: the --engine-version release as (major, minor, patch) (catalog.release_of), which the
+    release: tuple = None    #: the --engine-version release as (major, minor, patch, stage[, as typed]) (catalog.release_of), which the
                              #: plan's commands are written for; None: the newest (releases.py)
     ep: int = 1              #: expert-parallel GPUs: 1 (every expert split across the TP GPUs) or tp (whole experts)
     dp_attention: bool = False   #: attention data parallel across the tp GPUs (with ep = tp): see pass_parts

@@ -18,7 +18,8 @@ from .serving import running_cap, simulated_layout
 from .trust import interval, INTERVAL_LEVEL, span, too_close
 from .analysis import K_MAX, paying_ranges, where_it_pays
 from .commands import (
-    bench_lines, can_serve, catalog_name, GOODPUT_CLIENT, draft_head, ENGINE_PLANS, serve_lines, SHAREGPT_URL, shell_lines, tool_words,
+    bench_lines, can_serve, catalog_name, GOODPUT_CLIENT, draft_head, ENGINE_PLANS, legacy_client_words, serve_lines,
+    SHAREGPT_URL, shell_lines, tool_words,
 )
 from .serving import SLO_KEYS
 from .goodput import goodput_key, goodput_words, per_gpu, SLO_PERCENTILE, slo_prompts, slo_sentence, slo_text
@@ -291,8 +292,10 @@ def plan_stage0(dep, plan):
            f"exactly {dep.input_tokens} tokens and {dep.output_tokens}-token answers, the lengths this plan models, "
            "so that stage 3 can fit the cost model to your deployment;",
            f"- **the gate's baseline** at {batch}: ShareGPT's prompts with answers of at most {dep.output_tokens} "
-           "tokens, real text as acceptance needs it (a sample of your own traffic is better still).", "",
-           "```", f"wget {SHAREGPT_URL}"] + serve_lines(dep, batch)
+           "tokens, real text as acceptance needs it (a sample of your own traffic is better still).", ""]
+    if legacy_client_words(dep):   # Markdown of its own: no value from input in it
+        out += [legacy_client_words(dep), ""]
+    out += ["```", f"wget {SHAREGPT_URL}"] + serve_lines(dep, batch)
     for b in calibration_batches(batch):
         out += bench_lines(dep, b, f"baseline_c{b}.json")
     out += bench_lines(dep, batch, f"sharegpt_baseline_c{batch}.json", realistic=True)
@@ -665,17 +668,40 @@ def plan_slo_section(at, dep, plan):
     return out
 
 
-def render_plan(result, dep):
-    """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run."""
+def without_charts(lines):
+    """The plan's lines less its chart images (each a paragraph of its own) and the blank line after each: the plan
+    as --out - prints it, its charts unwritten."""
+    images = {f"]({name})" for name in CHART_FILES.values()}
+    out = []
+    for line in lines:
+        if out and out[-1] is None:   # the blank line after an image
+            out.pop()
+            if not line:
+                continue
+        if line.startswith("![") and any(line.endswith(tail) for tail in images):
+            out.append(None)
+            continue
+        out.append(line)
+    return [line for line in out if line is not None]
+
+
+def render_plan(result, dep, charts=True):
+    """outputs/skill-eagle3-rollout.md: the staged rollout plan, every number from this run; charts: whether it links
+    its charts (written beside it), or leaves them out (--out -: the plan to standard output alone)."""
+    return "\n".join(plan_lines(result, dep) if charts else without_charts(plan_lines(result, dep)))
+
+
+def plan_lines(result, dep):
+    """The plan's lines (render_plan)."""
     plan = result.plan
     if result.facts.max_concurrency < 1:
-        return "\n".join(plan_front(result, dep, plan) + [
+        return plan_front(result, dep, plan) + [
             "## Nothing fits", "",
             f"The weights ({static_bytes(dep) / GIB:.0f} GiB with the draft's) and the KV cache of one sequence of "
             f"{dep.context} tokens do not fit in the {result.facts.memory_budget_bytes / GIB:.0f} GiB "
             f"{dep.engine.name} gives them ({memory_setting(dep)}), so no command here could run. More "
             "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
-            "larger memory share would: run this program again with them.", ""])
+            "larger memory share would: run this program again with them.", ""]
     out = (plan_front(result, dep, plan) + plan_stage0(dep, plan) + plan_stage1(dep, plan)
            + plan_predicted_runs(result, dep) + plan_k_by_batch(plan, dep) + plan_slo_section(result.at_slo, dep, plan))
     if can_serve(dep):   # stages 2 to 4 measure a server that stage 1 started
@@ -688,4 +714,4 @@ def render_plan(result, dep):
     if result.mix:
         out += [""] + plan_mix(result.mix, dep)
     out += [""] + plan_next(dep, plan)
-    return "\n".join(out)
+    return out

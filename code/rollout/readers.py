@@ -1,5 +1,6 @@
-"""Reading measurements: vLLM's, SGLang's and TensorRT-LLM's /metrics scrapes, `vllm bench serve` result files and
-Hugging Face config.json files. Files are checked here, at the boundary; a bad one raises UsageError.
+"""Reading measurements: vLLM's, SGLang's and TensorRT-LLM's /metrics scrapes and `vllm bench serve` result files,
+every input bounded as it is read (a file, a pipe, standard input). Files are checked here, at the boundary; a bad one
+raises UsageError. A config.json is read by hfconfig.py, on this module's bounded reads.
 """
 from __future__ import annotations
 
@@ -14,12 +15,10 @@ import time
 from dataclasses import dataclass, field, replace
 
 from .records import (
-    BENCH_LIMIT_BYTES, CALIBRATION_FILE_LIMIT, CONCURRENCY_LIMIT, CONFIG_LIMIT_BYTES, COUNT_LIMIT, EXPERT_LIMIT, EXPERTS_PER_TOKEN_LIMIT, finite_number, K_LIMIT, LAYER_LIMIT,
-    LINE_LIMIT_BYTES, NOT_IN_JSON, SCRAPE_LIMIT_BYTES, SCRAPE_LINE_LIMIT, shown, SIZE_LIMIT, TOKENS_LIMIT, UsageError,
+    BENCH_LIMIT_BYTES, CALIBRATION_FILE_LIMIT, CONCURRENCY_LIMIT, COUNT_LIMIT, finite_number, K_LIMIT,
+    LINE_LIMIT_BYTES, NOT_IN_JSON, SCRAPE_LIMIT_BYTES, SCRAPE_LINE_LIMIT, shown, TOKENS_LIMIT, UsageError,
 )
 from .acceptance import alpha_from_length, profile_length
-from .priors import family_entry
-from .experts import ROUTING_OF_MODEL_TYPE
 
 
 # vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
@@ -505,7 +504,7 @@ def v0_drafts(c, source, k_given, notes, ask):
     return replace(c, drafts=c.draft_tokens / k_given, per_position={}, drafted_per_position={}), k_given
 
 
-def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted=True, width=None):
+def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted=True, width=None, rate_kind="drafted"):
     """The three alphas, per-position rates and conditional alphas from counts (acceptance.py: tau = 1 + accepted / drafts,
     r = accepted / draft tokens, and position i's rate = accepted at i / drafts).
 
@@ -534,8 +533,10 @@ def measured_acceptance(c, source, k_given=None, notes=(), k_known=None, counted
             raise UsageError(f"{source}: sglang:spec_accept_length is {tau:g} on every rank: no speculative step in "
                              "the gauge's window (an idle server?); scrape under traffic")
         # Both gauges are set together over the same steps: (tau - 1) / rate is the tokens a round drafts (SGLang
-        # PR #23530: accepted drafts over rounds x (num_draft_tokens - 1)), K for a chain, the tree's width else.
-        implied = (tau - 1.0) / rate if rate > 0 else None
+        # PR #23530: accepted drafts over rounds x (num_draft_tokens - 1)), K for a chain, the tree's width else;
+        # before it tau / rate was the steps plus one (releases.sglang_rate_kind), and n-gram's gauge was tau itself.
+        implied = (None if rate <= 0 or rate_kind not in ("drafted", "verified") else
+                   (tau - 1.0) / rate if rate_kind == "drafted" else tau / rate - 1.0)
         if width is not None:
             implied = None   # a tree's gauges give its width, not K: the steps come from --ks
         if implied is not None and 0.5 <= implied < K_LIMIT + 0.5 and abs(implied - round(implied)) < 0.05:
@@ -717,6 +718,7 @@ class Bench:
     notes: list              #: what the reading noticed
     others: dict = field(default_factory=dict)   #: its other numbers --compare checks (BENCH_OTHERS)
     raw_burstiness: object = None   #: its burstiness as written (checked where it is used, by --compare)
+    goodput: float = None    #: request_goodput (vLLM before 0.9.2: "request_goodput:"), None without --goodput
 
 
 BENCH_OTHERS = ("duration", "request_throughput", "total_token_throughput", "max_output_tokens_per_s")
@@ -764,7 +766,8 @@ def read_bench(path, flag):
                   total_output_tokens=json_whole(data, "total_output_tokens", where), spec=spec,
                   workload={key: data.get(key) for key in WORKLOAD_KEYS}, model_id=data.get("model_id"), notes=notes,
                   others={key: value for key in BENCH_OTHERS if (value := json_amount(data, key, where)) is not None},
-                  raw_burstiness=data.get("burstiness"))
+                  raw_burstiness=data.get("burstiness"),
+                  goodput=data.get("request_goodput", data.get("request_goodput:")))
     return consistent(bench, where, data.get("failed"))
 
 
@@ -783,6 +786,16 @@ def consistent(bench, where, failed=None):
         ended = f"completed {completed:,}" + (f" and failed {failed:,}" if failed else "")
         raise UsageError(f"{where} {ended} requests of its num_prompts {sent:,}: a run ends no more requests than it "
                          "sends")
+    if sent is not None and completed is not None and failed is not None and completed + failed != sent:
+        # vllm/benchmarks/serve.py: every prompt sent ends completed or failed before the result is saved
+        raise UsageError(f"{where} completed {completed:,} and failed {failed:,} requests of its num_prompts "
+                         f"{sent:,}: a finished run ends every request it sends, so they must add up to it")
+    goodput, throughput = bench.goodput, bench.others.get("request_throughput")
+    if goodput is not None and not (finite_number(goodput) and 0.0 <= goodput
+                                    and (throughput is None or goodput <= throughput * (1 + 1e-9))):
+        raise UsageError(f"{where}: request_goodput is the requests a second that met the run's --goodput bounds, "
+                         f"from 0 to its request_throughput{f' {throughput:,.6g}' if throughput is not None else ''}; "
+                         f"got {shown(goodput)}")
     burstiness = bench.raw_burstiness
     if burstiness is not None and not (finite_number(burstiness) and 0.01 <= burstiness <= 100):
         raise UsageError(f"{where}: burstiness must be a number from 0.01 to 100; got {shown(burstiness)}")
@@ -846,6 +859,9 @@ def bench_acceptance(bench, flag):
         rate, tau = spec.get("spec_decode_acceptance_rate"), spec.get("spec_decode_acceptance_length")
         if present or not rate or tau is None:
             return None
+        if rate > 100.0 or tau < 1.0:
+            raise UsageError(f"{source}: spec_decode_acceptance_rate is a percentage of drafted tokens, at most 100, "
+                             f"and spec_decode_acceptance_length at least 1; got {rate:g}% and {tau:g}")
         k = (tau - 1.0) * 100.0 / rate   # not / (rate / 100): a tiny rate would underflow to 0
         if not 0.5 <= k < K_LIMIT + 0.5 or abs(k - round(k)) > 0.01 * k:
             raise UsageError(f"{source}: spec_decode_acceptance_length {tau:g} and spec_decode_acceptance_rate "
@@ -855,10 +871,14 @@ def bench_acceptance(bench, flag):
                                    notes=[f"from the file's acceptance rate and length only: K = {round(k)}"])
     drafts, draft_tokens, accepted = (float(spec[key]) for key in counts)
     notes = []
-    rate = spec.get("spec_decode_acceptance_rate")
+    rate, tau = spec.get("spec_decode_acceptance_rate"), spec.get("spec_decode_acceptance_length")
     if rate is not None and draft_tokens > 0 and abs(rate - 100.0 * accepted / draft_tokens) > 0.5:
         raise UsageError(f"{source}: spec_decode_acceptance_rate {rate:g}% disagrees with its counts "
                          f"({100.0 * accepted / draft_tokens:.1f}%)")
+    # vllm/benchmarks/serve.py: acceptance_length = 1 + accepted / drafts, the bonus token included
+    if tau is not None and drafts > 0 and abs(tau - (1.0 + accepted / drafts)) > LENGTH_AGREES * max(1.0, tau):
+        raise UsageError(f"{source}: spec_decode_acceptance_length {tau:g} disagrees with its counts (1 + accepted "
+                         f"/ drafts = {1.0 + accepted / drafts:.3f})")
     rates = spec.get("spec_decode_per_position_acceptance_rates") or []
     k_mean = draft_tokens / drafts if drafts > 0 else 0.0
     if rates and (not isinstance(rates, list) or len(rates) > K_LIMIT or len(rates) < k_mean * (1 - COUNT_SLACK)
@@ -869,184 +889,7 @@ def bench_acceptance(bench, flag):
                                         per_position={i: r * drafts for i, r in enumerate(rates)}), source, notes=notes)
 
 
-def read_json(path, flag):
-    """A JSON object from a file, or UsageError naming the file."""
-    data = parse_json(read_text(path, flag, CONFIG_LIMIT_BYTES), flag, path)
-    if not isinstance(data, dict):
-        raise UsageError(f"{flag}: {path} is not a config object")
-    return data
-
-
-REQUIRED = object()   # config_size's default for a field the model cannot do without
-
-
-def config_size(cfg, names, where, least=1, most=SIZE_LIMIT, default=REQUIRED):
-    """The first of `names` the config sets, as a whole number from least to most; else default (REQUIRED:
-    UsageError naming the fields). A JSON float or true is refused, not truncated."""
-    for name in names:
-        value = cfg.get(name)
-        if value is not None:
-            if type(value) is not int:
-                raise UsageError(f"{where}: {name} must be a whole number; got {shown(value)}")
-            if not least <= value <= most:
-                raise UsageError(f"{where}: {name} must be from {least:,} to {most:,}; got {value:,}")
-            return value
-    if default is REQUIRED:
-        raise UsageError(f"{where} has no {' or '.join(names)}, which the model needs")
-    return default
-
-
-def config_typed(cfg, name, where, kind, default=None):
-    """cfg[name] when it is of the JSON type `kind` (bool, str, list, dict), default when missing or null."""
-    value = cfg.get(name)
-    if value is None:
-        return default
-    if type(value) is not kind:
-        words = {bool: "true or false", str: "text", list: "a list", dict: "an object"}[kind]
-        raise UsageError(f"{where}: {name} must be {words}; got {shown(value)}")
-    return value
-
-
-# A name the plan prints in shell commands, YAML and Markdown: a Hugging Face id (org/name) or a plain path.
-# Letters, digits, spaces and . _ - + @ ~ /, not starting with - (a flag) or a space, at most 256 characters.
-NAME = re.compile(r"[A-Za-z0-9_.+@~/](?:[A-Za-z0-9_.+@~/ -]{0,254}[A-Za-z0-9_.+@~/-])?", re.ASCII)
-
-
-def checked_name(value, where):
-    """A model's name as the plan will print it, or UsageError: commands quote it as well (shlex.quote)."""
-    if not isinstance(value, str):
-        raise UsageError(f"{where} must be text, a Hugging Face id or a path; got {shown(value)}")
-    if not NAME.fullmatch(value):
-        raise UsageError(f"{where}: {shown(value)} is neither a Hugging Face id nor a plain path (letters, digits, "
-                         "spaces and . _ - + @ ~ /, not starting with - or a space, at most 256 characters); the "
-                         "plan prints it in shell commands")
-    return value
-
-
-def config_name(cfg, where):
-    """The config's _name_or_path, checked (checked_name); None when it has none."""
-    name = cfg.get("_name_or_path")
-    return None if name == "" or name is None else checked_name(name, f"{where}: _name_or_path")
-
-
-def config_head_dim(cfg, where, hidden, heads):
-    """head_dim as the config gives it, else hidden / heads (Llama-style configs leave it out)."""
-    head_dim = config_size(cfg, ("head_dim",), where, default=None)
-    if head_dim is None and hidden < heads:
-        raise UsageError(f"{where}: hidden_size {hidden} over {heads} attention heads leaves no head_dim; give "
-                         "head_dim")
-    return head_dim or hidden // heads
-
-
-def config_kv_heads(cfg, where, heads):
-    """num_key_value_heads, which must divide the attention heads (grouped-query attention)."""
-    kv_heads = config_size(cfg, ("num_key_value_heads",), where)
-    if heads % kv_heads:
-        raise UsageError(f"{where}: num_key_value_heads {kv_heads} does not divide num_attention_heads {heads}")
-    return kv_heads
-
-
-def shape_from_config(path, flag="--model-config"):
-    """A model's shape (MODELS' keys) from its Hugging Face config.json; a missing, mistyped or out-of-range field
-    exits 2 naming it.
-
-    Reads dense Llama-style configs and the MoE and attention variants of the catalog's MoE rows
-    (their config.json files, as catalog.MODELS cites them): Qwen3 MoE (decoder_sparse_step, mlp_only_layers), Llama 4 (text_config,
-    interleave_moe_layer_step, a shared expert, intermediate_size_mlp for dense layers),
-    DeepSeek and Kimi (MLA, first_k_dense_replace, shared experts, MTP), gpt-oss (experts
-    intermediate_size wide, biases, sinks, sliding-window layer_types). Missing
-    tie_word_embeddings means untied, the default of every model class named here.
-    """
-    cfg = read_json(path, flag)
-    where = f"{flag}: {path}"
-    t = config_typed(cfg, "text_config", where, dict, cfg)
-    size = lambda *names, **kw: config_size(t, names, where, **kw)
-    kind = config_typed(t, "model_type", where, str) or config_typed(cfg, "model_type", where, str, "")
-    layers = size("num_hidden_layers", most=LAYER_LIMIT)
-    heads, hidden = size("num_attention_heads"), size("hidden_size")
-    layer_types = config_typed(t, "layer_types", where, list, [])
-    if any(lt not in ("full_attention", "sliding_attention") for lt in layer_types):
-        raise UsageError(f"{where}: layer_types {shown(sorted(set(map(str, layer_types))))} include a kind of layer "
-                         "this model does not know (only full_attention and sliding_attention)")
-    if layer_types and len(layer_types) != layers:
-        raise UsageError(f"{where}: layer_types names {len(layer_types)} layers, not num_hidden_layers {layers}")
-    tied = config_typed(t, "tie_word_embeddings", where, bool, config_typed(cfg, "tie_word_embeddings", where, bool,
-                                                                            False))
-    m = dict(hidden=hidden, layers=layers, heads=heads, vocab=size("vocab_size"), tied=tied,
-             hf=config_name(cfg, where))
-    if t.get("kv_lora_rank") not in (None, 0):
-        m["mla"] = dict(kv_lora_rank=size("kv_lora_rank"), rope=size("qk_rope_head_dim"),
-                        q_lora_rank=size("q_lora_rank", least=0, default=0),
-                        nope=size("qk_nope_head_dim"), v_head_dim=size("v_head_dim"))
-        m["kv_heads"] = heads
-        m["head_dim"] = m["mla"]["nope"] + m["mla"]["rope"]
-    else:
-        m["kv_heads"] = config_kv_heads(t, where, heads)
-        m["head_dim"] = config_head_dim(t, where, hidden, heads)
-    experts = size("num_experts", "num_local_experts", "n_routed_experts", least=0, default=0)
-    if experts > EXPERT_LIMIT:
-        raise UsageError(f"{where}: {experts:,} routed experts; this tool models at most {EXPERT_LIMIT:,}")
-    m["inter"] = size("intermediate_size_mlp", "intermediate_size")
-    if experts:
-        per_token = size("num_experts_per_tok", "experts_per_token")
-        if per_token > EXPERTS_PER_TOKEN_LIMIT:
-            raise UsageError(f"{where}: num_experts_per_tok {per_token:,}; this tool models at most "
-                             f"{EXPERTS_PER_TOKEN_LIMIT} experts a token")
-        if per_token > experts:
-            raise UsageError(f"{where}: num_experts_per_tok {per_token} is more than the {experts} experts")
-        m.update(experts=experts, experts_per_token=per_token, moe_inter=size("moe_intermediate_size",
-                                                                               "intermediate_size"))
-        shared = (size("n_shared_experts", least=0, default=0) * m["moe_inter"]
-                  or size("shared_expert_intermediate_size", least=0, default=0)
-                  or (m["moe_inter"] if kind.startswith("llama4") else 0))
-        if shared:
-            m["shared_inter"] = shared
-        dense_first = size("first_k_dense_replace", least=0, most=layers, default=0)
-        step = size("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", most=LAYER_LIMIT, default=1)
-        only_dense = config_typed(t, "mlp_only_layers", where, list, [])
-        if any(type(i) is not int or not 0 <= i < layers for i in only_dense):
-            raise UsageError(f"{where}: mlp_only_layers must list layer numbers from 0 to {layers - 1}; got "
-                             f"{shown(only_dense)}")
-        only_dense = set(only_dense)
-        m["moe_layers"] = sum(1 for i in range(layers)
-                              if i >= dense_first and (i + 1) % step == 0 and i not in only_dense)
-    if layer_types:
-        m["window_layers"] = sum(1 for lt in layer_types if lt == "sliding_attention")
-        if m["window_layers"]:
-            m["window"] = size("sliding_window", most=TOKENS_LIMIT)
-    if kind == "gpt_oss":   # GptOssForCausalLM: biased attention, experts and router, and attention sinks
-        m.update(attn_bias=True, sinks=True, expert_bias=True, router_bias=True)
-    elif config_typed(t, "attention_bias", where, bool, False):
-        m["attn_bias"] = True
-    if experts and kind in ROUTING_OF_MODEL_TYPE:
-        m["routing"] = ROUTING_OF_MODEL_TYPE[kind]
-    nextn = size("num_nextn_predict_layers", least=0, most=LAYER_LIMIT, default=0)
-    if nextn:
-        m["nextn"] = nextn
-    m.update(family_entry(kind, m["vocab"]))   # the family its published acceptance is grouped by (priors.py)
-    method = config_typed(config_typed(cfg, "quantization_config", where, dict, {}), "quant_method", where, str, "")
-    if method in SHIPPED_DTYPE:
-        m["checkpoint"] = SHIPPED_DTYPE[method]
-    return m
-
-
-SHIPPED_DTYPE = {"fp8": "fp8", "mxfp4": "fp4"}   # quant_method -> weights' dtype: DeepSeek-V3's fp8, gpt-oss's MXFP4
-
-
-def head_from_config(path, m, flag="--draft-config"):
-    """An EAGLE head's own config.json laid over target shape m: its MLP width, attention shape, draft
-    vocabulary and trained context (max_position_embeddings), each checked as shape_from_config checks."""
-    cfg = read_json(path, flag)
-    where = f"{flag}: {path}"
-    size = lambda *names, **kw: config_size(cfg, names, where, **kw)
-    heads, hidden = size("num_attention_heads"), size("hidden_size")
-    if hidden != m["hidden"]:
-        raise UsageError(f"{where}: hidden_size {hidden} is not the target's {m['hidden']}: not a head for it")
-    return dict(m, head_inter=size("intermediate_size"), head_heads=heads,
-                head_kv_heads=config_kv_heads(cfg, where, heads),
-                head_head_dim=config_head_dim(cfg, where, hidden, heads),
-                draft_vocab=size("draft_vocab_size", "vocab_size"),
-                head_context=size("max_position_embeddings", least=0, most=TOKENS_LIMIT * 100, default=0) or None)
+LENGTH_AGREES = 0.005   # a file's acceptance length and its counts agree to rounding (vLLM writes both from the counts)
 
 
 @dataclass(frozen=True)

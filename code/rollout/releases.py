@@ -4,8 +4,8 @@ at a known release, and the combinations a release refuses at start-up, each wit
 A deployment's release is its --engine-version (Deployment.release), or the newest checked here (NEWEST). A feature
 the plan would use and the release lacks is left out, or the deployment is refused, naming the first release that
 has it (commands.py and cli.py ask accepts, missing and refusal). Checked against each release's own package: the
-vLLM and SGLang wheels on the package index (vllm 0.8.0-0.34.0, sglang 0.5.1-0.5.23, their sources compared release by
-release), and TensorRT-LLM's llm_args.py, serve.py and release notes (its wheels are too large to fetch here: release
+vLLM and SGLang wheels on the package index (vllm 0.8.0-0.34.0 with the sdists' benchmarks/ for 0.8.0-0.9.2, sglang
+0.4.10-0.5.23, their sources compared release by release), and TensorRT-LLM's llm_args.py, serve.py and release notes (its wheels are too large to fetch here: release
 notes and versioned docs date its changes).
 """
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import release_at, release_text
-from .costmodel import draft_kind
+from .costmodel import draft_kind, verify_tokens
 
 # The newest release each engine's facts were checked at (2026-12): vLLM 0.34.0 (2026-11-16), SGLang 0.5.23
 # (2026-10-30), TensorRT-LLM 1.4.0rc4 (its newest pre-release; 1.2.1 is its newest stable release). A newer release
 # is taken as this one: what it removed is unknown here.
 NEWEST = {"vllm": (0, 34, 0), "sglang": (0, 5, 23), "trtllm": (1, 4, 0)}
 # The oldest release whose parsers were read: below it the commands are this one's, and the plan says so.
-OLDEST = {"vllm": (0, 8, 0), "sglang": (0, 5, 1), "trtllm": (1, 0, 0)}
+OLDEST = {"vllm": (0, 8, 0), "sglang": (0, 4, 10), "trtllm": (1, 0, 0)}
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,10 @@ class Feature:
 
 FEATURES = {(f.engine, f.key): f for f in (
     # vLLM (vllm/config/speculative.py, vllm/engine/arg_utils.py, vllm/benchmarks/serve.py of each release).
-    Feature("vllm", "method eagle3", (0, 8, 5), "PR #16937, EAGLE-3 in V1"),
+    Feature("vllm", "--speculative-config", (0, 8, 2), "vllm/engine/arg_utils.py:783 of 0.8.2; 0.8.0 and 0.8.1 "
+            "take --speculative-model and --num-speculative-tokens instead"),
+    Feature("vllm", "method eagle3", (0, 8, 5), "PR #16937, EAGLE-3 in V1: vllm/config.py:2377 of 0.8.5 compares the "
+            "method with 'eagle3', which its SpeculativeMethod Literal, a type hint, lists only from 0.9.1"),
     Feature("vllm", "bench request_goodput key", (0, 9, 2), "vllm/benchmarks/serve.py: 0.8.0 to 0.9.1 save it as "
             "\"request_goodput:\" (a typo); --goodput itself is in every release from 0.8.0"),
     Feature("vllm", "speculators-format heads", (0, 10, 1), "PR #21345, vllm/transformers_utils/configs/speculators; "
@@ -69,6 +72,16 @@ FEATURES = {(f.engine, f.key): f for f in (
             "request type from 0.11, --endpoint-type before"),
     Feature("vllm", "bench --endpoint-type openai-chat", (0, 9, 1), "vllm/benchmarks/serve.py; before 0.9.1 the "
             "benchmark sent random prompts to the completions endpoint only", until=(0, 11, 0)),
+    # Before 0.9.2 the plan benchmarks with the source tree's benchmarks/benchmark_serving.py (commands.bench_tool):
+    # 0.8.0-0.9.0's `vllm bench serve` sends completions only, at temperature 0.0 (vllm/benchmarks/
+    # endpoint_request_func.py:73), and 0.9.1's defines --endpoint-type (serve.py:547) but reads args.backend
+    # whenever a sampling flag is given (serve.py:1033): AttributeError. 0.9.2 defines --backend (serve.py:635).
+    Feature("vllm", "vllm bench serve samples through the chat endpoint", (0, 9, 2),
+            "vllm/benchmarks/serve.py: --backend from 0.9.2 (line 635); 0.9.1 reads args.backend (line 1033), which "
+            "it never defines, when a sampling flag is given"),
+    Feature("vllm", "benchmark_serving.py --temperature", (0, 8, 4), "benchmarks/benchmark_serving.py of the source "
+            "tree: --temperature, --top-p, --top-k and --min-p from 0.8.4 (line 1054 there); 0.8.0-0.8.3 send "
+            "temperature 0.0 (benchmarks/backend_request_func.py:354 in 0.8.0)"),
     # SGLang (python/sglang/srt/server_args.py, speculative_hook.py from 0.5.13, arg_groups/fields from 0.5.20).
     Feature("sglang", "--speculative-algorithm STANDALONE", (0, 5, 2), "PR #10090"),
     Feature("sglang", "--speculative-algorithm NGRAM", (0, 5, 3), "server_args.py; renamed from LOOKAHEAD on main "
@@ -76,9 +89,14 @@ FEATURES = {(f.engine, f.key): f for f in (
     Feature("sglang", "--speculative-draft-model-quantization", (0, 5, 7), "server_args.py"),
     Feature("sglang", "--speculative-adaptive", (0, 5, 12), "PR #23336; PR #21599 brought it in 0.5.11, "
             "but off under spec v2, that release's default"),
-    Feature("sglang", "spec_accept_rate over drafted tokens", (0, 5, 12), "PR #23530, "
-            "observability/scheduler_metrics_mixin.py of 0.5.12; before it the rate counted the bonus token: accept "
-            "length over the steps plus one"),
+    Feature("sglang", "spec_accept_rate over drafted tokens", (0, 5, 11), "PR #23530, "
+            "observability/scheduler_metrics_mixin.py:531-543 of 0.5.11: accepted drafts over the tokens a round "
+            "drafts, (tau - 1) / (N - 1); before it the rate counted the bonus token (sglang_rate)"),
+    Feature("sglang", "sglang:spec_accept_rate", (0, 5, 4), "metrics/collector.py:229 of 0.5.4; 0.4.10 and "
+            "0.5.1-0.5.3 export sglang:spec_accept_length alone (0.5.3 metrics/collector.py:218)"),
+    Feature("sglang", "spec_accept_rate over --speculative-num-draft-tokens", (0, 5, 6), "PR #13212, "
+            "managers/scheduler_metrics_mixin.py:279-290 of 0.5.6: tau / N, where 0.5.4-0.5.5 divide by the steps "
+            "plus one (0.5.4 scheduler_metrics_mixin.py:258-266), n-gram's unset steps making it tau / 1"),
     Feature("sglang", "adaptive tiers by batch size", (0, 5, 20), "speculative/adaptive_spec_params.py, "
             "DEFAULT_ADAPTIVE_CONFIG: one flat candidate list in 0.5.12, tiers from 0.5.13, these from 0.5.20"),
     Feature("sglang", "--enable-dp-attention", (0, 4, 0), "server_args.py; deprecated for --attn-dp-size from 0.5.22",
@@ -111,7 +129,7 @@ FEATURES = {(f.engine, f.key): f for f in (
 
 def release(dep):
     """The release the plan's commands are written for: the deployment's --engine-version, else NEWEST."""
-    return dep.release or NEWEST[dep.engine.releases_of]
+    return release_at(dep.release or NEWEST[dep.engine.releases_of])
 
 
 KEYS = {key for _, key in FEATURES}
@@ -182,10 +200,10 @@ def checked(dep):
     """Where the deployment's release sits against the releases whose parsers were read: "" inside them, else the
     words the plan adds after the release (its commands are then the nearest checked release's)."""
     at, engine = release(dep), dep.engine.releases_of
-    if at > NEWEST[engine]:
+    if at > release_at(NEWEST[engine]):
         newest = release_text(NEWEST[engine])
         return f", newer than {newest}, the newest checked: its commands are {newest}'s"
-    if at < OLDEST[engine]:
+    if at < release_at(OLDEST[engine]):
         oldest = release_text(OLDEST[engine])
         return (f", older than {oldest}, the oldest checked: its commands are written as {oldest}'s parsers take "
                 "them; check each against your build")
@@ -208,6 +226,34 @@ def scrape_counts_acceptance(dep):
     (exports_acceptance_counters), and SGLang's rate gauge over drafted tokens (before PR #23530 it counted the
     bonus token, and the K this program infers from the gauges would disagree with the plan's)."""
     return exports_acceptance_counters(dep) and accepts(dep, "spec_accept_rate over drafted tokens")
+
+
+def sglang_rate_kind(dep):
+    """What SGLang's sglang:spec_accept_rate gauge divides by at the deployment's release and draft, with the plan's
+    server flags (--speculative-num-steps K for a chain or tree, --speculative-num-draft-tokens N always): "drafted"
+    ((tau - 1) / (N - 1), from 0.5.11), "verified" (tau / N, or tau / (steps + 1) before 0.5.6: K + 1 for a chain),
+    "tau" (n-gram before 0.5.6, whose unset steps make it tau / 1), or None before the release exports it (0.5.4)."""
+    if not accepts(dep, "sglang:spec_accept_rate"):
+        return None
+    if accepts(dep, "spec_accept_rate over drafted tokens"):
+        return "drafted"
+    if draft_kind(dep.draft) == "ngram" and not accepts(dep, "spec_accept_rate over --speculative-num-draft-tokens"):
+        return "tau"
+    return "verified"
+
+
+def sglang_rate(dep, k):
+    """(whether the gauge counts the bonus token, its divisor) at K (sglang_rate_kind), so that it reads
+    (tau - 1) / divisor or tau / divisor; None where the release exports no rate gauge."""
+    kind, n = sglang_rate_kind(dep), verify_tokens(dep, k)
+    if kind is None:
+        return None
+    if kind == "drafted":
+        return False, n - 1
+    if kind == "tau":
+        return True, 1
+    by_tokens = accepts(dep, "spec_accept_rate over --speculative-num-draft-tokens")
+    return True, n if by_tokens else k + 1
 
 
 def one_model(dep):
@@ -238,6 +284,9 @@ def eagle3_target_key(dep):
 def missing(dep):
     """What the plan would need that the deployment's release lacks, as one line; None when nothing is."""
     name, at = dep.engine.name, release_text(release(dep))
+    if not accepts(dep, "--speculative-config"):
+        return f"{name} {at} takes no --speculative-config, which the plan's servers run with: it came in " + since(
+            dep, "--speculative-config")
     for key in NEEDED_BY_DRAFT.get(draft_kind(dep.draft), ()):
         if not accepts(dep, key):
             return f"{name} {at} cannot run --draft {dep.draft}: it needs {since(dep, key)}"
@@ -246,8 +295,4 @@ def missing(dep):
     key = eagle3_target_key(dep) if draft_kind(dep.draft) == "eagle3" else None
     if key and not accepts(dep, key):
         return f"{name} {at} runs no EAGLE-3 head for {dep.model}: from {since(dep, key)}"
-    if not (accepts(dep, "bench --backend openai-chat") or accepts(dep, "bench --endpoint-type openai-chat")):
-        first = FEATURES[dep.engine.releases_of, "bench --endpoint-type openai-chat"].first
-        return (f"{name} {at}'s `vllm bench serve` has no chat endpoint, through which the plan benchmarks: it came "
-                f"in {release_text(first)}, vllm/benchmarks/serve.py")
     return None

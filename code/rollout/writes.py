@@ -75,6 +75,9 @@ def through_link(flag, text, what):
                          f"{shown(os.path.realpath(text))}): name the {what} itself")
 
 
+STANDARD_OUTPUT = "-"   # --out -: the plan to standard output, as - means by convention, its charts not written
+
+
 def out_path(text):
     """--out, checked before anything runs: a file's name (not a folder's, not a chart's) in an existing folder
     this program may write in, named without a link, where the plan and its charts will replace nothing but
