@@ -82,7 +82,7 @@ from rollout.calibration import (
     calibrate_on_runs, Calibration, OWN_HELD_OUT, OWN_WORST, plan_benchmark, predicted_benches, replay_pair,
 )
 from rollout.tables import (
-    column_header, deployment_lines, ratio_span, render_blocks, render_calibration, render_exercises, render_gate,
+    column_header, deployment_head, deployment_lines, ratio_span, render_blocks, render_calibration, render_exercises, render_gate,
     render_measured, render_mix, render_summary, render_tail, render_verdict,
 )
 from rollout.charts import render_charts
@@ -123,10 +123,10 @@ CALIBRATION_FILES = ()  # your `vllm bench serve` result files to fit the cost m
 MODEL = "llama-3.3-70b"        # catalog name of the target model
 GPU = "h100-sxm"               # catalog name of the GPU
 MODEL_SETTINGS = {             # a model's own TP (GPUs per replica), weights and KV cache dtypes ("bf16", "fp8", or
-                               # "fp4" for weights: MXFP4, as gpt-oss ships its experts). A model without a row, or a
-                               # setting its row leaves out, is derived for it (rollout/sizing.py): the dtype its
-                               # checkpoint ships in, a bf16 KV cache, and the smallest TP that holds the plan's batch
-    "llama-3.3-70b": dict(tp=4, weights_dtype="fp8", kv_dtype="bf16"),   # the example: fp8 on 4 x H100 SXM
+                               # "fp4" for weights: MXFP4, as gpt-oss ships its experts) on one GPU. A (model, GPU)
+                               # without a row, or a setting its row leaves out, is derived for it (rollout/sizing.py):
+                               # the dtype its checkpoint ships in, a bf16 KV cache, the smallest TP that holds the batch
+    ("llama-3.3-70b", "h100-sxm"): dict(tp=4, weights_dtype="fp8", kv_dtype="bf16"),   # the example: fp8 on 4 x H100
 }
 EP = 1                         # expert-parallel GPUs of a MoE target: 1 (experts split by TP) or TP (whole experts
                                # per GPU; vLLM --enable-expert-parallel, SGLang --ep-size, TensorRT-LLM --ep_size)
@@ -236,7 +236,8 @@ def render_best_k(result):
     zero = where_it_pays(plan.schedule)
     title = f"== Best K (0..{K_MAX}, 0 = off) and its speedup over plain decoding, eps from the cost model =="
     close = [b for b in result.best_k if b.too_close]
-    note = wrap((f"?: too close to call. The best speedup with speculation on has an {result.trust.level:.0%} "
+    note = wrap((f"?: too close to call. The speedup of the K the plan runs there (its best, or where that is off the "
+                 f"best with speculation on) has an {result.trust.level:.0%} "
                  f"range ({ratio_span(result.trust.speedup_sd)}) holding 1.0x, so only a benchmark can say "
                  "whether speculation pays there. " if close else "")
                 + f"At alpha {plan.alpha:.2f} the model predicts {zero}"
@@ -362,18 +363,18 @@ def run_model(grid, dep, evidence=Evidence(), traffic=Traffic(), fit=FIT, progre
     served = search_slo(dep, plan, traffic, fit)
     # The plan's benchmark at its batch and K: the verdict's headline, stage 1's predicted pair and stage 4's tail.
     pair = plan_benchmark(dep, plan.shown_batch, plan.k, plan.request_alpha, plan.request_spread, trust, traffic, fit)
+    replayed = (replay_pair(dep, evidence.pair_workload, measured.k, inputs.requests, trust, traffic.seed, fit)
+                if measured and evidence.comparison and evidence.pair_workload and not measured.varying_k
+                else None)   # the measured pair's own run, replayed (it runs one K)
     called = verdict(dep, plan, inputs.acceptance, trust.level, fit, checked, pair=pair,
                      target_from=evidence.target_from, error=model_error(dep),
-                     prior=prior if not measured and evidence.expected_alpha is None else None)
+                     prior=prior if not measured and evidence.expected_alpha is None else None,
+                     measured_pair=(evidence.comparison, replayed) if evidence.comparison else None)
     return Result(cells=cells, breakeven=breakeven, eps_b1=eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
                   output_spread=traffic.output_spread, input_spread=traffic.input_spread, best_k=best, plan=plan, mix=mix,
                   charts=chart_data(grid, dep, plan, decode, fit, CHART_ALPHAS) if charts else None,
                   measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
-                                                decode, fit, inputs.requests,
-                                                replay_pair(dep, evidence.pair_workload, measured.k, inputs.requests,
-                                                            trust, traffic.seed, fit)
-                                                if evidence.comparison and evidence.pair_workload
-                                                and not measured.varying_k else None)   # the replay runs one K
+                                                decode, fit, inputs.requests, replayed)
                   if measured else None,
                   gate=checked, trust=trust, gate_runs=pair if charts and predicts_gate_pair(dep, plan) else None, verdict=replace(called, at_slo=served), at_slo=served)
 
@@ -410,7 +411,7 @@ def compute(argv):
     if as_json:
         report = render_json(result, dep, grid)
     elif exercises:
-        report = "\n".join(deployment_lines(dep, result)[:3] + [""] + render_exercises(result.exercises, dep)
+        report = "\n".join(deployment_head(dep) + [""] + render_exercises(result.exercises, dep)
                            + (render_gate(result.gate) if as_gate else [])) + "\n"
     else:
         report = render_tables(result, dep, grid)

@@ -236,7 +236,7 @@ class EditedConstants(unittest.TestCase):
 
     def test_an_edited_constant_reaches_the_tables_the_plan_and_the_json(self):
         edited = dataclasses.replace(main.SETTINGS, model="llama-3.1-8b", temperature=0.3,
-                                     model_settings={"llama-3.1-8b": dict(tp=2, weights_dtype="fp8")},
+                                     model_settings={("llama-3.1-8b", "h100-sxm"): dict(tp=2, weights_dtype="fp8")},
                                      expected_alpha=0.6, input_tokens=700, ks=(2,), concurrencies=(1, 16))
         with mock.patch.object(main, "SETTINGS", edited), tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "plan.md"

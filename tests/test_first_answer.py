@@ -120,6 +120,37 @@ def schedule_k(schedule, batch):
     return next(k for lo, hi, k in schedule if lo <= batch <= hi)
 
 
+class DerivedSettingsReview(unittest.TestCase):
+    def test_a_model_past_one_node_says_so_and_what_tp_would_hold_it(self):
+        dep = parsed(["--model", "deepseek-v3", "--gpu", "h100-sxm"])
+        self.assertEqual(dep.tp, 8)   # a node, not TP 1: where none holds it, the largest of equals
+        self.assertIn("even 8 x h100-sxm, a node, does not hold the weights and one sequence; --tp 16 across nodes",
+                      dep.settings[0].why)
+
+    def test_the_examples_row_is_for_its_gpu(self):
+        self.assertEqual((parsed(["--gpu", "l40s"]).tp, parsed(["--gpu", "l40s"]).weights_dtype), (8, "bf16"))
+        self.assertEqual(parsed(["--gpu", "h100-sxm"]).tp, 4)
+
+    def test_a_setting_from_a_flag_the_user_did_not_give_is_named_as_it_came(self):
+        status, _, err = run(["--model", "qwen3-30b-a3b", "--ep", "3", "--no-write"])
+        self.assertEqual(status, 2)
+        self.assertIn("--ep 3 (TP 3): 3 does not divide the 32 attention heads", err)
+        import dataclasses
+        for changes, words in ((dict(target_concurrency=0), "TARGET_CONCURRENCY in main.py: an integer"),
+                               (dict(model_settings={("llama-3.3-70b", "h100-sxm"): dict(tp="4")}),
+                                "MODEL_SETTINGS in main.py: ('llama-3.3-70b', 'h100-sxm') sets tp to '4'")):
+            from unittest import mock
+            with mock.patch.object(main, "SETTINGS", dataclasses.replace(main.SETTINGS, **changes)):
+                status, _, err = run(["--no-write"])
+            self.assertEqual((status, len(err.splitlines())), (2, 1), err)
+            self.assertIn(words, err)
+
+    def test_the_exercises_print_the_settings_whole(self):
+        status, text, _ = run(["--exercises", "--model", "qwen3-32b", "--gpu", "h200", "--no-write"])
+        head = " ".join(text.split("\n\n")[0].split())
+        self.assertIn("(--tp, --weights-dtype and --kv-dtype set them).", head)
+
+
 class PlanBatch(unittest.TestCase):
     def test_target_concurrency_moves_every_part_and_the_verdict_names_it(self):
         data = as_json(["--target-concurrency", "48", "--concurrency", "1,64"] + SMALL)
@@ -172,6 +203,10 @@ class Agreement(unittest.TestCase):
                 if at["k"]:   # the verdict's K is the best K there, and its decode speedup the table's
                     self.assertEqual(v["k"], at["k"])
                     self.assertAlmostEqual(v["speedup"], at["speedup"], places=4)
+                # the verdict's own decode range holds 1.0x exactly where the close calls say so (the K it runs there,
+                # best or, where that is off, the best with speculation on)
+                low, high = v["speedup_interval"]
+                self.assertEqual(low < 1.0 < high, any(lo <= v["concurrency"] <= hi for lo, hi in close))
 
 
 def analysis_paying(schedule):
@@ -239,6 +274,26 @@ class KnownMisses(unittest.TestCase):
         self.assertIn(f"{error['median']:.0%} off in the median", " ".join(text.split()))
         status, text, _ = run(["--concurrency", "1,64", "--no-write"] + SMALL)
         self.assertNotIn("Known miss", text)   # vLLM EAGLE-3 on dense Hopper: 4.5% held out
+
+
+class LooseHeads(unittest.TestCase):
+    def test_a_prior_of_one_far_measurement_widens_the_range(self):
+        prior = priors.prior_for("mtp", "code", None, "deepseek-ai/DeepSeek-V3", "deepseek")
+        # the target's own rows, in another domain, before one prompt of another target in this one
+        self.assertEqual((prior.match, prior.n, prior.spread), ("any domain", 1, priors.PRIOR_SPREAD_FLOOR))
+        self.assertIn("deepseek-ai/DeepSeek-V3", prior.what)
+        self.assertFalse(priors.same_target("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"))
+
+    def test_the_plans_verdict_carries_the_known_miss(self):
+        argv = ["--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--draft", "mtp", "--tp", "8", "--ep",
+                "8", "--dp-attention", "--concurrency", "1,64", "--slo", "none"]
+        with tempfile.TemporaryDirectory() as tmp:
+            status, _, err = run(argv + ["--out", str(Path(tmp) / "plan.md")])
+            self.assertEqual(status, 0, err)
+            verdict = (Path(tmp) / "plan.md").read_text().split("## Verdict")[1].split("\n## ")[0]
+        self.assertEqual(verdict.count("Known miss:"), 1)
+        self.assertEqual(verdict.count("K by batch size"), 1)
+        self.assertIn("This assumes per-token alpha", verdict)
 
 
 class OneTail(unittest.TestCase):

@@ -24,7 +24,7 @@ from .simulation import (
 )
 from .readers import Comparison, length_note, Measurement
 from .priors import K_REFERENCE, Mixture
-from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, too_close, Z_INTERVAL
+from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, MISS_LINE, too_close, Z_INTERVAL
 
 
 # ---------------------------------------------------------------- the grid
@@ -309,11 +309,6 @@ def piecewise(limit, value_at):
     return rows
 
 
-def best_on(dep, acceptance, batch, fit=FIT):
-    """The best speedup with speculation on (K = 1..K_MAX) at a batch: what "off" gives up."""
-    return best_on_k(dep, acceptance, batch, fit)[1]
-
-
 def best_on_k(dep, acceptance, batch, fit=FIT):
     """(K, speedup) of the best K with speculation on (1..K_MAX) at a batch; the first K wins a tie."""
     rounds = round_costs(dep, batch, fit)
@@ -321,11 +316,18 @@ def best_on_k(dep, acceptance, batch, fit=FIT):
                key=lambda pair: pair[1])
 
 
+def run_k(dep, acceptance, batch, fit=FIT):
+    """(K, speedup) the plan runs at a batch: the schedule's best K where it is on, else the best K with speculation
+    on (what "off" gives up, and what the plan's K is at a batch where the best is off: plan_choices)."""
+    k, gain = best_k(dep, acceptance, batch, fit)
+    return (k, gain) if k else best_on_k(dep, acceptance, batch, fit)
+
+
 def close_calls(dep, acceptance, sd, fit=FIT):
-    """[(first, last batch)] where the best speedup with speculation on has an interval (s.d. sd of its log) that
-    holds 1.0: there the model cannot say whether speculation pays, and a benchmark must."""
+    """[(first, last batch)] where the speedup of the K the plan runs there (run_k) has an interval (s.d. sd of its
+    log) that holds 1.0: there the model cannot say whether speculation pays, and a benchmark must."""
     spread = math.exp(Z_INTERVAL * sd)
-    rows = piecewise(max_concurrency(dep), lambda b: 1.0 / spread < best_on(dep, acceptance, b, fit) < spread)
+    rows = piecewise(max_concurrency(dep), lambda b: 1.0 / spread < run_k(dep, acceptance, b, fit)[1] < spread)
     return [(lo, hi) for lo, hi, close in rows if close]
 
 
@@ -338,7 +340,7 @@ class BestK:
     k: int = None            #: best K in 0..K_MAX (0: speculation off); None when B does not fit
     speedup: float = None    #: its speedup over plain decoding
     speedup_interval: list = None   #: [low, high] of it at INTERVAL_LEVEL (None: K = 0, plain decoding itself)
-    too_close: bool = None   #: whether the best speedup with speculation on has an interval holding 1.0
+    too_close: bool = None   #: whether the speedup of the K the plan runs here (run_k) has an interval holding 1.0
     plan: bool = False       #: whether this is the plan's own acceptance (its schedule's column)
 
 
@@ -360,7 +362,7 @@ def best_k_table(dep, sources, batches, fit=FIT, sd=None, plan_acceptance=None):
             k, speedup = best_k(dep, acc, b, fit)
             rows.append(BestK(concurrency=b, alpha=a, feasible=True, k=k, speedup=speedup, plan=mine,
                               speedup_interval=interval(speedup, sd) if sd is not None and k else None,
-                              too_close=too_close(interval(best_on(dep, acc, b, fit), sd)) if sd is not None else None))
+                              too_close=too_close(interval(run_k(dep, acc, b, fit)[1], sd)) if sd is not None else None))
     return rows
 
 
@@ -520,6 +522,7 @@ class Prediction:
     throughput_speedup: float = None   #: output throughput, speculative over baseline (the replayed run; None: not
                                        #: simulated, and the speedup stands for it)
     simulated: bool = False  #: whether the pair's own run was replayed (serving.serve_run), not the steady state
+    request_rate: float = None   #: the pair's request rate where it ran open loop (its replay's), else None
     steady_speedup: float = None   #: the steady state's speedup, where the replay's is shown above
     steady_p99_itl_change: float = None   #: the steady state's P99 ITL change (per chunk: 1 + eps, a round)
 
@@ -631,7 +634,9 @@ def measured_predictions(measured, comparison, dep, batches, target_concurrency,
                             p99_token_itl_change=cell.p99_change)
     if replayed:
         base, spec = (pb.result for pb in replayed)
-        prediction = replace(prediction, steady_speedup=prediction.speedup,
+        rate = replayed[0].workload.request_rate
+        prediction = replace(prediction, request_rate=rate if rate != math.inf else None,
+                             steady_speedup=prediction.speedup,
                              steady_p99_itl_change=prediction.p99_itl_change,
                              speedup=base["mean_tpot_ms"] / spec["mean_tpot_ms"],
                              throughput_speedup=spec["output_throughput"] / base["output_throughput"],
@@ -685,7 +690,7 @@ class Plan:
     lesson_gate_as_alpha: float = None   #: the same read as a rate, shown as a per-token alpha
     tail: list = field(default=None, metadata=NOT_IN_JSON)   #: Cells at the grid's concurrencies and shown_batch
     speedup_target_interval: list = None   #: [low, high] of speedup_target at INTERVAL_LEVEL (None: K = 0)
-    too_close: bool = None   #: whether the interval of the best speedup with speculation on at shown_batch holds 1.0
+    too_close: bool = None   #: whether the interval of the plan's K's speedup at shown_batch (run_k) holds 1.0
     close_calls: list = None   #: [first, last] batch stretches where it does: there only a benchmark can decide
     gate_rate_interval: list = None   #: [low, high] of gate_rate, a round's cost across its INTERVAL_LEVEL range
     speedup_sd: float = None   #: s.d. of a speedup's log error behind these intervals (Trust)
@@ -749,7 +754,7 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
                 served_model=served,
                 speedup_target_interval=interval(speedup_target, sd) if sd is not None and k_target else None,
                 too_close=(sd is not None and shown_batch <= limit
-                           and too_close(interval(best_on(dep, acceptance, shown_batch, fit), sd))),
+                           and too_close(interval(run_k(dep, acceptance, shown_batch, fit)[1], sd))),
                 close_calls=[list(r) for r in close_calls(dep, acceptance, sd, fit)] if sd is not None else None,
                 gate_rate_interval=breakeven_range(k, eps, sd) if sd is not None else None, speedup_sd=sd)
 
@@ -784,10 +789,23 @@ class Verdict:
     gate_failed: list = None   #: the checks the gate failed (GateCheck.check), in its order
     acceptance: object = None   #: the published acceptance the assumed alpha comes from (priors.PlanAcceptance)
     model_error: object = None   #: the model's held-out error for this class of deployment (trust.ModelError)
+    miss_interval: list = None   #: [low, high] the call was made on where the class's held-out error is past
+                                 #: trust.MISS_LINE: the range widened by that error (None: not widened)
+    measured_ratio: float = None   #: the user's benchmark pair's measured output-throughput ratio
+    measured_predicted: list = None   #: [ratio, low, high]: the model's for that pair's own run, replayed (None: not
+                                      #: replayed)
     at_slo: object = field(default=None, metadata=NOT_IN_JSON)   #: goodput.AtSlo where an SLO is given (--json: at_slo)
 
 
 GATE_CALLS = {"pass": "on", "fail": "off", "too close to call": "benchmark first"}   # Gate.verdict -> Verdict.call
+
+
+def replayed_ratio(replayed, sd):
+    """[ratio, low, high] of a replayed pair's output throughput, speculative over baseline (None without a replay)."""
+    if not replayed:
+        return None
+    base, spec = (pb.result["output_throughput"] for pb in replayed)
+    return [spec / base] + (interval(spec / base, sd) if sd is not None else [spec / base] * 2)
 
 
 def call_of(bounds):
@@ -797,11 +815,14 @@ def call_of(bounds):
 
 
 def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None, pair=None, target_from="",
-            prior=None, error=None):
+            prior=None, error=None, measured_pair=None):
     """The call at the plan's batch: the gate's when there is one (measured_gate), else where the range of the plan's
     benchmark lies (pair: calibration.plan_benchmark's [baseline, speculative] at the plan's K), else the range of the
     decode-only speedup; the schedule with its speedups; the acceptance prior and the class's held-out error: a
-    Verdict. acceptance is what best K ran on (plan_input)."""
+    Verdict. acceptance is what best K ran on (plan_input); error, the class's held-out error (trust.ModelError):
+    past trust.MISS_LINE the call is made on the range widened by it; measured_pair: the user's benchmark pair
+    (readers.Comparison, and its own run replayed: calibration.replay_pair, or None), whose measured ratio the
+    verdict sets beside the model's for that run."""
     batch = plan.shown_batch
     common = dict(target=plan.target, target_from=target_from, alpha=plan.alpha, measured=plan.measured, level=level,
                   acceptance=prior, model_error=error)
@@ -821,7 +842,11 @@ def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None, pair=None
         benchmark = dict(files=[base.name, spec.name], prompts=base.workload.num_prompts, concurrency=batch, k=spec.k,
                          **{f"{name}_{key}": pb.result[key] for name, pb in (("baseline", base), ("spec", spec))
                             for key in ("output_throughput", "mean_tpot_ms", "p99_tpot_ms")})
-    call = call_of(ratio_bounds or bounds or ((ratio or gain),) * 2)
+    bounds_called = ratio_bounds or bounds or ((ratio or gain),) * 2
+    widened = None
+    if error is not None and error.median > MISS_LINE and (ratio_bounds or bounds):   # a known miss: widen by it
+        widened = [bounds_called[0] / (1 + error.median), bounds_called[1] * (1 + error.median)]
+    call = call_of(widened or bounds_called)
     if measured_gate is not None:
         call = GATE_CALLS[measured_gate.verdict]
     return Verdict(call=call, concurrency=batch, k=k, speedup=gain, speedup_interval=bounds, k_best=plan.k_target,
@@ -829,7 +854,9 @@ def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None, pair=None
                    by_batch=[[lo, hi, kk, first, last] for (lo, hi, kk), (first, last)
                              in zip(plan.schedule, plan.schedule_speedups)],
                    close_calls=plan.close_calls or [], throughput_ratio=ratio, throughput_interval=ratio_bounds,
-                   benchmark=benchmark,
+                   benchmark=benchmark, miss_interval=widened,
+                   measured_ratio=measured_pair[0].throughput_speedup if measured_pair else None,
+                   measured_predicted=replayed_ratio(measured_pair[1], plan.speedup_sd) if measured_pair else None,
                    gate=measured_gate.verdict if measured_gate else None,
                    gate_failed=[c.check for c in measured_gate.reasons if not c.passed] if measured_gate else None,
                    **common)

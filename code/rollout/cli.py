@@ -25,7 +25,9 @@ from .catalog import (
 from .acceptance import profile_length
 from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency
 from .priors import DOMAINS
-from .sizing import KV_DTYPE as SIZING_KV_DTYPE, NODE_GPUS, Setting, shipped_dtype, smallest_tp, tp_candidates, tp_reason
+from .sizing import (
+    beyond_node, KV_DTYPE as SIZING_KV_DTYPE, NODE_GPUS, Setting, shipped_dtype, smallest_tp, tp_candidates, tp_reason,
+)
 from .releases import missing as release_lacks, refusal as release_refuses, sglang_rate_kind
 from .simulation import Traffic
 from .serving import (
@@ -297,8 +299,9 @@ def parse_deployment(args, settings, plan_batch):
     if gpu == "custom" and missing:
         raise UsageError(f"--gpu custom: needs --gpu-bandwidth, --gpu-tflops and --gpu-memory; "
                          f"missing {', '.join(missing)}")
-    # The model's own settings: a flag, else main.py's row for this model (MODEL_SETTINGS), else derived (sizing.py).
-    row = {} if args.model_config else settings.model_settings.get(model, {})
+    # The model's own settings: a flag, else main.py's row for this model and GPU (MODEL_SETTINGS), else derived
+    # (sizing.py).
+    row = {} if args.model_config else model_row(settings.model_settings, model, gpu)
     weights = _choice("--weights-dtype", args.weights_dtype or row.get("weights_dtype") or shipped_dtype(shape),
                       list(BYTES_PER))
     kv = _choice("--kv-dtype", args.kv_dtype or row.get("kv_dtype") or SIZING_KV_DTYPE, ["bf16", "fp8"])
@@ -308,6 +311,8 @@ def parse_deployment(args, settings, plan_batch):
         tp = parse_one("--ep", args.ep, int, f"an integer from 1 to {TP_LIMIT}", lambda t: 1 <= t <= TP_LIMIT)
         tp = tp if tp > 1 else None
     derive_tp = tp is None
+    tp_flag = ("--tp" if args.tp is not None else f"--ep {tp} (TP {tp})" if args.ep is not None else
+               "MODEL_SETTINGS' tp in main.py")   # where a TP that does not split the heads came from
     sources = [setting_source("weights_dtype", weights, args.weights_dtype, row, model, shape),
                setting_source("kv_dtype", kv, args.kv_dtype, row, model, shape)]
     tokens = lambda least: (f"an integer from {least} to {TOKENS_LIMIT:,} (tokens)",
@@ -326,10 +331,10 @@ def parse_deployment(args, settings, plan_batch):
     draft = _choice("--draft", args.draft or settings.draft, list(DRAFTS) + list(MODELS))
     m = shape
     if not derive_tp and m["heads"] % tp:
-        raise UsageError(f"--tp: {tp} does not divide the {m['heads']} attention heads of {model}")
+        raise UsageError(f"{tp_flag}: {tp} does not divide the {m['heads']} attention heads of {model}")
     if not derive_tp and not m.get("mla") and m["kv_heads"] % tp and tp % m["kv_heads"]:   # vLLM's attention layers assert one of them
-        raise UsageError(f"--tp: {tp} GPUs can neither split nor copy evenly the {m['kv_heads']} KV heads of {model} "
-                         "(one must divide the other)")
+        raise UsageError(f"{tp_flag}: {tp} GPUs can neither split nor copy evenly the {m['kv_heads']} KV heads of "
+                         f"{model} (one must divide the other)")
     if draft == "model" and not args.draft_config:
         raise UsageError("--draft: 'model' is a draft model read from its config.json: give --draft-config PATH")
     draft_shape = shape_from_config(args.draft_config, "--draft-config") if draft == "model" else None
@@ -339,7 +344,7 @@ def parse_deployment(args, settings, plan_batch):
         if problem:
             raise UsageError(f"--draft: {draft} cannot draft for {model}: {problem}")
         if not derive_tp and d["heads"] % tp:
-            raise UsageError(f"--tp: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
+            raise UsageError(f"{tp_flag}: {tp} does not divide the {d['heads']} attention heads of the draft {draft}")
     engine = ENGINES[_choice("--engine", args.engine or settings.engine, list(ENGINES))]
     if engine.nvidia_only and gpu in GPU_FAMILY and GPU_FAMILY[gpu] == "cdna":
         others = " or ".join(e.key for e in ENGINES.values() if not e.nvidia_only)
@@ -400,16 +405,23 @@ def parse_deployment(args, settings, plan_batch):
                       if not spread or (t > 1 and m.get("experts") and m["experts"] % t == 0)]
         tp, dep, fits = smallest_tp(lambda t: build(t, t if spread else 1), candidates, plan_batch)
         if tp is None:
-            raise UsageError(f"--tp: no tensor-parallel degree up to {NODE_GPUS} splits the heads of {model} evenly: "
-                             "give --tp")
+            raise UsageError(f"--tp: no tensor-parallel degree up to {NODE_GPUS} splits the heads of {model}"
+                             + (f" and of the draft {draft}" if draft in MODELS or draft == "model" else "")
+                             + " evenly: give --tp")
         ep = tp if spread else 1
-        sources.insert(0, Setting("tp", tp, "derived", tp_reason(tp, plan_batch, dep.context, gpu, fits,
-                                                                  max_concurrency(dep))))
+        held = max_concurrency(dep)
+        cut = ("" if tp == NODE_GPUS or fits else
+               f"the draft {draft}'s {(draft_shape or MODELS[draft])['heads']} heads split no further"
+               if (draft in MODELS or draft == "model") and NODE_GPUS in tp_candidates(m) else "")
+        past = None if fits or cut or (draft in MODELS or draft == "model") else beyond_node(
+            lambda t: build(t, t if spread else 1) if m["heads"] % t == 0 else None, plan_batch)
+        sources.insert(0, Setting("tp", tp, "derived", tp_reason(tp, plan_batch, dep.context, gpu, fits, held,
+                                                                  past, cut)))
     else:
         dep = build(tp)
         sources.insert(0, Setting("tp", tp, "given" if args.tp is not None or args.ep is not None else "model settings",
                                   "given" if args.tp is not None else f"--ep {tp}" if args.ep is not None else
-                                  f"MODEL_SETTINGS' row for {model} in main.py"))
+                                  f"MODEL_SETTINGS' row for {model} on this GPU in main.py"))
     version = args.engine_version if args.engine_version is not None else settings.engine_version
     dep = replace(dep, model_config=args.model_config, draft_config=args.draft_config,
                   release=release_of(version) if version is not None else None, settings=tuple(sources))
@@ -422,15 +434,32 @@ def parse_deployment(args, settings, plan_batch):
     return dep
 
 
+def model_row(rows, model, gpu):
+    """main.py's MODEL_SETTINGS row for the model on the GPU ({} where there is none), its values checked: a constant
+    edited wrong is named as such, not as a flag the user did not give."""
+    row = rows.get((model, gpu), {})
+    for key, value in row.items():
+        ok = {"tp": lambda v: type(v) is int and 1 <= v <= TP_LIMIT, "weights_dtype": lambda v: v in BYTES_PER,
+              "kv_dtype": lambda v: v in ("bf16", "fp8")}.get(key, lambda v: False)(value)
+        if not ok:
+            raise UsageError(f"MODEL_SETTINGS in main.py: ({model!r}, {gpu!r}) sets {key} to {shown(value)}; a row sets "
+                             f"tp (an integer from 1 to {TP_LIMIT}), weights_dtype ({', '.join(BYTES_PER)}) and "
+                             "kv_dtype (bf16 or fp8)")
+    return row
+
+
 def setting_source(name, value, flag_value, row, model, shape):
     """Where a dtype setting came from (Setting): its flag, main.py's row for the model, or derived."""
     if flag_value is not None:
         return Setting(name, value, "given", "given")
     if name in row:
-        return Setting(name, value, "model settings", f"MODEL_SETTINGS' row for {model} in main.py")
+        return Setting(name, value, "model settings", f"MODEL_SETTINGS' row for {model} on this GPU in main.py")
     if name == "kv_dtype":
         return Setting(name, value, "derived", "derived: the engines' default")
-    return Setting(name, value, "derived", f"derived: the dtype {shape.get('hf') or model} ships in")
+    if shape.get("hf") is None:   # a --model-config without _name_or_path: the dtype is its own config's
+        return Setting(name, value, "derived", "derived: the dtype its config.json gives (quantization_config, else "
+                                               "bf16)")
+    return Setting(name, value, "derived", f"derived: the dtype {shape['hf']} ships in")
 
 
 def parse_ep(value, tp, m, model):
@@ -620,7 +649,11 @@ def parse_target(args, settings, grid, spec=None):
         return parse_one("--target-concurrency", args.target_concurrency, int, f"an integer from 1 to "
                          f"{CONCURRENCY_LIMIT:,}", lambda b: 1 <= b <= CONCURRENCY_LIMIT), "--target-concurrency"
     if settings.target_concurrency is not None:
-        return settings.target_concurrency, "TARGET_CONCURRENCY in main.py; --target-concurrency sets it"
+        value = settings.target_concurrency
+        if not (type(value) is int and 1 <= value <= CONCURRENCY_LIMIT):
+            raise UsageError(f"TARGET_CONCURRENCY in main.py: an integer from 1 to {CONCURRENCY_LIMIT:,}, or None for "
+                             f"the grid's largest concurrency; got {shown(value)}")
+        return value, "TARGET_CONCURRENCY in main.py; --target-concurrency sets it"
     if spec is not None and spec.max_concurrency:
         return int(spec.max_concurrency), "the --bench-spec run's max_concurrency; --target-concurrency sets it"
     return max(grid.concurrencies), "the grid's largest concurrency; --target-concurrency sets it"

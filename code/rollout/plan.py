@@ -25,7 +25,7 @@ from .serving import SLO_KEYS
 from .goodput import goodput_key, goodput_words, per_gpu, SLO_PERCENTILE, slo_prompts, slo_sentence, slo_text
 from .tables import (
     calibration_findings, calibration_headline, copies_text, mix_blend_sentence, mix_tail_sentence, trained_draft,
-    trust_sentence, verdict_command, verdict_sentences, verdict_steps,
+    trust_sentence, verdict_command, verdict_parts, verdict_steps,
 )
 from .charts import CHART_FILES
 
@@ -136,12 +136,14 @@ def era_account(dep):
 
 
 def plan_verdict(v, dep):
-    """The plan's first section: the verdict (tables.verdict_sentences) and the one benchmark that settles it."""
-    sentences = verdict_sentences(v, dep)   # the call, the alpha it rests on, K by batch size, the close calls
-    out = ["## Verdict", "", f"**{md(sentences[0])}**" + "".join(f" {md(x)}" for x in sentences[1:2]), ""]
+    """The plan's first section: the verdict (tables.verdict_parts) and the one benchmark that settles it."""
+    parts = verdict_parts(v, dep)   # each sentence tagged with what it says
+    lead = [text for kind, text in parts if kind in ("differ", "measured", "basis", "miss")]
+    out = ["## Verdict", "", f"**{md(parts[0][1])}**" + "".join(f" {md(x)}" for x in lead), ""]
     if v.by_batch:
         out += ["K by batch size:", ""] + [f"- {step}" for step in verdict_steps(v)] + [""]
-    out += [line for sentence in sentences[3:] for line in (md(sentence), "")]
+    out += [line for kind, text in parts[1:] if kind not in ("differ", "measured", "basis", "miss", "steps")
+            for line in (md(text), "")]
     words, command = verdict_command(v, dep)
     for sentence in words:
         out += [md(sentence), "", "```"] + command + ["```", ""]
@@ -199,7 +201,7 @@ def plan_front(result, dep, plan):
         f"context {result.facts.max_concurrency} sequences fit |",
         f"| draft | {md(dep.draft)}: {draft_params / 1e9:.3f} B parameters"
         + (f", `{draft_head(dep)[0]}`" if draft_head(dep)[0] else "") + " |",
-        f"| settings | {md(settings_sentence(dep.settings))} |",
+        f"| settings | {md(settings_sentence(dep.settings).removeprefix('Settings: '))} |",
         f"| the plan's batch | {plan.target}, {md(result.verdict.target_from)}" + ("" if plan.feasible else
                                                      f" (does not fit in memory: this plan is for {batch}, the most "
                                                      "that fits)") + " |",

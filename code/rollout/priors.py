@@ -38,6 +38,8 @@ def family_entry(model_type, vocab):
     return {"family": family} if family else {}
 
 
+PRIOR_SPREAD_FLOOR = 0.11   # the s.d. taken for a loose prior of fewer than three measurements: a head's alpha's s.d.
+                            # across SpecBundle's 7 datasets is 0.07-0.17, median 0.11 (main.py's ALPHA_SPREAD)
 K_REFERENCE = 3   # the K at which a mix's blended tau is read as one per-token alpha (the lesson's and SpecBundle's)
 _TABLE = {}
 
@@ -50,14 +52,15 @@ def table():
 
 
 def same_target(a, b):
-    """Whether two Hugging Face ids name one target, its FP8 or Instruct checkpoints alike
-    (Qwen/Qwen3-32B-FP8 is Qwen/Qwen3-32B; meta-llama/Llama-3.2-1B-Instruct is meta-llama/Llama-3.2-1B).
+    """Whether two Hugging Face ids name one model, an FP8 checkpoint of it alike (Qwen/Qwen3-32B-FP8 is
+    Qwen/Qwen3-32B); a base model and its Instruct tune are two.
 
-    >>> same_target("Qwen/Qwen3-32B", "Qwen/Qwen3-32B-FP8"), same_target("Qwen/Qwen3-32B", "Qwen/Qwen3-8B")
+    >>> same_target("Qwen/Qwen3-32B", "Qwen/Qwen3-32B-FP8"), same_target("meta-llama/Llama-3.2-1B-Instruct",
+    ...                                                                   "meta-llama/Llama-3.2-1B")
     (True, False)
     """
     def key(name):
-        return re.sub(r"(-instruct(-2507)?|-fp8)+$", "", str(name or "").strip().lower())
+        return re.sub(r"-fp8$", "", str(name or "").strip().lower())
     return bool(a) and bool(b) and key(a) == key(b)
 
 
@@ -67,7 +70,7 @@ class Prior:
     domain: str              #: the traffic domain asked for
     alpha: float             #: mean per-token alpha over the measurements matched (a measurement: one head, target
                              #: and dataset, its rows averaged)
-    spread: float            #: their s.d. (0 for one)
+    spread: float            #: their s.d. (0 for one; at least PRIOR_SPREAD_FLOOR for a widened prior of fewer than 3)
     n: int                   #: measurements matched
     match: str               #: how close the match is: LEVELS
     what: str                #: what was matched, in words
@@ -107,12 +110,13 @@ def prior_for(draft, domain, head=None, target=None, family=None):
               ("draft kind", lambda r: True, f"{kind} on any target"))
     for level, matches, what in levels:
         mine = [r for r in rows if matches(r) and r["domain"] == domain]
-        if mine:
+        # the kind across targets speaks for a domain only where several targets were measured in it
+        if mine and (level != "draft kind" or len({r["target"] for r in mine}) >= 2):
             return summary(domain, level, what, mine)
     for level, matches, what in levels:   # no level measured this domain: the closest match in any domain
         mine = [r for r in rows if matches(r)]
         if mine:
-            return summary(domain, "any domain", f"{what}, in other domains ({domain} not measured)", mine)
+            return summary(domain, "any domain", f"{what}, measured in other domains than {domain}", mine)
     return None
 
 
@@ -124,7 +128,10 @@ def summary(domain, level, what, rows):
     stated = " and ".join(f"{t:g}" for t in temperatures) or "not stated"
     if temperatures and any(r["temperature"] is None for r in rows):
         stated += " (not stated for some)"
-    return Prior(domain=domain, alpha=statistics.fmean(alphas), spread=statistics.pstdev(alphas), n=len(found),
+    spread = statistics.pstdev(alphas)
+    if level in WIDENED and len(found) < 3:   # too few to measure their own spread: one head's across datasets
+        spread = max(spread, PRIOR_SPREAD_FLOOR)
+    return Prior(domain=domain, alpha=statistics.fmean(alphas), spread=spread, n=len(found),
                  match=level, what=what, datasets=tuple(sorted({d for _, d, _ in found})),
                  sources=tuple(sorted({r["source"] for r in rows})), temperature=stated, widened=level in WIDENED,
                  temperatures=tuple(temperatures))

@@ -75,30 +75,53 @@ def tp_candidates(shape, draft_shape=None, most=NODE_GPUS):
 
 def smallest_tp(build, candidates, batch):
     """(tp, deployment, fits): the smallest candidate whose deployment (build(tp)) holds `batch` sequences at its mean
-    context beside the weights; where none does, the candidate that holds the most (fits False). build returns None
-    for a degree the deployment cannot run."""
+    context beside the weights; where none does, the one that holds the most, the largest on a tie (fits False)."""
     best = None
     for tp in candidates:
         dep = build(tp)
-        if dep is None:
-            continue
         held = max_concurrency(dep)
         if held >= batch:
             return tp, dep, True
-        if best is None or held > best[2]:
+        if best is None or held >= best[2]:
             best = (tp, dep, held)
     return (best[0], best[1], False) if best else (None, None, False)
 
 
-def tp_reason(tp, batch, context, gpu, fits, held):
-    """Why TP is what it is, when derived.
+def beyond_node(build, batch, most=64):
+    """The smallest power-of-two TP past a node (16, 32, ...) whose deployment holds one sequence, and whether it holds
+    `batch`: what a user whose model does not fit one node can give --tp (pipeline stages are not modelled); None where
+    none up to `most` does."""
+    tp = NODE_GPUS * 2
+    while tp <= most:
+        dep = build(tp)
+        if dep is not None and max_concurrency(dep) >= 1:
+            return tp, max_concurrency(dep) >= batch
+        tp *= 2
+    return None
+
+
+def plural(n, word):
+    """n and its noun: "1 sequence", "256 sequences"."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def tp_reason(tp, batch, context, gpu, fits, held, past=None, cut=""):
+    """Why TP is what it is, when derived. past: (TP past a node that would hold a sequence, and whether the batch)
+    (beyond_node); cut: why the candidates stop short of a node, in words ("" where they do not).
 
     >>> tp_reason(2, 256, 1536, "h200", True, 300)
     "derived: the smallest that holds the plan's 256 sequences of 1,536 tokens on h200"
+    >>> tp_reason(8, 256, 1536, "h100-sxm", False, 0, past=(16, True)).split("; ")[1]
+    "--tp 16 across nodes would hold the plan's batch"
     """
     if fits:
-        return f"derived: the smallest that holds the plan's {batch:,} sequences of {context:,} tokens on {gpu}"
+        return f"derived: the smallest that holds the plan's {plural(batch, 'sequence')} of {context:,} tokens on {gpu}"
+    where = f"{tp} x {gpu}" + (", a node," if not cut else f" ({cut})")
     if held < 1:
-        return f"derived: even {tp} x {gpu} (a node) does not hold the weights and one sequence"
-    return (f"derived: the most one node holds ({held:,} sequences of {context:,} tokens, short of the plan's "
-            f"{batch:,})")
+        words = f"derived: even {where} does not hold the weights and one sequence"
+    else:
+        words = (f"derived: the most {tp} x {gpu} holds{' ' + cut if cut else ''}, {plural(held, 'sequence')} of "
+                 f"{context:,} tokens, short of the plan's {batch:,}")
+    if past is not None:
+        words += (f"; --tp {past[0]} across nodes would hold " + ("the plan's batch" if past[1] else "a sequence"))
+    return words

@@ -29,7 +29,7 @@ def batch_words(v):
     """The plan's batch and how it was chosen, as the verdict's first line names it."""
     if v.concurrency == v.target:
         return f"B = {v.concurrency} (the plan's batch: {v.target_from})"
-    return f"B = {v.concurrency}, the most that fits (the plan's batch, {v.target} from {v.target_from}, does not)"
+    return f"B = {v.concurrency}, the most that fits: the plan's batch, {v.target} ({v.target_from}), does not"
 
 
 def gain_words(v):
@@ -66,13 +66,22 @@ def ranges_words(ranges):
 
 
 def verdict_sentences(v, dep):
-    """The verdict (analysis.verdict) in words a serving lead acts on: the call at the plan's batch (named, with how it
-    was chosen) and its gain in the plan's benchmark with the decode-only speedup beside it, the alpha it rests on and
-    where that comes from, the model's known misses for this class, K by batch size, then what qualifies the call (a
-    better K there, smaller batches that pay, close calls, no head to serve). Plain text: the plan escapes it."""
+    """The verdict's sentences in order (verdict_parts)."""
+    return [text for _, text in verdict_parts(v, dep)]
+
+
+def verdict_parts(v, dep):
+    """The verdict (analysis.verdict) in words a serving lead acts on, each sentence tagged with what it says, so the
+    plan can lay them out (plan.plan_verdict): "call" at the plan's batch (named, with how it was chosen) and its gain
+    in the plan's benchmark with the decode-only speedup beside it; "differ" where the two call differently;
+    "measured", the user's own pair beside it; "basis", the alpha it rests on and where that comes from; "miss", the
+    model's known misses for this class; "steps", K by batch size; then "slo", "best" (a better K there), "pays"
+    (smaller batches that pay), "close" (close calls) and "nohead". Plain text: the plan escapes it."""
     if v.call == "no fit":
-        return [f"Nothing fits: the weights and one sequence's KV cache of {dep.context} tokens do not fit in memory on "
-                f"{dep.tp} x {dep.gpu}, so no K can run."]
+        derived = next((x.why for x in dep.settings if x.setting == "tp" and x.source == "derived"), None)
+        return [("call", f"Nothing fits: the weights and one sequence's KV cache of {dep.context} tokens do not fit in "
+                         f"memory on {dep.tp} x {dep.gpu}, so no K can run"
+                         + (f" (TP {dep.tp} {derived})." if derived else "."))]
     b, k = v.concurrency, v.k
     where, gives = batch_words(v), gain_words(v)
     if v.gate is not None:
@@ -89,32 +98,46 @@ def verdict_sentences(v, dep):
                        + ("; no K gains there." if not v.k_best else "."),
                 "benchmark first": f"Too close to call at {where}: K = {k}{best} gives {gives}; the range holds "
                                    "1.0x. Benchmark it before turning it on."}[v.call]
-    out = [call]
+        if v.miss_interval and call_of(v.miss_interval) != call_of(v.throughput_interval or v.speedup_interval):
+            call = call.replace("the range holds 1.0x", f"widened by this class's known miss (below), the range, "
+                                f"{span(v.miss_interval)}, holds 1.0x")
+    out = [("call", call)]
     decode_call = call_of(v.speedup_interval) if v.speedup_interval else None
     if v.throughput_interval and decode_call and decode_call != call_of(v.throughput_interval):
-        out.append("The two differ: the benchmark's time holds every prompt's prefill and the run's first wave and "
-                   "drain, which speculation does not speed up; the benchmark is what you will measure.")
-    out.append(acceptance_sentence(v))
+        out.append(("differ", "The two differ: the benchmark's time holds every prompt's prefill and the run's first "
+                              "wave and drain, which speculation does not speed up; the benchmark is what you will "
+                              "measure."))
+    if v.measured_ratio is not None and v.measured_predicted is not None:
+        predicted, low, high = v.measured_predicted
+        inside = low <= v.measured_ratio <= high
+        out.append(("measured", f"Your own benchmark pair measured {v.measured_ratio:.2f}x output throughput, where the "
+                                f"model replaying that run (its own lengths and load) gives {predicted:.2f}x "
+                                f"({span([low, high])}): " + ("inside its range." if inside else
+                                "outside its range, so your measurement is the better guide; --calibrate on your runs "
+                                "fits the model to them.")))
+    out.append(("basis", acceptance_sentence(v)))
     if v.model_error is not None and v.model_error.median > MISS_LINE:
         e = v.model_error
-        out.append(f"Known miss: on {e.n} published runs of this class ({CLASS_WORDS(e)}: {', '.join(e.sources)}), "
-                   f"each predicted without its source, the model's speedup was {e.median:.0%} off in the median "
-                   f"({e.worst:.0%} worst, running {'high' if e.bias > 0 else 'low'}): take the benchmark's word over "
-                   "this one.")
-    out.append(f"K by batch size (decode-only speedups): {'; '.join(verdict_steps(v))}.")
+        out.append(("miss", f"Known miss: on {e.n} published runs of this class ({CLASS_WORDS(e)}: "
+                            f"{', '.join(e.sources)}), each predicted without its source, the model's speedup was "
+                            f"{e.median:.0%} off in the median ({e.worst:.0%} worst, running "
+                            f"{'high' if e.bias > 0 else 'low'}): the call allows for it, and the benchmark decides."))
+    out.append(("steps", f"K by batch size (decode-only speedups): {'; '.join(verdict_steps(v))}."))
     if v.at_slo is not None:
-        out.append(slo_sentence(v.at_slo, b))
+        out.append(("slo", slo_sentence(v.at_slo, b)))
     if v.k_best and v.k_best != k:
-        out.append(f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs K = {k}.")
+        out.append(("best", f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs "
+                            f"K = {k}."))
     paying = subtract(paying_ranges([row[:3] for row in v.by_batch]), v.close_calls)
     if v.call == "off" and paying:
-        out.append(f"By the decode-only model it pays at B = {ranges_words(paying)}, at the K by batch size above.")
+        out.append(("pays", f"By the decode-only model it pays at B = {ranges_words(paying)}, at the K by batch size "
+                            "above."))
     if v.close_calls:
-        out.append(f"Decoding alone is too close to call at B = {ranges_words(v.close_calls)}: there its range holds "
-                   "1.0x, and only a benchmark can say whether speculation pays.")
+        out.append(("close", f"Decoding alone is too close to call at B = {ranges_words(v.close_calls)}: there its range "
+                             "holds 1.0x, and only a benchmark can say whether speculation pays."))
     if v.call != "off" and not can_serve(dep):
-        out.append(f"No {dep.draft} head for {dep.model} on {dep.engine.name} is known to this tool: give "
-                   "--draft-model (the plan's stage 1 says how to get one); --draft ngram needs no model.")
+        out.append(("nohead", f"No {dep.draft} head for {dep.model} on {dep.engine.name} is known to this tool: give "
+                              "--draft-model (the plan's stage 1 says how to get one); --draft ngram needs no model."))
     return out
 
 
@@ -149,19 +172,21 @@ def acceptance_sentence(v):
         parts.append(f"{head}, {prior.what} ({dataset_words(prior.datasets)}: {prior.n} measured{spread}, "
                      f"temperature {prior.temperature}{widened})")
     words += ", from published acceptance: " + "; ".join(parts) + "."
-    stated = sorted({t for _, _, _, prior in pa.domains if prior for t in prior.temperatures})
-    if pa.temperature_pairs and stated and pa.temperature not in stated:
+    apart = [(name, prior) for name, _, _, prior in pa.domains
+             if prior and prior.temperatures and pa.temperature not in prior.temperatures]
+    if pa.temperature_pairs and apart:
         losses = sorted(alpha_from_length(t0, k) - alpha_from_length(t1, k) for t0, t1, k, _ in pa.temperature_pairs)
-        words += (f" Your traffic samples at {pa.temperature:g}, not {' or '.join(f'{t:g}' for t in stated)}: "
-                  f"{len(losses)} published pairs lose {losses[0]:.2f}-{losses[-1]:.2f} of per-token alpha from "
-                  "0 to 1.")
+        rows = "; ".join(f"{name}'s at {prior.temperature}" for name, prior in apart)
+        words += (f" Your traffic samples at {pa.temperature:g}, not as the rows did ({rows}): {len(losses)} "
+                  f"published pairs lose {losses[0]:.2f}-{losses[-1]:.2f} of per-token alpha from 0 to 1.")
     return words
 
 
 def verdict_steps(v):
     """K by batch size, one phrase a schedule row: "B = 9-34: K = 3, 1.84x to 1.50x" ("off" where K is 0)."""
     return [(f"B = {lo}-{hi}: " if lo < hi else f"B = {lo}: ")
-            + (f"K = {k}, {first:.2f}x" + (f" to {last:.2f}x" if hi > lo else "") if k else "off")
+            + (f"K = {k}, {first:.2f}x" + (f" to {last:.2f}x" if f"{first:.2f}" != f"{last:.2f}" else "") if k
+               else "off")
             for lo, hi, k, first, last in v.by_batch]
 
 
@@ -246,8 +271,10 @@ def render_measured(result):
         show = lambda v, unit: "-" if v is None else (f"{v:.2f}x" if unit == "x" else pct1(v))
         diff = lambda a, b, unit: "-" if a is None or b is None else (
             f"{a - b:+.2f}x" if unit == "x" else f"{(a - b) * 100:+.1f} pts")
-        lines += [""] + wrap(f"Benchmarks at max_concurrency {pred.concurrency}, against the model at K={k}"
-                             + (" (the pair's own runs, replayed: their prompts, lengths and concurrency)"
+        load = (f"request rate {pred.request_rate:g}/s (open loop)" if pred.request_rate else
+                f"max_concurrency {pred.concurrency}")
+        lines += [""] + wrap(f"Benchmarks at {load}, against the model at K={k}"
+                             + (" (the pair's own runs, replayed: their prompts, lengths and load)"
                                 if pred.simulated else " (in steady state at their concurrency and lengths)")
                              + (f" (the speedups from rounds of the mean {ms.k_mean:.2f} drafted tokens, the "
                                 f"P99 rows from rounds of K={k})" if ms.varying_k else "") + ":", 100, "")
@@ -382,9 +409,9 @@ def render_tail(result):
             f" {t.tpot_spec_two_pass_mean_ms:6.2f} {t.tpot_spec_two_pass_p99_ms:6.2f}"
             f" {t.itl_spec_p99_ms:6.2f} {t.round_itl_spec_p99_ms:6.2f} {t.slow_alpha:6.2f}"
             for t in plan.tail]
-    spread = result.alpha_spread
-    title = (f"== TPOT across requests (ms), steady state, at mean alpha {plan.request_alpha:.2f} (s.d. {spread:g} "
-             f"across requests), K = {plan.k} ==\n"
+    spread = plan.request_spread
+    title = (f"== TPOT across requests (ms), steady state, requests' mean alpha {plan.request_alpha:.2f} (s.d. "
+             f"{spread:.3g}), K = {plan.k} ==\n"
              "Steady state: B sequences always decoding, no prompt waiting (the verdict's benchmark has both).\n"
              "TPOT: a request's decode time over its tokens after the first; P50 and P99 across requests.\n"
              "alike: P99 with every request at the mean alpha. slow 1%: the mean per-token alpha of the\n"
@@ -593,13 +620,17 @@ def copies_text(dep):
     return f" (x{copies:g}: {what} copied across the {dep.tp} GPUs)"
 
 
-def deployment_lines(dep, result):
-    draft_gib = dep.drafter.held_bytes / GIB
+def deployment_head(dep):
+    """The deployment in two lines, and where its TP and dtypes came from (the exercises print these alone)."""
     return [
         f"Deployment: {dep.model}, {dep.weights_dtype} weights ({dep.target.held_bytes / GIB:.1f} GiB), "
         f"{dep.tp} x {dep.gpu}, {dep.kv_dtype} KV cache, {dep.engine.name},",
-        f"mean context {dep.context} tokens, draft {dep.draft} ({draft_gib:.2f} GiB).",
-    ] + wrap(settings_sentence(dep.settings), 100, "  ") * bool(dep.settings) + wrap(
+        f"mean context {dep.context} tokens, draft {dep.draft} ({dep.drafter.held_bytes / GIB:.2f} GiB).",
+    ] + wrap(settings_sentence(dep.settings), 100, "  ") * bool(dep.settings)
+
+
+def deployment_lines(dep, result):
+    return deployment_head(dep) + wrap(
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token{copies_text(dep)}: {result.facts.max_concurrency} "
              f"sequences fit in {result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens "
              f"in, {dep.output_tokens} out.", 100, "  ") + wrap(expert_sentence(dep), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
