@@ -1,7 +1,7 @@
 """The largest inputs the tool accepts, timed: each case at its limit (records.py and cli.py), in a fresh process,
 with its wall time and the peak memory of that process, and last every limit at once. The README's limits quote this.
 
-    python bench/worst_inputs.py > bench/worst_inputs.txt     (about two minutes on 2 cores; standard library only)
+    python bench/worst_inputs.py > bench/worst_inputs.txt     (about a minute on 2 cores; standard library only)
 """
 import json
 import resource
@@ -57,16 +57,25 @@ def main():
         tmp = Path(tmp)
         runs = tmp / "runs"
         runs.mkdir()
-        # --predict-bench at its work limit: two runs (speculation off and on) at concurrency 1, 1,024 tokens each;
-        # then the most requests: 2-token answers, 20 concurrencies, 3 files each.
-        prompts = work // (2 * (1024 + request))
-        predict = ["--predict-bench", str(runs), "--num-prompts", str(prompts), "--concurrency", "1", "--ks", "3",
-                   "--alphas", "0.7"]
-        timed(f"--predict-bench, {prompts:,} prompts x 1,024 tokens x 2 runs, C = 1", predict + ["--no-write"])
-        short = work // (60 * (2 + request))
+        # --predict-bench at its work limit (serving.run_work): two runs (speculation off and on) at concurrency 1,
+        # where every step is one request's; 64-token answers (the slowest a request: a decode stretch too short to
+        # take in one move), then 1,024; 120,000-token prompts (15 chunks each); the most requests: 2-token answers,
+        # 20 concurrencies, 3 files each.
+        chunk = 8192   # the step budget on an H100 or H200 (costmodel.step_budget)
+        for output, prompt in ((64, 1024), (1024, 1024), (64, 120_000)):
+            prompts = min(cli.MAX_BENCH_PROMPTS, work // (2 * (request - (-prompt // chunk))))
+            predict = ["--predict-bench", str(runs), "--num-prompts", str(prompts), "--concurrency", "1", "--ks", "3",
+                       "--alphas", "0.7", "--output-tokens", str(output), "--input-tokens", str(prompt),
+                       "--context", str(prompt + output)]
+            timed(f"--predict-bench, {prompts:,} prompts of {prompt:,} x {output:,} tokens x 2 runs, C = 1",
+                  predict + ["--no-write"])
+        short = work // (60 * (request + 1))
         timed(f"--predict-bench, {short:,} prompts x 2 tokens x 60 runs",
               ["--predict-bench", str(runs), "--num-prompts", str(short), "--output-tokens", "2", "--input-tokens",
                "1", "--concurrency", ",".join(map(str, range(1, 21))), "--ks", "1,2", "--no-write"])
+        # A normal sweep with the plan's prompts: six concurrencies, off and K = 3.
+        timed("--predict-bench, the plan's prompts at concurrency 1-256, off and K = 3",
+              ["--predict-bench", str(runs), "--concurrency", "1,8,32,64,128,256", "--ks", "3", "--no-write"])
         # --compare at its limits, at concurrency 1 (the slowest replay): the most requests, and the most tokens.
         cases = ((cli.COMPARE_REQUESTS_LIMIT, cli.COMPARE_TOKENS_LIMIT // cli.COMPARE_REQUESTS_LIMIT),
                  (cli.COMPARE_TOKENS_LIMIT // 8192, 8192))
@@ -139,7 +148,7 @@ def main():
               ["--slo", "ttft:1e7,tpot:1e5", "--output-tokens", str(goodput.SLO_OUTPUT_LIMIT), "--no-write"])
         # Every limit at once: the longest grid; predictions and comparisons sharing their work limit (the results
         # read at theirs); the calibration; both scrapes.
-        shared = ["--predict-bench", str(runs), "--num-prompts", str(work // 2 // (2 * (64 + request))),
+        shared = ["--predict-bench", str(runs), "--num-prompts", str(work // 2 // (2 * (request + 1))),
                   "--compare", ",".join(padded[:-1] + [bench_file(tmp / "half.json", 2000, 900)])]
         timed("all of them at once (but the experts)",
               grid + ["--concurrency", "1", "--verify-overheads", "0"] + shared

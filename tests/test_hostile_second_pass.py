@@ -124,13 +124,13 @@ class Bounds(Temporary):
         self.assertEqual(len(cli.parse_grid(args, main.SETTINGS).acceptance), 40)
 
     def test_requests_count_in_the_work_a_prediction_simulates(self):
-        # 20 concurrencies x 3 files x 100,000 prompts of 2 tokens: 12 M tokens' work in tokens alone, yet 6 M
-        # requests; each counts as REQUEST_WORK tokens.
+        # 20 concurrencies x 3 files x 100,000 prompts of 2 tokens: 6 M requests of a 1-token prompt (one chunk),
+        # each counting as REQUEST_WORK steps and one for its chunk, whatever its answer's length.
         concurrencies = ",".join(str(c) for c in range(1, 21))
         err = self.refused(["--no-write", "--output-tokens", "2", "--input-tokens", "1", "--num-prompts", "100000",
                             "--concurrency", concurrencies, "--ks", "1,2", "--predict-bench", str(self.dir)],
                            "--predict-bench")
-        self.assertIn(f"{60 * 100_000 * (2 + cli.REQUEST_WORK):,} tokens' work", err)
+        self.assertIn(f"{60 * 100_000 * (cli.REQUEST_WORK + 1):,} steps' work", err)
 
     def test_the_benchmark_results_one_run_reads_are_bounded_together(self):
         # The limit scaled down to 2 MiB (the rule, not the size, is under test): three padded results of about

@@ -114,7 +114,36 @@ def yaml_keys(lines):
     return top, nested
 
 
-class EachReleasesOwnSyntax(unittest.TestCase):
+def matrix(everything):
+    """(engine, release, variant index, its flags) of the release matrix: everything, or this tier's share of it:
+    every release's default deployment, every variant at each engine's newest release, and every refusal. The rest
+    (the variants at the older releases) runs in the slow tier, tests/slow_releases.py."""
+    for engine, covered in RELEASES.items():
+        newest = catalog.release_text(releases.NEWEST[engine])
+        for release in covered:
+            for i, extra in enumerate(VARIANTS[engine]):
+                if everything or i == 0 or release == newest or (engine, release, i) in REFUSED:
+                    yield engine, release, i, extra
+
+
+class CommandSyntax:
+    """The check of one plan's commands and YAML against its release's parsers (a mixin of the fast and slow
+    tiers' tests)."""
+
+    def each(self, cases):
+        for engine, release, i, extra in cases:
+            label = f"{engine} {release} {' '.join(extra) or 'default'}"
+            with self.subTest(label=label):
+                status, text = plan_of(engine, release, extra)
+                if (engine, release, i) in REFUSED:
+                    flag, words = REFUSED[engine, release, i]
+                    self.assertEqual(status, 2, label)
+                    self.assertTrue(text.startswith(f"main.py: error: {flag}: "), text)
+                    self.assertIn(words, text)
+                    continue
+                self.assertEqual(status, 0, f"{label}: {text}")
+                self.check(engine, release, text, label)
+
     def check(self, engine, release, plan, label):
         table = RELEASES[engine][release]
         shell, yaml = commands(plan)
@@ -161,21 +190,11 @@ class EachReleasesOwnSyntax(unittest.TestCase):
             decoding = [line.split(":")[1].strip() for line in lines if line.strip().startswith("decoding_type:")]
             self.assertLessEqual(set(decoding), set(table["decoding_type values"]), label)
 
-    def test_every_variant_at_every_covered_release(self):
-        for engine, covered in RELEASES.items():
-            for release in covered:
-                for i, extra in enumerate(VARIANTS[engine]):
-                    label = f"{engine} {release} {' '.join(extra) or 'default'}"
-                    with self.subTest(label=label):
-                        status, text = plan_of(engine, release, extra)
-                        if (engine, release, i) in REFUSED:
-                            flag, words = REFUSED[engine, release, i]
-                            self.assertEqual(status, 2, label)
-                            self.assertTrue(text.startswith(f"main.py: error: {flag}: "), text)
-                            self.assertIn(words, text)
-                            continue
-                        self.assertEqual(status, 0, f"{label}: {text}")
-                        self.check(engine, release, text, label)
+
+class EachReleasesOwnSyntax(CommandSyntax, unittest.TestCase):
+
+    def test_every_release_and_every_variant_at_the_newest(self):
+        self.each(matrix(everything=False))
 
     def test_a_feature_ends_the_release_it_is_gone(self):
         # `until` is the first release without it: VLLM_USE_V2_MODEL_RUNNER=0 stops 0.34.0; SGLang's switch is

@@ -37,12 +37,14 @@ class ConstantSteps:
         for p in self.patches:
             p.start()
         serving.RUN_MEMO.clear()   # runs simulated at the real step costs are not these
+        serving.COST_TABLES.clear()
         return self
 
     def __exit__(self, *exc):
         for p in self.patches:
             p.stop()
         serving.RUN_MEMO.clear()
+        serving.COST_TABLES.clear()
 
 
 class HandCounts(unittest.TestCase):
@@ -177,6 +179,42 @@ class QueueingTheory(unittest.TestCase):
         self.assertAlmostEqual(large["mean_ttft_ms"] / small["mean_ttft_ms"], 1.0, delta=0.1)
 
 
+class LittlesLaw(unittest.TestCase):
+    def test_a_closed_loop_holds_its_concurrency(self):
+        """Little's law, L = X W: a closed loop keeps C requests in flight from send to last token, so its request
+        throughput times its mean E2EL is C, whatever the steps cost. Checked on the real step costs, jitter and
+        decode stretches taken in one move, at C = 1 (every step decode-only but one), 16 and 64, off and on. The
+        answers are capped at their mean (as the plan's runs cap them), so the last wave's drain (at most one
+        answer's time with fewer than C in flight) is under 1% of 200 requests a slot."""
+        for c, k in ((1, 0), (16, 3), (64, 0), (64, 2)):
+            with self.subTest(concurrency=c, k=k):
+                work = dataclasses.replace(closed(c, 200 * c, output=128, spread=0.8), output_cap=128)
+                run_ = serving.serve_run(DEP, work, k=k, alpha=0.7)
+                r = serving.bench_result(run_, work, DEP)
+                in_flight = r["request_throughput"] * r["mean_e2el_ms"] / 1e3
+                self.assertAlmostEqual(in_flight / c, 1.0, delta=0.01)
+
+    def test_an_open_loop_s_time_in_system(self):
+        """Little's law on the sample path of an open loop below saturation: the requests in the server, integrated
+        over the run, are the sum of their times in it; over 2,000 Poisson arrivals that mean number is the arrival
+        rate times the mean E2EL within the rate's own sampling error (the send times are rescaled to end at N / R:
+        the realised rate is N over the last send)."""
+        work = serving.Workload(num_prompts=2000, max_concurrency=None, request_rate=20.0, burstiness=1.0,
+                                input_tokens=512, output_tokens=64, output_spread=0.8)
+        run_ = serving.serve_run(DEP, work, k=3, alpha=0.7)
+        events = sorted([(t, 1) for t in run_.start] + [(t, -1) for t in run_.end])
+        area, level, last = 0.0, 0, events[0][0]
+        for t, step in events:   # the integral of the number in the system, counted step by step
+            area += level * (t - last)
+            level, last = level + step, t
+        mean_in_system = area / (max(run_.end) - min(run_.start))
+        rate = len(run_.start) / (max(run_.end) - min(run_.start))
+        mean_e2el = statistics.fmean(e - s for s, e in zip(run_.start, run_.end))
+        self.assertAlmostEqual(mean_in_system / (rate * mean_e2el), 1.0, delta=1e-9)   # the identity, exactly
+        self.assertAlmostEqual(rate / work.request_rate, 1.0, delta=0.02)              # the client's rate, sampled
+        self.assertGreater(mean_in_system, 2.0)   # a loaded server, not one request at a time
+
+
 class VllmArithmetic(unittest.TestCase):
     def test_every_statistic_as_calculate_metrics_takes_it(self):
         run_ = serving.serve_run(DEP, closed(8, 60, spread=0.8), k=3, alpha=0.7)
@@ -204,8 +242,10 @@ class TheTail(unittest.TestCase):
         self.assertGreater(r["p99_tpot_ms"], 1.15 * r["mean_tpot_ms"])
         # Without what a prompt adds to a step, the same run's P99 is its mean's, jitter and all.
         free = mock.patch.object(serving, "step_cost", lambda dep, d, k, p, fit, real=serving.step_cost: real(dep, d, k, 0, fit))
+        serving.COST_TABLES.clear()   # the tables hold the real steps' costs
         with free:
             flat = serving.bench_result(serving.simulate_run(DEP, work), work, DEP)
+        serving.COST_TABLES.clear()
         self.assertLess(flat["p99_tpot_ms"], 1.05 * flat["mean_tpot_ms"])
 
 
@@ -318,7 +358,7 @@ class Compare(unittest.TestCase):
         # Strip the prediction's mark and hand it back as a measurement: the replay reads its lengths,
         # concurrency, prompts and acceptance from the file. The baseline comes back exactly (same seed, same
         # draws); then the same file with every TPOT 10% slower reads -9.09% on them and 0 elsewhere. 250 requests
-        # a slot: a P99 is the 20th slowest of 2,000, where the replay's own acceptance draws move it less than 2%.
+        # a slot, 2,000 in all.
         with tempfile.TemporaryDirectory() as tmp:
             # One domain at alpha 0.7, so the requests spread by --alpha-spread alone, as the replay below draws them.
             self.assertEqual(run(SMALL + ["--predict-bench", tmp, "--num-prompts", "2000", "--mix", "chat:1:0.7"])[0],
@@ -347,10 +387,14 @@ class Compare(unittest.TestCase):
             self.assertAlmostEqual(slowed[key]["error"], 1 / 1.1 - 1, places=5)   # --json keeps 6 digits
         self.assertAlmostEqual(slowed["mean_ttft_ms"]["error"], 0.0, places=9)
         # The speculative replay centres its requests on the file's tau (center_requests), so they draw other
-        # rounds than the original's: the headline keys agree within 2%, spreads (std_*) within 8%.
-        headline = {"output_throughput", "mean_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "p99_itl_ms", "mean_e2el_ms"}
+        # rounds than the original's: the headline keys agree within 2%, spreads (std_*) within 8%. P99 TPOT is
+        # the 20th slowest of 2,000 answers of spread length, the shortest of which swing most with their rounds:
+        # over seeds 0-7 its replay is off by 0.9% on average with an s.d. of 3.3% (P99 ITL's: 0.4%), so it is
+        # held within 10%, three of those s.d.s, and its mean within 2%.
+        headline = {"output_throughput", "mean_tpot_ms", "mean_itl_ms", "p99_itl_ms", "mean_e2el_ms"}
         for row in spec["keys"]:
-            self.assertLess(abs(row["error"]), 0.02 if row["key"] in headline else 0.08, row["key"])
+            bound = 0.02 if row["key"] in headline else 0.10 if row["key"] == "p99_tpot_ms" else 0.08
+            self.assertLess(abs(row["error"]), bound, row["key"])
         self.assertEqual({row["key"] for row in spec["keys"]} & headline, headline)
 
     def test_a_run_of_spread_lengths_replays_its_tail(self):

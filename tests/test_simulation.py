@@ -215,45 +215,6 @@ class DecodeSimulation(unittest.TestCase):
                 self.assertAlmostEqual(cell.tpot_spec_two_pass_p99_ms, numpy_p99(
                     [spec_ms * s + plain_ms * n - skip * f for s, n, f in zip(*dec.per_token)]), places=9)
 
-    def test_p99_tpot_against_the_loop_on_every_request(self):
-        # The same draws, every request run through decode_request instead of its normal limit:
-        # P99 TPOT with speculation and two-pass within 3%: two samples of the round noise, each
-        # within about 1.5% at short lengths (seeds 0-3 gave 1.2-1.9% apart at 300 tokens).
-        for alpha, k, spread, output_spread, tokens in ((0.7, 3, 0.11, 0.8, 300), (0.5, 5, 0.15, 0.0, 400),
-                                                        (0.85, 1, 0.0, 0.8, 300)):
-            dec = analysis.decoder(0, spread, output_spread, tokens)(alpha, k)
-            plain_ms, spec_ms, batch = 10.0, 13.0, 4
-            cell = simulation.cell_latency(dec, plain_ms, spec_ms, batch)
-            ref = loop_reference(alpha, k, spread, output_spread, tokens, dec.requests // simulation.REPLICATE_REQUESTS,
-                                 batch, plain_ms / spec_ms)
-            self.assertEqual(len(ref), dec.requests)
-            case = (alpha, k, spread, output_spread)
-            self.assertAlmostEqual(cell.tpot_spec_p99_ms / spec_ms / numpy_p99([r[0] for r in ref]), 1, delta=0.03,
-                                   msg=case)
-            self.assertAlmostEqual(cell.tpot_spec_two_pass_p99_ms / spec_ms / numpy_p99([r[1] for r in ref]), 1,
-                                   delta=0.03, msg=case)
-            self.assertAlmostEqual(cell.tpot_spec_mean_ms / spec_ms / statistics.fmean(r[0] for r in ref), 1,
-                                   delta=0.005, msg=case)
-
-    def test_per_token_and_per_chunk_itl_against_sampled_tokens(self):
-        # Rounds from the loop, each with its own lognormal jitter: a token's ITL is its round's time
-        # over the round's tokens; a chunk's is the round's time.
-        rng = random.Random(5)
-        for alpha, k, spread in ((0.7, 3, 0.11), (0.4, 1, 0.0), (0.9, 5, 0.05)):
-            dec = analysis.decoder(0, spread, 0.8, 300)(alpha, k)
-            ref = loop_reference(alpha, k, spread, 0.8, 300, 8, 1, 1.0)
-            tokens, chunks = [], []
-            for _, _, accepted in ref:
-                for a in accepted:
-                    time = rng.lognormvariate(-0.03 ** 2 / 2, 0.03)
-                    chunks.append(time)
-                    tokens += [time / (a + 1)] * (a + 1)
-            cell = simulation.cell_latency(dec, 1.0, 1.0, 1)
-            self.assertAlmostEqual(cell.itl_spec_p99_ms / numpy_p99(tokens), 1, delta=0.01, msg=(alpha, k))
-            self.assertAlmostEqual(cell.round_itl_spec_p99_ms / numpy_p99(chunks), 1, delta=0.01, msg=(alpha, k))
-            zero = sum(a == 0 for _, _, acc in ref for a in acc) / sum(a + 1 for _, _, acc in ref for a in acc)
-            self.assertAlmostEqual(dec.by_accepted[0] / zero, 1, delta=0.03, msg=(alpha, k))
-
     def test_two_pass_chunk_p99_against_sampled_rounds(self):
         # No spread: a round pays a second plain step unless all B sequences accept all K, 1 - a^(K*B).
         rng = random.Random(11)
@@ -304,29 +265,6 @@ class DecodeSimulation(unittest.TestCase):
         lengths = [x for d in draws for x in d.length]
         self.assertAlmostEqual(statistics.fmean(lengths), 1.0, delta=0.02)
         self.assertAlmostEqual(statistics.median(lengths), math.exp(-0.32), delta=0.03)
-
-    def test_renewal_draws_match_the_decode_loop(self):
-        # Just past LOOP_TOKENS, where the normal limit is least accurate (6% on the s.d., a lattice
-        # effect), and at 1,000 tokens, where it must be close (3%): rounds and full rounds.
-        for tokens, tolerance in ((simulation.LOOP_TOKENS + 1, 0.06), (1000, 0.03)):
-            draws = [simulation.draw_requests(512, 7, r, 0.0) for r in range(8)]
-            for alpha, k in ((0.7, 3), (0.4, 1), (0.9, 5)):
-                rng = random.Random(3)
-                loop = [acceptance.decode_request(alpha, k, tokens, rng)[0] for _ in range(3000)]
-                rounds = [len(a) for a in loop]
-                drawn = [simulation.run_requests(((1.0, alpha, tokens + 1),), k, 0.0, d) for d in draws]
-                self.assertTrue(all(n == tokens for d in drawn for n in d.tokens))
-                drawn_rounds = [n for d in drawn for n in d.rounds]
-                se = statistics.stdev(rounds) / len(rounds) ** 0.5
-                self.assertLess(abs(statistics.fmean(drawn_rounds) - statistics.fmean(rounds)), 4 * se)
-                self.assertAlmostEqual(statistics.stdev(drawn_rounds) / statistics.stdev(rounds), 1, delta=tolerance,
-                                       msg=(tokens, alpha, k))
-                full = [a.count(k) for a in loop]
-                drawn_full = [f for d in drawn for f in d.full]
-                se = statistics.stdev(full) / len(full) ** 0.5
-                self.assertLess(abs(statistics.fmean(drawn_full) - statistics.fmean(full)), 4 * se + 0.02)
-                self.assertAlmostEqual(statistics.stdev(drawn_full) / statistics.stdev(full), 1, delta=2 * tolerance,
-                                       msg=(tokens, alpha, k))
 
     def test_mean_tpot_and_itl_are_round_time_over_the_requests_tau(self):
         for c in self.cells:

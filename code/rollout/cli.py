@@ -23,7 +23,7 @@ from .catalog import (
     served_model,
 )
 from .acceptance import profile_length
-from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency
+from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency, step_budget
 from .priors import DOMAINS
 from .sizing import (
     beyond_node, KV_DTYPE as SIZING_KV_DTYPE, NODE_GPUS, Setting, shipped_dtype, smallest_tp, tp_candidates, tp_reason,
@@ -31,7 +31,8 @@ from .sizing import (
 from .releases import missing as release_lacks, refusal as release_refuses, sglang_rate_kind
 from .simulation import Traffic
 from .serving import (
-    BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, running_cap, simulated_layout, SLO_KEYS, Workload,
+    BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, REQUEST_WORK, run_work, running_cap, simulated_layout, SLO_KEYS,
+    Workload,
 )
 from .readers import (
     bench_acceptance, bench_comparison, Counters, counters_window, distinct_files,
@@ -703,7 +704,8 @@ def parse_evidence(args, grid, dep, settings, target, target_from, benches=(None
     if base:
         comparison = bench_comparison(base, spec)
         try:   # the model beside the pair is the pair's own run, replayed (as --compare replays a file)
-            pair_workload = replay_workload(spec, "--bench-spec", spec.path, settings.output_spread)[0]
+            pair_workload = replay_workload(spec, "--bench-spec", spec.path, settings.output_spread,
+                                            step_tokens=step_budget(dep))[0]
         except UsageError as why:
             measured = noted(measured, f"the benchmark pair is not replayed ({why}): the model beside it is the "
                                        "steady state at its concurrency and lengths")
@@ -793,9 +795,9 @@ def parse_slo(text, flag="--slo"):
 
 
 MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is simulated
-SIMULATED_WORK_LIMIT = 6_000_000   # what one run simulates over every predicted and replayed file, in output tokens
-REQUEST_WORK = 25                   # with each request counted as 25 (its draws and queueing cost as much): 8-9 s
-                                    # on 2 cores at the limit (bench/worst_inputs.py); past it the run is refused
+SIMULATED_WORK_LIMIT = 600_000   # what one run simulates over every predicted and replayed file, in steps' work
+                                 # (serving.run_work: a request counts REQUEST_WORK, a prompt chunk one): 3-5 s
+                                 # on 2 cores at the limit (bench/worst_inputs.py); past it the run is refused
 MAX_COMPARE_FILES = 64        # --compare's files, duplicates collapsed: each is replayed
 COMPARE_TOKENS_LIMIT = 3_000_000   # output tokens --compare replays over all its files: a replay draws each request's
 COMPARE_REQUESTS_LIMIT = 20_000    # acceptance and lengths, so it costs per request too (bench/worst_inputs.py)
@@ -856,15 +858,18 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
             raise UsageError(f"--predict-bench: the plan's runs at concurrency {max(grid.concurrencies):,} send "
                              f"{most:,} prompts, more than the {MAX_BENCH_PROMPTS:,} this tool simulates: give "
                              "--num-prompts")
-    if args.predict_bench is not None:   # every file it writes is simulated: bounded in output tokens
-        files = len([name for _, _, tag in bench_tags(grid.concurrencies, rates) for name in bench_names(grid.ks, tag)])
-        sent = prompts or max(bench_prompts(b) for b in grid.concurrencies)
-        simulated = files * sent * (dep.output_tokens + REQUEST_WORK)
+    if args.predict_bench is not None:   # every file it writes is simulated: bounded in steps' work
+        budget, simulated, runs, most = step_budget(dep), 0, 0, 0
+        for batch, rate, tag in bench_tags(grid.concurrencies, rates):
+            sent = prompts or (bench_prompts(batch) if batch else BENCH_OPEN_PROMPTS)
+            files = len(bench_names(grid.ks, tag))
+            simulated += files * run_work(sent, dep.input_tokens, budget)
+            runs, most = runs + files, max(most, sent)
         if simulated > SIMULATED_WORK_LIMIT:
-            raise UsageError(f"--predict-bench: {files} runs of {sent:,} prompts x {dep.output_tokens:,} output tokens "
-                             f"would simulate {simulated:,} tokens' work (a request counts as {REQUEST_WORK} tokens), "
-                             f"more than the {SIMULATED_WORK_LIMIT:,} a run simulates: give fewer --num-prompts, Ks or "
-                             "concurrencies")
+            raise UsageError(f"--predict-bench: {runs} runs of up to {most:,} prompts of {dep.input_tokens:,} tokens "
+                             f"would simulate {simulated:,} steps' work (a request counts as {REQUEST_WORK}, each "
+                             f"{budget:,}-token chunk of its prompt as one more), more than the "
+                             f"{SIMULATED_WORK_LIMIT:,} a run simulates: give fewer --num-prompts, Ks or concurrencies")
     reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
         "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
     folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
@@ -985,7 +990,7 @@ def compare_files(paths, dep, trust, traffic, fit, served, scraped=None, spec_pa
                                 scraped if os.path.realpath(path) == spec_path else None, plan_batch, budget, slo))
         work = out[-1][1].workload
         budget = (budget[0] - work.total_output, budget[1] - work.num_prompts,
-                  budget[2] - work.total_output - REQUEST_WORK * work.num_prompts)
+                  budget[2] - run_work(work.num_prompts, work.input_tokens, step_budget(dep)))
     return out
 
 
@@ -999,7 +1004,7 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
     flag = "--compare"
     bench = read_bench(path, flag)
     check_model(bench.model_id, dep, flag, served)
-    work, notes = replay_workload(bench, flag, path, traffic.output_spread, budget)
+    work, notes = replay_workload(bench, flag, path, traffic.output_spread, budget, step_budget(dep))
     acceptance = bench_acceptance(bench, flag) if bench.spec else scraped
     if bench.spec and acceptance is None:
         raise UsageError(f"{flag}: {path} is a speculative run without its K and acceptance in its spec_decode_* "
@@ -1034,11 +1039,12 @@ def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batc
 
 
 def replay_workload(bench, flag, path, output_spread,
-                    budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT)):
+                    budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT), step_tokens=8192):
     """A measured run's own workload, to replay it (its completed requests, lengths and their spread, concurrency or
     rate and burstiness) and the notes on how it was read: (Workload, notes). Refused (UsageError) past the budget of
     (output tokens, requests, simulated work) left, or when the run cannot be replayed. output_spread: the answers'
-    spread in log where the file gives none (--output-spread)."""
+    spread in log where the file gives none (--output-spread); step_tokens: the server's step budget (a prompt's
+    chunks count in the work, serving.run_work)."""
     completed, prompts, outputs = run_totals(bench, flag, path, "the runs this tool replays", least_output=1)
     rate = bench.workload.get("request_rate")
     rate = math.inf if rate in (None, "inf") or (isinstance(rate, float) and math.isinf(rate)) else rate
@@ -1054,10 +1060,11 @@ def replay_workload(bench, flag, path, output_spread,
         raise UsageError(f"{flag}: {path} holds {completed:,} requests and {outputs:,} output tokens to replay, past "
                          f"the {COMPARE_REQUESTS_LIMIT:,} requests and {COMPARE_TOKENS_LIMIT:,} tokens --compare "
                          "replays over all its files: compare fewer or smaller runs")
-    if outputs + REQUEST_WORK * completed > budget[2]:
-        raise UsageError(f"{flag}: {path}'s {completed:,} requests and {outputs:,} output tokens to replay, with "
-                         f"--predict-bench's runs and the files before it, pass the {SIMULATED_WORK_LIMIT:,} tokens' "
-                         f"work one run simulates (a request counts as {REQUEST_WORK}): compare or predict fewer runs")
+    if run_work(completed, round(prompts / completed), step_tokens) > budget[2]:
+        raise UsageError(f"{flag}: {path}'s {completed:,} requests to replay, with --predict-bench's runs and the files "
+                         f"before it, pass the {SIMULATED_WORK_LIMIT:,} steps' work one run simulates (a request "
+                         f"counts as {REQUEST_WORK}, each chunk of its prompt as one more): compare or predict fewer "
+                         "runs")
     if bench.max_concurrency is None and rate == math.inf:
         raise UsageError(f"{flag}: {path} records neither max_concurrency nor a request rate: its run cannot be "
                          "replayed")

@@ -236,18 +236,29 @@ class Deployment:
     settings: tuple = field(default=(), hash=False, compare=False)   #: sizing.Setting per TP and dtype: where each
                                                                       #: came from (given, the model's row, derived)
 
-    def __post_init__(self):   # hashed once: the cost model's memo looks deployments up thousands of times a run
-        values = tuple(getattr(self, f.name) for f in fields(self) if f.compare)
-        object.__setattr__(self, "_values", values)   # every field, as the generated __eq__ compares them
-        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False)))
+    def __post_init__(self):   # compared once: the cost model's memo looks deployments up millions of times a run
+        values = tuple(getattr(self, f.name) for f in fields(self) if f.compare)   # as the generated __eq__ compares
+        hashed = hash(tuple(getattr(self, f.name) for f in fields(self) if f.hash is not False))
+        alike = DEPLOYMENTS.setdefault(hashed, [])
+        token = next((token for seen, token in alike if seen == values), None)
+        if token is None:   # the first deployment of these values: the next token
+            token = len(DEPLOYMENT_TOKENS)
+            DEPLOYMENT_TOKENS.append(hashed)
+            alike.append((values, token))
+        object.__setattr__(self, "_hash", hashed)
+        object.__setattr__(self, "_token", token)   # equal deployments hold one token, whichever object they are
 
     def __hash__(self):
         return self._hash
 
-    def __eq__(self, other):   # the generated one builds two tuples of every field on each memo hit; these are kept
+    def __eq__(self, other):   # by value, through the token: two numbers, not two deployments' every field
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self is other or (self._hash == other._hash and self._values == other._values)
+        return self._token == other._token
+
+
+DEPLOYMENTS = {}         # hash of a Deployment's fields -> [(its compared fields, its token)]: Deployment.__eq__
+DEPLOYMENT_TOKENS = []   # token -> hash: the tokens handed out, in order
 
 
 def attention_params(m):

@@ -6,15 +6,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .costmodel import FIT, max_concurrency
+import math
+
+from .acceptance import round_moments
+from .costmodel import FIT, max_concurrency, step_budget
+from .simulation import NORMAL
 from .releases import accepts
 from .serving import (
-    bench_result, GOODPUT_KEY, good_requests, running_cap, serve_run, simulated_layout, SLO_KEYS, Workload,
+    bench_result, GOODPUT_KEY, good_requests, running_cap, serve_run, simulated_layout, SLO_KEYS, step_cost, Workload,
 )
 
 SLO_PERCENTILE = 99   # the percentile of each metric an SLO bounds: "P99 TPOT under 50 ms" (the plan's runs write p99)
-LADDER = 4            # the search's concurrencies before it refines: 4, 16, 64, ... (a run each; 1 where 4 is past it)
-REFINE_STEPS = 4      # bisections between the last concurrency within the SLO and the first past it
+RESOLUTION = 10       # the search settles the best concurrency to a tenth of it (resolution): finer than a run's own
+                      # noise moves its P99s (ten prompts a slot)
+SLOW_Z = NORMAL.inv_cdf(SLO_PERCENTILE / 100)   # the slowest 1% of requests accept this many s.d.s below the mean
+SEARCH_RUNS = 8       # runs an arm at most: the closed forms are rarely off by enough to need more than four
 SLO_CONCURRENCY_LIMIT = 1024   # the most concurrent requests the search tries: ten prompts a slot past it take seconds
 SLO_OUTPUT_LIMIT = 16_384   # answers longer than this are not searched: a run costs a step per token of its slowest
                             # slot, so ten answers a slot at each of ~15 concurrencies take seconds each past it
@@ -118,32 +124,105 @@ def simulated_point(dep, k, alpha, spread, concurrency, slo, traffic, fit):
                      past=tuple(key for key, ms in slo if tail[key] > ms))
 
 
+def mean_answer(dep, spread):
+    """Mean output tokens of the search's answers: log-normal of mean output_tokens and s.d. `spread` in log, capped at
+    output_tokens (E min(X, L) = 2 L Phi(-s / 2) for X of mean L)."""
+    return dep.output_tokens * 2.0 * NORMAL.cdf(-spread / 2.0) if spread else float(dep.output_tokens)
+
+
+def estimated_tails(dep, k, alpha, spread, concurrency, traffic, fit):
+    """{"ttft", "tpot", "e2el": ms} a closed-loop run at `concurrency` shows at its P99, by closed forms: what the
+    search starts from and steers by (search), never what it reports.
+
+    TTFT: every slot sends at once, so the P99 of ten requests a slot is the first wave's 0.9 c-th prompt, after
+    0.9 c prompts' tokens are prefilled in chunks of the step's budget. TPOT: the steady state, c sequences each
+    decoding a round a step, the step carrying the prompts of the requests that replace the finished ones (c I
+    tokens every request's rounds); the P99 request accepts at alpha 2.33 s.d.s below the mean (`spread`), so its
+    round delivers tau there (acceptance.round_moments). E2EL: the two added over an answer.
+    """
+    c, prompt = concurrency, dep.input_tokens
+    tau = round_moments(alpha, k)[0] if k else 1.0
+    slow = round_moments(max(0.0, alpha - SLOW_Z * spread), k)[0] if k else 1.0
+    answer = mean_answer(dep, traffic.output_spread)
+    rounds = max(1.0, (answer - 1.0) / tau)
+    budget = step_budget(dep)
+    share = c * prompt / rounds   # prompt tokens a step, on average
+    if dep.engine.mixes_prefill:
+        step = step_cost(dep, c, k, round(min(share, budget)), fit)
+    else:   # prompts prefilled alone: the decodes wait out their share of prefill steps
+        step = step_cost(dep, c, k, 0, fit) + share / budget * step_cost(dep, 0, k, round(min(budget, c * prompt)), fit)
+    tpot = step / slow
+    wave = max(1.0, 0.9 * c) * prompt
+    ttft = fit.request_ms + max(1.0, wave / budget) * step_cost(dep, 0, k, round(min(wave, budget)), fit)
+    return {"ttft": ttft, "tpot": tpot, "e2el": ttft + (dep.output_tokens - 1) * step / tau}
+
+
+def between(low, high, slo):
+    """The concurrency between two runs (LoadPoint) where every tail, linear in concurrency between them, is within
+    its bound: the first run's within and the second's past."""
+    reach = min((ms - low.tail_ms[key]) / (high.tail_ms[key] - low.tail_ms[key])
+                for key, ms in slo if high.tail_ms[key] > ms and high.tail_ms[key] > low.tail_ms[key])
+    return low.concurrency + int(reach * (high.concurrency - low.concurrency))
+
+
+def resolution(concurrency):
+    """How close the search settles the best concurrency: a run past the SLO at most this far above it."""
+    return max(1, concurrency // RESOLUTION)
+
+
 def search(dep, ks, alpha, spread, slo, traffic, fit):
-    """The arm's runs, K = ks(concurrency) at each (0: off): concurrency 4, 16, 64, ... (LADDER) up to the server's
-    cap (past it requests only queue in the server) or SLO_CONCURRENCY_LIMIT until one is past the SLO (1 too where
-    4 is past it), then REFINE_STEPS bisections between the last within it and that one."""
+    """The arm's runs, K = ks(concurrency) at each (0: off), up to the server's cap (past it requests only queue in
+    the server) or SLO_CONCURRENCY_LIMIT: the best concurrency within the SLO with a run past it at most
+    resolution(best) above (or the best at the top, or none when one request at a time is past it).
+
+    Each run is a simulated benchmark (run_at); the closed forms (estimated_tails) only choose where to run. The
+    first run is where they put the SLO's edge; after each run every bound's estimate is scaled by what that run
+    simulated against what they said there, and the next run is where the scaled estimates put the edge, a
+    resolution beyond the last run within. Once runs within and past bracket the edge, the next is where their
+    tails, linear between them, meet the bounds. Three or four runs an arm where a ladder and bisections took
+    seven."""
     speculative = ks is not off
     # the server's cap, and what fits in memory with the draft loaded, for both arms: every command of the plan stays
     # within it, so off and on are compared on the same slots (stage 0's server alone would fit a few more)
     cap = min(running_cap(dep, speculative), max_concurrency(dep))
     top = min(cap, SLO_CONCURRENCY_LIMIT)
-    points, c = {}, min(LADDER, top)
+    keys = [key for key, _ in slo]
+
+    def estimate(c):
+        k = ks(c)
+        return estimated_tails(dep, k, alpha if k else 0.0, spread if k else 0.0, c, traffic, fit)
+
+    def edge(scale, low, high):
+        """The largest concurrency in [low, high] whose scaled estimates are within every bound (low - 1: none)."""
+        def fits(c):
+            tails = estimate(c)
+            return all(tails[key] * scale[key] <= ms for key, ms in slo)
+        if not fits(low):
+            return low - 1
+        while low < high:   # the estimates rise with concurrency: bisect on them
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle - 1)
+        return low
+
+    points = {}
+    c = max(1, edge({key: 1.0 for key in keys}, 1, top))
     while True:
         points[c] = run_at(dep, ks(c), alpha, spread, c, slo, traffic, fit)
-        if not points[c].within or c >= top:
+        best = max((q for q, p in points.items() if p.within), default=0)
+        high = min((q for q, p in points.items() if not p.within and q > best), default=top + 1)
+        if best >= top or high == 1 or high - best <= resolution(best) or len(points) >= SEARCH_RUNS:
             break
-        c = min(LADDER * c, top)
-    if not points[c].within and c == min(LADDER, top) and c > 1:   # past it at the first rung: one at a time?
-        points[1] = run_at(dep, ks(1), alpha, spread, 1, slo, traffic, fit)
-    within = [p.concurrency for p in points.values() if p.within]
-    if within and not points[max(points)].within:
-        low, high = max(within), max(points)
-        for _ in range(REFINE_STEPS):
-            if high - low <= 1:
-                break
-            middle = (low + high) // 2
-            points[middle] = run_at(dep, ks(middle), alpha, spread, middle, slo, traffic, fit)
-            low, high = (middle, high) if points[middle].within else (low, middle)
+        if best and high <= top:   # bracketed: where the two runs' tails, linear between them, meet the bounds
+            c = between(points[best], points[high], slo)
+            c = min(max(c, best + resolution(best)), max(best + resolution(best), high - resolution(best)))
+        else:   # one side only: where the estimates, scaled to the nearest run, put the edge, a step beyond it
+            near = points[best] if best else points[high]
+            estimated = estimate(near.concurrency)
+            scale = {key: near.tail_ms[key] / estimated[key] if estimated[key] > 0 else 1.0 for key in keys}
+            guess = edge(scale, 1, top)
+            c = min(max(guess, best + resolution(best)), top) if best else max(1, min(guess, high - 1))
+        if c in points:
+            break
     ordered = tuple(points[c] for c in sorted(points))
     best = max((p for p in ordered if p.within), key=lambda p: p.concurrency, default=None)
     after = [p for p in ordered if best is None or p.concurrency > best.concurrency]

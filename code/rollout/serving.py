@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from .defaults import ALPHA_SPREAD, SEED
 from .catalog import served_model
-from .acceptance import decode_request, JITTER_MU, ROUND_JITTER
+from .acceptance import JITTER_MU, ROUND_JITTER
 from .costmodel import (
     by_memory, decode_step_ms, FIT, fixed_ms, max_concurrency, NO_MODEL, pass_ms, round_ms,
     runs_a_draft_model, step_budget, target_pass_ms, verify_tokens,
@@ -103,16 +103,27 @@ def step_cost(dep, decodes, k, prompt, fit):
     return base + fit.own_prefill * extra
 
 
-CHUNK_GRAIN = 64   # prompt tokens: a step's cost between two multiples of this is interpolated, not computed (prompts of
-                   # spread length make a chunk of a new size nearly every step; the cost is linear over so few tokens)
+CHUNK_GRAIN = 256   # prompt tokens: a step's cost between two multiples of this is interpolated, not computed (prompts
+                    # of spread length make a chunk of a new size nearly every step): within 0.16% of the exact step at
+                    # the 99th percentile over the catalog's deployments, 1.5% at worst (a prefill alone of a few hundred)
+DECODER_GRAIN = 8   # decoding sequences past DECODERS_EXACT: likewise between two multiples of this (a batch a request
+DECODERS_EXACT = 32   # larger or smaller at every event); up to 32 exact, where a MoE's expert reads bend most
+                      # (bench/serving_check.py: within 0.3% of the exact step on the catalog's deployments)
 
 
 def chunk_cost(costs, dep, decoders, k, chunk, fit):
-    """step_cost of a step with `chunk` prompt tokens, through the cache `costs` ({(decoders, chunk): ms}): exact at
-    multiples of CHUNK_GRAIN and below the first, linear between two multiples."""
+    """step_cost of a step with `chunk` prompt tokens beside `decoders` decodes, through the cache `costs`
+    ({(decoders, chunk): ms}): exact at multiples of CHUNK_GRAIN (and below the first) and of DECODER_GRAIN (and up
+    to DECODERS_EXACT), linear in each between two of them."""
+    low_d = decoders - decoders % DECODER_GRAIN if decoders > DECODERS_EXACT else decoders
+    if low_d != decoders:
+        a, b = (chunk_cost(costs, dep, d, k, chunk, fit) for d in (low_d, low_d + DECODER_GRAIN))
+        return a + (b - a) * (decoders - low_d) / DECODER_GRAIN
     low = chunk - chunk % CHUNK_GRAIN
     if low < CHUNK_GRAIN or low == chunk:
-        return step_cost(dep, decoders, k, chunk, fit)
+        if (decoders, chunk) not in costs:
+            costs[decoders, chunk] = step_cost(dep, decoders, k, chunk, fit)
+        return costs[decoders, chunk]
     ends = []
     for end in (low, low + CHUNK_GRAIN):
         if (decoders, end) not in costs:
@@ -141,6 +152,103 @@ STEP_JITTER = [math.exp(JITTER_MU + ROUND_JITTER * NORMAL.inv_cdf((i + 0.5) / JI
                for i in range(JITTER_LEVELS)]
 
 
+AGGREGATE_STEPS = 8   # decode-only steps of one cost from which a stretch is taken in one move (aggregate_steps)
+JITTER_BINS = 256   # equally likely quantiles of a step's jitter its ITLs are spread over, in a stretch taken in one move
+
+
+def jitter_moments(jitter):
+    """What aggregate_steps needs of a step's jitter levels (equally likely, ascending: STEP_JITTER): their mean and
+    s.d., and for each power of two m up to JITTER_BINS their m equally likely quantiles {m: [levels]}. Read from
+    the levels themselves, so a run at constant steps (levels all 1) takes its stretches exactly; computed once for
+    each list of levels."""
+    held = JITTER_MOMENTS.get(id(jitter))
+    if held is not None and held[0] is jitter:
+        return held[1]
+    n = len(jitter)
+    mean = math.fsum(jitter) / n
+    sd = math.sqrt(math.fsum((j - mean) ** 2 for j in jitter) / n)
+    bins, m = {}, 1
+    while m <= JITTER_BINS:
+        bins[m] = [jitter[int((i + 0.5) * n / m)] for i in range(m)]
+        m *= 2
+    JITTER_MOMENTS[id(jitter)] = (jitter, (mean, sd, bins))   # the list is held: its id is not reused
+    return mean, sd, bins
+
+
+JITTER_MOMENTS = {}   # id(levels) -> (levels, jitter_moments(levels))
+
+
+class PeakPerSecond:
+    """The most chunks streamed in one one-second bucket from the run's first send (max_output_tokens_per_s), counted
+    as the run goes: the simulation's times only move forward, so a bucket is complete once a later one is counted,
+    and only the one open is held (a long run at one request at a time spans millions of seconds)."""
+    __slots__ = ("begin", "second", "count", "peak")
+
+    def __init__(self, begin):
+        self.begin, self.second, self.count, self.peak = begin, 0, 0.0, 0.0
+
+    def add(self, t, chunks):
+        """`chunks` streamed at time t."""
+        self.add_to(int(t - self.begin), chunks)
+
+    def add_to(self, second, chunks):
+        if second != self.second:
+            self.peak = max(self.peak, self.count)
+            self.second, self.count = second, 0.0
+        self.count += chunks
+
+    def spread(self, t, span, chunks):
+        """`chunks` streamed evenly over (t, t + span]: each second it covers takes its share of the time; the whole
+        seconds inside it take chunks / span each, so they are one peak, however many."""
+        start, end = t - self.begin, t + span - self.begin
+        first, last = int(start), int(end)
+        if first == last:
+            self.add_to(first, chunks)
+            return
+        self.add_to(first, chunks * (first + 1 - start) / span)
+        if last > first + 1:
+            self.add_to(last - 1, chunks / span)
+        self.add_to(last, chunks * (end - last) / span)
+
+    def result(self):
+        return max(self.peak, self.count)
+
+
+def aggregate_steps(n, cost, decoders, t, stretches, tally, rng, moments):
+    """n decode-only steps of `cost` seconds each with `decoders` sequences, from time t, taken in one move: their
+    total time drawn from the normal limit of n jitters (n mean + sqrt(n) sd z, jitter_moments), their n x decoders
+    ITLs spread over as many equally likely quantiles of one step's jitter as there are steps (to JITTER_BINS: the
+    distribution each is drawn from), counted in `stretches` ({(cost, quantiles): ITLs}, spread into the histogram
+    once at the run's end: spread_stretches), and their chunks over the seconds they span in proportion to time.
+    Returns the time at the last step's end.
+
+    A long stretch of steps without an event is where a run spends its loop: a request of a thousand tokens at
+    concurrency 1 is a thousand steps, and one move here (bench/serving_check.py: the 20 runs' statistics keep
+    within their simulation error)."""
+    mean, sd, by_size = moments
+    span = cost * max(n * mean + math.sqrt(n) * sd * rng.gauss(0.0, 1.0), 0.5 * n * mean)
+    stretches[cost, min(JITTER_BINS, 1 << (n.bit_length() - 1))] += n * decoders   # as many quantiles as steps
+    tally.spread(t, span, n * decoders)   # the chunks of each second it covers, in proportion to its time there
+    return t + span
+
+
+def spread_stretches(stretches, itl, moments):
+    """The ITLs of the stretches aggregate_steps took ({(cost s, quantiles m): ITLs}) into the histogram itl (ticks ->
+    ITLs): each (cost, m)'s ITLs in whole counts over its m quantiles of a step's jitter, as evenly as whole counts
+    go (the remainder one more each at evenly spaced quantiles).
+    >>> itl = collections.defaultdict(int)
+    >>> spread_stretches({(0.01, 2): 5}, itl, (1.0, 0.0, {2: [0.9, 1.1]}))
+    >>> sorted(itl.items())
+    [(9000, 2), (11000, 3)]
+    """
+    by_size = moments[2]
+    for (cost, size), count in sorted(stretches.items()):
+        base, extra = divmod(count, size)
+        more = {int((i + 0.5) * size / extra) for i in range(extra)}
+        for j, q in enumerate(by_size[size]):
+            itl[int(cost * q * ITL_TICKS_PER_S + 0.5)] += base + (j in more)
+
+
 def whole_lengths(draws, total=None):
     """Answer lengths of at least 1 token from real-valued draws: each rounded, or, given their total, the largest
     remainders rounded up so that they add up to it exactly.
@@ -158,12 +266,24 @@ def whole_lengths(draws, total=None):
 
 
 def request_rounds(alpha, k, tokens, rng):
-    """Rounds a request needs for `tokens` tokens after its first at per-token alpha: decode_request's count for a
-    short one, renewal_draw's for a long one (as run_requests draws them)."""
+    """Rounds a request needs for `tokens` tokens after its first at per-token alpha: a short one round by round
+    (decode_request's count, each round's accepted drafts drawn by inversion: P(A >= a) = alpha^a, capped at K),
+    a long one from renewal_draw's normal limit (as run_requests draws them).
+    >>> import random
+    >>> request_rounds(1.0, 3, 10, random.Random(0)), request_rounds(0.0, 3, 10, random.Random(0))
+    (3, 10)
+    """
     if tokens <= 0:
         return 0
     if tokens <= LOOP_TOKENS:
-        return len(decode_request(alpha, k, tokens, rng)[0])
+        if alpha <= 0.0 or alpha >= 1.0:
+            return tokens if alpha <= 0.0 else math.ceil(tokens / (k + 1))
+        log_alpha, draw, rounds, emitted = math.log(alpha), rng.random, 0, 0
+        while emitted < tokens:
+            accepted = int(math.log(1.0 - draw()) / log_alpha)
+            emitted += (accepted if accepted < k else k) + 1
+            rounds += 1
+        return rounds
     rounds, _ = renewal_draw(alpha, k, tokens, rng.gauss(0.0, 1.0), 0.0)
     return min(tokens, max(math.ceil(tokens / (k + 1)), round(rounds)))
 
@@ -188,7 +308,8 @@ class ServedRun:
     output_tokens: tuple  #: tokens each generated
     input_tokens: tuple   #: each one's prompt tokens
     itl: tuple            #: (gap s, how many streamed chunks had it): every chunk after a request's first token
-    per_second: tuple     #: (second, chunks streamed in it), first tokens included: max_output_tokens_per_s
+    peak_per_second: float   #: the most chunks streamed in a one-second bucket, first tokens included
+                             #: (max_output_tokens_per_s)
     k: int                #: draft length (0: speculation off)
     drafts: float         #: rounds drafted, summed over sequences
     accepted_at: tuple    #: expected accepted drafts at positions 0..K-1, summed over those rounds
@@ -197,6 +318,33 @@ class ServedRun:
     peak_running: int     #: most sequences running at once
 
 
+REQUEST_WORK = 3   # a request's share of a run's cost, in steps: its draws, its admission and the steps of its decode
+                   # stretch that are not taken in one move; each prompt chunk (a step's token budget of it) adds one
+
+
+def run_work(requests, input_tokens, budget):
+    """What simulate_run costs for `requests` requests of `input_tokens`-token prompts, in steps' work (REQUEST_WORK
+    a request and one a prompt chunk of the step's `budget`): about 10 us a unit on 2 cores, whatever the answers'
+    length (bench/worst_inputs.py), since a stretch of decode-only steps is one move."""
+    return requests * (REQUEST_WORK + -(-input_tokens // budget))
+
+
+COST_TABLES = {}   # (deployment, K, fit) -> {(decoders, prompt tokens): a step's ms}: the runs of one deployment and K
+                  # (the SLO search's concurrencies, a benchmark pair) meet the same steps, each computed once
+
+
+def step_costs(dep, k, fit):
+    """The step-cost table simulate_run fills and reads ({(decoders, prompt tokens): ms}), one per (deployment, K,
+    fit) in a process: a step's cost is a pure function of its key."""
+    key = (dep, k, fit)
+    if key not in COST_TABLES:
+        if len(COST_TABLES) > 64:
+            COST_TABLES.clear()
+        COST_TABLES[key] = {}
+    return COST_TABLES[key]
+
+
+MEMO_PROMPTS = 10_240   # the largest run the plan prints in several places: ten prompts a slot at 1,024 concurrent
 RUN_MEMO = {}   # serve_run's inputs -> its ServedRun: one run the plan prints in several places (the verdict's
                 # headline, stage 1's predicted files, stage 4's expectations, the SLO search) is one computation
 
@@ -205,11 +353,14 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     """simulate_run, once for each set of inputs in a process (RUN_MEMO; without speculation alpha and its spread draw
     nothing, so they are not part of the key). A ServedRun is frozen: every caller reads the same one."""
     key = (dep, work, k, alpha if k else 0.0, spread if k else 0.0, seed, fit, plan_batch)
-    if key not in RUN_MEMO:
+    if key in RUN_MEMO:
+        return RUN_MEMO[key]
+    run = simulate_run(dep, work, k, alpha, spread, seed, fit, plan_batch)
+    if work.num_prompts <= MEMO_PROMPTS:   # a larger run is a file of its own (--predict-bench): not held after it
         if len(RUN_MEMO) > 64:
             RUN_MEMO.clear()
-        RUN_MEMO[key] = simulate_run(dep, work, k, alpha, spread, seed, fit, plan_batch)
-    return RUN_MEMO[key]
+        RUN_MEMO[key] = run
+    return run
 
 
 def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT, plan_batch=None):
@@ -260,8 +411,10 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
     decoding = []                                      # (decode step of its last token, request), soonest first
     newcomers = []                                     # first token since the last decode step
     itl = collections.defaultdict(int)          # ITL ticks -> chunks
-    per_second = collections.defaultdict(int)   # second -> chunks
-    costs, jitter = {}, STEP_JITTER
+    tally = PeakPerSecond(begin)   # chunks a second
+    stretches = collections.defaultdict(int)    # (step cost, jitter quantiles) -> ITLs of stretches taken in one move
+    costs, jitter = step_costs(dep, k, fit), STEP_JITTER
+    moments = jitter_moments(jitter)
     t, done, steps, decode_steps, last_decode, peak = 0.0, 0, 0, 0, 0.0, 0
     while done < n:
         while sends and sends[0][0] <= t:
@@ -279,20 +432,25 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
             # Only decodes until the next request ends or (with room for it) the next is sent: the same step over
             # and over, each with its own jitter. The general step below runs the one that ends a request.
             decoders = len(decoding)
-            key = (decoders, 0)
+            key = (decoders, -1)   # a decode-only step, interpolated as chunk_cost's are
             if key not in costs:
-                costs[key] = step_cost(dep, decoders, k, 0, fit)
+                costs[key] = chunk_cost(costs, dep, decoders, k, 0, fit)
             cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
             poll = steps + (-steps) % recv if waiting and decoders < cap else math.inf   # the next poll that admits
             # as many steps as stay short of the next request's last token and of the next poll, while t < until:
             # the hottest loop of the simulation, its names bound locally
             limit, ran, draw = min(decoding[0][0] - 1 - decode_steps, poll - steps), 0, rng.random
-            while ran < limit and t < until:
+            if until != math.inf:   # about as many steps as reach the next send
+                limit = min(limit, max(1, math.ceil((until - t) / cost)))
+            while ran < limit and t < until and (ran == 0 or limit - ran < AGGREGATE_STEPS):
                 t += cost * jitter[int(draw() * JITTER_LEVELS)]
                 itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += decoders
-                per_second[int(t - begin)] += decoders
+                tally.add(t, decoders)
                 last_decode = t
                 ran += 1
+            if ran < limit and t < until:   # the rest of a long stretch in one move (aggregate_steps)
+                t = aggregate_steps(limit - ran, cost, decoders, t, stretches, tally, rng, moments)
+                last_decode, ran = t, limit
             steps += ran
             decode_steps += ran
             if t >= until or steps >= poll:
@@ -324,13 +482,13 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
             for i in newcomers:   # a first decode chunk follows the request's own first token
                 itl[int((t - first[i]) * ITL_TICKS_PER_S + 0.5)] += 1
             newcomers, last_decode = [], t
-            per_second[int(t - begin)] += decoders
+            tally.add(t, decoders)
             while decoding and decoding[0][0] == decode_steps:
                 ended.append(heapq.heappop(decoding)[1])
         for i in prefilled:
             del prefilling[i]
             first[i] = t
-            per_second[int(t - begin)] += 1
+            tally.add(t, 1)
             if needed[i]:
                 heapq.heappush(decoding, (decode_steps + needed[i], i))
                 newcomers.append(i)
@@ -342,10 +500,11 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
             if held < n:
                 heapq.heappush(sends, (max(t, arrivals[held]) + delay, held))
                 held += 1
+    spread_stretches(stretches, itl, moments)
     return ServedRun(arrival=tuple(arrivals), start=tuple(start), first=tuple(first), end=tuple(end),
                      output_tokens=tuple(lengths), input_tokens=tuple(prompts),
                      itl=tuple((gap / ITL_TICKS_PER_S, count) for gap, count in sorted(itl.items())),
-                     per_second=tuple(sorted(per_second.items())), k=k, drafts=float(sum(needed)) if k else 0.0,
+                     peak_per_second=tally.result(), k=k, drafts=float(sum(needed)) if k else 0.0,
                      accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
 
 
@@ -400,7 +559,7 @@ def good_requests(run, slo):
     --goodput (vllm/benchmarks/serve.py): a request is good when each of its TTFT, TPOT and E2EL the SLO names is at
     most the bound; a request of one output token has a TPOT of 0 there.
     >>> run = ServedRun(arrival=(0, 0), start=(0.0, 0.0), first=(0.1, 0.3), end=(1.1, 0.3), output_tokens=(11, 1),
-    ...                 input_tokens=(5, 5), itl=(), per_second=(), k=0, drafts=0.0, accepted_at=(), cap=2, steps=1,
+    ...                 input_tokens=(5, 5), itl=(), peak_per_second=1.0, k=0, drafts=0.0, accepted_at=(), cap=2, steps=1,
     ...                 peak_running=2)
     >>> good_requests(run, {"tpot": 100.0}), good_requests(run, {"ttft": 200.0}), good_requests(run, {"e2el": 1000.0})
     (2, 1, 1)
@@ -438,7 +597,7 @@ def bench_result(run, work, dep, slo=None):
               # the per-request lists vLLM keeps without --save-detailed, in s: latency and time in the semaphore
               "latencies": [e - s for s, e in zip(run.start, run.end)],
               "queue_times": [s - a for a, s in zip(run.arrival, run.start)],
-              "max_output_tokens_per_s": float(max(chunks for _, chunks in run.per_second)),
+              "max_output_tokens_per_s": float(run.peak_per_second),
               "max_concurrent_requests": max(itertools.accumulate(delta for _, delta in events)), "rtfx": 0.0}
     drafts, accepted = round(run.drafts), round(sum(run.accepted_at))
     if run.k and drafts:   # vLLM writes them only when drafts were counted, from the integer counts
