@@ -2,7 +2,6 @@
 against a brute-force closed loop."""
 import dataclasses
 import json
-import random
 import unittest
 from pathlib import Path
 
@@ -158,30 +157,6 @@ class Terms(unittest.TestCase):
 
 
 class PrefillShare(unittest.TestCase):
-    def test_closed_loop_prefill_per_step_by_brute_force(self):
-        # B slots; each request decodes its own length (mean O) and is replaced by one with I prompt tokens,
-        # prefilled in the next step. A request's TPOT sees the prompts prefilled while it decodes: the others'.
-        rng = random.Random(3)
-        batch, prompt, mean_out = 25, 5000, 500
-        left = [rng.randint(1, 2 * mean_out - 1) for _ in range(batch)]
-        arriving = [False] * batch                        # slot i's request is in its prefill step
-        seen, decoded = 0, 0
-        for _ in range(200_000):
-            prefilled = prompt * sum(arriving)
-            for i in range(batch):
-                if arriving[i]:
-                    arriving[i] = False                   # its prompt, not a decode step of its own
-                    continue
-                seen += prefilled                         # every prompt of this step is another request's
-                decoded += 1
-                left[i] -= 1
-                if left[i] == 0:
-                    left[i], arriving[i] = rng.randint(1, 2 * mean_out - 1), True
-        dep = costmodel.make_deployment(input_tokens=prompt, output_tokens=mean_out)
-        # 240 a step, not the server's 250: a 2% tolerance tells them apart.
-        self.assertAlmostEqual(seen / decoded / costmodel.prefill_tokens(dep, batch), 1, delta=0.02)
-        self.assertEqual(costmodel.prefill_tokens(dep, 1), 0.0)   # concurrency 1: no other request
-
     def test_a_dense_models_chunks_cost_what_a_flat_charge_per_prompt_token_does(self):
         # With read and math added (overlap 1) every term of a dense pass is linear in its prompt tokens, so P / C
         # chunk steps of C tokens cost P tokens: the chunking spreads the prompts, it adds nothing of its own.

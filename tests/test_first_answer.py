@@ -12,7 +12,7 @@ from pathlib import Path
 from support import ROOT, run
 
 import main
-from rollout import cli, priors, tables
+from rollout import cli, priors
 
 GIB = 2 ** 30
 SMALL = ["--alphas", "0.7", "--ks", "3", "--slo", "none", "--input-tokens", "256", "--output-tokens", "256"]
@@ -177,41 +177,6 @@ SWEEP = [   # dense and MoE, each engine; small grids so that every one runs in 
     ["--model", "deepseek-v3", "--gpu", "h200", "--engine", "sglang", "--draft", "mtp"],
     ["--model", "qwen3-30b-a3b", "--gpu", "h200", "--engine", "trtllm"],
 ]
-
-
-class Agreement(unittest.TestCase):
-    """The verdict's ranges, the best-K table's plan column and the schedule say the same at every batch."""
-
-    def test_over_a_sweep_of_deployments(self):
-        for argv in SWEEP:
-            with self.subTest(argv=" ".join(argv)):
-                data = as_json(argv + ["--concurrency", "1,8,32,96,256,512", "--slo", "none", "--input-tokens",
-                                       "256", "--output-tokens", "256"])
-                plan, v = data["plan"], data["verdict"]
-                close = [tuple(c) for c in v["close_calls"]]
-                rows = [r for r in data["best_k"] if r["plan"] and r["k"] is not None]
-                self.assertGreater(len(rows), 2)
-                for r in rows:
-                    b = r["concurrency"]
-                    self.assertEqual(schedule_k(plan["schedule"], b), r["k"], f"B = {b}")
-                    self.assertEqual(any(lo <= b <= hi for lo, hi in close), r["too_close"], f"B = {b}")
-                pays = tables.subtract(analysis_paying(plan["schedule"]), close)
-                for r in rows:
-                    b = r["concurrency"]
-                    self.assertEqual(any(lo <= b <= hi for lo, hi in pays), r["k"] > 0 and not r["too_close"])
-                at = next(r for r in rows if r["concurrency"] == v["concurrency"])
-                if at["k"]:   # the verdict's K is the best K there, and its decode speedup the table's
-                    self.assertEqual(v["k"], at["k"])
-                    self.assertAlmostEqual(v["speedup"], at["speedup"], places=4)
-                # the verdict's own decode range holds 1.0x exactly where the close calls say so (the K it runs there,
-                # best or, where that is off, the best with speculation on)
-                low, high = v["speedup_interval"]
-                self.assertEqual(low < 1.0 < high, any(lo <= v["concurrency"] <= hi for lo, hi in close))
-
-
-def analysis_paying(schedule):
-    from rollout.analysis import paying_ranges
-    return paying_ranges([tuple(row) for row in schedule])
 
 
 class PublishedAcceptance(unittest.TestCase):

@@ -19,8 +19,8 @@ from .costmodel import (
     tpot_speedup,
 )
 from .simulation import (
-    cell_latency, draw_requests, itl_parts, ItlMixtures, mixture_quantile, mixture_share, REPLICATE_REQUESTS,
-    round_mix, simulate_requests,
+    cell_latency, clip01, draw_requests, itl_parts, ItlMixtures, mixture_quantile, mixture_share, REPLICATE_REQUESTS,
+    round_mix, simulate_requests, Z_NODES,
 )
 from .readers import Comparison, length_note, Measurement
 from .priors import K_REFERENCE, Mixture
@@ -563,8 +563,9 @@ def center_requests(tau, k, spread):
     >>> alpha, s = center_requests(3.9, 3, 0.11); round(alpha, 9), round(round_mix(((1.0, alpha, 1),), 3, s)[0], 6)
     (1.0, 3.9)
     """
-    def tau_at(alpha, s):
-        return round_mix(((1.0, alpha, 1),), k, s)[0]
+    def tau_at(alpha, s):   # round_mix's tau for one domain: 1 over the mean of 1 / tau over its requests' alphas
+        nodes = Z_NODES if s > 0 else (0.0,)
+        return len(nodes) / sum(1.0 / acceptance_length(clip01(alpha + s * z), k) for z in nodes)
 
     if tau > tau_at(1.0, spread):                   # above what the spread allows: narrow it, alpha 1
         spread *= 1.0 - _increasing_root(lambda x: tau_at(1.0, spread * (1.0 - x)), tau)

@@ -247,6 +247,18 @@ class Deployment:
             alike.append((values, token))
         object.__setattr__(self, "_hash", hashed)
         object.__setattr__(self, "_token", token)   # equal deployments hold one token, whichever object they are
+        # What its costs are a function of: every field but the release its commands are written for (the release
+        # reaches the costs through `era` alone), so the memos of costs and simulated runs serve every release of
+        # an era once (physics).
+        physics = tuple(value for f, value in zip((f for f in fields(self) if f.compare), values) if f.name != "release")
+        alike = PHYSICS.setdefault(hash(tuple(getattr(self, f.name) for f in fields(self)
+                                              if f.hash is not False and f.name != "release")), [])
+        same = next((key for seen, key in alike if seen == physics), None)
+        if same is None:
+            same = ("physics", len(PHYSICS_KEYS))
+            PHYSICS_KEYS.append(same)
+            alike.append((physics, same))
+        object.__setattr__(self, "physics", same)
 
     def __hash__(self):
         return self._hash
@@ -259,6 +271,8 @@ class Deployment:
 
 DEPLOYMENTS = {}         # hash of a Deployment's fields -> [(its compared fields, its token)]: Deployment.__eq__
 DEPLOYMENT_TOKENS = []   # token -> hash: the tokens handed out, in order
+PHYSICS = {}             # the same without the release -> [(fields, its key)]: Deployment.physics
+PHYSICS_KEYS = []
 
 
 def attention_params(m):
@@ -841,12 +855,12 @@ def prefill_tokens(dep, batch):
     return max(batch - 1, 0) * dep.input_tokens / dep.output_tokens
 
 
-COST_MEMO = {}   # (what, deployment, fit, batch) -> ms: Deployment and Fit are frozen and hashed by value
+COST_MEMO = {}   # (what, Deployment.physics, fit, batch) -> ms: Deployment and Fit are frozen and hashed by value
 
 
 def memoised(what, dep, batch, fit, compute):
     """compute() once per deployment, fit and batch: the tables ask for the same passes many times."""
-    key = (what, dep, fit, batch)
+    key = (what, dep.physics, fit, batch)
     if key not in COST_MEMO:
         if len(COST_MEMO) > 65536:
             COST_MEMO.clear()
@@ -856,7 +870,8 @@ def memoised(what, dep, batch, fit, compute):
 
 def decode_step_ms(dep, batch, fit=FIT):
     """One decode step without speculation and without any prefill: a target pass over one token per sequence."""
-    return memoised("decode", dep, batch, fit, lambda: target_pass_ms(dep, batch, 1, fit))
+    held = COST_MEMO.get(("decode", dep.physics, fit, batch))   # the tables ask for it a million times a suite: no closure
+    return held if held is not None else memoised("decode", dep, batch, fit, lambda: target_pass_ms(dep, batch, 1, fit))
 
 
 def dense_equivalent(dep):
@@ -945,7 +960,9 @@ def plain_step_ms(dep, batch, fit=FIT):
 def prefill_share_ms(dep, batch, fit=FIT):
     """What the prompts a request's decode steps carry add to a step, on average (prefill_parts), times own_prefill;
     the same in a plain step and, per token, in a round."""
-    return memoised("prefill", dep, batch, fit, lambda: fit.own_prefill * sum(prefill_parts(dep, batch, fit).values()))
+    held = COST_MEMO.get(("prefill", dep.physics, fit, batch))
+    return held if held is not None else memoised("prefill", dep, batch, fit,
+                                                  lambda: fit.own_prefill * sum(prefill_parts(dep, batch, fit).values()))
 
 
 def by_memory(dep, tiers):

@@ -103,16 +103,17 @@ def touched_experts(net, dep, tokens):
     return dep.ep * busiest_at(net.experts, net.experts_per_token, tokens, net.routing_exponent, dep.ep)
 
 
-BUSIEST_EXACT_WORK = 12_000   # busiest_rank_experts' work per token count (experts x experts a GPU, plus GPUs):
-BUSIEST_GRID = 1.02           # past it, and past 64 tokens, counted on a 2% geometric grid of token counts and
-                              # interpolated (the count is smooth and concave in tokens: off by under 1e-4), so a
-                              # run of thousands of distinct passes on 1,024 GPUs takes seconds, not minutes
+BUSIEST_GRID = 1.02   # past 64 tokens, busiest_rank_experts is counted on a 2% geometric grid of token counts and
+                      # interpolated: the count is smooth and concave in tokens (off by under 2e-5 for DeepSeek,
+                      # Qwen3 and Kimi shapes at 65-4,096 tokens), and a plan's passes, each a new token count
+                      # (B (K + 1) verify tokens, prompt chunks), then share a few hundred counts: a run of thousands
+                      # of distinct passes on 1,024 GPUs takes seconds, not minutes
 
 
 def busiest_at(experts, k, tokens, exponent, ranks):
-    """busiest_rank_experts, counted exactly where that is cheap (every released MoE on up to hundreds of GPUs),
-    else interpolated between the two grid points around tokens."""
-    if tokens <= 64 or experts * (experts // ranks + 2) + 20 * ranks <= BUSIEST_EXACT_WORK:
+    """busiest_rank_experts, counted exactly up to 64 tokens, else interpolated between the two grid points around
+    tokens."""
+    if tokens <= 64:
         return busiest_rank_experts(experts, k, tokens, exponent, ranks)
     step = math.log(tokens) / math.log(BUSIEST_GRID)
     low = math.floor(step)

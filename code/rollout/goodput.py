@@ -98,8 +98,8 @@ RUN_MEMO = {}   # run_at's inputs -> its LoadPoint: both arms run K = 0 alike at
 def run_at(dep, k, alpha, spread, concurrency, slo, traffic, fit):
     """One closed-loop run at `concurrency`: its LoadPoint, simulated once for each set of inputs (RUN_MEMO; without
     speculation alpha and its spread draw nothing in serve_run, so they are not part of the key)."""
-    key = (dep, k, alpha if k else 0.0, spread if k else 0.0, concurrency, slo, traffic.seed, traffic.output_spread,
-           traffic.input_spread, fit)
+    key = (dep.physics, k, alpha if k else 0.0, spread if k else 0.0, concurrency, slo, traffic.seed,
+           traffic.output_spread, traffic.input_spread, fit)
     if key not in RUN_MEMO:
         if len(RUN_MEMO) > 4096:
             RUN_MEMO.clear()
@@ -220,7 +220,7 @@ def search(dep, ks, alpha, spread, slo, traffic, fit):
             estimated = estimate(near.concurrency)
             scale = {key: near.tail_ms[key] / estimated[key] if estimated[key] > 0 else 1.0 for key in keys}
             guess = edge(scale, 1, top)
-            c = min(max(guess, best + resolution(best)), top) if best else max(1, min(guess, high - 1))
+            c = min(max(guess, best + resolution(best)), top) if best else max(1, min(guess, high - resolution(high)))
         if c in points:
             break
     ordered = tuple(points[c] for c in sorted(points))

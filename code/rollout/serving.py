@@ -103,33 +103,36 @@ def step_cost(dep, decodes, k, prompt, fit):
     return base + fit.own_prefill * extra
 
 
-CHUNK_GRAIN = 256   # prompt tokens: a step's cost between two multiples of this is interpolated, not computed (prompts
-                    # of spread length make a chunk of a new size nearly every step): within 0.16% of the exact step at
-                    # the 99th percentile over the catalog's deployments, 1.5% at worst (a prefill alone of a few hundred)
+CHUNKS_EXACT = 128  # prompt tokens: a step's cost is computed exactly below this many, and between two multiples of
+CHUNK_GRAIN = 64    # CHUNK_GRAIN below WIDE_CHUNKS (of WIDE_GRAIN past it) interpolated (prompts of spread length make
+WIDE_CHUNKS = 512   # a chunk of a new size nearly every step): over dense, MoE and MTP deployments at 0-128 decoders,
+WIDE_GRAIN = 256    # within 0.24% of the exact step at the 99th percentile, 0.5% at worst (a prefill alone of 155
+                    # tokens); the small chunks, where a MoE's expert reads bend most, are exact
 DECODER_GRAIN = 8   # decoding sequences past DECODERS_EXACT: likewise between two multiples of this (a batch a request
 DECODERS_EXACT = 32   # larger or smaller at every event); up to 32 exact, where a MoE's expert reads bend most
-                      # (bench/serving_check.py: within 0.3% of the exact step on the catalog's deployments)
+                      # (bench/serving_check.py: the 20 runs' statistics within their simulation error)
 
 
 def chunk_cost(costs, dep, decoders, k, chunk, fit):
     """step_cost of a step with `chunk` prompt tokens beside `decoders` decodes, through the cache `costs`
-    ({(decoders, chunk): ms}): exact at multiples of CHUNK_GRAIN (and below the first) and of DECODER_GRAIN (and up
-    to DECODERS_EXACT), linear in each between two of them."""
+    ({(decoders, chunk): ms}): exact below CHUNKS_EXACT and at multiples of the grain (CHUNK_GRAIN, WIDE_GRAIN past
+    WIDE_CHUNKS) and of DECODER_GRAIN (and up to DECODERS_EXACT), linear in each between two of them."""
     low_d = decoders - decoders % DECODER_GRAIN if decoders > DECODERS_EXACT else decoders
     if low_d != decoders:
         a, b = (chunk_cost(costs, dep, d, k, chunk, fit) for d in (low_d, low_d + DECODER_GRAIN))
         return a + (b - a) * (decoders - low_d) / DECODER_GRAIN
-    low = chunk - chunk % CHUNK_GRAIN
-    if low < CHUNK_GRAIN or low == chunk:
+    grain = CHUNK_GRAIN if chunk < WIDE_CHUNKS else WIDE_GRAIN
+    low = chunk - chunk % grain
+    if chunk < CHUNKS_EXACT or low == chunk:
         if (decoders, chunk) not in costs:
             costs[decoders, chunk] = step_cost(dep, decoders, k, chunk, fit)
         return costs[decoders, chunk]
     ends = []
-    for end in (low, low + CHUNK_GRAIN):
+    for end in (low, low + grain):
         if (decoders, end) not in costs:
             costs[decoders, end] = step_cost(dep, decoders, k, end, fit)
         ends.append(costs[decoders, end])
-    return ends[0] + (ends[1] - ends[0]) * (chunk - low) / CHUNK_GRAIN
+    return ends[0] + (ends[1] - ends[0]) * (chunk - low) / grain
 
 
 def send_times(work, rng):
@@ -178,6 +181,9 @@ def jitter_moments(jitter):
 JITTER_MOMENTS = {}   # id(levels) -> (levels, jitter_moments(levels))
 
 
+WHOLE_SECONDS = 1000   # whole seconds of one stretch whose steps PeakPerSecond counts (the rest repeat their pattern)
+
+
 class PeakPerSecond:
     """The most chunks streamed in one one-second bucket from the run's first send (max_output_tokens_per_s), counted
     as the run goes: the simulation's times only move forward, so a bucket is complete once a later one is counted,
@@ -197,17 +203,23 @@ class PeakPerSecond:
             self.second, self.count = second, 0.0
         self.count += chunks
 
-    def spread(self, t, span, chunks):
-        """`chunks` streamed evenly over (t, t + span]: each second it covers takes its share of the time; the whole
-        seconds inside it take chunks / span each, so they are one peak, however many."""
+    def spread(self, t, span, steps, decoders):
+        """`steps` steps of `decoders` chunks each, evenly spaced over (t, t + span]: each second it covers takes
+        the steps that end in it (the two it ends in, their share of the time), a whole number in a whole second:
+        the peak of a long stretch is where that number rounds up. Whole seconds past WHOLE_SECONDS in one stretch
+        repeat the counts before them."""
         start, end = t - self.begin, t + span - self.begin
         first, last = int(start), int(end)
+        chunks = steps * decoders
         if first == last:
             self.add_to(first, chunks)
             return
         self.add_to(first, chunks * (first + 1 - start) / span)
-        if last > first + 1:
-            self.add_to(last - 1, chunks / span)
+        rate, most = steps / span, 0
+        for second in range(first + 1, min(last, first + 1 + WHOLE_SECONDS)):   # steps ending in each whole second
+            most = max(most, math.floor((second + 1 - start) * rate) - math.floor((second - start) * rate))
+        if most:
+            self.add_to(last - 1, decoders * most)
         self.add_to(last, chunks * (end - last) / span)
 
     def result(self):
@@ -228,7 +240,7 @@ def aggregate_steps(n, cost, decoders, t, stretches, tally, rng, moments):
     mean, sd, by_size = moments
     span = cost * max(n * mean + math.sqrt(n) * sd * rng.gauss(0.0, 1.0), 0.5 * n * mean)
     stretches[cost, min(JITTER_BINS, 1 << (n.bit_length() - 1))] += n * decoders   # as many quantiles as steps
-    tally.spread(t, span, n * decoders)   # the chunks of each second it covers, in proportion to its time there
+    tally.spread(t, span, n, decoders)   # the chunks of each second it covers
     return t + span
 
 
@@ -329,14 +341,14 @@ def run_work(requests, input_tokens, budget):
     return requests * (REQUEST_WORK + -(-input_tokens // budget))
 
 
-COST_TABLES = {}   # (deployment, K, fit) -> {(decoders, prompt tokens): a step's ms}: the runs of one deployment and K
+COST_TABLES = {}   # (Deployment.physics, K, fit) -> {(decoders, prompt tokens): a step's ms}: the runs of one deployment and K
                   # (the SLO search's concurrencies, a benchmark pair) meet the same steps, each computed once
 
 
 def step_costs(dep, k, fit):
     """The step-cost table simulate_run fills and reads ({(decoders, prompt tokens): ms}), one per (deployment, K,
     fit) in a process: a step's cost is a pure function of its key."""
-    key = (dep, k, fit)
+    key = (dep.physics, k, fit)
     if key not in COST_TABLES:
         if len(COST_TABLES) > 64:
             COST_TABLES.clear()
@@ -352,7 +364,7 @@ RUN_MEMO = {}   # serve_run's inputs -> its ServedRun: one run the plan prints i
 def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT, plan_batch=None):
     """simulate_run, once for each set of inputs in a process (RUN_MEMO; without speculation alpha and its spread draw
     nothing, so they are not part of the key). A ServedRun is frozen: every caller reads the same one."""
-    key = (dep, work, k, alpha if k else 0.0, spread if k else 0.0, seed, fit, plan_batch)
+    key = (dep.physics, work, k, alpha if k else 0.0, spread if k else 0.0, seed, fit, plan_batch)
     if key in RUN_MEMO:
         return RUN_MEMO[key]
     run = simulate_run(dep, work, k, alpha, spread, seed, fit, plan_batch)
