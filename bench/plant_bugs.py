@@ -257,15 +257,17 @@ def suite_with(change):
     """
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "repo"
-        # Without tests/test_mutants.py: it fails for every mutant (the snippet is gone), which says nothing.
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "test_mutants.py"))
+        # Without tests/slow_mutants.py: it fails for every mutant (the snippet is gone), which says nothing.
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", "__pycache__", "slow_mutants.py"))
         change = change(copy / "code")
         if change is None:
             return "NOT APPLIED"
         change[0].write_text(change[1])
-        proc = subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests"], cwd=copy,
-                              capture_output=True, text=True)
-    failed = [line.split(" (")[0][6:].strip() for line in proc.stderr.splitlines()
+        # Both tiers, as .ci/run runs them: the README's command, then tests/slow_*.py.
+        errors = "".join(subprocess.run([sys.executable, "-m", "unittest", "discover", "-s", "tests", *pattern],
+                                        cwd=copy, capture_output=True, text=True).stderr
+                         for pattern in ([], ["-p", "slow_*.py"]))
+    failed = [line.split(" (")[0][6:].strip() for line in errors.splitlines()
               if line.startswith(("FAIL: ", "ERROR:"))]
     physics = [t for t in failed if t not in SNAPSHOTS]
     verdict = ("KILLED  " if physics else "SNAPSHOT") if proc.returncode else "SURVIVED"

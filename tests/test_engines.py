@@ -1,5 +1,6 @@
 """Each engine's plan: commands that its parser accepts, with numbers that are this run's."""
 import dataclasses
+import functools
 import json
 import re
 import tempfile
@@ -44,12 +45,19 @@ KNOWN_FLAGS = {
 
 
 def plan_for(argv):
-    """(plan text, --json data) of one run."""
+    """(plan text, --json data) of one run; each run once for the module (a run is deterministic, and several tests
+    read the same engine's default plan)."""
+    text, data = planned(tuple(argv))
+    return text, json.loads(data)
+
+
+@functools.lru_cache(maxsize=None)
+def planned(argv):
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "plan.md"
-        status, text, err = run(argv + ["--json", "--out", str(out)])
+        status, text, err = run(list(argv) + ["--json", "--out", str(out)])
         assert status == 0, err
-        return out.read_text(), json.loads(text)
+        return out.read_text(), text
 
 
 def shell_commands(plan):

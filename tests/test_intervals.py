@@ -70,7 +70,7 @@ class ErrorTable(unittest.TestCase):
         self.assertGreaterEqual(coverage, 0.70)
         self.assertLessEqual(coverage, 0.90)
 
-    @unittest.skipUnless(os.environ.get("EAGLE3_ROLLOUT_SLOW"), "slow tier: refits without each source (~20 min)")
+    @unittest.skipUnless(os.environ.get("EAGLE3_ROLLOUT_SLOW"), "manual tier: refits without each source (~20 min)")
     def test_the_held_out_errors_are_what_the_fits_give_today(self):
         import importlib.util
         spec = importlib.util.spec_from_file_location("eagle3_intervals", ROOT / "bench" / "intervals.py")

@@ -1,5 +1,5 @@
 """bench/calibrate.py against the published points and served runs: costmodel.FIT is a minimum of the script's loss
-(the whole fit from its start, which reproduces FIT exactly, is the slow tier's: EAGLE3_ROLLOUT_SLOW=1), the fit
+(the whole fit from its start, which reproduces FIT exactly, is the manual tier's: EAGLE3_ROLLOUT_SLOW=1), the fit
 reproduces the points within their bounds, each plain-step source left out is predicted within its bound, and
 bench/gemm_kernels.py's choice of a GEMM's transition is FIT's."""
 import functools
@@ -42,7 +42,7 @@ def refit():
 
 @functools.lru_cache(maxsize=None)
 def refitted():
-    """The whole fit from the search's start: about 40 s of one core, so the slow tier's (EAGLE3_ROLLOUT_SLOW=1)."""
+    """The whole fit from the search's start: about 40 s of one core, so the manual tier's (EAGLE3_ROLLOUT_SLOW=1)."""
     return refit()
 
 
@@ -66,7 +66,7 @@ class Calibration(unittest.TestCase):
         cls.points = cls.cal.all_points()
         cls.rows = cls.cal.errors(costmodel.FIT, cls.points)
 
-    @unittest.skipUnless(os.environ.get("EAGLE3_ROLLOUT_SLOW"), "slow tier: the whole fit from its start (~40 s)")
+    @unittest.skipUnless(os.environ.get("EAGLE3_ROLLOUT_SLOW"), "manual tier: the whole fit from its start (~40 s)")
     def test_fitted_constants_in_main_are_what_the_script_fits(self):
         self.assertEqual(costmodel.Fit(*refitted()), costmodel.FIT)
 

@@ -4,6 +4,7 @@ benchmark computes them.
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import heapq
 import itertools
@@ -428,9 +429,12 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
     costs, jitter = step_costs(dep, k, fit), STEP_JITTER
     moments = jitter_moments(jitter)
     t, done, steps, decode_steps, last_decode, peak = 0.0, 0, 0, 0, 0.0, 0
+    # the loop's names bound locally: it runs a few times a request, millions of times a test suite
+    inf, ceil, push, pop, tick, levels, tally_add = (math.inf, math.ceil, heapq.heappush, heapq.heappop,
+                                                     ITL_TICKS_PER_S, JITTER_LEVELS, tally.add)
     while done < n:
         while sends and sends[0][0] <= t:
-            at, i = heapq.heappop(sends)
+            at, i = pop(sends)
             start[i] = at - delay
             waiting.append(i)
         polled = steps % recv == 0 or not (prefilling or decoding)   # the scheduler sees sent requests on its polls
@@ -447,17 +451,17 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
             key = (decoders, -1)   # a decode-only step, interpolated as chunk_cost's are
             if key not in costs:
                 costs[key] = chunk_cost(costs, dep, decoders, k, 0, fit)
-            cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else math.inf
-            poll = steps + (-steps) % recv if waiting and decoders < cap else math.inf   # the next poll that admits
+            cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else inf
+            poll = steps + (-steps) % recv if waiting and decoders < cap else inf   # the next poll that admits
             # as many steps as stay short of the next request's last token and of the next poll, while t < until:
             # the hottest loop of the simulation, its names bound locally
             limit, ran, draw = min(decoding[0][0] - 1 - decode_steps, poll - steps), 0, rng.random
-            if until != math.inf:   # about as many steps as reach the next send
-                limit = min(limit, max(1, math.ceil((until - t) / cost)))
+            if until != inf:   # about as many steps as reach the next send
+                limit = min(limit, max(1, ceil((until - t) / cost)))
             while ran < limit and t < until and (ran == 0 or limit - ran < AGGREGATE_STEPS):
-                t += cost * jitter[int(draw() * JITTER_LEVELS)]
-                itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += decoders
-                tally.add(t, decoders)
+                t += cost * jitter[int(draw() * levels)]
+                itl[int((t - last_decode) * tick + 0.5)] += decoders
+                tally_add(t, decoders)
                 last_decode = t
                 ran += 1
             if ran < limit and t < until:   # the rest of a long stretch in one move (aggregate_steps)
@@ -482,7 +486,7 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
         key = (decoders, chunk)
         if key not in costs:
             costs[key] = chunk_cost(costs, dep, decoders, k, chunk, fit)
-        t += costs[key] * jitter[int(rng.random() * JITTER_LEVELS)] / 1e3
+        t += costs[key] * jitter[int(rng.random() * levels)] / 1e3
         steps += 1
         peak = max(peak, len(prefilling) + len(decoding))
         ended = []
@@ -490,19 +494,19 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
             decode_steps += 1
             continuing = decoders - len(newcomers)
             if continuing:
-                itl[int((t - last_decode) * ITL_TICKS_PER_S + 0.5)] += continuing
+                itl[int((t - last_decode) * tick + 0.5)] += continuing
             for i in newcomers:   # a first decode chunk follows the request's own first token
-                itl[int((t - first[i]) * ITL_TICKS_PER_S + 0.5)] += 1
+                itl[int((t - first[i]) * tick + 0.5)] += 1
             newcomers, last_decode = [], t
-            tally.add(t, decoders)
+            tally_add(t, decoders)
             while decoding and decoding[0][0] == decode_steps:
-                ended.append(heapq.heappop(decoding)[1])
+                ended.append(pop(decoding)[1])
         for i in prefilled:
             del prefilling[i]
             first[i] = t
-            tally.add(t, 1)
+            tally_add(t, 1)
             if needed[i]:
-                heapq.heappush(decoding, (decode_steps + needed[i], i))
+                push(decoding, (decode_steps + needed[i], i))
                 newcomers.append(i)
             else:
                 ended.append(i)
@@ -510,7 +514,7 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
             end[i] = t
             done += 1
             if held < n:
-                heapq.heappush(sends, (max(t, arrivals[held]) + delay, held))
+                push(sends, (max(t, arrivals[held]) + delay, held))
                 held += 1
     spread_stretches(stretches, itl, moments)
     return ServedRun(arrival=tuple(arrivals), start=tuple(start), first=tuple(first), end=tuple(end),
@@ -532,34 +536,33 @@ def bench_stats(values):
     return mean, percentile(values, 0.5), std, values
 
 
-def weighted_percentile(pairs, total, q):
+def weighted_percentile(pairs, total, q, ends=None):
     """percentile(q) of the values that pairs (value, count), sorted by value, stand for: numpy's linear one of the
-    list with each value repeated count times, total values in all.
+    list with each value repeated count times, total values in all. ends: the counts' running totals, when the
+    caller asks for several percentiles of the same pairs.
 
     >>> weighted_percentile([(1.0, 2), (3.0, 1), (5.0, 1)], 4, 0.5) == percentile([1.0, 1.0, 3.0, 5.0], 0.5)
     True
     """
+    ends = ends or list(itertools.accumulate(count for _, count in pairs))
     at = q * (total - 1)
     low, share = int(at), at - int(at)
-    seen, below = 0, None
-    for value, count in pairs:
-        if below is None and seen + count > low:
-            below = value
-        if seen + count > low + 1 or (share == 0 and below is not None):
-            return below + share * (value - below)
-        seen += count
-    return pairs[-1][0]
+    below = pairs[bisect.bisect_right(ends, low)][0]   # the value at rank low: the first pair whose total passes it
+    if share == 0:
+        return below
+    return below + share * (pairs[min(bisect.bisect_right(ends, low + 1), len(pairs) - 1)][0] - below)
 
 
 def itl_stats(pairs):
     """(mean, median, population s.d., {p: percentile}) of the ITLs that pairs (gap, chunks) stand for."""
-    total = sum(count for _, count in pairs)
+    ends = list(itertools.accumulate(count for _, count in pairs))
+    total = ends[-1] if ends else 0
     if not total:
         return 0.0, 0.0, 0.0, {p: 0.0 for p in BENCH_PERCENTILES}
     mean = math.fsum(gap * count for gap, count in pairs) / total
     std = math.sqrt(math.fsum(count * (gap - mean) ** 2 for gap, count in pairs) / total)
-    return (mean, weighted_percentile(pairs, total, 0.5), std,
-            {p: weighted_percentile(pairs, total, p / 100) for p in BENCH_PERCENTILES})
+    return (mean, weighted_percentile(pairs, total, 0.5, ends), std,
+            {p: weighted_percentile(pairs, total, p / 100, ends) for p in BENCH_PERCENTILES})
 
 
 GOODPUT_KEY = "request_goodput"   # vLLM before 0.9.2 saves it with a colon after it (releases.py)
@@ -576,11 +579,10 @@ def good_requests(run, slo):
     >>> good_requests(run, {"tpot": 100.0}), good_requests(run, {"ttft": 200.0}), good_requests(run, {"e2el": 1000.0})
     (2, 1, 1)
     """
+    ttft, tpot, e2el = (slo[key] / 1e3 if key in slo else math.inf for key in SLO_KEYS)   # s; no bound: none
     good = 0
     for s, f, e, tokens in zip(run.start, run.first, run.end, run.output_tokens):
-        tpot = (e - f) / (tokens - 1) if tokens > 1 else 0.0
-        value = {"ttft": f - s, "tpot": tpot, "e2el": e - s}
-        good += all(value[key] <= bound / 1e3 for key, bound in slo.items())
+        good += f - s <= ttft and ((e - f) / (tokens - 1) if tokens > 1 else 0.0) <= tpot and e - s <= e2el
     return good
 
 
