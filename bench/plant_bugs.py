@@ -33,7 +33,7 @@ MUTANTS = [
      'p99_itl_change=cell.round_itl_spec_p99_ms / cell.itl_plain_p99_ms - 1.0,',
      'p99_itl_change=cell.p99_change,'),
     ("EAGLE-1 reads the target's lm_head in the weights' dtype (fp8), not bf16",
-     "costmodel.with_draft",
+     "deployment.with_draft",
      'drafter = Net(active_params=read, weight_bytes=read * DRAFT_WEIGHT_BYTES,',
      'drafter = Net(active_params=read, weight_bytes=head * DRAFT_WEIGHT_BYTES + (read - head) * BYTES_PER[dep.weights_dtype],'),
     ("best K never tries K_MAX",
@@ -77,7 +77,7 @@ MUTANTS = [
      '            + prefill_share_ms(dep, batch, fit))',
      '            + prefill_share_ms(dep, batch, fit) * rounds_per_token)'),
     ("KV cache counts K and V once",
-     "costmodel.kv_bytes_per_layer",
+     "deployment.kv_bytes_per_layer",
      'return 2 * m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]',
      'return m["kv_heads"] * m["head_dim"] * BYTES_PER[kv_dtype]'),
     ("the weight read ignores tensor parallelism's split (one GPU's bandwidth)",
@@ -185,7 +185,7 @@ MUTANTS = [
      'return batch * (1.0 + (tokens_per_seq - 1) * (1.0 - affinity))',
      'return batch * tokens_per_seq'),
     ("MLA's latent is split across the TP GPUs like KV heads",
-     "costmodel.kv_groups",
+     "deployment.kv_groups",
      'return 1 if m.get("mla") else m["kv_heads"]',
      'return m["kv_heads"]'),
     ("the MoE kernel's latency is paid once a pass, not once a MoE layer",
@@ -193,7 +193,7 @@ MUTANTS = [
      '+ net.moe_layers * (dep.engine.moe_layer_us - fit.mlp_fixed_share * fit.layer_us) / 1e3),',
      '+ (net.moe_layers > 0) * (dep.engine.moe_layer_us - fit.mlp_fixed_share * fit.layer_us) / 1e3),'),
     ("a prefill chunk is the whole prompt whatever the engine's budget",
-     "costmodel.prefill_chunk",
+     "deployment.prefill_chunk",
      'return min(dep.input_tokens, step_budget(dep))',
      'return dep.input_tokens'),
     ("the verdict turns speculation on wherever the range's top clears 1.0x",
@@ -270,7 +270,7 @@ def suite_with(change):
     failed = [line.split(" (")[0][6:].strip() for line in errors.splitlines()
               if line.startswith(("FAIL: ", "ERROR:"))]
     physics = [t for t in failed if t not in SNAPSHOTS]
-    verdict = ("KILLED  " if physics else "SNAPSHOT") if proc.returncode else "SURVIVED"
+    verdict = ("KILLED  " if physics else "SNAPSHOT") if failed else "SURVIVED"
     return f"{verdict} {name_tests(physics)}"
 
 

@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))
 sys.path.insert(0, str(HERE))
 
-from rollout import calibration, catalog, cli, costmodel, readers, serving  # noqa: E402
+from rollout import calibration, catalog, cli, costmodel, deployment, readers, serving  # noqa: E402
 from rollout.acceptance import alpha_from_length, acceptance_length  # noqa: E402
 from rollout.defaults import OUTPUT_SPREAD  # noqa: E402
 import served_runs  # noqa: E402
@@ -81,7 +81,7 @@ def llama_cases():
     for p in (p for p in POINTS if p["source"] == served_runs.LLAMA):
         m, c = p["metrics"], p["concurrency"]
         draft = "llama-3.2-1b" if (p["draft"] or "").startswith("draft_model") else "eagle3"
-        dep = vllm_default_share(costmodel.at_lengths(deps[draft], round(p["input_tokens"]), round(p["output_tokens"])))
+        dep = vllm_default_share(deployment.at_lengths(deps[draft], round(p["input_tokens"]), round(p["output_tokens"])))
         k = p["K"] or 0
         alpha = alpha_from_length(p["acceptance"]["acceptance_length"], k) if k else 0.0
         work = serving.Workload(num_prompts=round(m["completed"]), max_concurrency=c, request_rate=float(c),
@@ -98,7 +98,7 @@ def scaling_cases():
     for p in (p for p in POINTS if p["source"] == served_runs.SCALING):
         m = p["metrics"]
         inp, out = round(p["input_tokens_measured_mean"]), p["output_tokens"]
-        dep = vllm_default_share(costmodel.at_lengths(deps[p["model"]], inp, out))
+        dep = vllm_default_share(deployment.at_lengths(deps[p["model"]], inp, out))
         if p["concurrency"] is None:
             rate, cap, burst, c = m["request_throughput"], None, GUIDELLM_CONSTANT, p["concurrency_measured_mean"]
         else:
@@ -131,7 +131,7 @@ def inferencex_runs():
         era = cli.parse_era(catalog.ENGINES[engine], version.group(1) if version else None)
         dtype = "fp4" if "(fp4)" in p["model"] else "fp8"
         inp, out = round(p["input_tokens"] * (1 + RANGE) / 2), round(p["output_tokens"] * (1 + RANGE) / 2)
-        dep = costmodel.make_deployment("deepseek-v3", GPUS[gpu], int(tp), dtype, kv_dtype=inferencex_kv(engine, GPUS[gpu]),
+        dep = deployment.make_deployment("deepseek-v3", GPUS[gpu], int(tp), dtype, kv_dtype=inferencex_kv(engine, GPUS[gpu]),
                                         draft="mtp", engine=engine, era=era, ep=int(ep), dp_attention=dp == "True",
                                         input_tokens=inp, output_tokens=out)
         if dep.target.weight_bytes / dep.tp > dep.memory_gib * 2 ** 30 * 0.9:

@@ -66,7 +66,8 @@ from pathlib import Path
 
 from rollout.records import eps_label, fmt, NOT_IN_JSON, pct, UsageError, wrap
 from rollout.acceptance import breakeven_rate, exact_breakeven
-from rollout.costmodel import draft_kind, eps_grown, FIT, max_concurrency, verify_tokens
+from rollout.costmodel import eps_grown, FIT
+from rollout.deployment import draft_kind, max_concurrency, verify_tokens
 from rollout.commands import draft_head
 from rollout.simulation import Traffic
 from rollout.trust import interval, model_error, span, Trust, trust_in, widened, with_intervals

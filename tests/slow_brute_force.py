@@ -10,7 +10,7 @@ import unittest
 
 import support  # noqa: F401  (puts code/ on the import path)
 
-from rollout import costmodel, tables
+from rollout import costmodel, deployment, tables
 from rollout import experts as moe
 from test_first_answer import as_json, schedule_k, SWEEP
 
@@ -85,7 +85,7 @@ class PrefillShareBySimulation(unittest.TestCase):
                 left[i] -= 1
                 if left[i] == 0:
                     left[i], arriving[i] = rng.randint(1, 2 * mean_out - 1), True
-        dep = costmodel.make_deployment(input_tokens=prompt, output_tokens=mean_out)
+        dep = deployment.make_deployment(input_tokens=prompt, output_tokens=mean_out)
         # 240 a step, not the server's 250: a 2% tolerance tells them apart.
         self.assertAlmostEqual(seen / decoded / costmodel.prefill_tokens(dep, batch), 1, delta=0.02)
         self.assertEqual(costmodel.prefill_tokens(dep, 1), 0.0)   # concurrency 1: no other request

@@ -10,7 +10,7 @@ from pathlib import Path
 from support import ROOT, run
 
 import main
-from rollout import acceptance, analysis, catalog, cli, commands, costmodel, plan, simulation, trust
+from rollout import acceptance, analysis, catalog, cli, commands, costmodel, deployment, plan, simulation, trust
 
 # Flags each tool's parser defines, read in its source (the engines issue's research notes):
 # vllm/engine/arg_utils.py, vllm/benchmarks/serve.py and datasets.py; sglang
@@ -166,11 +166,11 @@ class Vllm(unittest.TestCase):
 
     def test_a_schedule_that_turns_off_ends_in_a_k0_row(self):
         # At alpha 0.4 speculation stops paying inside the memory limit: the table's last row is K = 0.
-        schedule = analysis.k_schedule(costmodel.make_deployment(), 0.4)
+        schedule = analysis.k_schedule(deployment.make_deployment(), 0.4)
         self.assertEqual(schedule[-1][2], 0)
-        config = json.loads(commands.speculative_config(costmodel.make_deployment(), 2, schedule))
+        config = json.loads(commands.speculative_config(deployment.make_deployment(), 2, schedule))
         self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][2], 0)
-        self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][1], costmodel.max_concurrency(costmodel.make_deployment()))
+        self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][1], deployment.max_concurrency(deployment.make_deployment()))
 
 
 class Sglang(unittest.TestCase):
@@ -324,7 +324,7 @@ class EngineDrafts(unittest.TestCase):
         self.assertNotRegex(gate, r" (TAU|R) ")
         # The window counts iterations (rounds), about ten minutes of them at the run's round time.
         window = int(re.search(r"acceptance_rate_window_size: (\d+)", plan).group(1))
-        dep, k = costmodel.make_deployment(engine="trtllm"), data["plan"]["k"]
+        dep, k = deployment.make_deployment(engine="trtllm"), data["plan"]["k"]
         tau = simulation.round_mix(((1.0, 0.7, dep.output_tokens),), k, main.ALPHA_SPREAD)[0]   # the requests' tau, closed form
         round_ms = (1 + costmodel.eps_seen(costmodel.eps_decode(dep, 32, k), tau, dep, 32)) * costmodel.plain_step_ms(dep, 32)
         self.assertAlmostEqual(window, 600_000 / round_ms, delta=50)
@@ -349,7 +349,7 @@ class EngineDrafts(unittest.TestCase):
         schedule = data["plan"]["schedule"]
         self.assertEqual(len(analysis.paying_ranges(schedule)), 1)       # off below some batch, on above: no K > 0 island
         # Each row's K is within 1% of the best at its ends (K_TIE), the smallest such.
-        dep = costmodel.make_deployment("gpt-oss-120b", "h100-sxm", 1, "fp4", "bf16", None, "eagle3")
+        dep = deployment.make_deployment("gpt-oss-120b", "h100-sxm", 1, "fp4", "bf16", None, "eagle3")
         for lo, hi, k in schedule:
             for b in (lo, hi):
                 self.assertEqual(analysis.best_k(dep, 0.7, b)[0], k)
@@ -390,7 +390,7 @@ class PlanDetails(unittest.TestCase):
         expected = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
         self.assertIn(f"`draft_len_schedule: {expected}` (with `max_draft_len: {on[0][2]}`)", plan)
         # The first tier's K at alpha 0.70 is the shortest draft within 1% of the best at B = 1, counted here.
-        dep = costmodel.make_deployment(engine="trtllm")
+        dep = deployment.make_deployment(engine="trtllm")
         speedup = {k: costmodel.tpot_speedup(dep, 1, 1 / acceptance.acceptance_length(0.7, k), costmodel.round_ms(dep, 1, k))
                    for k in range(1, 9)}
         self.assertEqual(on[0][2], min(k for k in speedup if speedup[k] >= max(speedup.values()) / 1.01), expected)
@@ -498,11 +498,11 @@ class MoeKernels(unittest.TestCase):
         # its place) plus the kernel's own latency. By hand at a share of 0.5: 48 x (28 x 0.5 + 37.4) us on SGLang.
         fit = costmodel.FIT._replace(layer_us=28.0, mlp_fixed_share=0.5)
         for engine in ("vllm", "sglang", "trtllm"):
-            dep = costmodel.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", 1024, "ngram", engine=engine)
+            dep = deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", 1024, "ngram", engine=engine)
             parts = costmodel.pass_parts(dep.target, dep, 8, 1, 0.0, fit)
             self.assertAlmostEqual(parts["fixed"], 48 * (14.0 + catalog.MOE_KERNEL_US[engine]) / 1e3, places=12)
         self.assertAlmostEqual(48 * (14.0 + catalog.MOE_KERNEL_US["sglang"]) / 1e3, 2.4672, places=12)
-        dense = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "ngram")
+        dense = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "ngram")
         self.assertAlmostEqual(costmodel.pass_parts(dense.target, dense, 8, 1, 0.0, fit)["fixed"], 32 * 28.0 / 1e3,
                                places=12)   # a dense model pays its layers' whole fixed cost
 

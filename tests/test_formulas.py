@@ -9,7 +9,7 @@ from support import ROOT
 
 import main
 import rollout
-from rollout import acceptance, costmodel, simulation
+from rollout import acceptance, costmodel, deployment, simulation
 
 
 PUBLISHED = ROOT / "bench" / "published.json"          # a copy of shared/calibration/published.json
@@ -170,7 +170,7 @@ class DecodeLoop(unittest.TestCase):
     def test_one_speedup_with_the_prefill_share(self):
         """For one tau the token-cost form (best K, the mix) and the eps form (the cells) are the same speedup:
         tau (D + q) / ((1 + eps) D + tau q), D the decode step and q its prefill share, worked out by hand."""
-        dep = costmodel.make_deployment(input_tokens=4000, output_tokens=400)
+        dep = deployment.make_deployment(input_tokens=4000, output_tokens=400)
         for batch, k, alpha in ((1, 3, 0.7), (64, 5, 0.5)):
             d, q = costmodel.decode_step_ms(dep, batch), costmodel.prefill_share_ms(dep, batch)
             eps, tau = costmodel.eps_decode(dep, batch, k), acceptance.acceptance_length(alpha, k)

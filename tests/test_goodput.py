@@ -10,10 +10,10 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, charts, cli, costmodel, goodput, readers, serving, simulation
+from rollout import calibration, charts, cli, costmodel, deployment, goodput, readers, serving, simulation
 from rollout.records import UsageError
 
-DEP = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
+DEP = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
 SMALL = ["--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16", "--input-tokens", "512",
          "--output-tokens", "256", "--alphas", "0.7", "--ks", "3", "--concurrency", "1,64"]
 
@@ -111,7 +111,7 @@ class SmallCaps(unittest.TestCase):
     def test_both_arms_stay_within_what_fits_with_the_draft(self):
         """The plan's every command runs at most at what fits beside the draft: the search's caps are that too."""
         at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), simulation.Traffic(output_spread=0.0))
-        fits = costmodel.max_concurrency(DEP)
+        fits = deployment.max_concurrency(DEP)
         self.assertEqual(at.baseline.cap, min(serving.running_cap(DEP, False), fits))
         self.assertEqual(at.speculative.cap, min(serving.running_cap(DEP, True), fits))
         self.assertLessEqual(max(p.concurrency for a in (at.baseline, at.speculative) for p in a.points), fits)
@@ -123,7 +123,7 @@ class RecvInterval(unittest.TestCase):
         10 ms, two long requests decoding and a third sent 5 ms in, it starts at the first poll after it arrives:
         step 10 (N = 10), so its TTFT is 10 x 10 ms - 5 ms + the request cost + its own step."""
         from unittest import mock
-        sglang = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
+        sglang = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
                                            output_tokens=256)
         polled = dataclasses.replace(sglang, engine=dataclasses.replace(sglang.engine, recv_interval=10))
         work = serving.Workload(num_prompts=3, max_concurrency=None, request_rate=1.0, burstiness=1.0,
@@ -151,7 +151,7 @@ class ChunkCost(unittest.TestCase):
         grains = (serving.CHUNKS_EXACT, serving.CHUNK_GRAIN, serving.WIDE_CHUNKS, serving.WIDE_GRAIN,
                   serving.DECODER_GRAIN, serving.DECODERS_EXACT)
         self.assertEqual(grains, (128, 64, 512, 256, 8, 32))   # the grains the comment's errors are for
-        for dep in (costmodel.make_deployment(), costmodel.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "bf16")):
+        for dep in (deployment.make_deployment(), deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "bf16")):
             for decoders in (0, 8, 31, 40):
                 for chunk in (1, 127, 128, 448, 512, 768, 4096):   # below the first grain, and multiples
                     self.assertEqual(serving.chunk_cost({}, dep, decoders, 3, chunk, costmodel.FIT),

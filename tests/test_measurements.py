@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support import ROOT, run
 
-from rollout import acceptance, analysis, costmodel, exercises, readers
+from rollout import acceptance, analysis, costmodel, deployment, exercises, readers
 
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -85,7 +85,7 @@ class Counters(unittest.TestCase):
 def at_the_benchmarks_lengths(dep):
     """The deployment at the spec fixture's own lengths: 215,037 prompt and 198,643 output tokens over 1,000
     requests, 215 and 199 a request (the model beside a benchmark is set at its lengths)."""
-    return costmodel.at_lengths(dep, 215, 199)
+    return deployment.at_lengths(dep, 215, 199)
 
 
 class Gate(unittest.TestCase):
@@ -104,7 +104,7 @@ class Gate(unittest.TestCase):
     def test_break_even_is_eps_over_k_at_the_benchmark_concurrency(self):
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
         g = data["gate"]
-        eps = costmodel.eps_decode(costmodel.make_deployment(), 64, 3)
+        eps = costmodel.eps_decode(deployment.make_deployment(), 64, 3)
         self.assertEqual(g["concurrency"], 64)
         self.assertAlmostEqual(g["breakeven_rate"], eps / 3, places=6)
         self.assertAlmostEqual(g["required_rate"], eps / 3 + 0.10, places=6)
@@ -135,7 +135,7 @@ class Gate(unittest.TestCase):
         # vLLM's ITL is one chunk, a round: its P99 over a plain step's is 1 + eps exactly (the same jitter),
         # eps with the prefill share a round of the measured tau carries. Per token it is another figure.
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
-        dep, ms = at_the_benchmarks_lengths(costmodel.make_deployment()), data["measured"]
+        dep, ms = at_the_benchmarks_lengths(deployment.make_deployment()), data["measured"]
         eps = costmodel.eps_seen(costmodel.eps_decode(dep, 64, 3), ms["acceptance_length"], dep, 64)
         self.assertAlmostEqual(ms["prediction"]["steady_p99_itl_change"], eps, places=3)
         self.assertGreater(abs(ms["prediction"]["p99_token_itl_change"] - eps), 0.02)
@@ -146,7 +146,7 @@ class Gate(unittest.TestCase):
         # 2/3 at K = 3 and 1/3 at K = 4 (mean 3.333). The measured tau goes with their mean cost.
         _, data, _ = run_json(["--metrics", str(FIXTURES / "metrics_k_by_batch.prom"),
                                "--bench-baseline", BASE, "--bench-spec", SPEC])
-        dep, ms = at_the_benchmarks_lengths(costmodel.make_deployment()), data["measured"]
+        dep, ms = at_the_benchmarks_lengths(deployment.make_deployment()), data["measured"]
         self.assertTrue(ms["varying_k"])
         self.assertAlmostEqual(ms["k_mean"], 10 / 3, places=5)
         d = costmodel.decode_step_ms(dep, 64)
@@ -186,7 +186,7 @@ class Gate(unittest.TestCase):
 
 class TrafficMix(unittest.TestCase):
     def test_default_mix_against_the_closed_form(self):
-        dep = costmodel.make_deployment()
+        dep = deployment.make_deployment()
         mix = analysis.traffic_blend(exercises.LESSON_MIX, dep, 3, 64)
         eps = costmodel.eps_decode(dep, 64, 3)
         # Prefill per token in decode steps: the other 63 requests' 1024 prompt tokens per 1024 output tokens.
@@ -400,7 +400,7 @@ class AcceptanceSweep(unittest.TestCase):
         for cell in data["cells"]:
             self.assertAlmostEqual(cell["acceptance_length"], lengths[cell["k"] - 1], places=6)
         # The best K of the measured profile is the K whose tau / (1 + eps_seen) is largest, by hand.
-        dep = costmodel.make_deployment("deepseek-v3", "b200", 8, "fp4", "bf16", None, "mtp", engine="trtllm")
+        dep = deployment.make_deployment("deepseek-v3", "b200", 8, "fp4", "bf16", None, "mtp", engine="trtllm")
         best = {}
         for b in (1, 8):
             speedups = {k: lengths[k - 1] / (1 + costmodel.eps_seen(costmodel.eps_decode(dep, b, k), lengths[k - 1], dep, b))

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, catalog, costmodel, plan, readers
+from rollout import calibration, catalog, costmodel, deployment, plan, readers
 
 # The "true" deployment: slower memory, dearer passes, engine cost per token and draft steps. Its physics is the
 # model's own form but not the factors the calibration fits: recovering it is not an identity.
 TRUE = costmodel.FIT._replace(bw_hopper=0.70, pass_fixed_ms_vllm=2.5, token_us_vllm=25.0, draft_fixed_ms_vllm=1.2)
 # Llama 3.3 70B fp8, 4 x H100, vLLM 0.13: synchronous rounds, whose bookkeeping and draft steps' fixed costs are not
 # hidden (on 0.14 an EAGLE round's fit at 0, and there would be nothing for own_round to scale)
-DEP = costmodel.make_deployment(era=catalog.era_of("vllm", "0.13"))
+DEP = deployment.make_deployment(era=catalog.era_of("vllm", "0.13"))
 PROMPT, OUTPUT, TTFT = 600, 300, 200.0
 TAU = {1: 1.7, 2: 2.0, 3: 2.35, 5: 2.8}        # acceptance length the runs measured at each K
 

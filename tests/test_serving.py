@@ -11,10 +11,10 @@ from unittest import mock
 
 from support import run
 
-from rollout import acceptance, calibration, catalog, costmodel, readers, serving, trust
+from rollout import acceptance, calibration, catalog, costmodel, deployment, readers, serving, trust
 
 
-DEP = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=64)
+DEP = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=64)
 SMALL = ["--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16", "--input-tokens", "512",
          "--output-tokens", "64", "--alphas", "0.7", "--ks", "3", "--concurrency", "1,8", "--no-write"]
 
@@ -87,8 +87,8 @@ class HandCounts(unittest.TestCase):
 
     def test_vllm_budget_and_sglang_prefill_first(self):
         # 8B on an H100 (80 GiB): vLLM steps carry 8192 tokens (arg_utils.py), SGLang chunks 8192 (memory_hook.py).
-        self.assertEqual(costmodel.step_budget(DEP), 8192)
-        sglang = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
+        self.assertEqual(deployment.step_budget(DEP), 8192)
+        sglang = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
                                    output_tokens=64)
         # Long-lived decodes, then a stream of prompts: under SGLang's prefill-first scheduling a decode waits
         # out every prefill step; vLLM's mixed step carries it. With C = 2 and one request ending at a time,
@@ -119,7 +119,7 @@ class Capacity(unittest.TestCase):
         # vLLM grows a sequence's KV block by block: on average a running request holds its prompt and half its
         # answer. TensorRT-LLM's GUARANTEED_NO_EVICT starts one only when prompt and whole answer fit: with
         # 2048 + 2048 tokens, 4096 against 3072 held, three quarters as many run.
-        dep = costmodel.make_deployment("llama-3.1-8b", "h200", 1, "bf16", draft="eagle3", input_tokens=2048,
+        dep = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", draft="eagle3", input_tokens=2048,
                                 output_tokens=2048)
         reserving = dataclasses.replace(dep, engine=dataclasses.replace(dep.engine, reserves_whole_request=True))
         grows, holds = serving.running_cap(dep, False), serving.running_cap(reserving, False)
@@ -261,7 +261,7 @@ class TwoSimulations(unittest.TestCase):
         for fit in (costmodel.FIT._replace(overlap=1.0), costmodel.FIT):
             for batch in (32, 128):
                 work = closed(batch, 10 * batch, output=256, spread=0.8)
-                dep = costmodel.at_lengths(DEP, 512, 256)
+                dep = deployment.at_lengths(DEP, 512, 256)
                 plain = serving.bench_result(serving.serve_run(dep, work, fit=fit), work, dep)
                 self.assertAlmostEqual(plain["mean_tpot_ms"] / costmodel.plain_step_ms(dep, batch, fit), 1.0, delta=0.03)
                 spec = serving.bench_result(serving.serve_run(dep, work, k=3, alpha=0.7, spread=0.0, fit=fit), work, dep)
@@ -358,7 +358,7 @@ class Compare(unittest.TestCase):
         # Answers of spread length (s.d. 1.0 in log): the replay infers the spread from the file's own E2EL and
         # TTFT spreads and keeps its total; P99 TPOT, set by the short requests that meet prefills, comes back
         # within 10% (the draws are others than the original's), mean TPOT within 2%.
-        dep = costmodel.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
+        dep = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
         work = calibration.bench_workload(dep, 64, output_spread=1.0)
         pb = calibration.predict_bench(dep, "x.json", work, 0, 0.0, trust.trust_in(dep))
         with tempfile.TemporaryDirectory() as tmp:

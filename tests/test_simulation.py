@@ -9,10 +9,10 @@ import unittest
 from support import ROOT
 
 import main
-from rollout import acceptance, analysis, catalog, costmodel, simulation
+from rollout import acceptance, analysis, catalog, costmodel, deployment, simulation
 
 
-DEP = costmodel.make_deployment()
+DEP = deployment.make_deployment()
 
 
 def default_result(seed=main.SEED):
@@ -24,12 +24,12 @@ class CostModel(unittest.TestCase):
     def test_parameter_counts_match_published_totals(self):
         for name, billions in (("llama-3.2-1b", 1.236), ("llama-3.1-8b", 8.030), ("llama-3.3-70b", 70.554),
                                ("llama-3.1-405b", 405.853), ("qwen3-32b", 32.76)):
-            self.assertAlmostEqual(costmodel.model_params(catalog.MODELS[name]) / 1e9, billions, delta=0.006, msg=name)
+            self.assertAlmostEqual(deployment.model_params(catalog.MODELS[name]) / 1e9, billions, delta=0.006, msg=name)
 
     def test_kv_bytes_per_token(self):
-        self.assertEqual(costmodel.kv_bytes_per_token(catalog.MODELS["llama-3.1-8b"], "bf16"), 131_072)
-        self.assertEqual(costmodel.kv_bytes_per_token(catalog.MODELS["llama-3.3-70b"], "bf16"), 327_680)
-        self.assertEqual(costmodel.kv_bytes_per_token(catalog.MODELS["llama-3.3-70b"], "fp8"), 163_840)
+        self.assertEqual(deployment.kv_bytes_per_token(catalog.MODELS["llama-3.1-8b"], "bf16"), 131_072)
+        self.assertEqual(deployment.kv_bytes_per_token(catalog.MODELS["llama-3.3-70b"], "bf16"), 327_680)
+        self.assertEqual(deployment.kv_bytes_per_token(catalog.MODELS["llama-3.3-70b"], "fp8"), 163_840)
 
     def test_default_memory_budget_by_hand(self):
         # vLLM's 0.92 of 4 x 80 GiB = 316,109,592,985.6 B. Weights: 70,553,706,496 parameters, of which
@@ -40,31 +40,31 @@ class CostModel(unittest.TestCase):
         # 8,192 tokens x (4 x 8,192 hidden + 2 x 28,672 / 4 MLP) x 2 B = 771,751,936 B, fp32 logits of its
         # 1,024 running requests x 128,256 x 4 B = 525,336,576 B, and 1 GiB: 2,370,830,336 B, 4 of them.
         reserve = 4 * (8_192 * (4 * 8_192 + 2 * 28_672 // 4) * 2 + 1_024 * 128_256 * 4 + 2 ** 30)
-        self.assertEqual(costmodel.runtime_reserve_bytes(DEP), reserve)
+        self.assertEqual(deployment.runtime_reserve_bytes(DEP), reserve)
         free = 316_109_592_985.6 - reserve - 72_655_052_800 - 2 * 1_403_027_456
         self.assertEqual(DEP.context, 1536)
-        self.assertEqual(costmodel.max_concurrency(DEP), 453)
-        self.assertEqual(costmodel.max_concurrency(DEP), int(free // 509_607_936))
-        self.assertAlmostEqual(costmodel.memory_budget_bytes(DEP), 316_109_592_985.6 - reserve, delta=1.0)
+        self.assertEqual(deployment.max_concurrency(DEP), 453)
+        self.assertEqual(deployment.max_concurrency(DEP), int(free // 509_607_936))
+        self.assertAlmostEqual(deployment.memory_budget_bytes(DEP), 316_109_592_985.6 - reserve, delta=1.0)
 
     def test_engines_share_memory_their_own_way(self):
         # SGLang: 0.85 of all memory; TensorRT-LLM: weights + 0.9 of what they leave free.
         total = 4 * 80 * 2 ** 30
         static = 72_655_052_800 + 2 * 1_403_027_456
-        sglang = costmodel.make_deployment(engine="sglang")
-        trtllm = costmodel.make_deployment(engine="trtllm")
-        self.assertAlmostEqual(costmodel.memory_budget_bytes(sglang), 0.85 * total, delta=1.0)
-        self.assertAlmostEqual(costmodel.memory_budget_bytes(trtllm), static + 0.9 * (total - static), delta=1.0)
-        self.assertEqual(costmodel.max_concurrency(sglang), 425)     # 216,596,668,416 B / 509,607,936 B
-        self.assertEqual(costmodel.max_concurrency(trtllm), 473)     # 241,322,648,371 B / 509,607,936 B
+        sglang = deployment.make_deployment(engine="sglang")
+        trtllm = deployment.make_deployment(engine="trtllm")
+        self.assertAlmostEqual(deployment.memory_budget_bytes(sglang), 0.85 * total, delta=1.0)
+        self.assertAlmostEqual(deployment.memory_budget_bytes(trtllm), static + 0.9 * (total - static), delta=1.0)
+        self.assertEqual(deployment.max_concurrency(sglang), 425)     # 216,596,668,416 B / 509,607,936 B
+        self.assertEqual(deployment.max_concurrency(trtllm), 473)     # 241,322,648,371 B / 509,607,936 B
 
     def test_fp8_keeps_embeddings_and_lm_head_in_bf16(self):
         m70 = catalog.MODELS["llama-3.3-70b"]
-        self.assertEqual(costmodel.weight_split(m70, "fp8")[2], 72_655_052_800)
-        self.assertEqual(costmodel.weight_split(m70, "bf16")[2], 2 * 70_553_706_496)
+        self.assertEqual(deployment.weight_split(m70, "fp8")[2], 72_655_052_800)
+        self.assertEqual(deployment.weight_split(m70, "bf16")[2], 2 * 70_553_706_496)
         # Tied embeddings (Llama 3.2 1B) count once: 1,235,814,400 parameters, 128,256 x 2,048 embedded.
         m1 = catalog.MODELS["llama-3.2-1b"]
-        self.assertEqual(costmodel.weight_split(m1, "fp8")[2], 1_235_814_400 + 128_256 * 2_048)
+        self.assertEqual(deployment.weight_split(m1, "fp8")[2], 1_235_814_400 + 128_256 * 2_048)
 
     def test_eps_rises_with_batch(self):
         for k in (1, 3, 5):
@@ -79,7 +79,7 @@ class CostModel(unittest.TestCase):
     def test_given_overhead_never_undercuts_the_verify_pass(self):
         # At 32k context the model's own eps falls with B; a small given eps must not go below
         # what the verify pass over K+1 tokens costs beyond a plain step, nor below zero.
-        long = costmodel.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
+        long = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
         for b in (1, 4, 16):
             verify_only = costmodel.pass_ms(long.target, long, b, 4, costmodel.fixed_ms(long, "pass")) / costmodel.decode_step_ms(long, b) - 1
             eps = costmodel.eps_grown(0.1, long, b, 3)
@@ -320,7 +320,7 @@ class DecodeSimulation(unittest.TestCase):
         self.assertAlmostEqual(zero.speedup_exact, 1 / (1 + zero.eps_eff))
 
     def test_infeasible_cells_carry_no_numbers(self):
-        too_many = costmodel.max_concurrency(DEP) + 1
+        too_many = deployment.max_concurrency(DEP) + 1
         grid = analysis.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(1, too_many))
         cells = main.run_model(grid, DEP).cells
         self.assertTrue(cells[0].feasible)

@@ -11,8 +11,8 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     acceptance    tau, alpha, the speedups, the break-even, one round, the decode loop
     priors        the published acceptance by draft, head, target and domain (acceptance_table.json): what a plan
                   assumes until measured
-    costmodel     the Deployment and what fits in memory; what a step, a draft step, a verify pass and a
-                  prefill chunk cost; FIT; eps
+    deployment    the Deployment: its networks' parameters and bytes, what fits in memory, the step budget
+    costmodel     what a step, a draft step, a verify pass and a prefill chunk cost; FIT; eps
     sizing        settings derived for the model asked about: its shipped dtype, the smallest TP that holds the batch
     releases      what each engine release accepts and refuses, with the source each fact was checked in
     simulation    requests with spread alphas and lengths: TPOT and ITL, the two-pass model
@@ -38,6 +38,6 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     (2.533, 2.111)
 """
 
-LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "priors", "costmodel", "sizing", "releases", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
+LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "priors", "deployment", "costmodel", "sizing", "releases", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
           "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "writes",
           "cli")

@@ -14,13 +14,13 @@ from .acceptance import (
     exact_breakeven, exact_speedup, LESSON_RULE, lesson_speedup, profile_length, required_rate, speedup, tau_for,
 )
 from .costmodel import (
-    at_lengths, decode_step_ms, eps_decode, eps_growth, eps_seen, EpsGrowth, FIT, max_concurrency, memoised,
-    memory_budget_bytes, moe_verify, MoeVerify, plain_step_ms, plain_step_parts, prefill_share_ms, round_ms,
-    tpot_speedup,
+    decode_step_ms, eps_decode, eps_growth, eps_seen, EpsGrowth, FIT, memoised, moe_verify, MoeVerify, plain_step_ms,
+    plain_step_parts, prefill_share_ms, round_ms, tpot_speedup,
 )
+from .deployment import at_lengths, max_concurrency, memory_budget_bytes
 from .simulation import (
     cell_latency, clip01, draw_requests, itl_parts, ItlMixtures, mixture_quantile, mixture_share, REPLICATE_REQUESTS,
-    round_mix, simulate_requests, Z_NODES,
+    simulate_requests, Z_NODES,
 )
 from .readers import Comparison, length_note, Measurement
 from .priors import K_REFERENCE, Mixture
@@ -558,6 +558,7 @@ def center_requests(tau, k, spread):
     narrows until they reproduce tau, at mean alpha 1 (or 0).
     >>> alpha, s = center_requests(acceptance_length(0.7, 3), 3, 0.0); round(alpha, 6), s
     (0.7, 0.0)
+    >>> from rollout.simulation import round_mix
     >>> alpha, s = center_requests(2.0, 3, 0.1); round(round_mix(((1.0, alpha, 1),), k=3, spread=s)[0], 6), s
     (2.0, 0.1)
     >>> alpha, s = center_requests(3.9, 3, 0.11); round(alpha, 9), round(round_mix(((1.0, alpha, 1),), 3, s)[0], 6)

@@ -15,9 +15,10 @@ from .records import NOT_IN_JSON, OPTIONAL, pct1, same_model, shown
 from .catalog import served_model
 from .acceptance import acceptance_length, alpha_from_length
 from .costmodel import (
-    at_lengths, draft_kind, draft_ms, FIT, Fit, fixed_ms, max_concurrency, OWN_PARTS, OWN_TERMS, plain_step_ms,
-    prefill_parts, round_ms, runs_a_draft_model, spec_tpot_ms, target_parts, verify_tokens,
+    draft_ms, FIT, Fit, fixed_ms, OWN_PARTS, OWN_TERMS, plain_step_ms, prefill_parts, round_ms, spec_tpot_ms,
+    target_parts,
 )
+from .deployment import at_lengths, draft_kind, max_concurrency, runs_a_draft_model, verify_tokens
 from .releases import bench_records_acceptance
 from .serving import bench_prompts, bench_result, running_cap, serve_run, simulated_layout, Workload
 from .readers import length_note, RUN_NOISE

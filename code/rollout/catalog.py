@@ -289,7 +289,7 @@ class Engine:
     tree_needs_plain_attention: bool  #: its trees do not run MLA or sliding-window attention
     eras: tuple              #: its release eras, oldest first (Era): the published fit's is the one fitted
     reserves_runtime: bool = False   #: its memory share also holds the runtime's own memory, measured at start-up
-                                     #: (activations, CUDA graphs, the CUDA context): costmodel.runtime_reserve_bytes
+                                     #: (activations, CUDA graphs, the CUDA context): deployment.runtime_reserve_bytes
     recv_interval: int = 1   #: steps between the scheduler's polls for new requests (SGLang's
                              #: --scheduler-recv-interval, default 1: every step; a benchmark may set more)
 

@@ -23,7 +23,7 @@ from .catalog import (
     served_model,
 )
 from .acceptance import profile_length
-from .costmodel import at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency, step_budget
+from .deployment import at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency, step_budget
 from .priors import DOMAINS
 from .sizing import (
     beyond_node, KV_DTYPE as SIZING_KV_DTYPE, NODE_GPUS, Setting, shipped_dtype, smallest_tp, tp_candidates, tp_reason,

@@ -14,7 +14,7 @@ from .catalog import (
 )
 from .releases import accepts, exports_acceptance_counters, FEATURES, one_model, release, since, sglang_rate
 from .acceptance import acceptance_length, acceptance_rate
-from .costmodel import draft_kind, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
+from .deployment import draft_kind, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
 from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
 from .readers import SGLANG_GAUGE_STEPS
 from .analysis import paying_ranges, where_it_pays

@@ -10,7 +10,8 @@ from .records import fields_of, OPTIONAL
 from .catalog import MODELS
 from .acceptance import _increasing_root, acceptance_length, alpha_from_length, LESSON_SYMPTOM, speedup
 from .priors import Contrast, contrast
-from .costmodel import draft_kind, draft_step_ms, eps_decode, eps_seen, FIT, max_concurrency, model_params, with_draft
+from .costmodel import draft_step_ms, eps_decode, eps_seen, FIT
+from .deployment import draft_kind, max_concurrency, model_params, with_draft
 from .simulation import JITTER_P99, mixture_quantile, round_mix, token_itl_parts
 from .analysis import decoder, evaluate_cell, k_schedule, k_zero_at, traffic_blend
 from .commands import speculative_config

@@ -8,7 +8,8 @@ from dataclasses import fields
 
 from .records import finite_number, wrap
 from .catalog import era_releases, release_text
-from .costmodel import draft_kind, kv_copies, step_budget, token_cost_hidden, verify_tokens
+from .costmodel import token_cost_hidden
+from .deployment import draft_kind, kv_copies, step_budget, verify_tokens
 from .releases import release
 from .simulation import percentile
 from .readers import PREDICTION_KEY

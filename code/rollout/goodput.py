@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import math
 
 from .acceptance import round_moments
-from .costmodel import FIT, max_concurrency, step_budget
+from .costmodel import FIT
+from .deployment import max_concurrency, step_budget
 from .simulation import NORMAL
 from .releases import accepts
 from .serving import (

@@ -9,7 +9,7 @@ from pathlib import Path
 from .records import fmt, k_words, pct, pct1
 from .catalog import EAGLE3_HEADS, EAGLE_DRAFTS, era_releases, GIB, release_text
 from .acceptance import acceptance_length, acceptance_rate, LESSON_RULE
-from .costmodel import draft_kind, static_bytes, verify_tokens
+from .deployment import draft_kind, static_bytes, verify_tokens
 from .sizing import settings_sentence
 from .releases import (
     accepts, bench_records_acceptance, checked, FEATURES, per_request_acceptance, release, scrape_counts_acceptance,

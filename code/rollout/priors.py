@@ -99,7 +99,7 @@ def dataset_words(datasets):
 
 
 def prior_for(draft, domain, head=None, target=None, family=None):
-    """The Prior for a draft kind (costmodel.draft_kind) on this head, target and family, in this traffic domain; None
+    """The Prior for a draft kind (deployment.draft_kind) on this head, target and family, in this traffic domain; None
     where the table has no row of the draft kind at all."""
     rows = [r for r in table()["rows"] if r["draft"] == draft]
     kind = KIND_WORDS.get(draft, draft)

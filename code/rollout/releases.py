@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .catalog import release_at, release_text
-from .costmodel import draft_kind, verify_tokens
+from .deployment import draft_kind, verify_tokens
 
 # The newest release each engine's facts were checked at (2026-12): vLLM 0.34.0 (2026-11-16), SGLang 0.5.23
 # (2026-10-30), TensorRT-LLM 1.4.0rc4 (its newest pre-release; 1.2.1 is its newest stable release). A newer release

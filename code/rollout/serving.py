@@ -15,10 +15,8 @@ from dataclasses import dataclass, replace
 from .defaults import ALPHA_SPREAD, SEED
 from .catalog import served_model
 from .acceptance import JITTER_MU, ROUND_JITTER
-from .costmodel import (
-    by_memory, decode_step_ms, FIT, fixed_ms, max_concurrency, NO_MODEL, pass_ms, round_ms,
-    runs_a_draft_model, step_budget, target_pass_ms, verify_tokens,
-)
+from .costmodel import decode_step_ms, FIT, fixed_ms, pass_ms, round_ms, target_pass_ms
+from .deployment import by_memory, max_concurrency, NO_MODEL, runs_a_draft_model, step_budget, verify_tokens
 from .releases import accepts
 from .simulation import clip01, LOOP_TOKENS, NORMAL, percentile, renewal_draw
 
@@ -64,7 +62,7 @@ def running_cap(dep, speculative, plan_batch=None):
     the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights (at
     the mean context, or where the engine reserves it, at prompt plus answer): with speculation the draft's
     weights and KV take their share, so fewer fit.
-    >>> from rollout.costmodel import make_deployment
+    >>> from rollout.deployment import make_deployment
     >>> short = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=64, output_tokens=64)
     >>> long = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3")
     >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
@@ -84,7 +82,7 @@ def step_cost(dep, decodes, k, prompt, fit):
     """One step's time in ms without jitter: `decodes` sequences each decoding a token (k = 0) or a round of K
     drafts, with `prompt` prompt tokens prefilled in the same pass (the verify pass's and the draft's marginal
     cost of them, times own_prefill). A step of prompt tokens alone is a pass over none but them.
-    >>> from rollout.costmodel import make_deployment
+    >>> from rollout.deployment import make_deployment
     >>> d = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16")
     >>> step_cost(d, 4, 0, 0, FIT) == decode_step_ms(d, 4), step_cost(d, 0, 0, 0, FIT)
     (True, 0.0)

@@ -3,13 +3,13 @@ the smallest tensor-parallel degree that holds the plan's batch, each with the r
 
 A run about another model than the one main.py's MODEL_SETTINGS row describes must not inherit that row: Llama 3.3
 70B's TP 4 and fp8 are not Qwen3-32B's. A value given (a flag, or the model's own row) always wins; a value not
-given is derived here, by the one memory function the cost model uses everywhere (costmodel.max_concurrency).
+given is derived here, by the one memory function the cost model uses everywhere (deployment.max_concurrency).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .costmodel import max_concurrency
+from .deployment import max_concurrency
 
 NODE_GPUS = 8   # GPUs one node holds: HGX and DGX H100, H200 and B200, and AMD's MI300X platform carry eight, each GPU
                 # linked to the others (a tensor-parallel group beyond a node crosses the network; not modelled)

@@ -10,7 +10,8 @@ from .records import eps_label, fmt, k_words, pct, pct1, wrap
 from .catalog import ENGINES, GIB, GPU_FAMILY
 from .acceptance import acceptance_length, alpha_from_length
 from .experts import expected_experts, touched_experts
-from .costmodel import draft_kind, fitted_family, kv_copies, non_expert_bytes, OWN_TERMS
+from .costmodel import OWN_TERMS
+from .deployment import draft_kind, fitted_family, kv_copies, non_expert_bytes
 from .simulation import slow_domains
 from .trust import INTERVAL_LEVEL, MISS_LINE, span, too_close, Z_INTERVAL
 from .analysis import call_of, paying_ranges, profile_from_lengths, where_it_pays

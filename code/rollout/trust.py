@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .catalog import fitted_era_before
 from .acceptance import exact_breakeven
-from .costmodel import draft_kind, FIT, gpu_family, round_ms
+from .costmodel import FIT, round_ms
+from .deployment import draft_kind, gpu_family
 from .simulation import NORMAL
 from .readers import RUN_NOISE
 
