@@ -14,7 +14,7 @@ Which points set which constant:
   static batches (predicted without it), seq_us_trtllm: a served step's cost per sequence;
 - vLLM's plain TPOT and K sweep (Llama 3.1 8B, batch 1): pass_fixed_ms_vllm, draft_fixed_ms_vllm, round_fixed_ms_vllm;
 - the forced-alpha sweeps (served B: Qwen3 on an A100, vLLM of 2025-08, synchronous steps): token_us_vllm, the cost
-  per verified token where the scheduler waits for it (vLLM's async era hides it: costmodel.token_cost_hidden), with
+  per verified token where the scheduler waits for it (vLLM's async era hides it: deployment.token_cost_hidden), with
   the A100's bandwidth share; the 2026 served pairs (served A) the async era's round;
 - SGLang's plain step, batch sweeps and batch-1 points (Llama 3.1 8B, H100): pass_fixed_ms_sglang,
   draft_fixed_ms_sglang, round_fixed_ms_sglang and token_us_sglang (the batch sweep's growth with the tokens a

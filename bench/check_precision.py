@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "code"))   # rollout imports by name from code/
 import main  # noqa: E402
-from rollout import simulation, analysis  # noqa: E402
+from rollout import analysis, records, simulation  # noqa: E402
 
 
 def check(margins, seeds=60):
@@ -22,7 +22,7 @@ def check(margins, seeds=60):
             p99s, requests, claimed = [], [], []
             for seed in range(seeds):
                 dec = analysis.decoder(seed, main.ALPHA_SPREAD, main.OUTPUT_SPREAD, main.OUTPUT_TOKENS)(alpha, k)
-                p99s.append(simulation.percentile(dec.tpot_spec, 0.99))
+                p99s.append(records.percentile(dec.tpot_spec, 0.99))
                 requests.append(dec.requests)
                 claimed.append(dec.precision)
             real = 1.96 * statistics.stdev(p99s) / statistics.fmean(p99s)

@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-from rollout import catalog, costmodel, serving  # noqa: E402
+from rollout import catalog, costmodel, serving, workload  # noqa: E402
 DATA = json.loads((HERE / "nim_genai_perf.json").read_text())
 MODELS = {"meta-llama3-8b-instruct": "llama-3.1-8b", "meta-llama3-70b-instruct": "llama-3.3-70b"}
 GPUS = {"A100-SXM4-80GB": "a100-sxm-80gb", "H100_80GB_HBM3": "h100-sxm"}
@@ -58,7 +58,7 @@ def steady(run, batch):
 def predict(row):
     dep = deployment(row)
     c = row["concurrency"]
-    work = serving.Workload(num_prompts=12 * c + 200, max_concurrency=c, request_rate=float("inf"), burstiness=1.0,
+    work = workload.Workload(num_prompts=12 * c + 200, max_concurrency=c, request_rate=float("inf"), burstiness=1.0,
                          input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=0.0)
     run = serving.serve_run(dep, work, plan_batch=c)
     return steady(run, c), run.cap

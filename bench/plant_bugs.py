@@ -197,7 +197,7 @@ MUTANTS = [
      'return min(dep.input_tokens, step_budget(dep))',
      'return dep.input_tokens'),
     ("the verdict turns speculation on wherever the range's top clears 1.0x",
-     "analysis.call_of",
+     "schedule.call_of",
      'return "on" if low > 1.0 else',
      'return "on" if high > 1.0 else'),
     ("the verdict ignores a failed gate",
@@ -213,7 +213,7 @@ MUTANTS = [
      'unshared_kv_families=("ampere", "ada"),',
      'unshared_kv_families=("ampere", "ada", "hopper"),'),
     ("vLLM's async era hides a draft model's verify tokens too",
-     "costmodel.token_cost_hidden",
+     "deployment.token_cost_hidden",
      'return dep.era.async_steps and (tokens_per_seq <= 1 or draft_kind(dep.draft) in dep.era.hides_for)',
      'return dep.era.async_steps'),
 ]

@@ -22,7 +22,7 @@ Sources (each with its own caveats in served_runs.json's `sources`):
              0.8: mean 0.9 L, s.d. 6% of it). MTP's acceptance is not in the files: a per-token alpha of 0.75
              (within the 0.6-0.9 published for DeepSeek's MTP module: bench/moe_load.py) is assumed, and
              calibration absorbs the rest. The servers are started as their launch scripts start them
-             (inferencex_server). DP-attention runs (the product does not simulate them: serving.simulated_layout;
+             (inferencex_server). DP-attention runs (the product does not simulate them: deployment.simulated_layout;
              bench/moe_load.py does, as one scheduler) and the ATOM engine are left out.
 
     python bench/served_load.py            # the errors at FIT, by source, band and engine (a few minutes)
@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))
 sys.path.insert(0, str(HERE))
 
-from rollout import calibration, catalog, cli, costmodel, deployment, readers, serving  # noqa: E402
+from rollout import calibration, catalog, cli, costmodel, deployment, readers, serving, workload  # noqa: E402
 from rollout.acceptance import alpha_from_length, acceptance_length  # noqa: E402
 from rollout.defaults import OUTPUT_SPREAD  # noqa: E402
 import served_runs  # noqa: E402
@@ -66,7 +66,7 @@ class Case:
     group: tuple
     point: dict
     dep: object
-    work: serving.Workload
+    work: workload.Workload
     k: int
     alpha: float
     spread: float
@@ -84,7 +84,7 @@ def llama_cases():
         dep = vllm_default_share(deployment.at_lengths(deps[draft], round(p["input_tokens"]), round(p["output_tokens"])))
         k = p["K"] or 0
         alpha = alpha_from_length(p["acceptance"]["acceptance_length"], k) if k else 0.0
-        work = serving.Workload(num_prompts=round(m["completed"]), max_concurrency=c, request_rate=float(c),
+        work = workload.Workload(num_prompts=round(m["completed"]), max_concurrency=c, request_rate=float(c),
                                 burstiness=1.0, input_tokens=round(p["input_tokens"]),
                                 output_tokens=round(p["output_tokens"]), output_spread=OUTPUT_SPREAD,
                                 input_spread=OUTPUT_SPREAD)
@@ -103,7 +103,7 @@ def scaling_cases():
             rate, cap, burst, c = m["request_throughput"], None, GUIDELLM_CONSTANT, p["concurrency_measured_mean"]
         else:
             rate, cap, burst, c = math.inf, p["concurrency"], 1.0, p["concurrency"]
-        work = serving.Workload(num_prompts=m["n_requests"], max_concurrency=cap, request_rate=rate, burstiness=burst,
+        work = workload.Workload(num_prompts=m["n_requests"], max_concurrency=cap, request_rate=rate, burstiness=burst,
                                 input_tokens=inp, output_tokens=out, output_spread=0.0)
         yield Case("scaling", ("scaling", p["model"]), p, dep, work, p["K"], p["acceptance"]["value"], 0.0,
                    m["mean_tpot_ms"], "vllm", c)
@@ -137,7 +137,7 @@ def inferencex_runs():
         if dep.target.weight_bytes / dep.tp > dep.memory_gib * 2 ** 30 * 0.9:
             continue
         c = p["concurrency"]
-        work = serving.Workload(num_prompts=10 * c, max_concurrency=c, request_rate=math.inf, burstiness=1.0,
+        work = workload.Workload(num_prompts=10 * c, max_concurrency=c, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=inp, output_tokens=out, output_spread=UNIFORM_SPREAD,
                                 input_spread=UNIFORM_SPREAD)
         yield p, engine, dtype, inferencex_server(dep, p, c), work
@@ -145,7 +145,7 @@ def inferencex_runs():
 
 def inferencex_cases():
     for p, engine, dtype, dep, work in inferencex_runs():
-        if dep.dp_attention:   # the product does not simulate it (serving.simulated_layout)
+        if dep.dp_attention:   # the product does not simulate it (deployment.simulated_layout)
             continue
         m, k = p["metrics"], p["K"]
         group = ("inferencex", engine, p["gpu"], dtype, bool(k))

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "code"))
 
-from rollout import costmodel, deployment, serving  # noqa: E402
+from rollout import costmodel, deployment, serving, workload  # noqa: E402
 
 KEYS = ("output_throughput", "request_throughput", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms",
         "median_itl_ms", "p99_itl_ms", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_e2el_ms", "p99_e2el_ms",
@@ -35,13 +35,13 @@ def cases():
     """(name, deployment, workload, K, alpha, plan batch): closed loop at 1-256 and open loop, three engines, dense and
     MoE, speculation off and at K 1-5, fixed and spread lengths."""
     def closed(dep, batch, prompts, output_spread=0.8, input_spread=0.8, cap=True):
-        return serving.Workload(num_prompts=prompts, max_concurrency=batch, request_rate=math.inf, burstiness=1.0,
+        return workload.Workload(num_prompts=prompts, max_concurrency=batch, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=dep.input_tokens, output_tokens=dep.output_tokens,
                                 output_spread=output_spread, input_spread=input_spread,
                                 output_cap=dep.output_tokens if cap else None)
 
     def open_loop(dep, rate, prompts):
-        return serving.Workload(num_prompts=prompts, max_concurrency=None, request_rate=rate, burstiness=1.0,
+        return workload.Workload(num_prompts=prompts, max_concurrency=None, request_rate=rate, burstiness=1.0,
                                 input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=0.8)
 
     d70 = deployment.make_deployment()

@@ -57,7 +57,7 @@ def main():
         tmp = Path(tmp)
         runs = tmp / "runs"
         runs.mkdir()
-        # --predict-bench at its work limit (serving.run_work): two runs (speculation off and on) at concurrency 1,
+        # --predict-bench at its work limit (workload.run_work): two runs (speculation off and on) at concurrency 1,
         # where every step is one request's; 64-token answers (the slowest a request: a decode stretch too short to
         # take in one move), then 1,024; 120,000-token prompts (15 chunks each); the most requests: 2-token answers,
         # 20 concurrencies, 3 files each.

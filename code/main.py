@@ -72,10 +72,11 @@ from rollout.commands import draft_head
 from rollout.simulation import Traffic
 from rollout.trust import interval, model_error, span, Trust, trust_in, widened, with_intervals
 from rollout.analysis import (
-    best_k_table, Cell, chart_data, Charts, close_call_words, decoder, deployment_facts, evaluate_cell, Evidence,
-    Facts, Gate, gate, K_MAX, Measured, measured_predictions, Mix, mix_result, per_token_alpha, Plan, plan_choices,
-    plan_input, verdict, Verdict, where_it_pays,
+    best_k_table, Cell, chart_data, Charts, decoder, deployment_facts, evaluate_cell, Evidence, Facts, gate, Gate,
+    Measured, measured_predictions, Mix, mix_result, per_token_alpha, Plan, plan_choices, plan_input, Verdict,
+    verdict,
 )
+from rollout.schedule import close_call_words, K_MAX, where_it_pays
 from rollout.exercises import Exercises, LESSON_MIX, solve_exercises
 from rollout.priors import plan_acceptance
 from rollout.goodput import AtSlo, search_slo

@@ -122,7 +122,7 @@ class Agreement(unittest.TestCase):
 
 
 def analysis_paying(schedule):
-    from rollout.analysis import paying_ranges
+    from rollout.schedule import paying_ranges
     return paying_ranges([tuple(row) for row in schedule])
 
 

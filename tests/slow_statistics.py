@@ -14,7 +14,7 @@ from pathlib import Path
 
 import support  # noqa: F401  (puts code/ on the import path)
 
-from rollout import acceptance, analysis, costmodel, readers, simulation
+from rollout import acceptance, analysis, costmodel, readers, simulation, workload
 from support import run
 from test_published_fit import load_bench, load_calibrate, loss_around
 from test_serving import SMALL
@@ -140,7 +140,7 @@ class ReplayAgainstItsPrediction(unittest.TestCase):
             paths = []
             for name in ("baseline_c8.json", "spec_k3_c8.json"):
                 data = json.loads((Path(tmp) / name).read_text())
-                del data[readers.PREDICTION_KEY]
+                del data[workload.PREDICTION_KEY]
                 path = Path(tmp) / f"measured_{name}"
                 path.write_text(json.dumps(data))
                 paths.append(str(path))

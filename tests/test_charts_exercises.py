@@ -9,7 +9,7 @@ from pathlib import Path
 from support import ROOT, run
 
 import main
-from rollout import acceptance, analysis, charts, costmodel, deployment, exercises
+from rollout import acceptance, analysis, charts, costmodel, deployment, exercises, schedule
 
 
 OUTPUTS = ROOT / "outputs"
@@ -120,7 +120,7 @@ class Exercises(unittest.TestCase):
             mix = analysis.traffic_blend(exercises.LESSON_MIX, dep, 3, batch)
             d, q = costmodel.decode_step_ms(dep, batch), costmodel.prefill_share_ms(dep, batch)
             by_k = {0: 1.0}
-            for k in range(1, analysis.K_MAX + 1):
+            for k in range(1, schedule.K_MAX + 1):
                 rounds = sum(share / acceptance.acceptance_length(alpha, k) for _, share, alpha in exercises.LESSON_MIX)
                 by_k[k] = (d + q) / (rounds * costmodel.round_ms(dep, batch, k) + q)
             best = max(by_k, key=lambda k: (by_k[k], -k))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support import run
 
-from rollout import acceptance, analysis, catalog, costmodel, deployment
+from rollout import acceptance, analysis, catalog, costmodel, deployment, schedule
 
 
 F = costmodel.FIT
@@ -239,7 +239,7 @@ class DraftsAndK(unittest.TestCase):
             for alpha in (0.3, 0.7, 0.95, 0.999):
                 for batch in (1, 64, 256):
                     speeds = {}
-                    for k in range(1, analysis.K_MAX + 1):
+                    for k in range(1, schedule.K_MAX + 1):
                         tau = acceptance.acceptance_length(alpha, k)
                         speeds[k] = tau / (1 + costmodel.eps_seen(costmodel.eps_decode(dep, batch, k), tau, dep, batch))
                     speeds[0] = 1.0
@@ -250,7 +250,7 @@ class DraftsAndK(unittest.TestCase):
                     self.assertEqual(got[0], expected[0], (draft, alpha, batch))
                     self.assertAlmostEqual(got[1], expected[1], places=9)
                     picked.add(got[0])
-        self.assertIn(analysis.K_MAX, picked)           # the largest K is tried, and wins where drafting is free
+        self.assertIn(schedule.K_MAX, picked)           # the largest K is tried, and wins where drafting is free
 
     def test_a_given_eps_grows_with_batch_as_the_model_does(self):
         # Multiplicatively: (1 + eps(B)) / (1 + eps(1)) is the model's round/step growth, whatever eps(1) is given.

@@ -11,6 +11,7 @@ from support import ROOT, run
 
 import main
 from rollout import acceptance, analysis, catalog, cli, commands, costmodel, deployment, plan, simulation, trust
+from rollout.schedule import paying_ranges
 
 # Flags each tool's parser defines, read in its source (the engines issue's research notes):
 # vllm/engine/arg_utils.py, vllm/benchmarks/serve.py and datasets.py; sglang
@@ -347,7 +348,7 @@ class EngineDrafts(unittest.TestCase):
         _, data = plan_for(["--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--tp", "1", "--weights-dtype", "fp4",
                             "--mix", "chat:1:0.7"] + self.SMALL)
         schedule = data["plan"]["schedule"]
-        self.assertEqual(len(analysis.paying_ranges(schedule)), 1)       # off below some batch, on above: no K > 0 island
+        self.assertEqual(len(paying_ranges(schedule)), 1)       # off below some batch, on above: no K > 0 island
         # Each row's K is within 1% of the best at its ends (K_TIE), the smallest such.
         dep = deployment.make_deployment("gpt-oss-120b", "h100-sxm", 1, "fp4", "bf16", None, "eagle3")
         for lo, hi, k in schedule:

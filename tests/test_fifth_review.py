@@ -73,8 +73,8 @@ class VllmBenchmarkByRelease(unittest.TestCase):
             self.assertEqual(facts["python benchmarks/benchmark_serving.py"]["goodput result key"]["key"], key)
             dep = deployment.make_deployment(engine="vllm")
             from dataclasses import replace
-            from rollout import goodput
-            self.assertEqual(goodput.goodput_key(replace(dep, release=catalog.release_of(release))), key)
+            from rollout import goodput, workload
+            self.assertEqual(workload.goodput_key(replace(dep, release=catalog.release_of(release))), key)
 
 
 class SglangRateGauge(unittest.TestCase):

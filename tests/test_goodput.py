@@ -10,7 +10,7 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, charts, cli, costmodel, deployment, goodput, readers, serving, simulation
+from rollout import calibration, charts, cli, costmodel, deployment, goodput, readers, serving, simulation, workload
 from rollout.records import UsageError
 
 DEP = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
@@ -47,7 +47,7 @@ class VllmGoodput(unittest.TestCase):
                 self.assertEqual(serving.good_requests(self.RUN, slo), good)
 
     def test_request_goodput_is_good_requests_over_the_duration(self):
-        work = serving.Workload(num_prompts=5, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
+        work = workload.Workload(num_prompts=5, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=1, output_tokens=79, output_spread=0.0)
         result = serving.bench_result(self.RUN, work, DEP, {"ttft": 100.0, "tpot": 20.0})
         self.assertEqual(result["duration"], 3.05)
@@ -55,7 +55,7 @@ class VllmGoodput(unittest.TestCase):
         self.assertIsNone(serving.bench_result(self.RUN, work, DEP)["request_goodput"])   # no --goodput: null
 
     def test_a_simulated_run_counted_independently(self):
-        work = serving.Workload(num_prompts=300, max_concurrency=32, request_rate=math.inf, burstiness=1.0,
+        work = workload.Workload(num_prompts=300, max_concurrency=32, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=512, output_tokens=256, output_spread=0.8, output_cap=256)
         served = serving.serve_run(DEP, work, 3, 0.7)
         slo = {"ttft": 120.0, "tpot": 6.5}
@@ -70,7 +70,7 @@ class VllmGoodput(unittest.TestCase):
 
 class PromptSpread(unittest.TestCase):
     def test_log_normal_around_the_mean(self):
-        work = serving.Workload(num_prompts=20000, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
+        work = workload.Workload(num_prompts=20000, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=1000, output_tokens=8, output_spread=0.0, input_spread=0.8)
         prompts = serving.prompt_lengths(work, 0)
         logs = [math.log(p) for p in prompts]
@@ -80,7 +80,7 @@ class PromptSpread(unittest.TestCase):
         self.assertEqual(serving.prompt_lengths(dataclasses.replace(work, input_spread=0.0), 0), [1000] * 20000)
 
     def test_the_result_counts_each_prompt(self):
-        work = serving.Workload(num_prompts=50, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
+        work = workload.Workload(num_prompts=50, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=300, output_tokens=16, output_spread=0.0, input_spread=1.0)
         served = serving.serve_run(DEP, work)
         self.assertEqual(serving.bench_result(served, work, DEP)["total_input_tokens"],
@@ -112,8 +112,8 @@ class SmallCaps(unittest.TestCase):
         """The plan's every command runs at most at what fits beside the draft: the search's caps are that too."""
         at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), simulation.Traffic(output_spread=0.0))
         fits = deployment.max_concurrency(DEP)
-        self.assertEqual(at.baseline.cap, min(serving.running_cap(DEP, False), fits))
-        self.assertEqual(at.speculative.cap, min(serving.running_cap(DEP, True), fits))
+        self.assertEqual(at.baseline.cap, min(deployment.running_cap(DEP, False), fits))
+        self.assertEqual(at.speculative.cap, min(deployment.running_cap(DEP, True), fits))
         self.assertLessEqual(max(p.concurrency for a in (at.baseline, at.speculative) for p in a.points), fits)
 
 
@@ -126,7 +126,7 @@ class RecvInterval(unittest.TestCase):
         sglang = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
                                            output_tokens=256)
         polled = dataclasses.replace(sglang, engine=dataclasses.replace(sglang.engine, recv_interval=10))
-        work = serving.Workload(num_prompts=3, max_concurrency=None, request_rate=1.0, burstiness=1.0,
+        work = workload.Workload(num_prompts=3, max_concurrency=None, request_rate=1.0, burstiness=1.0,
                                 input_tokens=512, output_tokens=256, output_spread=0.0)
         fit = costmodel.FIT._replace(request_ms=0.0)
         times = [0.0, 0.0, 0.005]   # the third sent 5 ms after the first two

@@ -14,7 +14,7 @@ from pathlib import Path
 from support import ROOT, run
 
 import main
-from rollout import acceptance, analysis, calibration, catalog, costmodel, deployment, tables, trust
+from rollout import acceptance, analysis, calibration, catalog, costmodel, deployment, schedule, tables, trust
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)                 # 1.2816: an 80% interval's half-width in s.d.
@@ -232,7 +232,7 @@ class Decisions(unittest.TestCase):
         data = json.loads(run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8",
                                "--acceptance-length", "3.2", "--ks", "3", "--no-write", "--json"])[1])
         # Where it pays by the decode-only model and its range clears 1.0x: the schedule's K > 0, less the close calls.
-        paying = tables.subtract(analysis.paying_ranges([row[:3] for row in data["verdict"]["by_batch"]]),
+        paying = tables.subtract(schedule.paying_ranges([row[:3] for row in data["verdict"]["by_batch"]]),
                                  [tuple(c) for c in data["verdict"]["close_calls"]])
         self.assertEqual(data["verdict"]["call"], "off")
         self.assertTrue(paying and data["verdict"]["close_calls"])

@@ -382,7 +382,7 @@ class AcceptanceSweep(unittest.TestCase):
 
     def test_lengths_of_one_alpha_give_that_alpha_at_every_position(self):
         lengths = [acceptance.acceptance_length(0.8, k) for k in (1, 2, 3, 4)]   # 1.8, 2.44, 2.952, 3.3616
-        self.assertEqual([round(a, 9) for a in analysis.profile_from_lengths(lengths)], [0.8] * 4)
+        self.assertEqual([round(a, 9) for a in acceptance.profile_from_lengths(lengths)], [0.8] * 4)
 
     def test_a_published_mtp_sweep_by_hand(self):
         # DeepSeek-R1 MTP on TensorRT-LLM (tech blog 1): acceptance length 1.92, 2.58, 2.82, 2.99, 3.01 at K = 1..5.

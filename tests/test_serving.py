@@ -11,7 +11,7 @@ from unittest import mock
 
 from support import run
 
-from rollout import acceptance, calibration, catalog, costmodel, deployment, readers, serving, trust
+from rollout import acceptance, calibration, catalog, costmodel, deployment, readers, serving, trust, workload
 
 
 DEP = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=64)
@@ -20,7 +20,7 @@ SMALL = ["--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16", "--i
 
 
 def closed(batch, prompts, output=64, spread=0.0, rate=math.inf):
-    return serving.Workload(num_prompts=prompts, max_concurrency=batch, request_rate=rate, burstiness=1.0,
+    return workload.Workload(num_prompts=prompts, max_concurrency=batch, request_rate=rate, burstiness=1.0,
                       input_tokens=512, output_tokens=output, output_spread=spread)
 
 
@@ -122,7 +122,7 @@ class Capacity(unittest.TestCase):
         dep = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", draft="eagle3", input_tokens=2048,
                                 output_tokens=2048)
         reserving = dataclasses.replace(dep, engine=dataclasses.replace(dep.engine, reserves_whole_request=True))
-        grows, holds = serving.running_cap(dep, False), serving.running_cap(reserving, False)
+        grows, holds = deployment.running_cap(dep, False), deployment.running_cap(reserving, False)
         self.assertGreater(grows, 200)                       # whole sequences: the ratio is not rounding's
         self.assertAlmostEqual(holds / grows, 3072 / 4096, delta=0.01)
         self.assertTrue(catalog.ENGINES["trtllm"].reserves_whole_request)
@@ -135,7 +135,7 @@ class QueueingTheory(unittest.TestCase):
     D, L = 10.0, 20
 
     def open_run(self, rate, prompts, cap, seed=0):
-        work = serving.Workload(num_prompts=prompts, max_concurrency=None, request_rate=rate, burstiness=1.0,
+        work = workload.Workload(num_prompts=prompts, max_concurrency=None, request_rate=rate, burstiness=1.0,
                           input_tokens=512, output_tokens=self.L, output_spread=0.0)
         with ConstantSteps(decode=self.D), mock.patch.object(serving, "running_cap", lambda dep, spec, batch=None: cap):
             return serving.bench_result(serving.serve_run(DEP, work, seed=seed), work, DEP)
@@ -145,7 +145,7 @@ class QueueingTheory(unittest.TestCase):
         # plus the prefill step. Tolerance: 4 standard errors of the mean, from 20 batches of 1,000 requests.
         service = self.L * self.D / 1e3
         for rho in (0.3, 0.6):
-            work = serving.Workload(num_prompts=20000, max_concurrency=None, request_rate=rho / service, burstiness=1.0,
+            work = workload.Workload(num_prompts=20000, max_concurrency=None, request_rate=rho / service, burstiness=1.0,
                               input_tokens=512, output_tokens=self.L, output_spread=0.0)
             with ConstantSteps(decode=self.D), mock.patch.object(serving, "running_cap", lambda dep, spec, batch=None: 1):
                 served = serving.serve_run(DEP, work)
@@ -199,7 +199,7 @@ class LittlesLaw(unittest.TestCase):
         over the run, are the sum of their times in it; over 2,000 Poisson arrivals that mean number is the arrival
         rate times the mean E2EL within the rate's own sampling error (the send times are rescaled to end at N / R:
         the realised rate is N over the last send)."""
-        work = serving.Workload(num_prompts=2000, max_concurrency=None, request_rate=20.0, burstiness=1.0,
+        work = workload.Workload(num_prompts=2000, max_concurrency=None, request_rate=20.0, burstiness=1.0,
                                 input_tokens=512, output_tokens=64, output_spread=0.8)
         run_ = serving.serve_run(DEP, work, k=3, alpha=0.7)
         events = sorted([(t, 1) for t in run_.start] + [(t, -1) for t in run_.end])
@@ -287,7 +287,7 @@ class PredictBench(unittest.TestCase):
                         "spec_decode_acceptance_length", "spec_decode_per_position_acceptance_rates"):
                 self.assertIn(key, data)
             self.assertEqual((data["max_concurrency"], data["request_rate"], data["num_prompts"]), (8, "inf", 200))
-            low, high = data[readers.PREDICTION_KEY]["intervals"]["mean_tpot_ms"]
+            low, high = data[workload.PREDICTION_KEY]["intervals"]["mean_tpot_ms"]
             self.assertLess(low, data["mean_tpot_ms"])
             self.assertGreater(high, data["mean_tpot_ms"])
             self.assertIn("spec_k3_c8.json", out)
@@ -312,7 +312,7 @@ class PredictBench(unittest.TestCase):
             self.assertEqual(run(SMALL + ["--predict-bench", a])[0], 0)
             self.assertEqual(run(SMALL + ["--predict-bench", b, "--output-spread", "1.0"])[0], 0)
             fixed, spread = (json.loads((Path(d) / "baseline_c8.json").read_text()) for d in (a, b))
-        self.assertEqual((fixed[readers.PREDICTION_KEY]["output_spread"], spread[readers.PREDICTION_KEY]["output_spread"]),
+        self.assertEqual((fixed[workload.PREDICTION_KEY]["output_spread"], spread[workload.PREDICTION_KEY]["output_spread"]),
                          (0.0, 1.0))
         self.assertEqual(fixed["total_output_tokens"], 64 * fixed["completed"])
         self.assertNotEqual(spread["total_output_tokens"], 64 * spread["completed"])
@@ -334,8 +334,8 @@ class PredictBench(unittest.TestCase):
             base = json.loads((Path(tmp) / "baseline_r50.json").read_text())
             spec = json.loads((Path(tmp) / "spec_k3_r50.json").read_text())
         self.assertEqual((base["request_rate"], base["max_concurrency"], base["num_prompts"]), (50, None, 300))
-        self.assertLess(spec[readers.PREDICTION_KEY]["running_cap"], base[readers.PREDICTION_KEY]["running_cap"])
-        self.assertLessEqual(spec[readers.PREDICTION_KEY]["peak_running"], spec[readers.PREDICTION_KEY]["running_cap"])
+        self.assertLess(spec[workload.PREDICTION_KEY]["running_cap"], base[workload.PREDICTION_KEY]["running_cap"])
+        self.assertLessEqual(spec[workload.PREDICTION_KEY]["peak_running"], spec[workload.PREDICTION_KEY]["running_cap"])
 
     def test_flags_that_need_predict_bench(self):
         for flags in (["--num-prompts", "10"], ["--request-rate", "2"], ["--burstiness", "0.5"]):

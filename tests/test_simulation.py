@@ -9,7 +9,7 @@ import unittest
 from support import ROOT
 
 import main
-from rollout import acceptance, analysis, catalog, costmodel, deployment, simulation
+from rollout import acceptance, analysis, catalog, costmodel, deployment, records, simulation
 
 
 DEP = deployment.make_deployment()
@@ -147,12 +147,12 @@ def loop_reference(alpha, k, spread, output_spread, output_tokens, replicates, b
 class Quantiles(unittest.TestCase):
     def test_percentile_is_numpys_linear_rule(self):
         # numpy.percentile([1, 2, 3, 5], 99) = 3 + 0.97 * (5 - 3) = 4.94, by hand.
-        self.assertAlmostEqual(simulation.percentile([1.0, 2.0, 3.0, 5.0], 0.99), 4.94, places=12)
-        self.assertEqual(simulation.percentile([7.0], 0.99), 7.0)
+        self.assertAlmostEqual(records.percentile([1.0, 2.0, 3.0, 5.0], 0.99), 4.94, places=12)
+        self.assertEqual(records.percentile([7.0], 0.99), 7.0)
         rng = random.Random(3)
         for n in (2, 5, 128, 1000):
             values = [rng.random() for _ in range(n)]
-            self.assertAlmostEqual(simulation.percentile_top(values, 0.99), simulation.percentile(sorted(values), 0.99), places=12)
+            self.assertAlmostEqual(simulation.percentile_top(values, 0.99), records.percentile(sorted(values), 0.99), places=12)
 
     def test_mixture_quantile_by_hand(self):
         s = acceptance.ROUND_JITTER
@@ -256,7 +256,7 @@ class DecodeSimulation(unittest.TestCase):
         # Plain decoding of N = 1023 tokens: TPOT is the mean of N round jitters (s.d. 3% each), so
         # its P99 over requests is 1 + 2.326 x 0.03 / sqrt(1023) = 1.00218 plain steps, by hand.
         dec = analysis.decoder(0, 0.11, 0.0, 1024)(0.7, 3)
-        self.assertAlmostEqual(simulation.percentile(dec.tpot_plain, 0.99), 1.00218, delta=0.0003)
+        self.assertAlmostEqual(records.percentile(dec.tpot_plain, 0.99), 1.00218, delta=0.0003)
         self.assertAlmostEqual(dec.means[3], 1.0, delta=0.0002)
 
     def test_lengths_average_the_mean(self):

@@ -9,12 +9,14 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     catalog       GPUs, models, engines and their release eras, draft heads and models
     experts       the experts a MoE pass reads: routing skew, and the busiest GPU under expert parallelism
     acceptance    tau, alpha, the speedups, the break-even, one round, the decode loop
+    schedule      a K-by-batch schedule in ranges and words: where speculation pays, the call a range makes
     priors        the published acceptance by draft, head, target and domain (acceptance_table.json): what a plan
                   assumes until measured
     deployment    the Deployment: its networks' parameters and bytes, what fits in memory, the step budget
     costmodel     what a step, a draft step, a verify pass and a prefill chunk cost; FIT; eps
     sizing        settings derived for the model asked about: its shipped dtype, the smallest TP that holds the batch
     releases      what each engine release accepts and refuses, with the source each fact was checked in
+    workload      a benchmark run's traffic, prompts, saved metrics, SLO keys and --goodput words
     simulation    requests with spread alphas and lengths: TPOT and ITL, the two-pass model
     serving       a `vllm bench serve` run, step by step: TTFT, TPOT, ITL, E2EL at load; vLLM's goodput
     goodput       serving at an SLO: the most each GPU serves within it, with speculation off and at the K
@@ -38,6 +40,6 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     (2.533, 2.111)
 """
 
-LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "priors", "deployment", "costmodel", "sizing", "releases", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
+LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
           "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "writes",
           "cli")

@@ -223,3 +223,25 @@ def decode_request(alpha, k, tokens, rng):
         accepted_per_round.append(accepted)
         emitted += accepted + 1
     return accepted_per_round, time_in_rounds
+
+
+def profile_from_lengths(lengths):
+    """Conditional alphas by position from acceptance lengths measured at K = 1, 2, ..., n: position i accepts in
+    tau_(i+1) - tau_i of rounds (1 + the shares reaching each position is tau), so its alpha given the one before
+    is that share over the one before (vLLM's per-position counters are unconditional the same way). None if a share rises or leaves [0, 1].
+    >>> [round(a, 4) for a in profile_from_lengths([1.8, 2.44, 2.952])]
+    [0.8, 0.8, 0.8]
+    >>> [round(a, 4) for a in profile_from_lengths([1.7, 2.0, 2.35])]   # 0.35 after 0.3: noise, read as 0.3
+    [0.7, 0.4286, 1.0]
+    """
+    shares = [b - a for a, b in zip([1.0] + list(lengths), lengths)]
+    slack = SWEEP_SLACK + 1e-9   # 2.35 - 2.0 is 0.35000000000000009 in floating point
+    if any(not -slack <= x <= 1.0 + slack for x in shares) or any(b > a + slack for a, b in zip(shares, shares[1:])):
+        return None
+    shares = [min(1.0, max(0.0, x)) for x in shares]
+    return [min(1.0, x / prev) if prev > 0 else 0.0 for x, prev in zip(shares, [1.0] + shares)]
+
+
+# Separate benchmark runs at K = 1..n each carry their own noise: a position's share may come out this much above
+# the one before it (or below 0) and be read as equal to it (as 0) rather than refused.
+SWEEP_SLACK = 0.05

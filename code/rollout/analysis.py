@@ -25,6 +25,7 @@ from .simulation import (
 from .readers import Comparison, length_note, Measurement
 from .priors import K_REFERENCE, Mixture
 from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, MISS_LINE, too_close, Z_INTERVAL
+from .schedule import call_of, K_MAX, k_zero_at
 
 
 # ---------------------------------------------------------------- the grid
@@ -41,9 +42,6 @@ class Grid:
                              #: "length" (tau, measured at the single K of ks)
 
 
-K_MAX = 8   # the best-K search tries K = 0 (speculation off) .. K_MAX
-
-
 def per_token_alpha(kind, value, k):
     """The per-token alpha an acceptance figure of the given kind stands for at K: a "profile" (conditional alphas
     by position, from acceptance lengths measured at K = 1..n) stands for the alpha of its own tau at K."""
@@ -54,28 +52,6 @@ def per_token_alpha(kind, value, k):
     if kind == "profile":
         return alpha_from_length(min(profile_length(value, k), k + 1.0), k)
     return value
-
-
-def profile_from_lengths(lengths):
-    """Conditional alphas by position from acceptance lengths measured at K = 1, 2, ..., n: position i accepts in
-    tau_(i+1) - tau_i of rounds (1 + the shares reaching each position is tau), so its alpha given the one before
-    is that share over the one before (vLLM's per-position counters are unconditional the same way). None if a share rises or leaves [0, 1].
-    >>> [round(a, 4) for a in profile_from_lengths([1.8, 2.44, 2.952])]
-    [0.8, 0.8, 0.8]
-    >>> [round(a, 4) for a in profile_from_lengths([1.7, 2.0, 2.35])]   # 0.35 after 0.3: noise, read as 0.3
-    [0.7, 0.4286, 1.0]
-    """
-    shares = [b - a for a, b in zip([1.0] + list(lengths), lengths)]
-    slack = SWEEP_SLACK + 1e-9   # 2.35 - 2.0 is 0.35000000000000009 in floating point
-    if any(not -slack <= x <= 1.0 + slack for x in shares) or any(b > a + slack for a, b in zip(shares, shares[1:])):
-        return None
-    shares = [min(1.0, max(0.0, x)) for x in shares]
-    return [min(1.0, x / prev) if prev > 0 else 0.0 for x, prev in zip(shares, [1.0] + shares)]
-
-
-# Separate benchmark runs at K = 1..n each carry their own noise: a position's share may come out this much above
-# the one before it (or below 0) and be read as equal to it (as 0) rather than refused.
-SWEEP_SLACK = 0.05
 
 
 def grid_alphas(grid):
@@ -223,50 +199,6 @@ def round_costs(dep, batch, fit=FIT):
     """
     ks = [dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)
     return memoised("rounds", dep, batch, fit, lambda: {k: round_ms(dep, batch, k, fit) for k in ks})
-
-
-def k_zero_at(schedule):
-    """The batch from which a K-by-batch schedule keeps speculation off (K = 0) to its end, or None."""
-    return schedule[-1][0] if schedule and schedule[-1][2] == 0 else None
-
-
-def paying_ranges(schedule):
-    """[(first, last batch)] of the stretches where a K-by-batch schedule speculates (K > 0)."""
-    ranges = []
-    for lo, hi, k in schedule:
-        if k > 0 and ranges and ranges[-1][1] == lo - 1:
-            ranges[-1] = (ranges[-1][0], hi)
-        elif k > 0:
-            ranges.append((lo, hi))
-    return ranges
-
-
-def close_call_words(stretches):
-    """Where the model cannot tell whether speculation pays, in words.
-
-    >>> close_call_words([[92, 472]])
-    'too close to call at B = 92-472'
-    """
-    return "too close to call at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else str(lo) for lo, hi in stretches)
-
-
-def where_it_pays(schedule):
-    """Where speculation pays, in words, from a K-by-batch schedule (batches 1 to its last row's end).
-
-    >>> where_it_pays([[1, 11, 0], [12, 40, 2], [41, 245, 3]])
-    'speculation pays from B = 12 to 245 (the most that fit) and is off below'
-    """
-    ranges, limit = paying_ranges(schedule), schedule[-1][1] if schedule else 0
-    if not ranges:
-        return "speculation pays at no batch size that fits"
-    if ranges == [(1, limit)]:
-        return f"speculation pays at every batch size that fits (up to {limit})"
-    if len(ranges) == 1 and ranges[0][0] == 1:
-        return f"speculation stops paying at B = {ranges[0][1] + 1}"
-    if len(ranges) == 1 and ranges[0][1] == limit:
-        return f"speculation pays from B = {ranges[0][0]} to {limit} (the most that fit) and is off below"
-    return ("speculation pays at B = " + ", ".join(f"{lo}-{hi}" if lo < hi else str(lo) for lo, hi in ranges)
-            + " and is off at the others")
 
 
 def k_schedule(dep, acceptance, fit=FIT):
@@ -810,12 +742,6 @@ def replayed_ratio(replayed, sd):
     return [spec / base] + (interval(spec / base, sd) if sd is not None else [spec / base] * 2)
 
 
-def call_of(bounds):
-    """on / off / benchmark first, from where a ratio's range lies against 1.0x."""
-    low, high = bounds
-    return "on" if low > 1.0 else "off" if high < 1.0 else "benchmark first"
-
-
 def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None, pair=None, target_from="",
             prior=None, error=None, measured_pair=None):
     """The call at the plan's batch: the gate's when there is one (measured_gate), else where the range of the plan's
@@ -941,7 +867,7 @@ class Evidence:
     """What was measured, and what the gate and the plan are for (parse_evidence)."""
     measured: Measurement = None      #: or None
     comparison: Comparison = None     #: of two benchmark runs, or None
-    pair_workload: object = None      #: the pair's own workload (serving.Workload), to replay it; None: not replayable
+    pair_workload: object = None      #: the pair's own workload (workload.Workload), to replay it; None: not replayable
     target_concurrency: int = None   #: the plan's batch: every part of the run answers at it (None: the grid's largest)
     target_from: str = "the grid's largest concurrency"   #: how it was chosen (cli.parse_target), as the verdict says
     mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha or None: the published

@@ -20,10 +20,13 @@ from .costmodel import (
 )
 from .deployment import at_lengths, draft_kind, max_concurrency, runs_a_draft_model, verify_tokens
 from .releases import bench_records_acceptance
-from .serving import bench_prompts, bench_result, running_cap, serve_run, simulated_layout, Workload
+from .serving import bench_result, serve_run
+from .workload import bench_prompts, Workload
+from .deployment import running_cap, simulated_layout
 from .readers import length_note, RUN_NOISE
 from .trust import interval
-from .analysis import center_requests, K_MAX
+from .analysis import center_requests
+from .schedule import K_MAX
 
 
 # ---------------------------------------------------------------- calibrating on your runs

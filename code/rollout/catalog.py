@@ -166,7 +166,7 @@ class Era:
     hidden_basis: str = ""   #: what that rests on, as the plan says it
     async_steps: bool = False   #: its scheduler prepares the next step while the GPU runs this one, so a pass's
                                 #: per-token host work is off the critical path: a server's plain steps, and the
-                                #: verify passes of the draft kinds in hides_for (costmodel.token_cost_hidden);
+                                #: verify passes of the draft kinds in hides_for (deployment.token_cost_hidden);
                                 #: vLLM from 0.14, SGLang's overlap scheduler
 
     def saving_ms(self, draft, topk=1):

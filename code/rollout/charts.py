@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 from .trust import INTERVAL_LEVEL, Z_INTERVAL
-from .analysis import K_MAX
+from .schedule import K_MAX
 from .tables import ratio_span
-from .goodput import ms_text
+from .workload import ms_text
 
 
 # Hand-written SVG (it is text): fixed size, fixed number formats, so the same run gives

@@ -30,10 +30,8 @@ from .sizing import (
 )
 from .releases import missing as release_lacks, refusal as release_refuses, sglang_rate_kind
 from .simulation import Traffic
-from .serving import (
-    BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, REQUEST_WORK, run_work, running_cap, simulated_layout, SLO_KEYS,
-    Workload,
-)
+from .workload import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, REQUEST_WORK, run_work, SLO_KEYS, Workload
+from .deployment import running_cap, simulated_layout
 from .readers import (
     bench_acceptance, bench_comparison, Counters, counters_window, distinct_files,
     is_sglang,
@@ -41,7 +39,9 @@ from .readers import (
     read_calibration_runs, read_metrics, run_totals, same_workload,
 )
 from .hfconfig import checked_name, head_from_config, shape_from_config
-from .analysis import center_requests, Evidence, Grid, profile_from_lengths, SWEEP_SLACK
+from .analysis import center_requests, Evidence, Grid
+from .acceptance import SWEEP_SLACK
+from .acceptance import profile_from_lengths
 from .exercises import draft_problem
 from .calibration import bench_names, BENCH_OPEN_PROMPTS, bench_tags, length_spread, predict_bench, SAME_LENGTHS
 from .charts import CHART_FILES
@@ -796,7 +796,7 @@ def parse_slo(text, flag="--slo"):
 
 MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is simulated
 SIMULATED_WORK_LIMIT = 600_000   # what one run simulates over every predicted and replayed file, in steps' work
-                                 # (serving.run_work: a request counts REQUEST_WORK, a prompt chunk one): 3-5 s
+                                 # (workload.run_work: a request counts REQUEST_WORK, a prompt chunk one): 3-5 s
                                  # on 2 cores at the limit (bench/worst_inputs.py); past it the run is refused
 MAX_COMPARE_FILES = 64        # --compare's files, duplicates collapsed: each is replayed
 COMPARE_TOKENS_LIMIT = 3_000_000   # output tokens --compare replays over all its files: a replay draws each request's
@@ -1044,7 +1044,7 @@ def replay_workload(bench, flag, path, output_spread,
     rate and burstiness) and the notes on how it was read: (Workload, notes). Refused (UsageError) past the budget of
     (output tokens, requests, simulated work) left, or when the run cannot be replayed. output_spread: the answers'
     spread in log where the file gives none (--output-spread); step_tokens: the server's step budget (a prompt's
-    chunks count in the work, serving.run_work)."""
+    chunks count in the work, workload.run_work)."""
     completed, prompts, outputs = run_totals(bench, flag, path, "the runs this tool replays", least_output=1)
     rate = bench.workload.get("request_rate")
     rate = math.inf if rate in (None, "inf") or (isinstance(rate, float) and math.isinf(rate)) else rate

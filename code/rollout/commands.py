@@ -15,9 +15,9 @@ from .catalog import (
 from .releases import accepts, exports_acceptance_counters, FEATURES, one_model, release, since, sglang_rate
 from .acceptance import acceptance_length, acceptance_rate
 from .deployment import draft_kind, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
-from .serving import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
+from .workload import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
 from .readers import SGLANG_GAUGE_STEPS
-from .analysis import paying_ranges, where_it_pays
+from .schedule import paying_ranges, where_it_pays
 
 
 # What the plan tells each engine to run. Every flag and config field below was checked
@@ -296,7 +296,7 @@ def bench_lines(dep, batch, filename, realistic=False, width=100, prompts=None, 
     ShareGPT text to those lengths given --dataset-path (benchmark_dataset.py, RandomDataset). A realistic run
     has ShareGPT's prompts and answers capped at the deployment's output length (--sharegpt-output-len), ended
     by EOS as real ones are: its acceptance is real text's. prompts: --num-prompts (default bench_prompts);
-    goodput: --goodput's KEY:MS words (goodput.goodput_words), which `vllm bench serve` has taken in every release
+    goodput: --goodput's KEY:MS words (workload.goodput_words), which `vllm bench serve` has taken in every release
     from 0.8.0 (vllm/benchmarks/serve.py: nargs="+", "KEY:VALUE" in ms, keys ttft, tpot, e2el). TensorRT-LLM's copy
     has it at the commits read, but no release of it was checked: against TensorRT-LLM the run is vLLM's newest
     client, as SGLang's plan runs it (GOODPUT_CLIENT).

@@ -14,6 +14,7 @@ from .catalog import GPUS
 from .deployment import (
     BW_FAMILY, draft_kind, gpu_family, kv_copies, prefill_chunk, runs_a_draft_model, verify_tokens,
 )
+from .deployment import token_cost_hidden
 
 
 # A round is K draft steps plus one verify pass over K+1 tokens per sequence; a plain
@@ -285,25 +286,6 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
                        + net.moe_layers * (dep.engine.moe_layer_us - fit.mlp_fixed_share * fit.layer_us) / 1e3),
                 engine=(mine * tokens_per_seq * getattr(fit, f"token_us_{dep.engine.token_cost_of}") / 1e3
                         if host and not token_cost_hidden(dep, tokens_per_seq) else 0.0))
-
-
-def token_cost_hidden(dep, tokens_per_seq):
-    """Whether a target pass's cost per token (Fit.token_us_<engine>) is off the critical path: the scheduler works on
-    the next step while the GPU runs this one. A plain step (one token a sequence) in an era of asynchronous steps
-    (Era.async_steps: SGLang's overlap scheduler, vLLM from 0.14); a verify pass in such an era for the draft kinds
-    whose rounds it runs asynchronously (Era.hides_for: vLLM's EAGLE and MTP from 0.14, draft models too from 0.28;
-    none on SGLang).
-    >>> from rollout.catalog import era_of
-    >>> from rollout.deployment import make_deployment
-    >>> sync = make_deployment(draft="eagle3", era=era_of("vllm", "0.10"))
-    >>> [token_cost_hidden(d, n) for d in (sync, make_deployment(draft="eagle3")) for n in (1, 4)]
-    [False, False, True, True]
-    >>> model = make_deployment(draft="llama-3.2-1b", era=era_of("vllm", "0.27"))
-    >>> newer = make_deployment(draft="llama-3.2-1b", era=era_of("vllm", "0.28"))
-    >>> token_cost_hidden(model, 4), token_cost_hidden(model, 1), token_cost_hidden(newer, 4)
-    (False, True, True)
-    """
-    return dep.era.async_steps and (tokens_per_seq <= 1 or draft_kind(dep.draft) in dep.era.hides_for)
 
 
 def overlapped(read, math_ms, p):

@@ -558,3 +558,49 @@ def at_lengths(dep, input_tokens, output_tokens):
 BW_FAMILY = {"hopper": "bw_hopper", "ampere": "bw_ampere", "ada": "bw_ada",
              "blackwell": "bw_hopper",   # no Blackwell point to fit: taken as Hopper's share (an assumption)
              "cdna": "bw_cdna"}          # MI300X (CDNA 3): fitted on its one source, with flop_cdna
+
+
+def simulated_layout(dep):
+    """Whether serve_run simulates this deployment: a chain (a tree's rounds are measured, not drawn) on one
+    scheduler. Attention data parallelism runs a scheduler, a token budget and a cap on every rank, which it does not."""
+    return dep.topk == 1 and not dep.dp_attention
+
+
+def running_cap(dep, speculative, plan_batch=None):
+    """Sequences the server runs at once: the engine's default cap for the GPU's memory (Engine.running_limit), or
+    the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights (at
+    the mean context, or where the engine reserves it, at prompt plus answer): with speculation the draft's
+    weights and KV take their share, so fewer fit.
+    >>> from rollout.deployment import make_deployment
+    >>> short = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=64, output_tokens=64)
+    >>> long = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3")
+    >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
+    (1024, 301, 287)
+    """
+    engine = dep.engine
+    limit = by_memory(dep, engine.running_limit)
+    if engine.plan_sets_running and plan_batch:
+        limit = plan_batch
+    if engine.reserves_whole_request:   # each running request holds KV for its prompt and its whole answer
+        dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
+    fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
+    return max(0, min(limit, fits))
+
+
+def token_cost_hidden(dep, tokens_per_seq):
+    """Whether a target pass's cost per token (Fit.token_us_<engine>) is off the critical path: the scheduler works on
+    the next step while the GPU runs this one. A plain step (one token a sequence) in an era of asynchronous steps
+    (Era.async_steps: SGLang's overlap scheduler, vLLM from 0.14); a verify pass in such an era for the draft kinds
+    whose rounds it runs asynchronously (Era.hides_for: vLLM's EAGLE and MTP from 0.14, draft models too from 0.28;
+    none on SGLang).
+    >>> from rollout.catalog import era_of
+    >>> from rollout.deployment import make_deployment
+    >>> sync = make_deployment(draft="eagle3", era=era_of("vllm", "0.10"))
+    >>> [token_cost_hidden(d, n) for d in (sync, make_deployment(draft="eagle3")) for n in (1, 4)]
+    [False, False, True, True]
+    >>> model = make_deployment(draft="llama-3.2-1b", era=era_of("vllm", "0.27"))
+    >>> newer = make_deployment(draft="llama-3.2-1b", era=era_of("vllm", "0.28"))
+    >>> token_cost_hidden(model, 4), token_cost_hidden(model, 1), token_cost_hidden(newer, 4)
+    (False, True, True)
+    """
+    return dep.era.async_steps and (tokens_per_seq <= 1 or draft_kind(dep.draft) in dep.era.hides_for)

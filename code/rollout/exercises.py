@@ -13,7 +13,8 @@ from .priors import Contrast, contrast
 from .costmodel import draft_step_ms, eps_decode, eps_seen, FIT
 from .deployment import draft_kind, max_concurrency, model_params, with_draft
 from .simulation import JITTER_P99, mixture_quantile, round_mix, token_itl_parts
-from .analysis import decoder, evaluate_cell, k_schedule, k_zero_at, traffic_blend
+from .analysis import decoder, evaluate_cell, k_schedule, traffic_blend
+from .schedule import k_zero_at
 from .commands import speculative_config
 
 LESSON_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # the lesson's exercise 2: 70% chat at alpha 0.70, 30% code

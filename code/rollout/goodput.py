@@ -11,12 +11,11 @@ from .acceptance import round_moments
 from .costmodel import FIT
 from .deployment import max_concurrency, step_budget
 from .simulation import NORMAL
-from .releases import accepts
-from .serving import (
-    bench_result, GOODPUT_KEY, good_requests, running_cap, serve_run, simulated_layout, SLO_KEYS, step_cost, Workload,
-)
+from .serving import bench_result, good_requests, serve_run, step_cost
+from .workload import SLO_KEYS, Workload
+from .deployment import running_cap, simulated_layout
+from .workload import SLO_PERCENTILE, slo_prompts, slo_text
 
-SLO_PERCENTILE = 99   # the percentile of each metric an SLO bounds: "P99 TPOT under 50 ms" (the plan's runs write p99)
 RESOLUTION = 10       # the search settles the best concurrency to a tenth of it (resolution): finer than a run's own
                       # noise moves its P99s (ten prompts a slot)
 SLOW_Z = NORMAL.inv_cdf(SLO_PERCENTILE / 100)   # the slowest 1% of requests accept this many s.d.s below the mean
@@ -24,32 +23,6 @@ SEARCH_RUNS = 8       # runs an arm at most: the closed forms are rarely off by 
 SLO_CONCURRENCY_LIMIT = 1024   # the most concurrent requests the search tries: ten prompts a slot past it take seconds
 SLO_OUTPUT_LIMIT = 16_384   # answers longer than this are not searched: a run costs a step per token of its slowest
                             # slot, so ten answers a slot at each of ~15 concurrencies take seconds each past it
-
-
-def slo_prompts(concurrency):
-    """Prompts of one run of the search, and of the plan's --goodput command: ten per concurrent slot, at least 50
-    (a P99 over fewer is the worst request or two)."""
-    return max(50, 10 * concurrency)
-
-
-def ms_text(ms):
-    """A bound in ms as typed, without rounding it: 2000.0 -> "2000", 12.3456789 -> "12.3456789"."""
-    return f"{ms:.15g}"
-
-
-def slo_text(slo):
-    """The SLO in words: "P99 TTFT at most 2000 ms, P99 TPOT at most 50 ms"."""
-    return ", ".join(f"P{SLO_PERCENTILE} {key.upper()} at most {ms_text(ms)} ms" for key, ms in slo)
-
-
-def goodput_key(dep):
-    """The key the plan's benchmark client saves goodput under (vLLM before 0.9.2: with a colon)."""
-    return GOODPUT_KEY if accepts(dep, "bench request_goodput key") else GOODPUT_KEY + ":"
-
-
-def goodput_words(slo):
-    """vllm bench serve's --goodput value for the SLO: "ttft:2000 tpot:50" (KEY:VALUE pairs in ms, space apart)."""
-    return " ".join(f"{key}:{ms_text(ms)}" for key, ms in slo)
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,16 @@ from .sizing import settings_sentence
 from .releases import (
     accepts, bench_records_acceptance, checked, FEATURES, per_request_acceptance, release, scrape_counts_acceptance,
 )
-from .serving import running_cap, simulated_layout
+from .deployment import running_cap, simulated_layout
 from .trust import interval, INTERVAL_LEVEL, span, too_close
-from .analysis import K_MAX, paying_ranges, where_it_pays
+from .schedule import K_MAX, paying_ranges, where_it_pays
 from .commands import (
     bench_lines, can_serve, catalog_name, GOODPUT_CLIENT, draft_head, ENGINE_PLANS, legacy_client_words, serve_lines,
     SHAREGPT_URL, shell_lines, tool_words,
 )
-from .serving import SLO_KEYS
-from .goodput import goodput_key, goodput_words, per_gpu, SLO_PERCENTILE, slo_prompts, slo_sentence, slo_text
+from .workload import SLO_KEYS
+from .goodput import per_gpu, slo_sentence
+from .workload import goodput_key, goodput_words, SLO_PERCENTILE, slo_prompts, slo_text
 from .tables import (
     calibration_findings, calibration_headline, copies_text, mix_blend_sentence, mix_tail_sentence, trained_draft,
     trust_sentence, verdict_command, verdict_parts, verdict_steps,

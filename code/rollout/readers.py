@@ -19,6 +19,7 @@ from .records import (
     LINE_LIMIT_BYTES, NOT_IN_JSON, SCRAPE_LIMIT_BYTES, SCRAPE_LINE_LIMIT, shown, TOKENS_LIMIT, UsageError,
 )
 from .acceptance import alpha_from_length, profile_length
+from .workload import PREDICTION_KEY
 
 
 # vLLM's Prometheus counters, SGLang's gauges and `vllm bench serve --save-result` JSON
@@ -75,9 +76,6 @@ def decoding_batch(concurrency, output_tokens, tpot_ms, ttft_ms, completed):
 
 
 SGLANG_GAUGE_STEPS = 40   # decode steps SGLang's acceptance gauges average over (python/sglang/srt/metrics/collector.py)
-
-
-PREDICTION_KEY = "eagle3_rollout_prediction"   # the key that marks a file as this tool's prediction, not a run
 
 
 SPEC_COUNTERS = {   # vllm/v1/spec_decode/metrics.py; the emitted-tokens counter is V0's (vllm/engine/metrics.py)

@@ -105,3 +105,16 @@ def same_model(a, b):
 def finite_number(value):
     """True for an int or float that is finite (JSON's NaN and Infinity, null and strings are not)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def percentile(values, q):
+    """The q-quantile of sorted values, interpolated linearly (numpy's default, which vllm bench uses).
+
+    >>> percentile([1.0, 2.0, 3.0, 5.0], 0.5), percentile([1.0, 2.0, 3.0, 5.0], 1.0)
+    (2.5, 5.0)
+    """
+    at = q * (len(values) - 1)
+    i = int(at)
+    if i + 1 >= len(values):
+        return values[-1]
+    return values[i] + (at - i) * (values[i + 1] - values[i])

@@ -10,15 +10,18 @@ import heapq
 import itertools
 import math
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .defaults import ALPHA_SPREAD, SEED
 from .catalog import served_model
 from .acceptance import JITTER_MU, ROUND_JITTER
 from .costmodel import decode_step_ms, FIT, fixed_ms, pass_ms, round_ms, target_pass_ms
-from .deployment import by_memory, max_concurrency, NO_MODEL, runs_a_draft_model, step_budget, verify_tokens
+from .deployment import runs_a_draft_model, step_budget, verify_tokens
 from .releases import accepts
-from .simulation import clip01, LOOP_TOKENS, NORMAL, percentile, renewal_draw
+from .simulation import clip01, LOOP_TOKENS, NORMAL, renewal_draw
+from .records import percentile
+from .deployment import running_cap
+from .workload import BENCH_METRICS, BENCH_PERCENTILES, GOODPUT_KEY, SLO_KEYS
 
 
 # What `vllm bench serve` would print for one run, step by step as the engine serves it. The
@@ -35,47 +38,6 @@ from .simulation import clip01, LOOP_TOKENS, NORMAL, percentile, renewal_draw
 # chunk; each later step streams its A + 1 tokens as one chunk, an ITL entry (the client appends
 # a gap per streamed chunk: vllm/benchmarks/lib/endpoint_request_func.py). TPOT, ITL, E2EL and
 # throughput are then computed exactly as calculate_metrics computes them.
-
-@dataclass(frozen=True)
-class Workload:
-    """One `vllm bench serve` run's traffic (its flags), for serve_run."""
-    num_prompts: int              #: --num-prompts
-    max_concurrency: int | None   #: --max-concurrency (None: no client cap)
-    request_rate: float           #: --request-rate, requests/s (math.inf: all at once)
-    burstiness: float             #: --burstiness: the gamma shape of the gaps (1: Poisson)
-    input_tokens: int             #: prompt tokens a request
-    output_tokens: int            #: mean output tokens a request
-    output_spread: float          #: s.d. of ln(output tokens) over requests (0: every answer the same length)
-    output_cap: int | None = None   #: max_tokens: no answer is longer (ShareGPT's answers, --sharegpt-output-len)
-    total_output: int | None = None   #: a replayed run's own total: the drawn lengths are scaled to add up to it
-    input_spread: float = 0.0     #: s.d. of ln(prompt tokens) over requests (0: every prompt input_tokens long)
-
-
-def simulated_layout(dep):
-    """Whether serve_run simulates this deployment: a chain (a tree's rounds are measured, not drawn) on one
-    scheduler. Attention data parallelism runs a scheduler, a token budget and a cap on every rank, which it does not."""
-    return dep.topk == 1 and not dep.dp_attention
-
-
-def running_cap(dep, speculative, plan_batch=None):
-    """Sequences the server runs at once: the engine's default cap for the GPU's memory (Engine.running_limit), or
-    the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights (at
-    the mean context, or where the engine reserves it, at prompt plus answer): with speculation the draft's
-    weights and KV take their share, so fewer fit.
-    >>> from rollout.deployment import make_deployment
-    >>> short = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=64, output_tokens=64)
-    >>> long = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3")
-    >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
-    (1024, 301, 287)
-    """
-    engine = dep.engine
-    limit = by_memory(dep, engine.running_limit)
-    if engine.plan_sets_running and plan_batch:
-        limit = plan_batch
-    if engine.reserves_whole_request:   # each running request holds KV for its prompt and its whole answer
-        dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
-    fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
-    return max(0, min(limit, fits))
 
 
 def step_cost(dep, decodes, k, prompt, fit):
@@ -329,17 +291,6 @@ class ServedRun:
     peak_running: int     #: most sequences running at once
 
 
-REQUEST_WORK = 3   # a request's share of a run's cost, in steps: its draws, its admission and the steps of its decode
-                   # stretch that are not taken in one move; each prompt chunk (a step's token budget of it) adds one
-
-
-def run_work(requests, input_tokens, budget):
-    """What simulate_run costs for `requests` requests of `input_tokens`-token prompts, in steps' work (REQUEST_WORK
-    a request and one a prompt chunk of the step's `budget`): about 10 us a unit on 2 cores, whatever the answers'
-    length (bench/worst_inputs.py), since a stretch of decode-only steps is one move."""
-    return requests * (REQUEST_WORK + -(-input_tokens // budget))
-
-
 COST_TABLES = {}   # (Deployment.physics, K, fit) -> {(decoders, prompt tokens): a step's ms}: the runs of one deployment and K
                   # (the SLO search's concurrencies, a benchmark pair) meet the same steps, each computed once
 
@@ -522,10 +473,6 @@ def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=
                      accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
 
 
-BENCH_PERCENTILES = (50, 99)   # the plan's --metric-percentiles
-BENCH_METRICS = ("ttft", "tpot", "itl", "e2el")   # the plan's --percentile-metrics, in the order vLLM writes them
-
-
 def bench_stats(values):
     """(mean, median, population s.d., sorted values) as numpy gives them to calculate_metrics; [] is taken as [0]."""
     values = sorted(values) or [0.0]
@@ -561,10 +508,6 @@ def itl_stats(pairs):
     std = math.sqrt(math.fsum(count * (gap - mean) ** 2 for gap, count in pairs) / total)
     return (mean, weighted_percentile(pairs, total, 0.5, ends), std,
             {p: weighted_percentile(pairs, total, p / 100, ends) for p in BENCH_PERCENTILES})
-
-
-GOODPUT_KEY = "request_goodput"   # vLLM before 0.9.2 saves it with a colon after it (releases.py)
-SLO_KEYS = ("ttft", "tpot", "e2el")   # vllm bench serve --goodput's keys, each in ms (vllm/benchmarks/serve.py)
 
 
 def good_requests(run, slo):
@@ -632,6 +575,3 @@ def bench_result(run, work, dep, slo=None):
     return result
 
 
-def bench_prompts(batch):
-    """Prompts per benchmark run: ten per concurrent slot, so ramp-up and drain stay a small share."""
-    return max(200, 10 * batch)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .defaults import ALPHA_SPREAD, INPUT_SPREAD, OUTPUT_SPREAD, SEED
 from .acceptance import acceptance_length, decode_request, JITTER_MU, round_distribution, ROUND_JITTER, round_moments
+from .records import percentile
 
 
 # `vllm bench serve` measures requests: a request's TPOT is its decode time over its tokens
@@ -93,19 +94,6 @@ class Decode:
 
 def clip01(x):
     return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
-
-
-def percentile(values, q):
-    """The q-quantile of sorted values, interpolated linearly (numpy's default, which vllm bench uses).
-
-    >>> percentile([1.0, 2.0, 3.0, 5.0], 0.5), percentile([1.0, 2.0, 3.0, 5.0], 1.0)
-    (2.5, 5.0)
-    """
-    at = q * (len(values) - 1)
-    i = int(at)
-    if i + 1 >= len(values):
-        return values[-1]
-    return values[i] + (at - i) * (values[i + 1] - values[i])
 
 
 def round_mix(domains, k, spread):

@@ -14,7 +14,8 @@ from .costmodel import OWN_TERMS
 from .deployment import draft_kind, fitted_family, kv_copies, non_expert_bytes
 from .simulation import slow_domains
 from .trust import INTERVAL_LEVEL, MISS_LINE, span, too_close, Z_INTERVAL
-from .analysis import call_of, paying_ranges, profile_from_lengths, where_it_pays
+from .schedule import call_of, paying_ranges, where_it_pays
+from .acceptance import profile_from_lengths
 from .sizing import settings_sentence
 from .priors import dataset_words, KIND_WORDS
 from .commands import bench_lines, can_serve

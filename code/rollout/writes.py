@@ -20,7 +20,7 @@ import unicodedata
 from pathlib import Path
 
 from .records import BENCH_LIMIT_BYTES, shown, UsageError
-from .readers import PREDICTION_KEY
+from .workload import PREDICTION_KEY
 from .charts import CHART_FILES, CHART_MARK
 
 
