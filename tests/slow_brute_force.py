@@ -10,7 +10,9 @@ import unittest
 
 import support  # noqa: F401  (puts code/ on the import path)
 
-from rollout import costmodel, deployment, tables
+from rollout import costmodel, deployment
+
+from rollout.render import tables
 from rollout import experts as moe
 from test_first_answer import as_json, schedule_k, SWEEP
 

@@ -20,3 +20,12 @@ def run(argv):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main.main(argv)
     return status, out.getvalue(), err.getvalue()
+
+
+def model(grid, dep, evidence=None, traffic=None, *, charts=True, fit=None, trust=None):
+    """decide.run_model with main.py's grid loop and constants: the Report the tables show (no calibration, no
+    files), for a grid and a deployment built by the test."""
+    from rollout import costmodel, decide, report, workload
+    return decide.run_model(grid, dep, grid_cells=main.grid_cells, evidence=evidence or report.Evidence(),
+                            traffic=traffic or workload.Traffic(), fit=fit or costmodel.FIT, settings=main.SETTINGS,
+                            charts=charts, trust=trust)

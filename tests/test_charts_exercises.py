@@ -6,10 +6,11 @@ import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from support import ROOT, run
+from support import model, ROOT, run
 
 import main
-from rollout import acceptance, analysis, charts, costmodel, deployment, exercises, schedule
+from rollout import acceptance, analysis, costmodel, deployment, exercises, report, schedule
+from rollout.render import charts
 
 
 OUTPUTS = ROOT / "outputs"
@@ -56,8 +57,8 @@ class Charts(unittest.TestCase):
         self.assertIn("Left out, KV cache does not fit: B = 1000", text)
 
     def test_break_even_markers_sit_where_the_curves_cross_one(self):
-        grid = analysis.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
-        charts = main.run_model(grid, deployment.make_deployment()).charts
+        grid = report.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
+        charts = model(grid, deployment.make_deployment()).charts
         for curve in charts.curves:
             self.assertAlmostEqual(acceptance.exact_speedup(curve.breakeven, charts.k, curve.eps), 1.0)
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from support import ROOT, run
 
 import main
-from rollout import acceptance, analysis, catalog, cli, commands, costmodel, deployment, plan, simulation, trust
+from rollout import acceptance, analysis, catalog, cli, commands, costmodel, deployment, simulation, trust
+from rollout.render import plan
 from rollout.schedule import paying_ranges
 
 # Flags each tool's parser defines, read in its source (the engines issue's research notes):
@@ -122,8 +123,9 @@ class EveryCommand(unittest.TestCase):
                       "--draft-config", str(configs / "qwen3-30b-a3b-eagle3-head.config.json")],
                      ["--draft", "eagle3", "--draft-model", "my-org/my-head", "--context", "3000"]):
             with self.subTest(argv=argv):
-                grid, dep = cli.parse_args(small + argv, main.SETTINGS)[:2]
-                again = cli.parse_args(small + " ".join(commands.tool_words(dep)).split()[2:], main.SETTINGS)[1]
+                parsed = cli.parse(small + argv, main.SETTINGS)
+                dep = parsed.dep
+                again = cli.parse(small + " ".join(commands.tool_words(dep)).split()[2:], main.SETTINGS).dep
                 self.assertEqual([getattr(again, f) for f in fields], [getattr(dep, f) for f in fields])
 
 
@@ -530,7 +532,7 @@ class EngineTables(unittest.TestCase):
         out = Path(tempfile.gettempdir()) / "eagle3-fourth-engine-plan.md"   # computed, never written
         argv = ["--draft-model", "RedHatAI/Llama-3.3-70B-Instruct-speculator.eagle3", "--concurrency", "1,32",
                 "--alphas", "0.6,0.7", "--out", str(out)]
-        vllm_plan = main.compute(argv)[2][out]
+        vllm_plan = main.stages(argv).files[out]
         catalog.ENGINES["vlm4"] = dataclasses.replace(catalog.ENGINES["vllm"], key="vlm4")
         commands.ENGINE_PLANS["vlm4"] = commands.ENGINE_PLANS["vllm"]
         # and vLLM's published errors as its own, as bench/intervals.py would print them had vLLM's runs its name
@@ -539,7 +541,7 @@ class EngineTables(unittest.TestCase):
         trust.MODEL_ERROR.clear()
         trust.MODEL_ERROR.update(renamed)
         try:
-            fourth_plan = main.compute(argv + ["--engine", "vlm4"])[2][out]
+            fourth_plan = main.stages(argv + ["--engine", "vlm4"]).files[out]
         finally:
             del catalog.ENGINES["vlm4"], commands.ENGINE_PLANS["vlm4"]
             trust.MODEL_ERROR.clear()

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, catalog, costmodel, deployment, readers, trust
-from rollout import plan as plan_module
+from rollout import calibration, catalog, costmodel, deployment, readers, records, trust
+from rollout.render import plan as plan_module
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)
@@ -98,7 +98,7 @@ class RoundSavings(unittest.TestCase):
         run_ = readers.Run(batch=8, k=3, tau=2.5, input_tokens=1024, output_tokens=1024)
         for engine, version in (("sglang", "0.5.10"), ("sglang", None), ("vllm", "0.13"), ("vllm", None)):
             d = dep(engine, version)
-            own = dict.fromkeys(costmodel.OWN_TERMS, 1.0)
+            own = dict.fromkeys(records.OWN_TERMS, 1.0)
             self.assertAlmostEqual(calibration.terms_tpot_ms(calibration.run_terms(d, run_), own), calibration.run_tpot_ms(d, run_, costmodel.FIT),
                                    places=9)
 

@@ -20,7 +20,7 @@ SMALL = ["--alphas", "0.7", "--ks", "3", "--slo", "none", "--input-tokens", "256
 
 def parsed(argv):
     """The deployment a command line names, parsed as a run parses it (no simulation)."""
-    return cli.parse_args(argv + ["--no-write"], main.SETTINGS)[1]
+    return cli.parse(argv + ["--no-write"], main.SETTINGS).dep
 
 
 def as_json(argv):

@@ -30,7 +30,7 @@ class PublishedData(unittest.TestCase):
 class Doctests(unittest.TestCase):
     def test_docstring_examples(self):
         attempted = 0
-        for module in [main, rollout] + [importlib.import_module(f"rollout.{name}") for name in rollout.LAYERS]:
+        for module in [main, rollout] + [importlib.import_module(f"rollout.{name}") for name in rollout.MODULES]:
             result = doctest.testmod(module)
             self.assertEqual(result.failed, 0, module.__name__)
             attempted += result.attempted

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, charts, cli, costmodel, deployment, goodput, readers, serving, simulation, workload
+from rollout import calibration, cli, costmodel, deployment, goodput, readers, serving, simulation, workload
+
+from rollout.render import charts
 from rollout.records import UsageError
 
 DEP = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
@@ -97,7 +99,7 @@ class SmallCaps(unittest.TestCase):
         """A cap of 2 (the KV cache of two sequences): the search runs 2 where the SLO is loose and stops there (the
         cap), 1 where it is tight and stops there (past it alone); never more than fits."""
         from unittest import mock
-        traffic = simulation.Traffic(output_spread=0.0)
+        traffic = workload.Traffic(output_spread=0.0)
         with mock.patch.object(goodput, "running_cap", lambda dep, speculative, batch=None: 2):
             loose = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), traffic)
             tight = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("ttft", 1e-3),), traffic)
@@ -110,7 +112,7 @@ class SmallCaps(unittest.TestCase):
 
     def test_both_arms_stay_within_what_fits_with_the_draft(self):
         """The plan's every command runs at most at what fits beside the draft: the search's caps are that too."""
-        at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), simulation.Traffic(output_spread=0.0))
+        at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), workload.Traffic(output_spread=0.0))
         fits = deployment.max_concurrency(DEP)
         self.assertEqual(at.baseline.cap, min(deployment.running_cap(DEP, False), fits))
         self.assertEqual(at.speculative.cap, min(deployment.running_cap(DEP, True), fits))
@@ -217,7 +219,7 @@ class Search(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        traffic = simulation.Traffic(output_spread=0.8)
+        traffic = workload.Traffic(output_spread=0.8)
         cls.at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.11, cls.SLO, traffic)
         cls.traffic = traffic
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 from pathlib import Path
 
 from support import MAIN_PATH, run
@@ -676,12 +677,9 @@ class FoundByFuzzingAgain(Hostile):
 
 class LastResort(Hostile):
     def test_an_unforeseen_error_is_one_line_and_exit_2(self):
-        real = main.render_plan
-        main.render_plan = lambda *a, **k: 1 / 0
-        try:
+        import rollout.render
+        with mock.patch.object(rollout.render, "render_plan", lambda *a, **k: 1 / 0):   # rendering fails
             status, text, err = run(SMALL + ["--out", str(self.plan)])
-        finally:
-            main.render_plan = real
         self.assertEqual(status, 2)
         self.assertEqual(len(err.splitlines()), 1)
         self.assertIn("internal error", err)

@@ -15,7 +15,7 @@ from unittest import mock
 from support import main, ROOT, run
 
 from rollout import cli, records, writes
-from rollout.plan import md
+from rollout.render.plan import md
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SMALL = ["--alphas", "0.7", "--ks", "3", "--concurrency", "1,8"]
@@ -197,7 +197,8 @@ class FinalRound(Temporary):
         script = (f"import atexit, os, signal, sys; sys.path.insert(0, {str(ROOT / 'code')!r})\n"
                   "from rollout import writes\n"
                   "atexit.register(lambda: os.kill(os.getpid(), signal.SIGTERM))   # during the shutdown\n"
-                  "sys.exit(writes.finish(lambda argv: (0, 'report\\n', {}), [], whole_process=True))\n")
+                  "from rollout.report import Output\n"
+                  "sys.exit(writes.finish(lambda argv: Output(status=0, text='report\\n', files={}), [], whole_process=True))\n")
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
         self.assertEqual((proc.returncode, proc.stdout, proc.stderr), (0, "report\n", ""))
 

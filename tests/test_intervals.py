@@ -11,10 +11,11 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import ROOT, run
+from support import model, ROOT, run
 
 import main
-from rollout import acceptance, analysis, calibration, catalog, costmodel, deployment, schedule, tables, trust
+from rollout import acceptance, analysis, calibration, catalog, costmodel, deployment, report, schedule, trust
+from rollout.render import tables
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)                 # 1.2816: an 80% interval's half-width in s.d.
@@ -170,9 +171,9 @@ class Decisions(unittest.TestCase):
         self.assertIn("--result-filename sharegpt_spec_c384.json", plan.split("## Stage 1")[1])
 
     def verdict(self, **evidence):
-        grid = analysis.Grid(acceptance=(0.7,), ks=(3,), overheads=("auto",), concurrencies=(1, 256))
+        grid = report.Grid(acceptance=(0.7,), ks=(3,), overheads=("auto",), concurrencies=(1, 256))
         dep = deployment.make_deployment()
-        return main.run_model(grid, dep, analysis.Evidence(**evidence), charts=False), dep
+        return model(grid, dep, report.Evidence(**evidence), charts=False), dep
 
     def test_the_verdict_is_the_plans_k_and_its_range(self):
         # By hand from the cost model's parts: the speedup of the K the plan runs at B = 256, a plain step over a

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, catalog, costmodel, deployment, plan, readers
+from rollout import calibration, catalog, costmodel, deployment, readers, records
 
 # The "true" deployment: slower memory, dearer passes, engine cost per token and draft steps. Its physics is the
+
+from rollout.render import plan
 # model's own form but not the factors the calibration fits: recovering it is not an identity.
 TRUE = costmodel.FIT._replace(bw_hopper=0.70, pass_fixed_ms_vllm=2.5, token_us_vllm=25.0, draft_fixed_ms_vllm=1.2)
 # Llama 3.3 70B fp8, 4 x H100, vLLM 0.13: synchronous rounds, whose bookkeeping and draft steps' fixed costs are not
@@ -89,7 +91,7 @@ class OwnRuns(unittest.TestCase):
         self.assertAlmostEqual(self.runs[2].decoding, 128 * 299 * tpot / (200 + 299 * tpot) * (1 - 128 / 2560), places=9)
 
     def test_the_closed_form_is_the_cost_model(self):
-        own = dict(zip(costmodel.OWN_TERMS, (1.3, 0.9, 1.2, 0.8, 1.5, 2.0, 0.7, 1.1)))
+        own = dict(zip(records.OWN_TERMS, (1.3, 0.9, 1.2, 0.8, 1.5, 2.0, 0.7, 1.1)))
         for r in self.runs:
             self.assertAlmostEqual(calibration.terms_tpot_ms(calibration.run_terms(DEP, r), own),
                                    calibration.run_tpot_ms(DEP, r, costmodel.FIT._replace(**own)), places=9)
@@ -105,7 +107,7 @@ class OwnRuns(unittest.TestCase):
         # Each held-out error is a fit without that run, done here by hand for the last one.
         terms = [calibration.run_terms(DEP, r) for r in self.runs]
         theta = calibration.fit_factors(terms[:-1], self.runs[:-1])
-        own = {n: math.exp(t) for n, t in zip(costmodel.OWN_TERMS, theta)}
+        own = {n: math.exp(t) for n, t in zip(records.OWN_TERMS, theta)}
         self.assertAlmostEqual(calibration.terms_tpot_ms(terms[-1], own) / self.runs[-1].tpot_ms - 1,
                                self.report.runs[-1].held_out_error, places=9)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from support import ROOT, run
 
-from rollout import acceptance, analysis, readers
+from rollout import acceptance, analysis, readers, report
 
 
 FIX = ROOT / "tests" / "fixtures"
@@ -357,7 +357,7 @@ class EdgesOfRealFiles(Files):
                        drafted_per_position={0: 10_000.0, 1: 10_000.0, 2: 9900.0})
         ms = readers.measured_acceptance(c, "by hand")
         self.assertAlmostEqual(acceptance.acceptance_length(ms.alpha, 3), 2.8, places=9)
-        grid = analysis.Grid(acceptance=(0.7,), ks=(3,), overheads=(0.1,), concurrencies=(1,))
+        grid = report.Grid(acceptance=(0.7,), ks=(3,), overheads=(0.1,), concurrencies=(1,))
         alpha, spread = analysis.plan_input(ms, grid, 0.0).requests            # no spread: the requests are alpha itself
         self.assertAlmostEqual(alpha, ms.alpha, places=6)
 

@@ -6,18 +6,18 @@ import random
 import statistics
 import unittest
 
-from support import ROOT
+from support import model, ROOT
 
 import main
-from rollout import acceptance, analysis, catalog, costmodel, deployment, records, simulation
+from rollout import acceptance, analysis, catalog, costmodel, deployment, records, report, simulation, workload
 
 
 DEP = deployment.make_deployment()
 
 
 def default_result(seed=main.SEED):
-    grid = analysis.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
-    return grid, main.run_model(grid, DEP, traffic=simulation.Traffic(seed=seed))
+    grid = report.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
+    return grid, model(grid, DEP, traffic=workload.Traffic(seed=seed))
 
 
 class CostModel(unittest.TestCase):
@@ -174,9 +174,9 @@ class DecodeSimulation(unittest.TestCase):
     def setUpClass(cls):
         cls.grid, cls.result = default_result()
         cls.cells = [c for c in cls.result.cells if c.feasible]
-        cls.small = analysis.Grid(acceptance=(0.3, 0.6, 0.8), ks=(1, 3, 5), overheads=("auto",), concurrencies=(1, 32, 256))
-        cls.alike = main.run_model(cls.small, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.0)).cells
-        cls.spread = main.run_model(cls.small, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.15)).cells
+        cls.small = report.Grid(acceptance=(0.3, 0.6, 0.8), ks=(1, 3, 5), overheads=("auto",), concurrencies=(1, 32, 256))
+        cls.alike = model(cls.small, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.0)).cells
+        cls.spread = model(cls.small, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.15)).cells
 
     def test_without_spread_the_simulated_speedup_is_the_closed_form(self):
         for c in self.alike:
@@ -196,9 +196,9 @@ class DecodeSimulation(unittest.TestCase):
 
     def test_spread_raises_p99_tpot(self):
         # The case: alpha 0.6, K 3, B 32.
-        grid = analysis.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(32,))
-        wide = main.run_model(grid, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.15)).cells[0]
-        alike = main.run_model(grid, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.0)).cells[0]
+        grid = report.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(32,))
+        wide = model(grid, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.15)).cells[0]
+        alike = model(grid, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.0)).cells[0]
         self.assertGreater(wide.tpot_spec_p99_ms, 1.1 * alike.tpot_spec_p99_ms)
         self.assertLess(wide.speedup_mc, alike.speedup_mc)
 
@@ -298,20 +298,20 @@ class DecodeSimulation(unittest.TestCase):
     def test_default_spread_is_specbundles_median(self):
         data = json.loads((ROOT / "bench" / "specbundle_h200_bs8.json").read_text())
         heads = {}
-        for model, datasets in data["models"].items():
+        for target, datasets in data["models"].items():
             for name, bench in datasets.items():
                 for row in bench["results"]:
                     if row["steps"] == 3 and row["topk"] == 1:
                         for head in row["metrics"]:
                             if head["accept_length"] > 1:
-                                heads.setdefault((model, head["Name"]), []).append(
+                                heads.setdefault((target, head["Name"]), []).append(
                                     acceptance.alpha_from_length(head["accept_length"], 3))
         spreads = [statistics.stdev(alphas) for alphas in heads.values() if len(alphas) >= 3]
         self.assertAlmostEqual(statistics.median(spreads), main.ALPHA_SPREAD, delta=0.005)
 
     def test_alpha_edges(self):
-        grid = analysis.Grid(acceptance=(0.0, 1.0), ks=(4,), overheads=(0.2,), concurrencies=(1, 8))
-        cells = main.run_model(grid, DEP, traffic=simulation.Traffic(seed=0, alpha_spread=0.0)).cells
+        grid = report.Grid(acceptance=(0.0, 1.0), ks=(4,), overheads=(0.2,), concurrencies=(1, 8))
+        cells = model(grid, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.0)).cells
         for c in cells:
             tau = 1.0 if c.alpha == 0.0 else 5.0
             self.assertEqual(c.acceptance_length, tau)
@@ -321,8 +321,8 @@ class DecodeSimulation(unittest.TestCase):
 
     def test_infeasible_cells_carry_no_numbers(self):
         too_many = deployment.max_concurrency(DEP) + 1
-        grid = analysis.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(1, too_many))
-        cells = main.run_model(grid, DEP).cells
+        grid = report.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(1, too_many))
+        cells = model(grid, DEP).cells
         self.assertTrue(cells[0].feasible)
         self.assertFalse(cells[1].feasible)
         self.assertIsNone(cells[1].speedup_exact)

@@ -14,7 +14,10 @@ from unittest import mock
 
 from support import ROOT, run
 
-from rollout import charts, writes
+from rollout.report import Output
+from rollout import writes
+
+from rollout.render import charts
 from rollout.writes import PLAN_MARK
 
 MAIN = ROOT / "code" / "main.py"
@@ -162,7 +165,7 @@ class SignalsAnywhere(unittest.TestCase):
         script = (f"import builtins, os, runpy, signal, sys; sys.path.insert(0, {str(ROOT / 'code')!r})\n"
                   "real = builtins.__import__\n"
                   "def load(name, *args, **kw):\n"
-                  "    if name == 'rollout.records': os.kill(os.getpid(), signal.SIGTERM)\n"
+                  "    if name.startswith('rollout.'): os.kill(os.getpid(), signal.SIGTERM)\n"
                   "    return real(name, *args, **kw)\n"
                   "builtins.__import__ = load\n"
                   f"sys.argv = ['main.py', '--no-write']; runpy.run_path({str(MAIN)!r}, run_name='__main__')\n")
@@ -244,7 +247,7 @@ class SignalsAnywhere(unittest.TestCase):
 
             def compute(argv):
                 plan.write_text("the user's notes")   # meanwhile
-                return 0, "report\n", {plan: PLAN_MARK + "new"}
+                return Output(status=0, text="report\n", files={plan: PLAN_MARK + "new"})
             with mock.patch("sys.stdout", io.StringIO()), mock.patch("sys.stderr", io.StringIO()) as err:
                 status = writes.finish(compute, [], whole_process=False)
             self.assertEqual(status, 2)
@@ -267,7 +270,7 @@ class SignalsAnywhere(unittest.TestCase):
                 real_replace(src, dst)
             with mock.patch.object(os, "replace", full), mock.patch("sys.stdout", io.StringIO()), \
                     mock.patch("sys.stderr", io.StringIO()) as err:
-                status = writes.finish(lambda argv: (0, "report\n", files), [], whole_process=False)
+                status = writes.finish(lambda argv: Output(status=0, text="report\n", files=files), [], whole_process=False)
             self.assertEqual((status, err.getvalue()), (2, f"main.py: error: --out: cannot write '{plan}': No space left "
                                                            "on device; nothing was written\n"))
             self.assertEqual(sorted(p.name for p in Path(tmp).rglob("*")), ["runs"])   # the prediction rolled back
@@ -275,7 +278,8 @@ class SignalsAnywhere(unittest.TestCase):
     def test_signals_after_the_run_has_ended_change_nothing(self):
         script = (f"import os, signal, sys; sys.path.insert(0, {str(ROOT / 'code')!r})\n"
                   "from rollout import writes\n"
-                  "status = writes.finish(lambda argv: (0, 'report\\n', {}), [], whole_process=True)\n"
+                  "from rollout.report import Output\n"
+                  "status = writes.finish(lambda argv: Output(status=0, text='report\\n', files={}), [], whole_process=True)\n"
                   "os.kill(os.getpid(), signal.SIGINT); os.kill(os.getpid(), signal.SIGTERM)\n"
                   "print('ended', status)\n")
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

@@ -6,6 +6,7 @@ Everything it stands on is here. Imports go one way: a module imports only modul
 
     defaults      the reference deployment and traffic a caller falls back on when it names none
     records       field metadata for --json, UsageError, echoing a value, the bounds on input
+    report        one run's three records, Inputs -> Report -> Output, and the grid and evidence they carry
     catalog       GPUs, models, engines and their release eras, draft heads and models
     experts       the experts a MoE pass reads: routing skew, and the busiest GPU under expert parallelism
     acceptance    tau, alpha, the speedups, the break-even, one round, the decode loop
@@ -28,10 +29,11 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     commands      the engines' server and benchmark commands, by engine and release
     exercises     the lesson's five exercises, answered
     calibration   fitting the cost model on your runs; the benchmark files a run should write
-    tables        the verdict in words, the printed tables' parts, the summary, the exercises' answers
-    charts        the four SVG charts
-    plan          the staged rollout plan (Markdown)
-    export        --json, predicted benchmark files, --compare
+    decide        decide(inputs, grid loop) -> Report: the fits, the plan, the verdict, the predictions, before any text
+    render/       render(report) -> Output: the text and the files, from the Report alone (its modules, in order:
+                  tables, the verdict in words and the printed tables' parts; charts, the four SVG charts; plan,
+                  the staged rollout plan in Markdown; export, --json, predicted benchmark files, --compare;
+                  terminal, the printed report)
     writes        where a run may write; its files all or none; signals and the output streams
     cli           flags, the settings a run falls back on
 
@@ -40,6 +42,9 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     (2.533, 2.111)
 """
 
-LAYERS = ("defaults", "records", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
-          "analysis", "commands", "exercises", "calibration", "tables", "charts", "plan", "export", "writes",
+RENDER = ("tables", "charts", "plan", "export", "terminal")   # render/'s modules, bottom to top
+LAYERS = ("defaults", "records", "report", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
+          "analysis", "commands", "exercises", "calibration", "decide", "render", "writes",
           "cli")
+MODULES = tuple(name for layer in LAYERS   # every module, bottom to top, render/'s as render.<name> before render
+                for name in ([f"render.{r}" for r in RENDER] + ["render"] if layer == "render" else [layer]))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from .defaults import CHART_ALPHAS, EXPECTED_ALPHA, GATE_MARGIN, P99_BUDGET, TRAFFIC_MIX
+from .defaults import CHART_ALPHAS, EXPECTED_ALPHA, P99_BUDGET
 from .records import fields_of, NOT_IN_JSON, OPTIONAL, shown_with
 from .acceptance import (
     _increasing_root, acceptance_length, acceptance_rate, alpha_from_length, alpha_from_rate, breakeven_rate,
@@ -17,12 +17,13 @@ from .costmodel import (
     decode_step_ms, eps_decode, eps_growth, eps_seen, EpsGrowth, FIT, memoised, moe_verify, MoeVerify, plain_step_ms,
     plain_step_parts, prefill_share_ms, round_ms, tpot_speedup,
 )
-from .deployment import at_lengths, max_concurrency, memory_budget_bytes
+from .experts import expected_experts, touched_experts
+from .deployment import at_lengths, max_concurrency, memory_budget_bytes, shown_batch as shown_batch_of
 from .simulation import (
     cell_latency, clip01, draw_requests, itl_parts, ItlMixtures, mixture_quantile, mixture_share, REPLICATE_REQUESTS,
     simulate_requests, Z_NODES,
 )
-from .readers import Comparison, length_note, Measurement
+from .readers import length_note, Measurement
 from .priors import K_REFERENCE, Mixture
 from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, MISS_LINE, too_close, Z_INTERVAL
 from .schedule import call_of, K_MAX, k_zero_at
@@ -30,16 +31,6 @@ from .schedule import call_of, K_MAX, k_zero_at
 
 # ---------------------------------------------------------------- the grid
 # Every (acceptance, K, eps, B) cell: the closed forms beside the simulated requests.
-
-@dataclass(frozen=True)
-class Grid:
-    """The grid the tables sweep: every acceptance value at every K, eps at B=1 and concurrency B."""
-    acceptance: tuple        #: acceptance values of one kind (below)
-    ks: tuple                #: draft lengths K
-    overheads: tuple         #: eps at B=1, a fraction of a plain step, or "auto" (the cost model's)
-    concurrencies: tuple     #: batch sizes B
-    kind: str = "alpha"      #: "alpha" (per-token), "rate" (vLLM's accepted/drafted, read as measured at each K) or
-                             #: "length" (tau, measured at the single K of ks)
 
 
 def per_token_alpha(kind, value, k):
@@ -645,7 +636,7 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
     """
     limit = max_concurrency(dep)
     schedule = k_schedule(dep, acceptance, fit)
-    shown_batch = min(target_concurrency, max(limit, 1))   # the target, or the largest batch that fits if it does not
+    shown_batch = shown_batch_of(dep, target_concurrency)
     k_target, speedup_target = best_k(dep, acceptance, shown_batch, fit)
     # The K to run where speculation is on: the one measured, else the target's best, else (speculation off there)
     # the best K with speculation on at the target: what the verdict weighs and stage 1's server starts with.
@@ -862,23 +853,6 @@ def gate(measured, comparison, dep, plan, budget):
                 required_alpha=need_alpha, margin=margin, p99_budget=budget)
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """What was measured, and what the gate and the plan are for (parse_evidence)."""
-    measured: Measurement = None      #: or None
-    comparison: Comparison = None     #: of two benchmark runs, or None
-    pair_workload: object = None      #: the pair's own workload (workload.Workload), to replay it; None: not replayable
-    target_concurrency: int = None   #: the plan's batch: every part of the run answers at it (None: the grid's largest)
-    target_from: str = "the grid's largest concurrency"   #: how it was chosen (cli.parse_target), as the verdict says
-    mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha or None: the published
-                                 #: prior's[, output tokens])
-    margin: float = GATE_MARGIN  #: the gate's margin over the break-even rate
-    budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts, fraction
-    served_model: str = None     #: --served-model: the name the measured server served (the gate command repeats it)
-    mix_assumed: bool = True     #: whether mix is the example (TRAFFIC_MIX), not the user's --mix
-    expected_alpha: float = None   #: per-token alpha the plan assumes until measured (None: the published priors')
-
-
 # ---------------------------------------------------------------- facts and chart data
 @dataclass(frozen=True)
 class Facts:
@@ -888,6 +862,8 @@ class Facts:
     plain_b1: dict           #: a plain step at B = 1, ms by term (pass_parts' names, and "prefill share")
     eps_growth: EpsGrowth = None   #: what moves eps across the grid's batch sizes that fit (None: none fit)
     moe: MoeVerify = None    #: the verify pass of a mixture of experts (None: dense, or nothing fits)
+    busiest_share: float = None   #: expert parallel: the experts the busiest GPU reads at B = 1 over its even share
+                                  #: (touched_experts over expected_experts); None otherwise
 
 
 def deployment_facts(grid, dep, fit=FIT):
@@ -897,7 +873,10 @@ def deployment_facts(grid, dep, fit=FIT):
     return Facts(max_concurrency=limit, memory_budget_bytes=memory_budget_bytes(dep),
                  plain_b1=plain_step_parts(dep, 1, fit),
                  eps_growth=eps_growth(dep, grid.ks[0], feasible[0], feasible[-1], fit) if feasible else None,
-                 moe=moe_verify(dep, grid.ks[0], feasible[0], fit) if feasible and dep.target.moe_layers else None)
+                 moe=moe_verify(dep, grid.ks[0], feasible[0], fit) if feasible and dep.target.moe_layers else None,
+                 busiest_share=(touched_experts(t, dep, 1) / expected_experts(t.experts, t.experts_per_token, 1,
+                                                                             t.routing_exponent)
+                                if (t := dep.target).experts and dep.ep > 1 else None))
 
 
 @dataclass(frozen=True)

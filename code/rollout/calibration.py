@@ -15,9 +15,9 @@ from .records import NOT_IN_JSON, OPTIONAL, pct1, same_model, shown
 from .catalog import served_model
 from .acceptance import acceptance_length, alpha_from_length
 from .costmodel import (
-    draft_ms, FIT, Fit, fixed_ms, OWN_PARTS, OWN_TERMS, plain_step_ms, prefill_parts, round_ms, spec_tpot_ms,
-    target_parts,
+    draft_ms, Fit, FIT, fixed_ms, OWN_PARTS, plain_step_ms, prefill_parts, round_ms, spec_tpot_ms, target_parts,
 )
+from .records import OWN_TERMS
 from .deployment import at_lengths, draft_kind, max_concurrency, runs_a_draft_model, verify_tokens
 from .releases import bench_records_acceptance
 from .serving import bench_result, serve_run
@@ -27,6 +27,7 @@ from .readers import length_note, RUN_NOISE
 from .trust import interval
 from .analysis import center_requests
 from .schedule import K_MAX
+from .workload import bench_names, BENCH_OPEN_PROMPTS, bench_tags
 
 
 # ---------------------------------------------------------------- calibrating on your runs
@@ -35,7 +36,7 @@ from .schedule import K_MAX
 # of terms (run_terms): a pass's fixed cost, the weight read, the context, the cost per
 # token, the prefill share, and for a speculative run a round's bookkeeping, the verify
 # pass's extra tokens and the draft steps. The fit finds one factor for each (costmodel.Fit's own_*,
-# costmodel.OWN_TERMS) by least squares on log error, each run weighted by its noise (at least
+# records.OWN_TERMS) by least squares on log error, each run weighted by its noise (at least
 # readers.RUN_NOISE), with the
 # published fit as a prior: a penalty (log factor / OWN_PRIOR_SD)^2 pulls a factor the runs
 # do not inform back to 1, where hard bounds would pin it at an edge. A closed-loop run at
@@ -422,7 +423,6 @@ def fit_request_ms(dep, runs, fit):
 # model's mean-TPOT error (Trust) for every time and, inverted, every throughput. No published source
 # here holds out a TTFT or a throughput under load, so their intervals are a step's, not their own.
 
-BENCH_OPEN_PROMPTS = 1000   # vllm bench serve's default --num-prompts (vllm/benchmarks/serve.py): an open loop's
 BENCH_TIMES = re.compile(r"^(duration|(mean|median|std|p\d+)_(ttft|tpot|itl|e2el)_ms)$")
 BENCH_RATES = ("request_throughput", "output_throughput", "total_token_throughput", "max_output_tokens_per_s",
                "request_goodput")
@@ -441,33 +441,6 @@ class PredictedBench:
     result: dict             #: the file's keys, as vllm bench serve writes them
     intervals: dict = field(default_factory=dict)   #: key -> [low, high] at the trust level
     sd: float = 0.0          #: the s.d. in log behind the intervals
-
-
-SAME_LENGTHS = 0.05   # a spread of ln(output tokens) below this, read from a file, is taken as equal answers: a TPOT
-                     # that varies a few % between requests gives about as much
-
-
-def length_spread(latency):
-    """The s.d. of ln(output tokens) a run's own spreads imply, or None when it gives no E2EL spread.
-
-    A request's decode time E2EL - TTFT is (L - 1) TPOT. Its coefficient of variation is
-    sqrt(var E2EL - var TTFT) / (mean E2EL - mean TTFT), taking the two as independent; as
-    log-normals, ln(1 + cv^2) of the decode time is the lengths' s^2 plus the TPOTs' (their own
-    std_tpot_ms over mean_tpot_ms: with speculation requests accept differently).
-
-    >>> round(length_spread({"mean_e2el_ms": 1100.0, "std_e2el_ms": 700.0, "mean_ttft_ms": 100.0,
-    ...                      "std_ttft_ms": 0.0}), 4) == round(math.sqrt(math.log(1 + 0.7 ** 2)), 4)
-    True
-    >>> length_spread({"mean_e2el_ms": 1100.0, "std_e2el_ms": 100.0, "mean_tpot_ms": 10.0, "std_tpot_ms": 1.0})
-    0.0
-    """
-    e2el, ttft = latency.get("mean_e2el_ms"), latency.get("mean_ttft_ms", 0.0)
-    sd_e2el, sd_ttft = latency.get("std_e2el_ms"), latency.get("std_ttft_ms", 0.0)
-    if not e2el or sd_e2el is None or e2el <= ttft:
-        return None
-    decode = math.sqrt(max(0.0, sd_e2el ** 2 - sd_ttft ** 2)) / (e2el - ttft)
-    tpot = latency.get("std_tpot_ms", 0.0) / latency["mean_tpot_ms"] if latency.get("mean_tpot_ms") else 0.0
-    return min(2.0, math.sqrt(max(0.0, math.log1p(decode * decode) - math.log1p(tpot * tpot))))
 
 
 def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0, output_spread=0.0, output_cap=None,
@@ -535,13 +508,3 @@ def predicted_benches(dep, ks, alpha, trust, concurrencies=(), rates=(), prompts
     return out
 
 
-def bench_tags(concurrencies, rates):
-    """(batch, rate, tag) of each predicted run: the closed-loop concurrencies, or, given rates, open loop at each."""
-    if rates:
-        return [(None, rate, f"r{rate:g}") for rate in rates]
-    return [(batch, math.inf, f"c{batch}") for batch in concurrencies]
-
-
-def bench_names(ks, tag):
-    """The files of one tag: the baseline, then one a K (the plan's names: baseline_c32.json, spec_k3_c32.json)."""
-    return [f"baseline_{tag}.json"] + [f"spec_k{k}_{tag}.json" for k in ks]

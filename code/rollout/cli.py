@@ -23,13 +23,15 @@ from .catalog import (
     served_model,
 )
 from .acceptance import profile_length
-from .deployment import at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency, step_budget
+from .deployment import (
+    at_lengths, draft_kind, gpu_spec, make_deployment, max_concurrency, shown_batch, step_budget,
+)
 from .priors import DOMAINS
 from .sizing import (
     beyond_node, KV_DTYPE as SIZING_KV_DTYPE, NODE_GPUS, Setting, shipped_dtype, smallest_tp, tp_candidates, tp_reason,
 )
 from .releases import missing as release_lacks, refusal as release_refuses, sglang_rate_kind
-from .simulation import Traffic
+from .workload import Traffic
 from .workload import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, REQUEST_WORK, run_work, SLO_KEYS, Workload
 from .deployment import running_cap, simulated_layout
 from .readers import (
@@ -39,14 +41,14 @@ from .readers import (
     read_calibration_runs, read_metrics, run_totals, same_workload,
 )
 from .hfconfig import checked_name, head_from_config, shape_from_config
-from .analysis import center_requests, Evidence, Grid
+from .report import Evidence, Grid, Inputs, Replay
 from .acceptance import SWEEP_SLACK
 from .acceptance import profile_from_lengths
-from .exercises import draft_problem
-from .calibration import bench_names, BENCH_OPEN_PROMPTS, bench_tags, length_spread, predict_bench, SAME_LENGTHS
-from .charts import CHART_FILES
-from .export import compare_rows
-from .writes import bench_folder, check_out_owned, emit, out_path, STANDARD_OUTPUT, UNPRINTABLE
+from .deployment import draft_problem
+from .workload import bench_names, BENCH_OPEN_PROMPTS, bench_tags, length_spread, SAME_LENGTHS
+from .render.charts import CHART_FILES
+from .writes import bench_folder, check_out_owned, emit, out_path
+from .records import STANDARD_OUTPUT, UNPRINTABLE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -766,8 +768,10 @@ class Settings:
     engine: str
     engine_version: str
     temperature: float
-    slo: str = ""
-    target_concurrency: int = None
+    slo: str
+    target_concurrency: int
+    chart_alphas: tuple
+    expected_fallback: float
 
 
 SLO_LIMIT_MS = 86_400_000   # a bound of a day: past it a bound bounds nothing a benchmark can run
@@ -912,7 +916,7 @@ def file_list(flag, text):
 
 
 def parse_args(argv, settings):
-    """Flags -> (grid, deployment, evidence, traffic, out path, json?, gate?, exercises?, runs). Raises UsageError."""
+    """Flags -> Inputs (parse). Raises UsageError."""
     args = build_parser(settings).parse_args(argv)   # a flag given twice: the last wins, as in every argparse and
                                                      # getopt tool, so a wrapper's defaults can be overridden
     check_values(args)
@@ -976,66 +980,46 @@ def parse_args(argv, settings):
     bench = parse_bench_flags(args, grid, dep, out if isinstance(out, Path) else None, paths,
                               output_spread if args.output_spread is not None else 0.0)
     check_bench_bytes(distinct_files([*bench.compare, *paths, *(p for p in (args.bench_baseline, args.bench_spec) if p)]))
-    return grid, dep, evidence, traffic, out, args.json, args.gate, args.exercises, runs, bench
+    target = evidence.target_concurrency or max(grid.concurrencies)
+    compared = replays(bench.compare, dep, traffic, evidence.served_model, evidence.measured, bench.spec_path,
+                       shown_batch(dep, target), bench.simulated, bench.slo)
+    return Inputs(grid=grid, dep=dep, evidence=evidence, traffic=traffic, settings=settings, out=out,
+                  as_json=args.json, as_gate=args.gate, exercises=args.exercises, runs=runs, bench=bench,
+                  replays=compared)
 
 
-def compare_files(paths, dep, trust, traffic, fit, served, scraped=None, spec_path=None, plan_batch=None,
-                  simulated=0, slo=()):
-    """--compare's files, each with the prediction of its own run (compare_file), within COMPARE_TOKENS_LIMIT
-    output tokens and COMPARE_REQUESTS_LIMIT requests replayed over them all, and SIMULATED_WORK_LIMIT with the
-    --predict-bench runs' work (simulated); scraped goes to the --bench-spec run's file (spec_path)."""
-    budget, out = (COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT - simulated), []
+def parse(argv, settings):
+    """The command line and the files it names, against `settings` (main.py's constants) where a flag is not given:
+    an Inputs, every rule checked once. Raises UsageError, with one line that names the flag."""
+    return parse_args(argv, settings)
+
+
+def replays(paths, dep, traffic, served, scraped=None, spec_path=None, plan_batch=None, simulated=0, slo=()):
+    """--compare's files, read and checked (Replay each), within COMPARE_TOKENS_LIMIT output tokens and
+    COMPARE_REQUESTS_LIMIT requests replayed over them all, and SIMULATED_WORK_LIMIT with the --predict-bench runs'
+    work (simulated); scraped: the acceptance --metrics measured, for the --bench-spec run's file (spec_path), which
+    records none; plan_batch: an open loop's server cap, as the plan's command sets it; slo: --slo's bounds, given on
+    the command line, which a file's request_goodput is predicted at (a file records no bounds)."""
+    budget, out, flag = (COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT - simulated), [], "--compare"
     for path in paths:
-        out.append(compare_file(path, dep, trust, traffic, fit, served,
-                                scraped if os.path.realpath(path) == spec_path else None, plan_batch, budget, slo))
-        work = out[-1][1].workload
+        bench = read_bench(path, flag)
+        check_model(bench.model_id, dep, flag, served)
+        work, notes = replay_workload(bench, flag, path, traffic.output_spread, budget, step_budget(dep))
+        acceptance = (bench_acceptance(bench, flag) if bench.spec else
+                      scraped if os.path.realpath(path) == spec_path else None)
+        if bench.spec and acceptance is None:
+            raise UsageError(f"{flag}: {path} is a speculative run without its K and acceptance in its spec_decode_* "
+                             "keys: this tool cannot replay it")
+        here = at_lengths(dep, work.input_tokens, work.output_tokens)
+        cap = work.max_concurrency or plan_batch
+        if running_cap(here, acceptance is not None, cap) < 1:
+            raise UsageError(f"{flag}: {path}: not one sequence of its {work.input_tokens} + {work.output_tokens} "
+                             f"tokens fits beside the weights on {dep.tp} x {dep.gpu}")
+        out.append(Replay(path=path, bench=bench, workload=work, acceptance=acceptance,
+                          slo=slo if bench.goodput is not None else (), server_cap=cap, notes=tuple(notes)))
         budget = (budget[0] - work.total_output, budget[1] - work.num_prompts,
                   budget[2] - run_work(work.num_prompts, work.input_tokens, step_budget(dep)))
-    return out
-
-
-def compare_file(path, dep, trust, traffic, fit, served, scraped=None, plan_batch=None,
-                 budget=(COMPARE_TOKENS_LIMIT, COMPARE_REQUESTS_LIMIT, SIMULATED_WORK_LIMIT), slo=()):
-    """--compare: one measured file and the prediction of its own run (its lengths, concurrency or rate, prompts
-    and acceptance; scraped: the acceptance --metrics measured, for the --bench-spec run whose file records none;
-    plan_batch: an open loop's server cap, as the plan's command sets it; slo: --slo's bounds, given on the command
-    line, which its request_goodput is predicted at, a file recording no bounds): (path, PredictedBench, rows,
-    notes)."""
-    flag = "--compare"
-    bench = read_bench(path, flag)
-    check_model(bench.model_id, dep, flag, served)
-    work, notes = replay_workload(bench, flag, path, traffic.output_spread, budget, step_budget(dep))
-    acceptance = bench_acceptance(bench, flag) if bench.spec else scraped
-    if bench.spec and acceptance is None:
-        raise UsageError(f"{flag}: {path} is a speculative run without its K and acceptance in its spec_decode_* "
-                         "keys: this tool cannot replay it")
-    k, alpha, spread = 0, 0.0, traffic.alpha_spread
-    if acceptance is not None:
-        # Requests centred so that their rounds deliver the measured tau in aggregate, as counters add them up.
-        k = acceptance.k
-        alpha, spread = center_requests(acceptance.acceptance_length, k, traffic.alpha_spread)
-        notes.append(f"acceptance from {'its own spec_decode_* keys' if bench.spec else acceptance.source}: K = {k}, "
-                     f"tau {acceptance.acceptance_length:.3f}, requests around alpha {alpha:.3f} (s.d. {spread:.2f})")
-    else:
-        notes.append("no spec_decode_* keys: replayed with speculation off")
-    here = at_lengths(dep, work.input_tokens, work.output_tokens)
-    if running_cap(here, k > 0, work.max_concurrency or plan_batch) < 1:
-        raise UsageError(f"{flag}: {path}: not one sequence of its {work.input_tokens} + {work.output_tokens} "
-                         f"tokens fits beside the weights on {dep.tp} x {dep.gpu}")
-    goodput = slo if bench.goodput is not None else ()
-    if bench.goodput is not None and not slo:
-        notes.append(f"its request_goodput ({bench.goodput:.6g}) is not compared: the file does not record the "
-                     "--goodput bounds it was counted at; give them as --slo to compare it")
-    pb = predict_bench(here, Path(path).name, work, k, alpha, trust, traffic.seed, fit, spread,
-                       work.max_concurrency or plan_batch, slo=goodput)
-    measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
-    if goodput:
-        measured_keys["request_goodput"] = bench.goodput
-    rows = compare_rows(pb, measured_keys)
-    missing = [key for key in pb.intervals if key not in {row[0] for row in rows}]
-    if missing:   # absent, null, NaN (vllm bench's mark of a statistic without a sample) or 0
-        notes.append(f"not compared, the file gives no value above 0: {', '.join(missing)}")
-    return path, pb, rows, notes
+    return tuple(out)
 
 
 def replay_workload(bench, flag, path, output_spread,

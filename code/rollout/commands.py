@@ -14,7 +14,9 @@ from .catalog import (
 )
 from .releases import accepts, exports_acceptance_counters, FEATURES, one_model, release, since, sglang_rate
 from .acceptance import acceptance_length, acceptance_rate
-from .deployment import draft_kind, peak_tflops, prefill_chunk, runs_a_draft_model, verify_tokens
+from .deployment import (
+    draft_kind, peak_tflops, prefill_chunk, running_cap, runs_a_draft_model, simulated_layout, verify_tokens,
+)
 from .workload import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts
 from .readers import SGLANG_GAUGE_STEPS
 from .schedule import paying_ranges, where_it_pays
@@ -773,3 +775,10 @@ assert all(key == row.key and bool(row.trees) == (row.tree_tokens is not None) f
 def serve_lines(dep, batch, k=None, schedule=None):
     """The server command, speculation off (k None) or on: the engine's own (ENGINE_PLANS)."""
     return ENGINE_PLANS[dep.engine.key].serve(dep, batch, k, schedule)
+
+
+def predicts_gate_pair(dep, plan):
+    """Whether the plan predicts the gate's benchmark pair: a chain (a tree's rounds are measured, not drawn) that
+    stage 1 serves, on one scheduler (simulated_layout)."""
+    return (bool(plan.k) and simulated_layout(dep) and can_serve(dep)
+            and running_cap(dep, True, plan.shown_batch) >= 1)

@@ -15,6 +15,7 @@ from .deployment import (
     BW_FAMILY, draft_kind, gpu_family, kv_copies, prefill_chunk, runs_a_draft_model, verify_tokens,
 )
 from .deployment import token_cost_hidden
+from .records import OWN_TERMS
 
 
 # A round is K draft steps plus one verify pass over K+1 tokens per sequence; a plain
@@ -30,17 +31,6 @@ from .deployment import token_cost_hidden
 # benchmark every step also carries the prefill of the requests that keep arriving (chunked prefill mixes it into
 # decode batches): prefill_tokens below.
 
-# The terms of the time your benchmark runs can tell apart, each a factor own_<term> in Fit (1: the published
-# fit): what a closed-loop run at another concurrency, K or length moves differently from the rest.
-OWN_TERMS = dict(
-    own_pass="a target pass's fixed cost",             # launches, scheduler, sampler, per-layer fixed costs
-    own_weights="the weight read",
-    own_context="the context's cost per sequence",     # KV read and attention
-    own_token="the cost per token",                    # compute and the engine's cost per token
-    own_prefill="the prefill share",                   # the prompts a closed-loop step carries
-    own_round="a round's bookkeeping",
-    own_verify="the verify pass's extra tokens",       # what they add to a plain step
-    own_draft="the draft steps")
 OWN_PARTS = dict(fixed="own_pass", weights="own_weights", attention="own_context", compute="own_token",
                  activations="own_token", engine="own_token")   # pass_parts' term -> the Fit factor that scales it in a target pass;
                                        # communication keeps the published fit's (no factor)

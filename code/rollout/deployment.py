@@ -566,6 +566,12 @@ def simulated_layout(dep):
     return dep.topk == 1 and not dep.dp_attention
 
 
+def shown_batch(dep, target):
+    """The one batch the plan, its verdict and its gate answer at: the target concurrency, or the most sequences that
+    fit if it does not (at least 1: a plan that fits none still names a batch)."""
+    return min(target, max(max_concurrency(dep), 1))
+
+
 def running_cap(dep, speculative, plan_batch=None):
     """Sequences the server runs at once: the engine's default cap for the GPU's memory (Engine.running_limit), or
     the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights (at
@@ -604,3 +610,20 @@ def token_cost_hidden(dep, tokens_per_seq):
     (False, True, True)
     """
     return dep.era.async_steps and (tokens_per_seq <= 1 or draft_kind(dep.draft) in dep.era.hides_for)
+
+
+VOCAB_PADDING = 256   # tokens: vocabularies are padded to a multiple of 64 to 256 for the GPU's matrix shapes
+
+
+def draft_problem(draft, target):
+    """Why a draft model (a shape) cannot draft for a target, or None. Its tokens must be the target's: the same
+    tokenizer, whose vocabulary size may differ by padding only (Qwen2.5 pads one tokenizer to 151,936 in its small
+    models and to 152,064 from 7B up: 128 tokens), here up to VOCAB_PADDING tokens (Llama 3's 128,256 and DeepSeek
+    V3's 129,280 are two tokenizers, 1,024 apart); and it must be smaller, or drafting saves nothing."""
+    if abs(draft["vocab"] - target["vocab"]) > VOCAB_PADDING:
+        return (f"its vocabulary ({draft['vocab']:,} tokens) is not the target's ({target['vocab']:,}): a draft model "
+                "must share the target's tokenizer")
+    if model_params(draft) >= model_params(target):
+        return (f"it ({model_params(draft) / 1e9:.2f} B parameters) is not smaller than the target "
+                f"({model_params(target) / 1e9:.2f} B)")
+    return None

@@ -11,11 +11,12 @@ from .catalog import MODELS
 from .acceptance import _increasing_root, acceptance_length, alpha_from_length, LESSON_SYMPTOM, speedup
 from .priors import Contrast, contrast
 from .costmodel import draft_step_ms, eps_decode, eps_seen, FIT
-from .deployment import draft_kind, max_concurrency, model_params, with_draft
+from .deployment import draft_kind, max_concurrency, with_draft
 from .simulation import JITTER_P99, mixture_quantile, round_mix, token_itl_parts
 from .analysis import decoder, evaluate_cell, k_schedule, traffic_blend
 from .schedule import k_zero_at
 from .commands import speculative_config
+from .deployment import draft_problem
 
 LESSON_MIX = (("chat", 0.70, 0.70), ("code", 0.30, 0.40))   # the lesson's exercise 2: 70% chat at alpha 0.70, 30% code
                                                             # at 0.40 (shares of generated tokens)
@@ -152,23 +153,6 @@ def smaller_drafts(dep, drafts):
     """The drafts of the list that can serve this target: a draft model must be smaller than it and share its
     tokenizer (draft_problem)."""
     return [d for d in drafts if d not in MODELS or draft_problem(MODELS[d], dep.shape) is None]
-
-
-VOCAB_PADDING = 256   # tokens: vocabularies are padded to a multiple of 64 to 256 for the GPU's matrix shapes
-
-
-def draft_problem(draft, target):
-    """Why a draft model (a shape) cannot draft for a target, or None. Its tokens must be the target's: the same
-    tokenizer, whose vocabulary size may differ by padding only (Qwen2.5 pads one tokenizer to 151,936 in its small
-    models and to 152,064 from 7B up: 128 tokens), here up to VOCAB_PADDING tokens (Llama 3's 128,256 and DeepSeek
-    V3's 129,280 are two tokenizers, 1,024 apart); and it must be smaller, or drafting saves nothing."""
-    if abs(draft["vocab"] - target["vocab"]) > VOCAB_PADDING:
-        return (f"its vocabulary ({draft['vocab']:,} tokens) is not the target's ({target['vocab']:,}): a draft model "
-                "must share the target's tokenizer")
-    if model_params(draft) >= model_params(target):
-        return (f"it ({model_params(draft) / 1e9:.2f} B parameters) is not smaller than the target "
-                f"({model_params(target) / 1e9:.2f} B)")
-    return None
 
 
 @dataclass(frozen=True)

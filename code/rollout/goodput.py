@@ -14,7 +14,7 @@ from .simulation import NORMAL
 from .serving import bench_result, good_requests, serve_run, step_cost
 from .workload import SLO_KEYS, Workload
 from .deployment import running_cap, simulated_layout
-from .workload import SLO_PERCENTILE, slo_prompts, slo_text
+from .workload import SLO_PERCENTILE, slo_prompts
 
 RESOLUTION = 10       # the search settles the best concurrency to a tenth of it (resolution): finer than a run's own
                       # noise moves its P99s (ten prompts a slot)
@@ -246,41 +246,3 @@ def search_slo(dep, plan, traffic, fit=FIT):
                   traffic, fit)
 
 
-def per_gpu(at, point):
-    """A point's requests/s per GPU of the replica."""
-    return point.request_throughput / at.gpus
-
-
-def slo_sentence(at, batch=None):
-    """The verdict's line on the SLO: what each arm serves per GPU within it, which bound stops it, the gain, and
-    whether the plan's batch is past it (plain text)."""
-    if at.skipped:
-        return f"The SLO ({slo_text(at.slo)}) is not searched: {at.skipped}."
-    def arm(a, name):
-        if a.best is None:
-            return f"{name} meets it at no concurrency, not even one request at a time"
-        capped = (", the server's cap" if a.best.concurrency >= a.cap else
-                  ", the most the search tries: it may serve more" if a.best.concurrency >= a.top else "")
-        return (f"{name} serves {per_gpu(at, a.best):.3g} requests/s per GPU within it "
-                f"(at most {a.best.concurrency} concurrent{capped})")
-    spec = at.speculative.best
-    name = ("speculation" if spec is None else f"speculation (K = {spec.k} there, the plan's K by batch size)"
-            if spec.k else "the plan's K by batch size (speculation off there)")
-    words = f"At the SLO ({slo_text(at.slo)}): " + arm(at.speculative, name) + "; " + arm(at.baseline,
-                                                                                          "plain decoding")
-    if at.gain is not None:
-        words += f": {at.gain:.2f}x the traffic per GPU with speculation"
-    words += "."
-    stopped = [a for a in (at.speculative, at.baseline) if a.stopped_by]
-    if stopped:
-        stops = sorted({key for a in stopped for key in a.stopped_by}, key=SLO_KEYS.index)
-        which = "it" if len(stopped) == 1 else "both"
-        words += (f" The bound that stops {which} is P{SLO_PERCENTILE} {stops[0].upper()}" if len(stops) == 1 else
-                  f" The bounds that stop them are P{SLO_PERCENTILE} {' and '.join(k.upper() for k in stops)}")
-        words += "."
-    spec = at.speculative
-    if batch is not None and spec.best is not None and batch > spec.best.concurrency and spec.stopped_by:
-        words += (f" At the plan's B = {batch} speculation misses it: to keep it, run each replica at most "
-                  f"{spec.best.concurrency} concurrent (its max-concurrency or running cap).")
-    return words + (" These are the benchmark's numbers, a closed loop whose first wave of prompts queues at once."
-                    if "ttft" in dict(at.slo) else "")

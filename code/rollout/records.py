@@ -4,6 +4,8 @@ value from a file is echoed, and the bounds on what is read and asked.
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from dataclasses import fields
 
 
@@ -118,3 +120,36 @@ def percentile(values, q):
     if i + 1 >= len(values):
         return values[-1]
     return values[i] + (at - i) * (values[i + 1] - values[i])
+
+
+UNPRINTABLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}   # Unicode categories: controls (C0, C1, NEL), format characters
+                                              # (bidi overrides), surrogates (bytes that are not UTF-8), line breaks
+
+
+STANDARD_OUTPUT = "-"   # --out -: the plan to standard output, as - means by convention, its charts not written
+
+
+ASCII_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f]")   # ASCII's control characters (category Cc), less "\n"
+
+
+def printable(text):
+    """text with any control, format or line-separator character but the newline shown as its escape: names and
+    labels read from files reach the tables, the plan and error lines, and must not drive a terminal. ASCII text
+    without a control character but the newline (nearly every report) is returned as it is: its other characters
+    are all printable."""
+    if text.isascii() and not ASCII_CONTROL.search(text):
+        return text
+    return "".join(c if c == "\n" or unicodedata.category(c) not in UNPRINTABLE else ascii(c)[1:-1] for c in text)
+
+
+# The terms of the time your benchmark runs can tell apart, each a factor own_<term> in Fit (1: the published
+# fit): what a closed-loop run at another concurrency, K or length moves differently from the rest.
+OWN_TERMS = dict(
+    own_pass="a target pass's fixed cost",             # launches, scheduler, sampler, per-layer fixed costs
+    own_weights="the weight read",
+    own_context="the context's cost per sequence",     # KV read and attention
+    own_token="the cost per token",                    # compute and the engine's cost per token
+    own_prefill="the prefill share",                   # the prompts a closed-loop step carries
+    own_round="a round's bookkeeping",
+    own_verify="the verify pass's extra tokens",       # what they add to a plain step
+    own_draft="the draft steps")

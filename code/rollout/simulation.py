@@ -13,7 +13,6 @@ import statistics
 from collections import namedtuple
 from dataclasses import dataclass
 
-from .defaults import ALPHA_SPREAD, INPUT_SPREAD, OUTPUT_SPREAD, SEED
 from .acceptance import acceptance_length, decode_request, JITTER_MU, round_distribution, ROUND_JITTER, round_moments
 from .records import percentile
 
@@ -393,16 +392,3 @@ def cell_latency(dec, plain_ms, spec_ms, batch):
         speedup_two_pass_mc=plain_ms * dec.plain / two_pass_time)
 
 
-def slow_domains(mix):
-    """'code 100%' style: which domains the slowest 1% of the mix's requests come from."""
-    return ", ".join(f"{share * 100:.0f}% {name}" for name, share in mix.slow_domains.items() if share > 0)
-
-
-@dataclass(frozen=True)
-class Traffic:
-    """What the simulated requests are drawn from."""
-    seed: int = SEED                     #: seeds every simulated request
-    alpha_spread: float = ALPHA_SPREAD   #: s.d. of a request's per-token alpha around the mean
-    output_spread: float = OUTPUT_SPREAD   #: s.d. of ln(output tokens) over requests
-    input_spread: float = INPUT_SPREAD     #: s.d. of ln(prompt tokens) over the plan's ShareGPT-like runs' requests
-    slo: tuple = ()                      #: the SLO they are served at: ((key, ms), ...), keys as --goodput's (() none)

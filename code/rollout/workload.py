@@ -4,8 +4,10 @@ No simulation: the commands, the flags and the simulation all read these.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from .defaults import ALPHA_SPREAD, INPUT_SPREAD, OUTPUT_SPREAD, SEED
 from .releases import accepts
 
 
@@ -82,3 +84,55 @@ def goodput_words(slo):
 
 
 PREDICTION_KEY = "eagle3_rollout_prediction"   # the key that marks a file as this tool's prediction, not a run
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What the simulated requests are drawn from."""
+    seed: int = SEED                     #: seeds every simulated request
+    alpha_spread: float = ALPHA_SPREAD   #: s.d. of a request's per-token alpha around the mean
+    output_spread: float = OUTPUT_SPREAD   #: s.d. of ln(output tokens) over requests
+    input_spread: float = INPUT_SPREAD     #: s.d. of ln(prompt tokens) over the plan's ShareGPT-like runs' requests
+    slo: tuple = ()                      #: the SLO they are served at: ((key, ms), ...), keys as --goodput's (() none)
+
+
+BENCH_OPEN_PROMPTS = 1000   # vllm bench serve's default --num-prompts (vllm/benchmarks/serve.py): an open loop's
+
+
+SAME_LENGTHS = 0.05   # a spread of ln(output tokens) below this, read from a file, is taken as equal answers: a TPOT
+                     # that varies a few % between requests gives about as much
+
+
+def length_spread(latency):
+    """The s.d. of ln(output tokens) a run's own spreads imply, or None when it gives no E2EL spread.
+
+    A request's decode time E2EL - TTFT is (L - 1) TPOT. Its coefficient of variation is
+    sqrt(var E2EL - var TTFT) / (mean E2EL - mean TTFT), taking the two as independent; as
+    log-normals, ln(1 + cv^2) of the decode time is the lengths' s^2 plus the TPOTs' (their own
+    std_tpot_ms over mean_tpot_ms: with speculation requests accept differently).
+
+    >>> round(length_spread({"mean_e2el_ms": 1100.0, "std_e2el_ms": 700.0, "mean_ttft_ms": 100.0,
+    ...                      "std_ttft_ms": 0.0}), 4) == round(math.sqrt(math.log(1 + 0.7 ** 2)), 4)
+    True
+    >>> length_spread({"mean_e2el_ms": 1100.0, "std_e2el_ms": 100.0, "mean_tpot_ms": 10.0, "std_tpot_ms": 1.0})
+    0.0
+    """
+    e2el, ttft = latency.get("mean_e2el_ms"), latency.get("mean_ttft_ms", 0.0)
+    sd_e2el, sd_ttft = latency.get("std_e2el_ms"), latency.get("std_ttft_ms", 0.0)
+    if not e2el or sd_e2el is None or e2el <= ttft:
+        return None
+    decode = math.sqrt(max(0.0, sd_e2el ** 2 - sd_ttft ** 2)) / (e2el - ttft)
+    tpot = latency.get("std_tpot_ms", 0.0) / latency["mean_tpot_ms"] if latency.get("mean_tpot_ms") else 0.0
+    return min(2.0, math.sqrt(max(0.0, math.log1p(decode * decode) - math.log1p(tpot * tpot))))
+
+
+def bench_tags(concurrencies, rates):
+    """(batch, rate, tag) of each predicted run: the closed-loop concurrencies, or, given rates, open loop at each."""
+    if rates:
+        return [(None, rate, f"r{rate:g}") for rate in rates]
+    return [(batch, math.inf, f"c{batch}") for batch in concurrencies]
+
+
+def bench_names(ks, tag):
+    """The files of one tag: the baseline, then one a K (the plan's names: baseline_c32.json, spec_k3_c32.json)."""
+    return [f"baseline_{tag}.json"] + [f"spec_k{k}_{tag}.json" for k in ks]

@@ -16,20 +16,18 @@ import shutil
 import signal
 import stat
 import sys
-import unicodedata
 from pathlib import Path
 
 from .records import BENCH_LIMIT_BYTES, shown, UsageError
 from .workload import PREDICTION_KEY
-from .charts import CHART_FILES, CHART_MARK
+from .render.charts import CHART_FILES, CHART_MARK
+from .records import printable
 
 
 PLAN_MARK = "---\nname: eagle3-rollout\n"   # how every plan this tool writes begins (plan.render_plan)
 OLD_CHART_HEAD = ('<svg xmlns="http://www.w3.org/2000/svg" width="760" height="460" viewBox="0 0 760 460" '
                   'font-family="DejaVu Sans, Arial, sans-serif">\n<rect width="760" height="460" fill="#ffffff"/>\n'
                   '<text x="380.0" y="28.0" font-size="16" text-anchor="middle" font-weight="bold">')
-UNPRINTABLE = {"Cc", "Cf", "Cs", "Zl", "Zp"}   # Unicode categories: controls (C0, C1, NEL), format characters
-                                              # (bidi overrides), surrogates (bytes that are not UTF-8), line breaks
 
 
 # ---------------------------------------------------------------- which files are the tool's
@@ -73,9 +71,6 @@ def through_link(flag, text, what):
     if os.path.realpath(text) != os.path.realpath(plain):
         raise UsageError(f"{flag}: {shown(text)} climbs out of a link with '..' (it leads to "
                          f"{shown(os.path.realpath(text))}): name the {what} itself")
-
-
-STANDARD_OUTPUT = "-"   # --out -: the plan to standard output, as - means by convention, its charts not written
 
 
 def out_path(text):
@@ -419,31 +414,18 @@ def line_start():
         return ""
 
 
-ASCII_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f]")   # ASCII's control characters (category Cc), less "\n"
-
-
-def printable(text):
-    """text with any control, format or line-separator character but the newline shown as its escape: names and
-    labels read from files reach the tables, the plan and error lines, and must not drive a terminal. ASCII text
-    without a control character but the newline (nearly every report) is returned as it is: its other characters
-    are all printable."""
-    if text.isascii() and not ASCII_CONTROL.search(text):
-        return text
-    return "".join(c if c == "\n" or unicodedata.category(c) not in UNPRINTABLE else ascii(c)[1:-1] for c in text)
-
-
 # ---------------------------------------------------------------- a run, end to end
 
-def finish(compute, argv, whole_process):
-    """Run compute(argv) -> (status, report, files), write the files all or none, print the report; the exit status.
+def finish(stages, argv, whole_process):
+    """Run stages(argv) -> Output (parse, decide, render), then write it (write); the exit status.
 
     2 for bad input, a failed write, a signal or a stream that cannot be written, with one line on stderr that
-    is true about what is on disk; else compute's status (with --gate, 1 if the gate failed: 1 means nothing else).
+    is true about what is on disk; else the Output's status (with --gate, 1 if the gate failed: 1 means nothing else).
     whole_process: the run is the process (the command line), so a signal once it has ended is ignored; in-process
     callers (tests) get their own handlers back."""
     previous, ended = stop_once()
     try:
-        return run_to_end(compute, argv, ended)
+        return run_to_end(stages, argv, ended)
     finally:
         if whole_process:   # ignored, not raised, and ignored still while the interpreter shuts down (which puts a
             for number in STOP_SIGNALS:   # handler of its own back to the default, and the default would kill)
@@ -453,15 +435,19 @@ def finish(compute, argv, whole_process):
                 signal.signal(number, handler)
 
 
-def run_to_end(compute, argv, ended):
+def refusal(ended):
+    """refuse(message): end the run (ended) with message as its one line on stderr; exit status 2."""
     def refuse(message):
         ended()
         say(line_start() + "main.py: error: " + printable(" ".join(message.split())))
         return 2
+    return refuse
 
-    files, release = {}, None
+
+def run_to_end(stages, argv, ended):
+    refuse = refusal(ended)
     try:
-        status, report, files = compute(argv)
+        output = stages(argv)
     except UsageError as err:
         return refuse(str(err))
     except KeyboardInterrupt:
@@ -472,6 +458,13 @@ def run_to_end(compute, argv, ended):
     except Exception as err:   # a case no check foresaw: still one line and exit 2, never a traceback or exit 1
         return refuse(f"internal error on this input ({type(err).__name__}: {err}); nothing was written. Please "
                       "report the command line")
+    return write(output, ended)
+
+
+def write(output, ended=lambda: None):
+    """The Output's files, all or none, then its text on standard output: its status, or 2 with one line on stderr
+    when a file or the stream cannot be written or a signal stops it (ended: called as the run ends)."""
+    refuse, files, status = refusal(ended), output.files, output.status
     try:
         release = write_all(files)
     except WriteFailed as err:
@@ -484,7 +477,7 @@ def run_to_end(compute, argv, ended):
     written = f"the files were written ({', '.join(map(str, files))})" if files else "nothing was written"
     try:
         release()   # Ctrl-C or SIGTERM during the swap lands here, with the files in place
-        printed = emit(report)
+        printed = emit(output.text)
         ended()
     except KeyboardInterrupt:
         return refuse(f"interrupted; {written}")

@@ -6,15 +6,15 @@ import json
 import math
 from dataclasses import fields
 
-from .records import finite_number, wrap
-from .catalog import era_releases, release_text
-from .deployment import token_cost_hidden
-from .deployment import draft_kind, kv_copies, step_budget, verify_tokens
-from .releases import release
-from .records import percentile
-from .workload import PREDICTION_KEY
-from .trust import ERROR_CLASS, INTERVAL_LEVEL
-from .commands import draft_head
+from ..records import finite_number, wrap
+from ..catalog import era_releases, release_text
+from ..deployment import token_cost_hidden
+from ..deployment import draft_kind, kv_copies, step_budget, verify_tokens
+from ..releases import release
+from ..records import percentile
+from ..workload import PREDICTION_KEY
+from ..trust import ERROR_CLASS, INTERVAL_LEVEL
+from ..commands import draft_head
 from .tables import summary_facts
 from .plan import memory_setting
 

@@ -6,29 +6,29 @@ import re
 import shlex
 from pathlib import Path
 
-from .records import fmt, k_words, pct, pct1
-from .catalog import EAGLE3_HEADS, EAGLE_DRAFTS, era_releases, GIB, release_text
-from .acceptance import acceptance_length, acceptance_rate, LESSON_RULE
-from .deployment import draft_kind, static_bytes, verify_tokens
-from .sizing import settings_sentence
-from .releases import (
+from ..records import fmt, k_words, pct, pct1
+from ..catalog import EAGLE3_HEADS, EAGLE_DRAFTS, era_releases, GIB, release_text
+from ..acceptance import acceptance_length, acceptance_rate, LESSON_RULE
+from ..deployment import draft_kind, static_bytes, verify_tokens
+from ..sizing import settings_sentence
+from ..releases import (
     accepts, bench_records_acceptance, checked, FEATURES, per_request_acceptance, release, scrape_counts_acceptance,
 )
-from .deployment import running_cap, simulated_layout
-from .trust import interval, INTERVAL_LEVEL, span, too_close
-from .schedule import K_MAX, paying_ranges, where_it_pays
-from .commands import (
+from ..trust import interval, INTERVAL_LEVEL, span, too_close
+from ..schedule import K_MAX, paying_ranges, where_it_pays
+from ..commands import (
     bench_lines, can_serve, catalog_name, GOODPUT_CLIENT, draft_head, ENGINE_PLANS, legacy_client_words, serve_lines,
     SHAREGPT_URL, shell_lines, tool_words,
 )
-from .workload import SLO_KEYS
-from .goodput import per_gpu, slo_sentence
-from .workload import goodput_key, goodput_words, SLO_PERCENTILE, slo_prompts, slo_text
+from ..workload import SLO_KEYS
+from .tables import per_gpu, slo_sentence
+from ..workload import goodput_key, goodput_words, SLO_PERCENTILE, slo_prompts, slo_text
 from .tables import (
     calibration_findings, calibration_headline, copies_text, mix_blend_sentence, mix_tail_sentence, trained_draft,
     trust_sentence, verdict_command, verdict_parts, verdict_steps,
 )
 from .charts import CHART_FILES
+from ..commands import predicts_gate_pair
 
 
 # outputs/skill-eagle3-rollout.md: front matter, the stages, K by batch size, the tail watch, the dashboard.
@@ -390,13 +390,6 @@ def plan_predicted_runs(result, dep):
     return out + ["", "Once they have run, the gate command of stage 3 (its `--compare`) prints each of their keys "
                   "against the prediction of its own run (its lengths, concurrency and measured acceptance), with the "
                   "error and whether it falls in the range.", ""]
-
-
-def predicts_gate_pair(dep, plan):
-    """Whether the plan predicts the gate's benchmark pair: a chain (a tree's rounds are measured, not drawn) that
-    stage 1 serves, on one scheduler (simulated_layout)."""
-    return (bool(plan.k) and simulated_layout(dep) and can_serve(dep)
-            and running_cap(dep, True, plan.shown_batch) >= 1)
 
 
 def plan_k_by_batch(plan, dep):

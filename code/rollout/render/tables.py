@@ -6,20 +6,16 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .records import eps_label, fmt, k_words, pct, pct1, wrap
-from .catalog import ENGINES, GIB, GPU_FAMILY
-from .acceptance import acceptance_length, alpha_from_length
-from .experts import expected_experts, touched_experts
-from .costmodel import OWN_TERMS
-from .deployment import draft_kind, fitted_family, kv_copies, non_expert_bytes
-from .simulation import slow_domains
-from .trust import INTERVAL_LEVEL, MISS_LINE, span, too_close, Z_INTERVAL
-from .schedule import call_of, paying_ranges, where_it_pays
-from .acceptance import profile_from_lengths
-from .sizing import settings_sentence
-from .priors import dataset_words, KIND_WORDS
-from .commands import bench_lines, can_serve
-from .goodput import slo_sentence
+from ..records import eps_label, fmt, k_words, OWN_TERMS, pct, pct1, wrap
+from ..catalog import ENGINES, GIB, GPU_FAMILY
+from ..acceptance import acceptance_length, alpha_from_length, profile_from_lengths
+from ..deployment import draft_kind, fitted_family, kv_copies, non_expert_bytes
+from ..trust import INTERVAL_LEVEL, MISS_LINE, span, too_close, Z_INTERVAL
+from ..schedule import call_of, paying_ranges, where_it_pays
+from ..sizing import settings_sentence
+from ..priors import dataset_words, KIND_WORDS
+from ..commands import bench_lines, can_serve
+from ..workload import SLO_KEYS, SLO_PERCENTILE, slo_text
 
 
 # ---------------------------------------------------------------- the verdict, first
@@ -593,9 +589,9 @@ def render_summary(result, grid, dep):
     return lines
 
 
-def expert_sentence(dep):
+def expert_sentence(dep, facts):
     """How a MoE target's experts are read: the routing assumed and, expert parallel, the busiest GPU's load
-    (touched_experts); "" for a dense target."""
+    (facts.busiest_share); "" for a dense target."""
     t = dep.target
     if not t.experts:
         return ""
@@ -605,7 +601,7 @@ def expert_sentence(dep):
     text = f"Experts: {t.experts_per_token} of {t.experts} a token, {routing}; "
     if dep.ep == 1:
         return text + (f"each split across the {dep.tp} GPUs (tensor parallel)." if dep.tp > 1 else "on one GPU.")
-    share = touched_experts(t, dep, 1) / expected_experts(t.experts, t.experts_per_token, 1, t.routing_exponent)
+    share = facts.busiest_share
     return text + (f"whole experts on each of {dep.ep} GPUs (expert parallel): at B=1 the busiest GPU reads "
                    f"{share:.2f}x its even share, and a MoE layer waits for it." + (
                        f" Attention data parallel: each GPU runs attention for its own 1/{dep.tp} of the sequences "
@@ -635,7 +631,7 @@ def deployment_lines(dep, result):
     return deployment_head(dep) + wrap(
         f"KV cache {dep.target.kv_bytes_per_token:,} B/token{copies_text(dep)}: {result.facts.max_concurrency} "
              f"sequences fit in {result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens "
-             f"in, {dep.output_tokens} out.", 100, "  ") + wrap(expert_sentence(dep), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
+             f"in, {dep.output_tokens} out.", 100, "  ") + wrap(expert_sentence(dep, result.facts), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
              + " + ".join(f"{name} {ms:.2f}" for name, ms in result.facts.plain_b1.items()
                           if ms >= 0.005)   # a term that would print as 0.00 is left out
              + " (ms; a closed-loop benchmark's mean TPOT).", 100, "  ") + (
@@ -806,3 +802,48 @@ def trained_draft(dep):
     """What could be trained for a weak traffic domain: a head, a draft model, the MTP module; nothing for n-gram."""
     return {"ngram": None, "mtp": "the MTP module fine-tuned", "model": "a draft model tuned"}.get(
         draft_kind(dep.draft), "a head trained")
+
+
+def slow_domains(mix):
+    """'code 100%' style: which domains the slowest 1% of the mix's requests come from."""
+    return ", ".join(f"{share * 100:.0f}% {name}" for name, share in mix.slow_domains.items() if share > 0)
+
+
+def per_gpu(at, point):
+    """A point's requests/s per GPU of the replica."""
+    return point.request_throughput / at.gpus
+
+
+def slo_sentence(at, batch=None):
+    """The verdict's line on the SLO: what each arm serves per GPU within it, which bound stops it, the gain, and
+    whether the plan's batch is past it (plain text)."""
+    if at.skipped:
+        return f"The SLO ({slo_text(at.slo)}) is not searched: {at.skipped}."
+    def arm(a, name):
+        if a.best is None:
+            return f"{name} meets it at no concurrency, not even one request at a time"
+        capped = (", the server's cap" if a.best.concurrency >= a.cap else
+                  ", the most the search tries: it may serve more" if a.best.concurrency >= a.top else "")
+        return (f"{name} serves {per_gpu(at, a.best):.3g} requests/s per GPU within it "
+                f"(at most {a.best.concurrency} concurrent{capped})")
+    spec = at.speculative.best
+    name = ("speculation" if spec is None else f"speculation (K = {spec.k} there, the plan's K by batch size)"
+            if spec.k else "the plan's K by batch size (speculation off there)")
+    words = f"At the SLO ({slo_text(at.slo)}): " + arm(at.speculative, name) + "; " + arm(at.baseline,
+                                                                                          "plain decoding")
+    if at.gain is not None:
+        words += f": {at.gain:.2f}x the traffic per GPU with speculation"
+    words += "."
+    stopped = [a for a in (at.speculative, at.baseline) if a.stopped_by]
+    if stopped:
+        stops = sorted({key for a in stopped for key in a.stopped_by}, key=SLO_KEYS.index)
+        which = "it" if len(stopped) == 1 else "both"
+        words += (f" The bound that stops {which} is P{SLO_PERCENTILE} {stops[0].upper()}" if len(stops) == 1 else
+                  f" The bounds that stop them are P{SLO_PERCENTILE} {' and '.join(k.upper() for k in stops)}")
+        words += "."
+    spec = at.speculative
+    if batch is not None and spec.best is not None and batch > spec.best.concurrency and spec.stopped_by:
+        words += (f" At the plan's B = {batch} speculation misses it: to keep it, run each replica at most "
+                  f"{spec.best.concurrency} concurrent (its max-concurrency or running cap).")
+    return words + (" These are the benchmark's numbers, a closed loop whose first wave of prompts queues at once."
+                    if "ttft" in dict(at.slo) else "")

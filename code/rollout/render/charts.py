@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
-from .trust import INTERVAL_LEVEL, Z_INTERVAL
-from .schedule import K_MAX
+from ..trust import INTERVAL_LEVEL, Z_INTERVAL
+from ..schedule import K_MAX
 from .tables import ratio_span
-from .workload import ms_text
+from ..workload import ms_text
 
 
 # Hand-written SVG (it is text): fixed size, fixed number formats, so the same run gives
