@@ -145,7 +145,7 @@ MUTANTS = [
      'pass_cost_of="trtllm", draft_costs_of="vllm",',
      'pass_cost_of="trtllm", draft_costs_of="sglang",'),
     ("--json shows an OPTIONAL field that holds nothing",
-     "export.shown_in_json",
+     "render.export.shown_in_json",
      '    if meta.get("optional") and getattr(record, f.name) is None:\n        return False\n',
      ''),
     ("an engine era hides more host time than a round's fixed costs",
@@ -222,8 +222,8 @@ MUTANTS = [
 def source_of(code, target):
     """(path, text, start, end): the file a target "module.name" lives in, and the character span of that name's
     top-level statement (decorators included). code: a checkout's code/ folder."""
-    module, _, name = target.partition(".")
-    path = code / "main.py" if module == "main" else code / "rollout" / f"{module}.py"
+    module, _, name = target.rpartition(".")   # "costmodel.eps_grown", "render.export.shown_in_json"
+    path = code / "main.py" if module == "main" else code / "rollout" / (module.replace(".", "/") + ".py")
     text = path.read_text()
     starts = [0]
     for line in text.splitlines(keepends=True):

@@ -75,7 +75,8 @@ from rollout.analysis import Cell, evaluate_cell, per_token_alpha
 from rollout.decide import decide
 from rollout.render import render
 from rollout.writes import finish
-from rollout.cli import parse, progress_meter, Settings
+from rollout.cli import parse
+from rollout.flags import progress_meter, Settings
 
 
 # ---------------------------------------------------------------- the grid (edit me)

@@ -15,7 +15,7 @@ from support import MAIN_PATH, ROOT, run
 
 import main
 import rollout
-from rollout import acceptance, cli, report
+from rollout import acceptance, cli, flags, report
 
 
 SMALL = ["--alphas", "0.5,0.8", "--ks", "3", "--concurrency", "1,64"]
@@ -225,7 +225,7 @@ class EditedConstants(unittest.TestCase):
         self.assertIn("--temperature 0.3 ", plan.replace("\\\n", " "))
         self.assertNotIn("--temperature 0.7", plan)
         self.assertIn("This assumes per-token alpha 0.60 until", text)
-        self.assertIn("(default 700)", " ".join(cli.build_parser(edited).format_help().split()))
+        self.assertIn("(default 700)", " ".join(flags.build_parser(edited).format_help().split()))
 
 
 class Wrote(unittest.TestCase):
@@ -261,15 +261,15 @@ class Progress(unittest.TestCase):
         big = report.Grid(tuple(i / 100 for i in range(30, 81, 2)), tuple(range(1, 9)), (0.1, "auto"),
                      (1, 2, 4, 8, 16, 32, 64, 128))
         stream = self.Terminal()
-        show = cli.progress_meter(big, stream)
+        show = flags.progress_meter(big, stream)
         self.assertIsNotNone(show)
         show(1, 208)
         self.assertTrue(stream.getvalue().startswith("\rsimulating requests: 1/208"))
         show(208, 208)                                     # the last call clears the line
         self.assertTrue(stream.getvalue().endswith("\r"))
-        self.assertIsNone(cli.progress_meter(big, io.StringIO()))                     # not a terminal
+        self.assertIsNone(flags.progress_meter(big, io.StringIO()))                     # not a terminal
         default = report.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
-        self.assertIsNone(cli.progress_meter(default, self.Terminal()))               # a short run
+        self.assertIsNone(flags.progress_meter(default, self.Terminal()))               # a short run
 
 
 class BadInput(unittest.TestCase):

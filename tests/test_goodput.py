@@ -10,7 +10,7 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, cli, costmodel, deployment, goodput, readers, serving, simulation, workload
+from rollout import calibration, cli, costmodel, deployment, flags, goodput, readers, serving, simulation, workload
 
 from rollout.render import charts
 from rollout.records import UsageError
@@ -197,15 +197,15 @@ class RequestCost(unittest.TestCase):
 
 class SloFlag(unittest.TestCase):
     def test_forms(self):
-        self.assertEqual(cli.parse_slo("tpot:50,ttft:2000"), (("ttft", 2000.0), ("tpot", 50.0)))
-        self.assertEqual(cli.parse_slo(" E2EL:1e4 "), (("e2el", 10000.0),))
-        self.assertEqual(cli.parse_slo("none"), ())
+        self.assertEqual(flags.parse_slo("tpot:50,ttft:2000"), (("ttft", 2000.0), ("tpot", 50.0)))
+        self.assertEqual(flags.parse_slo(" E2EL:1e4 "), (("e2el", 10000.0),))
+        self.assertEqual(flags.parse_slo("none"), ())
 
     def test_refused(self):
         for text in ("ttft", "ttft:", "ttft:0", "ttft:-5", "ttft:nan", "ttft:inf", "itl:20", "ttft:10,ttft:20",
                      "ttft:１０", "ttft:1_0", "ttft:1e9", "tpot:50,", ":50"):
             with self.subTest(text=text), self.assertRaises(UsageError):
-                cli.parse_slo(text)
+                flags.parse_slo(text)
 
     def test_exit_2_with_one_line(self):
         status, out, err = run([*SMALL, "--no-write", "--slo", "tpot:fast"])

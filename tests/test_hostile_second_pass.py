@@ -14,7 +14,7 @@ from unittest import mock
 
 from support import main, ROOT, run
 
-from rollout import cli, records, writes
+from rollout import cli, flags, records, writes
 from rollout.render.plan import md
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -120,8 +120,8 @@ class Bounds(Temporary):
         # 200 pairs at K 1-5 (1.17 units a pair on average) are within it, as before
         alphas = ",".join(f"{0.3 + 0.015 * i:.3f}" for i in range(40))
         self.assertLessEqual(40 * sum(1 + (k / 8) ** 2 for k in range(1, 6)), records.GRID_WORK_LIMIT)
-        args = cli.build_parser(main.SETTINGS).parse_args(["--alphas", alphas, "--ks", "1,2,3,4,5"])
-        self.assertEqual(len(cli.parse_grid(args, main.SETTINGS).acceptance), 40)
+        args = flags.build_parser(main.SETTINGS).parse_args(["--alphas", alphas, "--ks", "1,2,3,4,5"])
+        self.assertEqual(len(flags.parse_grid(args, main.SETTINGS).acceptance), 40)
 
     def test_requests_count_in_the_work_a_prediction_simulates(self):
         # 20 concurrencies x 3 files x 100,000 prompts of 2 tokens: 6 M requests of a 1-token prompt (one chunk),

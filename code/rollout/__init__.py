@@ -35,7 +35,8 @@ Everything it stands on is here. Imports go one way: a module imports only modul
                   the staged rollout plan in Markdown; export, --json, predicted benchmark files, --compare;
                   terminal, the printed report)
     writes        where a run may write; its files all or none; signals and the output streams
-    cli           flags, the settings a run falls back on
+    flags         the flags and their syntax, the settings a run falls back on (Settings)
+    cli           parse(argv, settings) -> Inputs: the flags together, the files they name, every rule between them
 
     >>> from rollout.acceptance import acceptance_length, exact_speedup
     >>> round(acceptance_length(0.7, 3), 3), round(exact_speedup(0.7, 3, 0.2), 3)   # 1 + .7 + .49 + .343
@@ -45,6 +46,6 @@ Everything it stands on is here. Imports go one way: a module imports only modul
 RENDER = ("tables", "charts", "plan", "export", "terminal")   # render/'s modules, bottom to top
 LAYERS = ("defaults", "records", "report", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
           "analysis", "commands", "exercises", "calibration", "decide", "render", "writes",
-          "cli")
+          "flags", "cli")
 MODULES = tuple(name for layer in LAYERS   # every module, bottom to top, render/'s as render.<name> before render
                 for name in ([f"render.{r}" for r in RENDER] + ["render"] if layer == "render" else [layer]))

@@ -1,5 +1,5 @@
 """The reference deployment and traffic: what the package's functions fall back on when a caller names none
-(tests, bench/, a notebook). A run of code/main.py passes main.py's editable constants instead (cli.Settings),
+(tests, bench/, a notebook). A run of code/main.py passes main.py's editable constants instead (flags.Settings),
 which start at these values; edit those, not these.
 """
 from __future__ import annotations

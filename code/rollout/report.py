@@ -40,7 +40,7 @@ class Inputs:
     dep: object              #: deployment.Deployment
     evidence: object         #: report.Evidence: measurements, targets, the gate's settings
     traffic: object          #: workload.Traffic: seeds and spreads of the simulated requests, the SLO
-    settings: object         #: cli.Settings the run fell back on (main.py's constants)
+    settings: object         #: flags.Settings the run fell back on (main.py's constants)
     out: Path = None         #: where the plan goes (None: --no-write; records.STANDARD_OUTPUT: --out -)
     as_json: bool = False    #: --json
     as_gate: bool = False    #: --gate: the exit status is the gate's

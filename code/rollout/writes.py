@@ -407,7 +407,7 @@ def say(line):
 
 def line_start():
     """What puts the error line at the start of an empty line on a terminal, where a progress line may be showing
-    (cli.progress_meter writes one without a newline): a carriage return and erase-line; "" on a file or pipe."""
+    (flags.progress_meter writes one without a newline): a carriage return and erase-line; "" on a file or pipe."""
     try:
         return "\r\x1b[K" if sys.stderr.isatty() else ""
     except (AttributeError, ValueError, OSError):
