@@ -11,17 +11,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "code"))   # rollout imports by name from code/
 import main  # noqa: E402
-from rollout import analysis, records, simulation  # noqa: E402
+from rollout import analysis, cells, records, simulation  # noqa: E402
 
 
 def check(margins, seeds=60):
     for margin in margins:
         simulation.PRECISION_MARGIN = margin
-        analysis.DECODE_MEMO.clear()   # its keys leave the margin out: without this, every margin repeats the first
+        cells.DECODE_MEMO.clear()   # its keys leave the margin out: without this, every margin repeats the first
         for alpha, k in ((0.8, 5), (0.7, 3), (0.5, 3)):
             p99s, requests, claimed = [], [], []
             for seed in range(seeds):
-                dec = analysis.decoder(seed, main.ALPHA_SPREAD, main.OUTPUT_SPREAD, main.OUTPUT_TOKENS)(alpha, k)
+                dec = cells.decoder(seed, main.ALPHA_SPREAD, main.OUTPUT_SPREAD, main.OUTPUT_TOKENS)(alpha, k)
                 p99s.append(records.percentile(dec.tpot_spec, 0.99))
                 requests.append(dec.requests)
                 claimed.append(dec.precision)

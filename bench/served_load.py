@@ -41,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))
 sys.path.insert(0, str(HERE))
 
-from rollout import calibration, catalog, cli, costmodel, deployment, readers, serving, workload  # noqa: E402
+from rollout import benchfiles, calibration, catalog, cli, costmodel, deployment, readers, serving, workload  # noqa: E402
 from rollout.acceptance import alpha_from_length, acceptance_length  # noqa: E402
 from rollout.defaults import OUTPUT_SPREAD  # noqa: E402
 import served_runs  # noqa: E402
@@ -230,13 +230,13 @@ def band(c):
 
 
 def as_run(case):
-    """The case as a calibration Run (readers.Run), at the batch it decoded on average."""
+    """The case as a calibration Run (benchfiles.Run), at the batch it decoded on average."""
     m, w = case.point["metrics"], case.work
     ttft = m.get("mean_ttft_ms") or m.get("median_ttft_ms") or 0.0
     decoding = (readers.decoding_batch(w.max_concurrency, w.output_tokens, case.tpot_ms, ttft, w.num_prompts)
                 if w.max_concurrency else max(1.0, case.concurrency))
     tau = acceptance_length(case.alpha, case.k) if case.k else None
-    return readers.Run(batch=w.max_concurrency or max(1, round(case.concurrency)), k=case.k or None, tau=tau,
+    return benchfiles.Run(batch=w.max_concurrency or max(1, round(case.concurrency)), k=case.k or None, tau=tau,
                        input_tokens=w.input_tokens, output_tokens=w.output_tokens, tpot_ms=case.tpot_ms,
                        path=case.point["source_file"], decoding=decoding, ttft_ms=m.get("mean_ttft_ms"),
                        requests=w.num_prompts, rate=w.request_rate, burstiness=w.burstiness)

@@ -9,7 +9,7 @@ A. tomasruizt/vllm-scripts online-throughput: Llama 3.3 70B bf16 at TP 2 on vLLM
    model at K 3-8 and max_concurrency 1-64, each run paired with the baseline (K 0) at its concurrency. Measured
    speedup = baseline mean TPOT / spec mean TPOT; predicted = run_tpot_ms(baseline) / run_tpot_ms(spec), each run
    at its own mean prompt and output lengths, its measured acceptance length and the batch it decoded on average
-   (readers.decoding_batch, as readers.read_calibration_runs calls it).
+   (readers.decoding_batch, as benchfiles.read_calibration_runs calls it).
 B. vllm-project/speculators research/scaling: vLLM V1 patched to force a per-token acceptance alpha
    (FIXED_ACCEPTANCE_RATE), an EAGLE-style head ("method": "eagle"), Qwen3 0.6B-32B on one GPU (timings of an
    A100 80GB: a100-sxm-80gb), data of 2025-08 (taken as 0.10), 512/128 tokens, K 1-10, GuideLLM sweeps. For each
@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-from rollout import calibration, catalog, cli, costmodel, deployment, hfconfig, readers  # noqa: E402
+from rollout import benchfiles, calibration, catalog, cli, costmodel, deployment, hfconfig, readers  # noqa: E402
 
 POINTS = json.loads((HERE / "served_runs.json").read_text())["points"]
 LLAMA = "tomasruizt-vllm-scripts-online-throughput-llama70b-tp2"
@@ -109,7 +109,7 @@ def summary(errors):
 def llama_run(point, k, tau, decoding=True):
     m, output = point["metrics"], round(point["output_tokens"])
     batch = point["concurrency"]
-    return readers.Run(batch=batch, k=k, tau=tau, input_tokens=round(point["input_tokens"]), output_tokens=output,
+    return benchfiles.Run(batch=batch, k=k, tau=tau, input_tokens=round(point["input_tokens"]), output_tokens=output,
                        decoding=readers.decoding_batch(batch, output, m["mean_tpot_ms"], m["mean_ttft_ms"],
                                                        m["completed"]) if decoding else None)
 
@@ -183,7 +183,7 @@ def scaling_run(point):
     else:
         decoding = max(1.0, point["concurrency_measured_mean"])
         c = max(1, round(decoding))
-    return readers.Run(batch=c, k=point["K"], tau=tau, input_tokens=round(point["input_tokens_measured_mean"]),
+    return benchfiles.Run(batch=c, k=point["K"], tau=tau, input_tokens=round(point["input_tokens_measured_mean"]),
                        output_tokens=point["output_tokens"], decoding=decoding)
 
 

@@ -71,7 +71,7 @@ from rollout.report import BreakEven, GridCells
 from rollout.acceptance import breakeven_rate as rate_breakeven, exact_breakeven, JITTER_MU, ROUND_JITTER
 from rollout.deployment import max_concurrency
 from rollout.costmodel import eps_decode, eps_grown, FIT, plain_step_ms
-from rollout.analysis import Cell, evaluate_cell, per_token_alpha
+from rollout.cells import Cell, evaluate_cell, per_token_alpha
 from rollout.decide import decide
 from rollout.render import render
 from rollout.writes import finish

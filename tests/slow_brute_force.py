@@ -12,7 +12,7 @@ import support  # noqa: F401  (puts code/ on the import path)
 
 from rollout import costmodel, deployment
 
-from rollout.render import tables
+from rollout.render.words import subtract
 from rollout import experts as moe
 from test_first_answer import as_json, schedule_k, SWEEP
 
@@ -109,7 +109,7 @@ class Agreement(unittest.TestCase):
                     b = r["concurrency"]
                     self.assertEqual(schedule_k(plan["schedule"], b), r["k"], f"B = {b}")
                     self.assertEqual(any(lo <= b <= hi for lo, hi in close), r["too_close"], f"B = {b}")
-                pays = tables.subtract(analysis_paying(plan["schedule"]), close)
+                pays = subtract(analysis_paying(plan["schedule"]), close)
                 for r in rows:
                     b = r["concurrency"]
                     self.assertEqual(any(lo <= b <= hi for lo, hi in pays), r["k"] > 0 and not r["too_close"])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import support  # noqa: F401  (puts code/ on the import path)
 
-from rollout import acceptance, analysis, costmodel, readers, simulation, workload
+from rollout import acceptance, cells, costmodel, simulation, workload
 from support import run
 from test_published_fit import load_bench, load_calibrate, loss_around
 from test_serving import SMALL
@@ -31,7 +31,7 @@ class DecodeAgainstTheLoop(unittest.TestCase):
         # within about 1.5% at short lengths (seeds 0-3 gave 1.2-1.9% apart at 300 tokens).
         for alpha, k, spread, output_spread, tokens in ((0.7, 3, 0.11, 0.8, 300), (0.5, 5, 0.15, 0.0, 400),
                                                         (0.85, 1, 0.0, 0.8, 300)):
-            dec = analysis.decoder(0, spread, output_spread, tokens)(alpha, k)
+            dec = cells.decoder(0, spread, output_spread, tokens)(alpha, k)
             plain_ms, spec_ms, batch = 10.0, 13.0, 4
             cell = simulation.cell_latency(dec, plain_ms, spec_ms, batch)
             ref = loop_reference(alpha, k, spread, output_spread, tokens, dec.requests // simulation.REPLICATE_REQUESTS,
@@ -50,7 +50,7 @@ class DecodeAgainstTheLoop(unittest.TestCase):
         # over the round's tokens; a chunk's is the round's time.
         rng = random.Random(5)
         for alpha, k, spread in ((0.7, 3, 0.11), (0.4, 1, 0.0), (0.9, 5, 0.05)):
-            dec = analysis.decoder(0, spread, 0.8, 300)(alpha, k)
+            dec = cells.decoder(0, spread, 0.8, 300)(alpha, k)
             ref = loop_reference(alpha, k, spread, 0.8, 300, 8, 1, 1.0)
             tokens, chunks = [], []
             for _, _, accepted in ref:

@@ -9,7 +9,8 @@ from pathlib import Path
 from support import model, ROOT, run
 
 import main
-from rollout import acceptance, analysis, costmodel, deployment, exercises, report, schedule
+from rollout.mix import traffic_blend
+from rollout import acceptance, costmodel, deployment, exercises, report, schedule
 from rollout.render import charts
 
 
@@ -118,7 +119,7 @@ class Exercises(unittest.TestCase):
         # KV read, no K pays for this mix, so the best single K is 0 at 1.0x; at B = 1 one does.
         for batch, want_off in ((1024, True), (1, False)):
             dep = deployment.make_deployment("llama-3.1-8b", tp=1, context=128, input_tokens=128, output_tokens=128)
-            mix = analysis.traffic_blend(exercises.LESSON_MIX, dep, 3, batch)
+            mix = traffic_blend(exercises.LESSON_MIX, dep, 3, batch)
             d, q = costmodel.decode_step_ms(dep, batch), costmodel.prefill_share_ms(dep, batch)
             by_k = {0: 1.0}
             for k in range(1, schedule.K_MAX + 1):

@@ -15,7 +15,7 @@ from support import MAIN_PATH, ROOT, run
 
 import main
 import rollout
-from rollout import acceptance, cli, flags, report
+from rollout import acceptance, flags, report
 
 
 SMALL = ["--alphas", "0.5,0.8", "--ks", "3", "--concurrency", "1,64"]

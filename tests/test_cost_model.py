@@ -7,7 +7,8 @@ from pathlib import Path
 
 from support import run
 
-from rollout import acceptance, analysis, catalog, costmodel, deployment, schedule
+from rollout.mix import traffic_blend
+from rollout import acceptance, bestk, catalog, costmodel, deployment, schedule
 
 
 F = costmodel.FIT
@@ -217,7 +218,7 @@ class PrefillShare(unittest.TestCase):
         d, q = costmodel.decode_step_ms(dep, 32), costmodel.prefill_share_ms(dep, 32)
         self.assertAlmostEqual(costmodel.spec_tpot_ms(dep, 32, 0.25, 80.0, plain_tokens=0.5), 20.0 + 0.5 * d + q, places=12)
         # A one-domain mix is the one-alpha speedup tau / (1 + eps with prefill).
-        blend = analysis.traffic_blend((("only", 1.0, 0.7),), dep, 3, 32)
+        blend = traffic_blend((("only", 1.0, 0.7),), dep, 3, 32)
         tau, eps = acceptance.acceptance_length(0.7, 3), costmodel.eps_decode(dep, 32, 3)
         self.assertAlmostEqual(blend.blended_speedup, tau * (d + q) / ((1 + eps) * d + tau * q), places=12)
 
@@ -246,7 +247,7 @@ class DraftsAndK(unittest.TestCase):
                     # Within 1% of the best is a tie, won by the smallest K (K = 0 is plain decoding).
                     k_best = min(k for k in speeds if speeds[k] * 1.01 >= max(speeds.values()))
                     expected = (k_best, speeds[k_best])
-                    got = analysis.best_k(dep, alpha, batch)
+                    got = bestk.best_k(dep, alpha, batch)
                     self.assertEqual(got[0], expected[0], (draft, alpha, batch))
                     self.assertAlmostEqual(got[1], expected[1], places=9)
                     picked.add(got[0])

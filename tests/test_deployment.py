@@ -6,7 +6,7 @@ import unittest
 
 from support import run
 
-from rollout import analysis, catalog, costmodel, deployment, trust
+from rollout import bestk, catalog, costmodel, deployment, trust
 
 
 def run_json(argv):
@@ -106,7 +106,7 @@ class CostShape(unittest.TestCase):
 
     def test_best_k_falls_as_concurrency_rises(self):
         dep = deployment.make_deployment()
-        ks = [analysis.best_k(dep, 0.7, b)[0] for b in range(1, deployment.max_concurrency(dep) + 1)]
+        ks = [bestk.best_k(dep, 0.7, b)[0] for b in range(1, deployment.max_concurrency(dep) + 1)]
         self.assertEqual(ks, sorted(ks, reverse=True))
         self.assertGreater(ks[0], ks[-1])
 
@@ -114,12 +114,12 @@ class CostShape(unittest.TestCase):
         for alpha in (0.45, 0.7):
             dep = deployment.make_deployment()
             expected, start = [], 1
-            ks = [analysis.best_k(dep, alpha, b)[0] for b in range(1, deployment.max_concurrency(dep) + 1)]
+            ks = [bestk.best_k(dep, alpha, b)[0] for b in range(1, deployment.max_concurrency(dep) + 1)]
             for b in range(1, len(ks) + 1):
                 if b == len(ks) or ks[b] != ks[b - 1]:
                     expected.append([start, b, ks[b - 1]])
                     start = b + 1
-            self.assertEqual(analysis.k_schedule(dep, alpha), expected)
+            self.assertEqual(bestk.k_schedule(dep, alpha), expected)
 
     def test_ngram_draft_is_nearly_free(self):
         # No draft steps: below an EAGLE-3 head's round by its three draft steps where both run rounds alike (the

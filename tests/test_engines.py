@@ -10,7 +10,7 @@ from pathlib import Path
 from support import ROOT, run
 
 import main
-from rollout import acceptance, analysis, catalog, cli, commands, costmodel, deployment, simulation, trust
+from rollout import acceptance, bestk, catalog, cli, commands, costmodel, deployment, simulation, trust
 from rollout.render import plan
 from rollout.schedule import paying_ranges
 
@@ -169,7 +169,7 @@ class Vllm(unittest.TestCase):
 
     def test_a_schedule_that_turns_off_ends_in_a_k0_row(self):
         # At alpha 0.4 speculation stops paying inside the memory limit: the table's last row is K = 0.
-        schedule = analysis.k_schedule(deployment.make_deployment(), 0.4)
+        schedule = bestk.k_schedule(deployment.make_deployment(), 0.4)
         self.assertEqual(schedule[-1][2], 0)
         config = json.loads(commands.speculative_config(deployment.make_deployment(), 2, schedule))
         self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][2], 0)
@@ -355,7 +355,7 @@ class EngineDrafts(unittest.TestCase):
         dep = deployment.make_deployment("gpt-oss-120b", "h100-sxm", 1, "fp4", "bf16", None, "eagle3")
         for lo, hi, k in schedule:
             for b in (lo, hi):
-                self.assertEqual(analysis.best_k(dep, 0.7, b)[0], k)
+                self.assertEqual(bestk.best_k(dep, 0.7, b)[0], k)
 
     def test_the_raised_eps_is_explained(self):
         status, text, err = run(["--model", "qwen3-30b-a3b", "--tp", "1", "--verify-overheads", "0.1"] + self.SMALL[:4]

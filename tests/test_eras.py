@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, catalog, costmodel, deployment, readers, records, trust
+from rollout import benchfiles, calibration, catalog, costmodel, deployment, records, trust
 from rollout.render import plan as plan_module
 
 
@@ -95,7 +95,7 @@ class RoundSavings(unittest.TestCase):
         self.assertAlmostEqual(costmodel.round_ms(old, 1, 3, fit) - costmodel.round_ms(new, 1, 3, fit), 0.5, places=12)
 
     def test_the_calibration_closed_form_hides_the_same(self):
-        run_ = readers.Run(batch=8, k=3, tau=2.5, input_tokens=1024, output_tokens=1024)
+        run_ = benchfiles.Run(batch=8, k=3, tau=2.5, input_tokens=1024, output_tokens=1024)
         for engine, version in (("sglang", "0.5.10"), ("sglang", None), ("vllm", "0.13"), ("vllm", None)):
             d = dep(engine, version)
             own = dict.fromkeys(records.OWN_TERMS, 1.0)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from support import ROOT, run
 
-from rollout import catalog, commands, costmodel, deployment, releases
+from rollout import catalog, commands, deployment, releases
 
 RELEASES = json.loads((ROOT / "tests" / "fixtures" / "engine_releases.json").read_text())
 FIX = ROOT / "tests" / "fixtures"
@@ -73,7 +73,7 @@ class VllmBenchmarkByRelease(unittest.TestCase):
             self.assertEqual(facts["python benchmarks/benchmark_serving.py"]["goodput result key"]["key"], key)
             dep = deployment.make_deployment(engine="vllm")
             from dataclasses import replace
-            from rollout import goodput, workload
+            from rollout import workload
             self.assertEqual(workload.goodput_key(replace(dep, release=catalog.release_of(release))), key)
 
 

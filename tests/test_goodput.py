@@ -10,7 +10,7 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, cli, costmodel, deployment, flags, goodput, readers, serving, simulation, workload
+from rollout import benchfiles, calibration, costmodel, deployment, flags, goodput, serving, workload
 
 from rollout.render import charts
 from rollout.records import UsageError
@@ -176,7 +176,7 @@ class RequestCost(unittest.TestCase):
         truth = costmodel.FIT._replace(request_ms=request_ms)
         out = []
         for batch, k, tau in ((1, None, None), (8, None, None), (32, None, None), (8, 3, 2.5), (32, 3, 2.5)):
-            run_ = readers.Run(batch=batch, k=k, tau=tau, input_tokens=512, output_tokens=256, tpot_ms=10.0,
+            run_ = benchfiles.Run(batch=batch, k=k, tau=tau, input_tokens=512, output_tokens=256, tpot_ms=10.0,
                                requests=max(50, 10 * batch))
             out.append(dataclasses.replace(run_, ttft_ms=calibration.replayed_ttft_ms(DEP, run_, truth)))
         return out

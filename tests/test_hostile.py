@@ -19,7 +19,6 @@ from pathlib import Path
 
 from support import MAIN_PATH, run
 
-import main
 from rollout import readers, records
 
 

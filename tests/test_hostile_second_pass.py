@@ -172,7 +172,7 @@ class FinalRound(Temporary):
     def test_a_pipe_that_trickles_is_refused_in_its_time(self):
         writer = subprocess.Popen(["bash", "-c", "while :; do echo '# x'; sleep 0.05; done"], stdout=subprocess.PIPE)
         try:
-            with mock.patch("rollout.readers.PIPE_TOTAL_LIMIT", 0.3):
+            with mock.patch("rollout.bounded.PIPE_TOTAL_LIMIT", 0.3):
                 status, _, err = run(["--metrics", f"/dev/fd/{writer.stdout.fileno()}", "--no-write"] + SMALL)
         finally:
             writer.kill()

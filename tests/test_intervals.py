@@ -13,9 +13,8 @@ from pathlib import Path
 
 from support import model, ROOT, run
 
-import main
-from rollout import acceptance, analysis, calibration, catalog, costmodel, deployment, report, schedule, trust
-from rollout.render import tables
+from rollout import acceptance, bestk, calibration, catalog, costmodel, deployment, report, schedule, trust
+from rollout.render.words import ranges_words, subtract
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)                 # 1.2816: an 80% interval's half-width in s.d.
@@ -194,7 +193,7 @@ class Decisions(unittest.TestCase):
                 # K by batch size is the plan's schedule, each row's speedups best_k's at its ends.
                 self.assertEqual([row[:3] for row in v.by_batch], result.plan.schedule)
                 lo, hi, kk, first, last = v.by_batch[-1]
-                self.assertAlmostEqual(last, analysis.best_k(dep, alpha, hi, costmodel.FIT)[1], places=12)
+                self.assertAlmostEqual(last, bestk.best_k(dep, alpha, hi, costmodel.FIT)[1], places=12)
 
     def test_the_verdict_speaks_of_the_k_stage_1_serves(self):
         # A length measured at K = 5: the plan serves K = 5, so the verdict is about K = 5, and names the best K.
@@ -233,11 +232,11 @@ class Decisions(unittest.TestCase):
         data = json.loads(run(["--engine", "sglang", "--draft-topk", "4", "--verify-tokens", "8",
                                "--acceptance-length", "3.2", "--ks", "3", "--no-write", "--json"])[1])
         # Where it pays by the decode-only model and its range clears 1.0x: the schedule's K > 0, less the close calls.
-        paying = tables.subtract(schedule.paying_ranges([row[:3] for row in data["verdict"]["by_batch"]]),
+        paying = subtract(schedule.paying_ranges([row[:3] for row in data["verdict"]["by_batch"]]),
                                  [tuple(c) for c in data["verdict"]["close_calls"]])
         self.assertEqual(data["verdict"]["call"], "off")
         self.assertTrue(paying and data["verdict"]["close_calls"])
-        self.assertIn(f"By the decode-only model it pays at B = {tables.ranges_words(paying)},", " ".join(text.split()))
+        self.assertIn(f"By the decode-only model it pays at B = {ranges_words(paying)},", " ".join(text.split()))
 
     def test_no_head_to_serve_is_said_and_no_command_given(self):
         status, text, err = run(["--draft", "eagle", "--model", "qwen3-32b", "--tp", "2", "--weights-dtype", "bf16",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from support import ROOT, run
 
-from rollout import acceptance, analysis, costmodel, deployment, exercises, readers
+from rollout.mix import traffic_blend
+from rollout import acceptance, bestk, costmodel, deployment, exercises, readers
 
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -187,7 +188,7 @@ class Gate(unittest.TestCase):
 class TrafficMix(unittest.TestCase):
     def test_default_mix_against_the_closed_form(self):
         dep = deployment.make_deployment()
-        mix = analysis.traffic_blend(exercises.LESSON_MIX, dep, 3, 64)
+        mix = traffic_blend(exercises.LESSON_MIX, dep, 3, 64)
         eps = costmodel.eps_decode(dep, 64, 3)
         # Prefill per token in decode steps: the other 63 requests' 1024 prompt tokens per 1024 output tokens.
         self.assertEqual(costmodel.prefill_tokens(dep, 64), 63.0)
@@ -407,7 +408,7 @@ class AcceptanceSweep(unittest.TestCase):
                         for k in range(1, 6)}
             # The smallest K within K_TIE of the best (a shorter draft where the gain is a tie): at B = 1, K = 2's
             # 1.864x against K = 3's 1.871x.
-            best[b] = min(k for k, s in speedups.items() if s >= max(speedups.values()) / (1 + analysis.K_TIE))
+            best[b] = min(k for k, s in speedups.items() if s >= max(speedups.values()) / (1 + bestk.K_TIE))
         self.assertEqual({r["concurrency"]: r["k"] for r in data["best_k"]}, best)
 
 

@@ -1,7 +1,6 @@
 """Mixture of experts at load (issue 36): a sequence's consecutive tokens reusing experts in a verify pass, a MoE
 layer's fixed cost, and the published small-batch loss they are checked against."""
 import json
-import math
 import unittest
 
 from support import run  # noqa: F401  (tests/support.py puts code/ on the path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from support import run
 
-from rollout import calibration, catalog, costmodel, deployment, readers, records
+from rollout import benchfiles, calibration, catalog, costmodel, deployment, readers, records
 
 # The "true" deployment: slower memory, dearer passes, engine cost per token and draft steps. Its physics is the
 
@@ -33,7 +33,7 @@ def true_tpot_ms(batch, k=None, fit=TRUE):
     tpot = 20.0
     for _ in range(40):
         decoding = readers.decoding_batch(batch, OUTPUT, tpot, TTFT, completed_at(batch))
-        tpot = calibration.run_tpot_ms(DEP, readers.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT,
+        tpot = calibration.run_tpot_ms(DEP, benchfiles.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT,
                                         decoding=decoding), fit)
     return tpot
 
@@ -68,7 +68,7 @@ class OwnRuns(unittest.TestCase):
         d = cls.tmp.name
         cls.files = [bench_file(d, b) for b in plan.calibration_batches(cls.TARGET)]
         cls.files += [bench_file(d, b, k) for k in plan.calibration_ks(cls.K) for b in plan.spec_batches(cls.TARGET)]
-        cls.runs = readers.read_calibration_runs(cls.files)
+        cls.runs = benchfiles.read_calibration_runs(cls.files)
         cls.fit, cls.report = calibration.calibrate_on_runs(DEP, cls.runs)
 
     @classmethod
@@ -114,13 +114,13 @@ class OwnRuns(unittest.TestCase):
     def test_predictions_at_unseen_batches_and_ks_within_three_percent(self):
         errors = []
         for batch, k in ((16, None), (64, None), (256, None), (16, 2), (64, 2), (16, 5), (128, 5)):
-            probe = readers.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT)
+            probe = benchfiles.Run(batch=batch, k=k, tau=TAU.get(k), input_tokens=PROMPT, output_tokens=OUTPUT)
             errors.append(abs(calibration.run_tpot_ms(DEP, probe, self.fit) / calibration.run_tpot_ms(DEP, probe, TRUE) - 1))
         self.assertLessEqual(statistics.median(errors), 0.02)
         self.assertLessEqual(max(errors), 0.03)
         # The published fit, for comparison, misses this deployment by far more.
-        before = [abs(calibration.run_tpot_ms(DEP, readers.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), costmodel.FIT)
-                      / calibration.run_tpot_ms(DEP, readers.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), TRUE) - 1)
+        before = [abs(calibration.run_tpot_ms(DEP, benchfiles.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), costmodel.FIT)
+                      / calibration.run_tpot_ms(DEP, benchfiles.Run(batch=b, k=None, tau=None, input_tokens=PROMPT, output_tokens=OUTPUT), TRUE) - 1)
                   for b in (16, 64, 256)]
         self.assertGreater(min(before), 0.10)
 
@@ -137,7 +137,7 @@ class OwnRuns(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             files = [bench_file(d, b) for b in (1, 11, 128)] + [bench_file(d, 64, scale=1.12)]
             files += [bench_file(d, b, 3) for b in (1, 128)]
-            _, report = calibration.calibrate_on_runs(DEP, readers.read_calibration_runs(files))
+            _, report = calibration.calibrate_on_runs(DEP, benchfiles.read_calibration_runs(files))
         self.assertTrue(any("the one that disagrees is baseline_c64.json" in note for note in report.notes), report.notes)
 
     def test_the_cli_uses_the_calibrated_model_everywhere(self):
@@ -173,7 +173,7 @@ class Algebra(unittest.TestCase):
 
     def test_the_prior_holds_what_no_run_informs(self):
         with tempfile.TemporaryDirectory() as d:
-            runs = readers.read_calibration_runs([bench_file(d, b) for b in (1, 11, 128)])
+            runs = benchfiles.read_calibration_runs([bench_file(d, b) for b in (1, 11, 128)])
             fit, report = calibration.calibrate_on_runs(DEP, runs)
         for name in ("own_round", "own_verify", "own_draft"):   # baselines say nothing of a round
             self.assertEqual(getattr(fit, name), 1.0)

@@ -201,7 +201,7 @@ class EachReleasesOwnSyntax(CommandSyntax, unittest.TestCase):
         # `until` is the first release without it: VLLM_USE_V2_MODEL_RUNNER=0 stops 0.34.0; SGLang's switch is
         # rewritten from 0.5.22; speculative_model_dir gives way in 1.2.0; a dev build of 0.34 is still 0.33's.
         from dataclasses import replace
-        from rollout import costmodel, deployment
+        from rollout import deployment
         for engine, key, last, gone in (("vllm", "VLLM_USE_V2_MODEL_RUNNER=0", (0, 33, 9), (0, 34, 0)),
                                         ("sglang", "--enable-dp-attention", (0, 5, 21), (0, 5, 22)),
                                         ("trtllm", "speculative_model_dir", (1, 1, 0), (1, 2, 0)),

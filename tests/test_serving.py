@@ -11,7 +11,7 @@ from unittest import mock
 
 from support import run
 
-from rollout import acceptance, calibration, catalog, costmodel, deployment, readers, serving, trust, workload
+from rollout import acceptance, calibration, catalog, costmodel, deployment, serving, trust, workload
 
 
 DEP = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=64)

@@ -9,7 +9,7 @@ import unittest
 from support import model, ROOT
 
 import main
-from rollout import acceptance, analysis, catalog, costmodel, deployment, records, report, simulation, workload
+from rollout import acceptance, catalog, cells, costmodel, deployment, records, report, simulation, workload
 
 
 DEP = deployment.make_deployment()
@@ -205,7 +205,7 @@ class DecodeSimulation(unittest.TestCase):
     def test_p99_tpot_is_numpys_percentile_of_the_requests(self):
         # Exactly what vllm bench computes from the same requests (np.percentile, linear).
         for alpha, k, spread in ((0.7, 3, 0.11), (0.5, 5, 0.0)):
-            dec = analysis.decoder(0, spread, 0.8, 1024)(alpha, k)
+            dec = cells.decoder(0, spread, 0.8, 1024)(alpha, k)
             for batch, plain_ms, spec_ms in ((1, 10.0, 11.0), (64, 20.0, 35.0)):
                 cell = simulation.cell_latency(dec, plain_ms, spec_ms, batch)
                 skip = plain_ms * dec.full_share ** (batch - 1)
@@ -219,7 +219,7 @@ class DecodeSimulation(unittest.TestCase):
         # No spread: a round pays a second plain step unless all B sequences accept all K, 1 - a^(K*B).
         rng = random.Random(11)
         for alpha, k, batch in ((0.9, 3, 1), (0.95, 1, 4), (0.7, 3, 2)):
-            dec = analysis.decoder(0, 0.0, 0.8, 1024)(alpha, k)
+            dec = cells.decoder(0, 0.0, 0.8, 1024)(alpha, k)
             second = 1 - alpha ** (k * batch)
             chunks = [(13.0 + (10.0 if rng.random() < second else 0.0)) * rng.lognormvariate(-0.03 ** 2 / 2, 0.03)
                       for _ in range(100_000)]
@@ -229,7 +229,7 @@ class DecodeSimulation(unittest.TestCase):
     def test_the_chart_draws_the_itl_the_tables_print(self):
         # itl_parts (the chart's distributions) and cell_latency (the tables) agree at P99 and P50.
         for alpha, k, batch in ((0.7, 3, 1), (0.5, 5, 64)):
-            dec = analysis.decoder(0, 0.11, 0.8, 1024)(alpha, k)
+            dec = cells.decoder(0, 0.11, 0.8, 1024)(alpha, k)
             parts = simulation.itl_parts(dec, 10.0, 14.0, batch)
             cell = simulation.cell_latency(dec, 10.0, 14.0, batch)
             for q, name in ((0.99, "p99"), (0.5, "p50")):
@@ -238,7 +238,7 @@ class DecodeSimulation(unittest.TestCase):
                 self.assertAlmostEqual(simulation.mixture_quantile(q, parts.plain), getattr(cell, f"itl_plain_{name}_ms"), places=6)
 
     def test_two_pass_shortcut_falls_back_when_the_slowest_do_not_hold_the_tail(self):
-        dec = analysis.decoder(0, 0.11, 0.8, 1024)(0.7, 3)
+        dec = cells.decoder(0, 0.11, 0.8, 1024)(0.7, 3)
         everyone = sorted(2.0 * s + 1.0 * n - 0.5 * f for s, n, f in zip(*dec.per_token))
         plain_ms, spec_ms, batch = 1.0, 2.0, 2                  # skip = 1 - (1 - f^1) ... computed below
         p_other = 1 - dec.full_share
@@ -255,7 +255,7 @@ class DecodeSimulation(unittest.TestCase):
     def test_plain_tpot_p99_at_fixed_length(self):
         # Plain decoding of N = 1023 tokens: TPOT is the mean of N round jitters (s.d. 3% each), so
         # its P99 over requests is 1 + 2.326 x 0.03 / sqrt(1023) = 1.00218 plain steps, by hand.
-        dec = analysis.decoder(0, 0.11, 0.0, 1024)(0.7, 3)
+        dec = cells.decoder(0, 0.11, 0.0, 1024)(0.7, 3)
         self.assertAlmostEqual(records.percentile(dec.tpot_plain, 0.99), 1.00218, delta=0.0003)
         self.assertAlmostEqual(dec.means[3], 1.0, delta=0.0002)
 

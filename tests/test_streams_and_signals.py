@@ -316,7 +316,7 @@ class OutputStreams(unittest.TestCase):
             os.mkfifo(fifo)
             writer = subprocess.Popen(["bash", "-c", f"exec 3>{fifo}; sleep 30"])   # opens it, writes nothing
             try:
-                with mock.patch("rollout.readers.PIPE_IDLE_LIMIT", 0.5):
+                with mock.patch("rollout.bounded.PIPE_IDLE_LIMIT", 0.5):
                     status, _, err = run(["--metrics", str(fifo), "--no-write"] + SMALL)
             finally:
                 writer.kill()

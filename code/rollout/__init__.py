@@ -21,17 +21,22 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     simulation    requests with spread alphas and lengths: TPOT and ITL, the two-pass model
     serving       a `vllm bench serve` run, step by step: TTFT, TPOT, ITL, E2EL at load; vLLM's goodput
     goodput       serving at an SLO: the most each GPU serves within it, with speculation off and at the K
-    readers       /metrics scrapes and benchmark result files, each input's read bounded
+    bounded       every input read bounded: a file or a pipe, within its size, time and line limits
+    readers       /metrics scrapes: their counters, and the acceptance a window of them measures
+    benchfiles    `vllm bench serve` result files: their keys checked, the runs --calibrate fits, the pair compared
     hfconfig      a Hugging Face config.json as a model shape
     trust         the model's error out of sample and the 80% intervals
-    analysis      a grid cell, the best K by batch size, the traffic mix, the plan's choices, the verdict,
-                  the gate, the charts' data
+    cells         a grid cell: the lesson's speedup, the exact one, the simulated requests' and their tail
+    bestk         the best K by batch size, vLLM's K-by-batch table, the batches too close to call
+    mix           a traffic mix: each domain at its own alpha, the blend weighted by rounds, its tail
+    analysis      the plan's choices, the measurements' predictions, the verdict, the gate, the charts' data
     commands      the engines' server and benchmark commands, by engine and release
     exercises     the lesson's five exercises, answered
     calibration   fitting the cost model on your runs; the benchmark files a run should write
     decide        decide(inputs, grid loop) -> Report: the fits, the plan, the verdict, the predictions, before any text
     render/       render(report) -> Output: the text and the files, from the Report alone (its modules, in order:
-                  tables, the verdict in words and the printed tables' parts; charts, the four SVG charts; plan,
+                  words, the sentences several parts share (the verdict in words first); tables, the printed
+                  tables' parts and the summary; exercises, the five exercises answered; charts, the four SVG charts; plan,
                   the staged rollout plan in Markdown; export, --json, predicted benchmark files, --compare;
                   terminal, the printed report)
     writes        where a run may write; its files all or none; signals and the output streams
@@ -43,9 +48,9 @@ Everything it stands on is here. Imports go one way: a module imports only modul
     (2.533, 2.111)
 """
 
-RENDER = ("tables", "charts", "plan", "export", "terminal")   # render/'s modules, bottom to top
-LAYERS = ("defaults", "records", "report", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "readers", "hfconfig", "trust",
-          "analysis", "commands", "exercises", "calibration", "decide", "render", "writes",
+RENDER = ("words", "tables", "exercises", "charts", "plan", "export", "terminal")   # render/'s modules, bottom to top
+LAYERS = ("defaults", "records", "report", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "bounded", "readers", "benchfiles", "hfconfig", "trust",
+          "cells", "bestk", "mix", "analysis", "commands", "exercises", "calibration", "decide", "render", "writes",
           "flags", "cli")
 MODULES = tuple(name for layer in LAYERS   # every module, bottom to top, render/'s as render.<name> before render
                 for name in ([f"render.{r}" for r in RENDER] + ["render"] if layer == "render" else [layer]))

@@ -10,412 +10,35 @@ from dataclasses import dataclass, field, replace
 from .defaults import CHART_ALPHAS, EXPECTED_ALPHA, P99_BUDGET
 from .records import fields_of, NOT_IN_JSON, OPTIONAL, shown_with
 from .acceptance import (
-    _increasing_root, acceptance_length, acceptance_rate, alpha_from_length, alpha_from_rate, breakeven_rate,
-    exact_breakeven, exact_speedup, LESSON_RULE, lesson_speedup, profile_length, required_rate, speedup, tau_for,
+    _increasing_root, acceptance_length, acceptance_rate, alpha_from_rate, breakeven_rate, exact_breakeven,
+    exact_speedup, LESSON_RULE, profile_length, required_rate, speedup, tau_for,
 )
 from .costmodel import (
-    decode_step_ms, eps_decode, eps_growth, eps_seen, EpsGrowth, FIT, memoised, moe_verify, MoeVerify, plain_step_ms,
-    plain_step_parts, prefill_share_ms, round_ms, tpot_speedup,
+    eps_decode, eps_growth, eps_seen, EpsGrowth, FIT, moe_verify, MoeVerify, plain_step_ms, plain_step_parts,
+    round_ms, tpot_speedup,
 )
 from .experts import expected_experts, touched_experts
 from .deployment import at_lengths, max_concurrency, memory_budget_bytes, shown_batch as shown_batch_of
-from .simulation import (
-    cell_latency, clip01, draw_requests, itl_parts, ItlMixtures, mixture_quantile, mixture_share, REPLICATE_REQUESTS,
-    simulate_requests, Z_NODES,
-)
-from .readers import length_note, Measurement
+from .simulation import clip01, itl_parts, ItlMixtures, mixture_quantile, mixture_share, Z_NODES
+from .readers import Measurement
+from .benchfiles import length_note
 from .priors import K_REFERENCE, Mixture
-from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, MISS_LINE, too_close, Z_INTERVAL
-from .schedule import call_of, K_MAX, k_zero_at
+from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, MISS_LINE, too_close
+from .schedule import call_of, k_zero_at
+from .cells import evaluate_cell, grid_alphas
+from .bestk import best_k, best_on_k, close_calls, k_schedule, round_costs, run_k
 
 
 # ---------------------------------------------------------------- the grid
 # Every (acceptance, K, eps, B) cell: the closed forms beside the simulated requests.
 
 
-def per_token_alpha(kind, value, k):
-    """The per-token alpha an acceptance figure of the given kind stands for at K: a "profile" (conditional alphas
-    by position, from acceptance lengths measured at K = 1..n) stands for the alpha of its own tau at K."""
-    if kind == "rate":
-        return alpha_from_rate(value, k)
-    if kind == "length":
-        return alpha_from_length(value, k)
-    if kind == "profile":
-        return alpha_from_length(min(profile_length(value, k), k + 1.0), k)
-    return value
-
-
-def grid_alphas(grid):
-    """Per-token alphas for K-independent questions (best K); rates and lengths read at the first K."""
-    return sorted({per_token_alpha(grid.kind, v, grid.ks[0]) for v in grid.acceptance})
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One (alpha, K, eps, B) of the grid, or a row of the plan's tail (evaluate_cell): the closed forms beside the
-    simulated requests. An infeasible cell (its KV cache does not fit) keeps its coordinates and no number."""
-    alpha: float                     #: mean per-token acceptance alpha of the requests
-    k: int                           #: draft length K
-    verify_overhead: object          #: the grid's eps at B=1 ("auto": the cost model's)
-    concurrency: int                 #: batch size B
-    feasible: bool                   #: whether B sequences' KV cache fits beside the weights
-    eps_eff: float = None            #: eps with the prefill share a round of the batch's tau carries (eps_seen)
-    eps_decode: float = None         #: eps of decoding alone: a round over a plain step, minus 1
-    acceptance_length: float = None  #: tau(alpha, K), bonus token included
-    acceptance_rate: float = None    #: vLLM's rate at that alpha and K: (tau - 1) / K
-    alpha_spread: float = None       #: s.d. of the requests' alphas around alpha
-    acceptance_length_requests: float = None   #: tau the batch sees over the spread requests, 1/E[1/tau]
-    speedup_lesson: float = None     #: (1 + K alpha) / (1 + eps_eff), the lesson's formula
-    speedup_exact: float = None      #: tau / (1 + eps_eff)
-    speedup_requests: float = None   #: acceptance_length_requests / (1 + eps_eff)
-    speedup_mc: float = None         #: over the simulated requests (Latency)
-    speedup_mc_se: float = None      #: its standard error
-    speedup_two_pass_mc: float = None   #: the same under the lesson's two-pass model
-    breakeven_alpha_lesson: float = None   #: eps / K: the break-even rate, which the lesson calls alpha
-    breakeven_alpha_exact: float = None    #: the per-token alpha with tau = 1 + eps (decode eps)
-    plain_step_ms: float = None      #: a plain step, its prefill share included
-    round_ms: float = None           #: a round as the benchmark sees it, its tau steps of prefill included
-    tpot_plain_mean_ms: float = None   #: the Latency fields, in order
-    tpot_plain_p99_ms: float = None
-    tpot_spec_mean_ms: float = None
-    tpot_spec_p50_ms: float = None
-    tpot_spec_p99_ms: float = None
-    tpot_spec_two_pass_mean_ms: float = None
-    tpot_spec_two_pass_p99_ms: float = None
-    tpot_p99_change: float = None    #: P99 TPOT with speculation over plain, minus 1 (across requests)
-    tpot_p99_change_two_pass: float = None
-    itl_plain_mean_ms: float = None
-    itl_plain_p50_ms: float = None
-    itl_plain_p99_ms: float = None
-    itl_spec_mean_ms: float = None
-    itl_spec_p50_ms: float = None
-    itl_spec_p99_ms: float = None
-    itl_spec_two_pass_mean_ms: float = None
-    itl_spec_two_pass_p50_ms: float = None
-    itl_spec_two_pass_p99_ms: float = None
-    round_itl_spec_p99_ms: float = None
-    round_itl_two_pass_p99_ms: float = None
-    p99_change: float = None         #: P99 per-token ITL with speculation over plain, minus 1 (not per chunk)
-    p99_change_two_pass: float = None
-    zero_accept_token_share: float = None   #: share of tokens from rounds that accepted nothing (one a round)
-    slow_alpha: float = None         #: mean alpha of the requests at or above P99 TPOT
-    simulated_requests: int = None   #: requests simulated
-    tpot_p99_halfwidth: float = None   #: achieved relative half-width of P99 TPOT at 95% confidence
-    tpot_spec_p99_alike_ms: float = field(default=None, metadata=OPTIONAL)   #: P99 TPOT were every request at alpha
-    speedup_interval: list = None    #: [low, high] of speedup_mc at INTERVAL_LEVEL (with_intervals)
-    tpot_plain_mean_interval_ms: list = None   #: [low, high] of tpot_plain_mean_ms
-    tpot_spec_mean_interval_ms: list = None    #: [low, high] of tpot_spec_mean_ms
-
-
-def evaluate_cell(alpha, k, eps, batch, dep, dec, fit, verify_overhead="auto"):
-    """Closed forms and the simulated requests for one (alpha, K, decode eps, B): a Cell.
-
-    alpha is the mean of the requests' per-token alphas; dec, their simulation (simulate_requests).
-    eps_eff adds the prefill share a round carries for the tau tokens the batch delivers per
-    round (eps_seen); the speedups divide by it; the break-even uses the decode eps.
-    """
-    tau = acceptance_length(alpha, k)
-    plain_ms, cell_eps = plain_step_ms(dep, batch, fit), eps_seen(eps, dec.tau, dep, batch, fit)
-    spec_ms = (1.0 + cell_eps) * plain_ms   # a round as the benchmark sees it
-    lat = cell_latency(dec, plain_ms, spec_ms, batch)
-    return Cell(
-        alpha=alpha, k=k, verify_overhead=verify_overhead, concurrency=batch, feasible=True,
-        eps_eff=cell_eps, eps_decode=eps, acceptance_length=tau, acceptance_rate=acceptance_rate(alpha, k),
-        alpha_spread=dec.spread, acceptance_length_requests=dec.tau,
-        speedup_lesson=lesson_speedup(alpha, k, cell_eps), speedup_exact=exact_speedup(alpha, k, cell_eps),
-        speedup_requests=speedup(dec.tau, cell_eps),
-        breakeven_alpha_lesson=breakeven_rate(k, eps), breakeven_alpha_exact=exact_breakeven(k, eps),
-        plain_step_ms=plain_ms, round_ms=spec_ms, **fields_of(lat),
-        tpot_p99_change=lat.tpot_spec_p99_ms / lat.tpot_plain_p99_ms - 1.0,
-        tpot_p99_change_two_pass=lat.tpot_spec_two_pass_p99_ms / lat.tpot_plain_p99_ms - 1.0,
-        p99_change=lat.itl_spec_p99_ms / lat.itl_plain_p99_ms - 1.0,
-        p99_change_two_pass=lat.itl_spec_two_pass_p99_ms / lat.itl_plain_p99_ms - 1.0,
-        zero_accept_token_share=dec.by_accepted[0],   # tokens from rounds that accepted nothing: one a round
-        slow_alpha=dec.slow_alpha, simulated_requests=dec.requests, tpot_p99_halfwidth=dec.precision)
-
-
-DECODE_MEMO = {}   # (seed, output spread, domains, K, alpha spread) -> Decode: the same requests are the same Decode
-
-
-def decoder(seed, spread, output_spread, output_tokens):
-    """decode(alpha or domains, K, spread) -> Decode, memoised (across runs in one process too: a Decode is a pure
-    function of its key); each replicate's draws are made once."""
-    draws = {}
-
-    def draws_for(replicate):
-        if replicate not in draws:
-            draws[replicate] = draw_requests(REPLICATE_REQUESTS, seed, replicate, output_spread)
-        return draws[replicate]
-
-    def decode(acceptance, k, spread=spread):
-        domains = acceptance if isinstance(acceptance, tuple) else ((1.0, acceptance, output_tokens),)
-        key = (seed, output_spread, domains, k, spread)
-        if key not in DECODE_MEMO:
-            if len(DECODE_MEMO) > 256:
-                DECODE_MEMO.clear()
-            DECODE_MEMO[key] = simulate_requests(domains, k, spread, draws_for)
-        return DECODE_MEMO[key]
-
-    return decode
-
-
 # ---------------------------------------------------------------- best K
 # The K (0 = off) with the most tokens a second at each batch size, and vLLM's K-by-batch table.
-
-K_TIE = 0.01   # speedups within 1% of the best are a tie, won by the smallest K: the cost model cannot tell them apart
-               # (its error is several times that), and a shorter draft loses less when acceptance falls
-
-
-def best_k(dep, acceptance, batch, fit=FIT):
-    """(K, speedup): the K in 0..K_MAX with the most tokens per second, K = 0 being plain decoding; the smallest K
-    within K_TIE of the best wins, so speculation must gain more than 1% to be turned on at all.
-
-    acceptance: a per-token alpha, or conditional alphas by position (see tau_for).
-
-    Leviathan section 3.5: maximise tau(a, K) / T_round(B, K); the draft's cost is in T_round,
-    and a round of tau tokens carries tau steps' prefill share q: tau (D + q) / (R + tau q).
-    """
-    rounds = round_costs(dep, batch, fit)
-    speedups = {0: 1.0, **{k: tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit)
-                           for k in rounds}}
-    top = max(speedups.values())
-    k = min(k for k, speedup in speedups.items() if speedup >= top / (1.0 + K_TIE))
-    return k, speedups[k]
-
-
-def round_costs(dep, batch, fit=FIT):
-    """{K: round_ms} at one batch for the K best_k tries (a tree: its measured K only), computed once.
-
-    The best-K tables and schedules ask for the same batches at several alphas.
-    """
-    ks = [dep.tree_steps] if dep.tree_steps else range(1, K_MAX + 1)
-    return memoised("rounds", dep, batch, fit, lambda: {k: round_ms(dep, batch, k, fit) for k in ks})
-
-
-def k_schedule(dep, acceptance, fit=FIT):
-    """[start, end, K] rows for B = 1..max_concurrency, vLLM's num_speculative_tokens_per_batch_size (PR #32374).
-
-    Best K is found at batches 25% apart, and each change of K is then located to the batch
-    by bisection, so every row holds its batches' best K while costing a few dozen best-K searches.
-    """
-    return piecewise(max_concurrency(dep), lambda batch: best_k(dep, acceptance, batch, fit)[0])
-
-
-def piecewise(limit, value_at):
-    """[start, end, value] rows covering batches 1..limit where value_at(batch) is constant: value_at is probed at
-    batches 25% apart and each change located by bisection (k_schedule, close_calls)."""
-    if limit < 1:
-        return []
-    known = {}
-
-    def k_at(batch):
-        if batch not in known:
-            known[batch] = value_at(batch)
-        return known[batch]
-
-    probes, batch = [], 1
-    while batch < limit:
-        probes.append(batch)
-        batch = max(batch + 1, int(batch * 1.25))
-    probes.append(limit)
-    rows, start, current, last_same = [], 1, k_at(1), 1
-    for probe in probes:
-        while k_at(probe) != current:
-            lo, hi = last_same, probe          # k_at(lo) == current != k_at(hi)
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if k_at(mid) == current else (lo, mid)
-            rows.append([start, hi - 1, current])
-            start, current, last_same = hi, k_at(hi), hi
-        last_same = probe
-    rows.append([start, limit, current])
-    return rows
-
-
-def best_on_k(dep, acceptance, batch, fit=FIT):
-    """(K, speedup) of the best K with speculation on (1..K_MAX) at a batch; the first K wins a tie."""
-    rounds = round_costs(dep, batch, fit)
-    return max(((k, tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k], fit)) for k in rounds),
-               key=lambda pair: pair[1])
-
-
-def run_k(dep, acceptance, batch, fit=FIT):
-    """(K, speedup) the plan runs at a batch: the schedule's best K where it is on, else the best K with speculation
-    on (what "off" gives up, and what the plan's K is at a batch where the best is off: plan_choices)."""
-    k, gain = best_k(dep, acceptance, batch, fit)
-    return (k, gain) if k else best_on_k(dep, acceptance, batch, fit)
-
-
-def close_calls(dep, acceptance, sd, fit=FIT):
-    """[(first, last batch)] where the speedup of the K the plan runs there (run_k) has an interval (s.d. sd of its
-    log) that holds 1.0: there the model cannot say whether speculation pays, and a benchmark must."""
-    spread = math.exp(Z_INTERVAL * sd)
-    rows = piecewise(max_concurrency(dep), lambda b: 1.0 / spread < run_k(dep, acceptance, b, fit)[1] < spread)
-    return [(lo, hi) for lo, hi, close in rows if close]
-
-
-@dataclass(frozen=True)
-class BestK:
-    """The best K at one concurrency and alpha, and its speedup (best_k_table)."""
-    concurrency: int         #: batch size B
-    alpha: float             #: the per-token alpha shown
-    feasible: bool = field(metadata=NOT_IN_JSON)   #: whether B sequences fit in memory
-    k: int = None            #: best K in 0..K_MAX (0: speculation off); None when B does not fit
-    speedup: float = None    #: its speedup over plain decoding
-    speedup_interval: list = None   #: [low, high] of it at INTERVAL_LEVEL (None: K = 0, plain decoding itself)
-    too_close: bool = None   #: whether the speedup of the K the plan runs here (run_k) has an interval holding 1.0
-    plan: bool = False       #: whether this is the plan's own acceptance (its schedule's column)
-
-
-def best_k_table(dep, sources, batches, fit=FIT, sd=None, plan_acceptance=None):
-    """Best K and its speedup at each concurrency, for each (alpha shown, acceptance) source, and for plan_acceptance
-    (the plan's own: a source equal to it is marked as the plan's, else a column of its own); with sd (the s.d. of
-    a speedup's log error) its interval and whether it is too close to call."""
-    limit = max_concurrency(dep)
-    sources = list(sources)
-    if plan_acceptance is not None and all(acc != plan_acceptance[1] for _, acc in sources):
-        sources.append(plan_acceptance)
-    rows = []
-    for b in batches:
-        for a, acc in sources:
-            mine = plan_acceptance is not None and acc == plan_acceptance[1]
-            if b > limit:
-                rows.append(BestK(concurrency=b, alpha=a, feasible=False, plan=mine))
-                continue
-            k, speedup = best_k(dep, acc, b, fit)
-            rows.append(BestK(concurrency=b, alpha=a, feasible=True, k=k, speedup=speedup, plan=mine,
-                              speedup_interval=interval(speedup, sd) if sd is not None and k else None,
-                              too_close=too_close(interval(run_k(dep, acc, b, fit)[1], sd)) if sd is not None else None))
-    return rows
 
 
 # ---------------------------------------------------------------- the traffic mix
 # Domains of different alpha share one round time: their tau blends harmonically.
-
-@dataclass(frozen=True)
-class Domain:
-    """One domain of a traffic mix at the mix's K and B (traffic_blend)."""
-    name: str                #: the domain's name
-    share: float             #: its share of generated tokens
-    alpha: float             #: its per-token alpha
-    tau: float               #: its acceptance length at K
-    speedup: float           #: the speedup were all traffic this domain
-    time_share: float        #: its share of the decode time
-
-
-@dataclass(frozen=True)
-class Blend:
-    """A traffic mix's speedup, blended right (rounds per token summed) and naively (alpha averaged first)."""
-    k: int                   #: draft length K
-    concurrency: int         #: batch size B
-    eps: float               #: decode eps at (B, K)
-    prefill_share: float     #: a plain step's prefill share over its decode step
-    domains: list            #: Domain rows
-    naive_alpha: float       #: token-weighted mean alpha
-    naive_speedup: float     #: the speedup that alpha promises
-    blended_speedup: float   #: the speedup of the mix: each domain's tau over one shared round time
-    naive_error: float       #: naive over blended, minus 1
-    weak: str                #: the domain with the lowest tau
-    routed_speedup: float    #: the mix's speedup with the weak domain decoded without speculation
-    trained_speedup: float   #: ... with a draft as good on the weak domain as on the best
-    trained_alpha: float     #: the best domain's alpha
-    best_k: int              #: the mix's best single K (0: off)
-    best_k_speedup: float    #: its speedup
-
-
-def traffic_blend(mix, dep, k, batch, fit=FIT):
-    """Speedup of a traffic mix: each domain's tau over one shared round time, weighted by tokens.
-
-    A domain with share s of generated tokens and acceptance length tau needs s/tau rounds
-    per token, so the mix runs sum(s/tau) rounds per token: a harmonic blend of tau, not an
-    average of alphas or of speedups. A token costs its rounds plus the prefill share, the same
-    with speculation or without (spec_tpot_ms).
-    """
-    eps = eps_decode(dep, batch, k, fit)
-    q = prefill_share_ms(dep, batch, fit) / decode_step_ms(dep, batch, fit)
-    rounds = round_costs(dep, batch, fit)
-
-    def mix_speedup(rounds_per_token, plain_tokens=0.0, kk=k):
-        round_cost = rounds[kk] if kk in rounds else round_ms(dep, batch, kk, fit)   # a measured K past K_MAX
-        return tpot_speedup(dep, batch, rounds_per_token, round_cost, fit, plain_tokens)
-
-    taus = [acceptance_length(alpha, k) for _, _, alpha, *_ in mix]
-    rounds_per_token = sum(share / tau for (_, share, *_), tau in zip(mix, taus))
-    domains = [Domain(name=name, share=share, alpha=alpha, tau=tau, speedup=mix_speedup(1.0 / tau),
-                      time_share=share / tau / rounds_per_token) for (name, share, alpha, *_), tau in zip(mix, taus)]
-    naive_alpha = sum(d.share * d.alpha for d in domains)
-    weak = min(domains, key=lambda d: d.tau)
-    others = rounds_per_token - weak.share / weak.tau
-    best_alpha = max(d.alpha for d in domains)
-    # The mix's best single K over the Ks best_k tries, K = 0 (plain decoding) included, ties to the smaller.
-    blend_at = {0: 1.0, **{kk: mix_speedup(sum(d.share / acceptance_length(d.alpha, kk) for d in domains), kk=kk)
-                           for kk in rounds}}
-    mix_k = max(blend_at, key=lambda kk: (blend_at[kk], -kk))
-    blended, naive = mix_speedup(rounds_per_token), mix_speedup(1.0 / acceptance_length(naive_alpha, k))
-    return Blend(k=k, concurrency=batch, eps=eps, prefill_share=q, domains=domains, naive_alpha=naive_alpha,
-                 naive_speedup=naive, blended_speedup=blended, naive_error=naive / blended - 1.0, weak=weak.name,
-                 # What-ifs for the weak domain: decoded without speculation (1 plain step a token),
-                 # or given a head as good as the best domain's.
-                 routed_speedup=mix_speedup(others, weak.share),
-                 trained_speedup=mix_speedup(others + weak.share / acceptance_length(best_alpha, k)),
-                 trained_alpha=best_alpha, best_k=mix_k, best_k_speedup=blend_at[mix_k])
-
-
-def mix_domains(mix, output_tokens):
-    """Traffic-mix rows -> (share of requests, alpha, output tokens); a token share over a length is a request share.
-
-    >>> mix_domains((("chat", 0.5, 0.7, 300), ("code", 0.5, 0.4, 100)), 1024)
-    ((0.25, 0.7, 300), (0.75, 0.4, 100))
-    """
-    lengths = [row[3] if len(row) > 3 else output_tokens for row in mix]
-    rows = [(row[1] / tokens, row[2], tokens) for row, tokens in zip(mix, lengths)]
-    total = sum(r for r, _, _ in rows)
-    return tuple((r / total, alpha, tokens) for r, alpha, tokens in rows)
-
-
-@dataclass(frozen=True)
-class MixTail:
-    """TPOT over a traffic mix's simulated requests, each domain's around its own alpha (mix_tail)."""
-    request_shares: dict     #: {domain: share of requests}
-    tau: float               #: tau the batch sees over the mix's requests
-    speedup_mc: float        #: speedup over the simulated requests
-    tpot_plain_p99_ms: float   #: P99 TPOT over requests, plain
-    tpot_spec_p99_ms: float  #: P99 TPOT with speculation
-    tpot_spec_mean_ms: float   #: mean TPOT with speculation
-    tpot_plain_mean_ms: float  #: mean TPOT, plain
-    tpot_p99_change: float   #: P99 TPOT with speculation over plain, minus 1
-    slow_alpha: float        #: mean alpha of the requests at or above P99 TPOT
-    slow_domains: dict       #: {domain: share of those requests}
-
-
-@dataclass(frozen=True)
-class Mix(MixTail, Blend):
-    """The traffic mix at the plan's K and batch: the Blend fields, then the MixTail fields (dataclasses gather the
-    bases' fields from the last base up), then whether it is the example mix and the blend's interval."""
-    assumed: bool            #: whether the mix is TRAFFIC_MIX's example, not the user's --mix
-    blended_speedup_interval: list = None   #: [low, high] of blended_speedup at INTERVAL_LEVEL
-
-
-def mix_tail(mix, dep, k, batch, decode, fit=FIT):
-    """TPOT over the mix's requests at B: each domain's requests around its own alpha."""
-    domains = mix_domains(mix, dep.output_tokens)
-    dec = decode(domains, k)
-    plain_ms = plain_step_ms(dep, batch, fit)
-    spec_ms = (1.0 + eps_seen(eps_decode(dep, batch, k, fit), dec.tau, dep, batch, fit)) * plain_ms
-    lat = cell_latency(dec, plain_ms, spec_ms, batch)
-    return MixTail(request_shares={row[0]: d[0] for row, d in zip(mix, domains)}, tau=dec.tau,
-                   speedup_mc=lat.speedup_mc, tpot_plain_p99_ms=lat.tpot_plain_p99_ms,
-                   tpot_spec_p99_ms=lat.tpot_spec_p99_ms, tpot_spec_mean_ms=lat.tpot_spec_mean_ms,
-                   tpot_plain_mean_ms=lat.tpot_plain_mean_ms,
-                   tpot_p99_change=lat.tpot_spec_p99_ms / lat.tpot_plain_p99_ms - 1.0, slow_alpha=dec.slow_alpha,
-                   slow_domains={row[0]: share for row, share in zip(mix, dec.slow_domains)})
-
-
-def mix_result(mix, dep, k, batch, decode, fit=FIT, assumed=False):
-    """The traffic mix at the plan's K: the closed-form blend and the simulated requests' tail; assumed: whether
-    the mix is TRAFFIC_MIX's example."""
-    return Mix(**fields_of(traffic_blend(mix, dep, k, batch, fit)), **fields_of(mix_tail(mix, dep, k, batch, decode, fit)),
-               assumed=assumed)
 
 
 # ---------------------------------------------------------------- measurements, the plan and the gate
@@ -740,7 +363,7 @@ def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None, pair=None
     decode-only speedup; the schedule with its speedups; the acceptance prior and the class's held-out error: a
     Verdict. acceptance is what best K ran on (plan_input); error, the class's held-out error (trust.ModelError):
     past trust.MISS_LINE the call is made on the range widened by it; measured_pair: the user's benchmark pair
-    (readers.Comparison, and its own run replayed: calibration.replay_pair, or None), whose measured ratio the
+    (benchfiles.Comparison, and its own run replayed: calibration.replay_pair, or None), whose measured ratio the
     verdict sets beside the model's for that run."""
     batch = plan.shown_batch
     common = dict(target=plan.target, target_from=target_from, alpha=plan.alpha, measured=plan.measured, level=level,

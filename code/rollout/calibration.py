@@ -23,7 +23,8 @@ from .releases import bench_records_acceptance
 from .serving import bench_result, serve_run
 from .workload import bench_prompts, Workload
 from .deployment import running_cap, simulated_layout
-from .readers import length_note, RUN_NOISE
+from .readers import RUN_NOISE
+from .benchfiles import length_note
 from .trust import interval
 from .analysis import center_requests
 from .schedule import K_MAX

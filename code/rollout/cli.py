@@ -32,10 +32,11 @@ from .workload import Traffic
 from .workload import BENCH_METRICS, BENCH_PERCENTILES, bench_prompts, REQUEST_WORK, run_work, Workload
 from .deployment import running_cap, simulated_layout
 from .readers import (
-    bench_acceptance, bench_comparison, Counters, counters_window, distinct_files,
-    is_sglang,
-    measured_acceptance, one_average_draft, pick_model, profile_problem, read_bench,
-    read_calibration_runs, read_metrics, run_totals, same_workload,
+    Counters, counters_window, is_sglang, measured_acceptance, one_average_draft, pick_model, profile_problem,
+    read_metrics,
+)
+from .benchfiles import (
+    bench_acceptance, bench_comparison, distinct_files, read_bench, read_calibration_runs, run_totals, same_workload,
 )
 from .hfconfig import checked_name, head_from_config, shape_from_config
 from .report import Evidence, Inputs, Replay

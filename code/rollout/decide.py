@@ -15,9 +15,11 @@ from .records import finite_number, UsageError
 from .deployment import at_lengths, draft_kind
 from .trust import interval, model_error, trust_in, widened, with_intervals
 from .analysis import (
-    best_k_table, center_requests, chart_data, decoder, deployment_facts, gate, measured_predictions, mix_result,
-    plan_choices, plan_input, verdict,
+    center_requests, chart_data, deployment_facts, gate, measured_predictions, plan_choices, plan_input, verdict,
 )
+from .mix import mix_result
+from .bestk import best_k_table
+from .cells import decoder
 from .priors import plan_acceptance
 from .goodput import search_slo
 from .commands import draft_head, predicts_gate_pair

@@ -13,7 +13,9 @@ from .priors import Contrast, contrast
 from .costmodel import draft_step_ms, eps_decode, eps_seen, FIT
 from .deployment import draft_kind, max_concurrency, with_draft
 from .simulation import JITTER_P99, mixture_quantile, round_mix, token_itl_parts
-from .analysis import decoder, evaluate_cell, k_schedule, traffic_blend
+from .mix import traffic_blend
+from .bestk import k_schedule
+from .cells import decoder, evaluate_cell
 from .schedule import k_zero_at
 from .commands import speculative_config
 from .deployment import draft_problem

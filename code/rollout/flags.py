@@ -20,7 +20,7 @@ import os
 import re
 import unicodedata
 from dataclasses import dataclass
-from .readers import distinct_files
+from .benchfiles import distinct_files
 from .writes import emit
 
 

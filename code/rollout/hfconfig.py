@@ -12,7 +12,7 @@ from .records import (
 )
 from .priors import family_entry
 from .experts import ROUTING_OF_MODEL_TYPE
-from .readers import parse_json, read_text
+from .bounded import parse_json, read_text
 
 
 def read_json(path, flag):

@@ -140,7 +140,7 @@ def summary(domain, level, what, rows):
 @dataclass(frozen=True)
 class Mixture:
     """Traffic of several domains as acceptance.tau_for reads it: a round of each domain's alpha, blended by rounds per
-    token (shares of generated tokens over each domain's tau), the way analysis.traffic_blend blends them."""
+    token (shares of generated tokens over each domain's tau), the way mix.traffic_blend blends them."""
     domains: tuple           #: (share of generated tokens, per-token alpha) per domain
 
     def tau(self, k):

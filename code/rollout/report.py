@@ -65,7 +65,7 @@ class BreakEven:
 @dataclass(frozen=True)
 class GridCells:
     """What main.py's loop over the grid returns (main.grid_cells): every cell, the break-even rows, and eps at B=1."""
-    cells: list              #: analysis.Cell per (K, eps at B=1, B, alpha), infeasible ones without numbers
+    cells: list              #: cells.Cell per (K, eps at B=1, B, alpha), infeasible ones without numbers
     breakeven: list          #: BreakEven per (K, eps at B=1, B)
     eps_b1: dict             #: {(K, the grid's eps at B=1): decode eps at B=1}
 
@@ -74,16 +74,16 @@ class GridCells:
 class Report:
     """Everything decided (decide.decide): what the tables, the plan, the charts and --json show. No text."""
     inputs: Inputs = field(default=None, metadata=NOT_IN_JSON)   #: what it was decided from
-    cells: list = None       #: analysis.Cell per grid cell
+    cells: list = None       #: cells.Cell per grid cell
     breakeven: list = None   #: BreakEven rows
     eps_b1: dict = field(default=None, metadata=NOT_IN_JSON)   #: {(K, the grid's eps at B=1): decode eps at B=1}
     facts: object = None     #: analysis.Facts: what the deployment lines and the summary say about the deployment
     alpha_spread: float = None   #: the simulated requests' spread of alpha
     output_spread: float = None  #: their spread of ln(output tokens)
     input_spread: float = None   #: the ShareGPT-like runs' spread of ln(prompt tokens)
-    best_k: list = None      #: analysis.BestK rows
+    best_k: list = None      #: bestk.BestK rows
     plan: object = None      #: analysis.Plan
-    mix: object = None       #: analysis.Mix; None when no mix is given
+    mix: object = None       #: mix.Mix; None when no mix is given
     charts: object = None    #: analysis.Charts; None unless the plan's files are written
     measured: object = None  #: analysis.Measured
     gate: object = None      #: analysis.Gate
@@ -122,7 +122,7 @@ class Grid:
 class Evidence:
     """What was measured, and what the gate and the plan are for (parse_evidence)."""
     measured: object = None      #: readers.Measurement, or None
-    comparison: object = None    #: readers.Comparison of two benchmark runs, or None
+    comparison: object = None    #: benchfiles.Comparison of two benchmark runs, or None
     pair_workload: object = None      #: the pair's own workload (workload.Workload), to replay it; None: not replayable
     target_concurrency: int = None   #: the plan's batch: every part of the run answers at it (None: the grid's largest)
     target_from: str = "the grid's largest concurrency"   #: how it was chosen (cli.parse_target), as the verdict says

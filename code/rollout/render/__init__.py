@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..records import printable, STANDARD_OUTPUT
 from ..report import Output
-from .tables import deployment_head, render_exercises, render_gate
+from .tables import deployment_head, render_gate
+from .exercises import render_exercises
 from .charts import render_charts
 from .plan import render_plan
 from .export import render_bench_file, render_benches, render_compare, render_json

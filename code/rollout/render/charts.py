@@ -7,7 +7,7 @@ import math
 
 from ..trust import INTERVAL_LEVEL, Z_INTERVAL
 from ..schedule import K_MAX
-from .tables import ratio_span
+from .words import ratio_span
 from ..workload import ms_text
 
 

@@ -21,12 +21,10 @@ from ..commands import (
     SHAREGPT_URL, shell_lines, tool_words,
 )
 from ..workload import SLO_KEYS
-from .tables import per_gpu, slo_sentence
+from .words import per_gpu, slo_sentence
 from ..workload import goodput_key, goodput_words, SLO_PERCENTILE, slo_prompts, slo_text
-from .tables import (
-    calibration_findings, calibration_headline, copies_text, mix_blend_sentence, mix_tail_sentence, trained_draft,
-    trust_sentence, verdict_command, verdict_parts, verdict_steps,
-)
+from .tables import calibration_findings, calibration_headline, mix_blend_sentence, mix_tail_sentence
+from .words import copies_text, trained_draft, trust_sentence, verdict_command, verdict_parts, verdict_steps
 from .charts import CHART_FILES
 from ..commands import predicts_gate_pair
 

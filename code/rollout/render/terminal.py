@@ -10,9 +10,10 @@ from ..deployment import verify_tokens
 from ..schedule import close_call_words, K_MAX, where_it_pays
 from ..trust import span
 from .tables import (
-    column_header, deployment_lines, ratio_span, render_blocks, render_calibration, render_gate, render_measured,
-    render_mix, render_summary, render_tail, render_verdict,
+    column_header, deployment_lines, render_blocks, render_calibration, render_gate, render_measured, render_mix,
+    render_summary, render_tail,
 )
+from .words import ratio_span, render_verdict
 
 
 GRID_COLUMNS = [("B", 5), ("alpha", 5), ("rate", 4), ("tau", 4), ("eps", 4), ("lesson", 6), ("exact", 5),
