@@ -24,7 +24,8 @@ from aiconfigurator.cli.api import cli_estimate  # noqa: E402  (installed apart:
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "code"))   # rollout imports by name from code/
-from rollout import catalog, costmodel, deployment  # noqa: E402
+from rollout import catalog, costmodel
+from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 
 BACKEND = "vllm"
 # (label, aiconfigurator model, its system, ours: model, gpu, tp, dtype, aiconfigurator's extra arguments)
@@ -65,7 +66,7 @@ def theirs(model, system, tp, batch, context, extra):
 def ours(model, gpu, tp, dtype, batch, context):
     """This model's plain decode step on vLLM at this shape, by the same parts (ms): its weight read and compute
     are the GEMMs (and, for a MoE target, the experts), fixed and engine the host time aiconfigurator has none of."""
-    dep = deployment.make_deployment(model, gpu, tp, dtype, "bf16", context, "ngram", engine="vllm")
+    dep = SETTINGS.deployment.build(model, gpu, tp, weights_dtype=dtype, kv_dtype="bf16", context=context, draft="ngram", engine="vllm")
     p = costmodel.target_parts(dep, batch, 1)
     return dict(gemm=p["weights"] + p["compute"], attention=p["attention"], comm=p["communication"],
                 host=p["fixed"] + p["engine"])

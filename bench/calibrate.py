@@ -38,7 +38,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 sys.path.insert(0, str(HERE))                   # served_runs, beside this file
-from rollout import calibration, catalog, costmodel, deployment  # noqa: E402
+from rollout import calibration, catalog, costmodel
+from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 import served_runs  # noqa: E402  (bench/served_runs.py: bench/served_runs.json's runs as the tool reads runs)
 
 # MT-bench, every timed speculative source here: prompts of ~100-700 tokens (turn 2 carries
@@ -73,7 +74,7 @@ START = costmodel.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=GEMM_FL
 
 def spec_point(source, what, engine, draft, k, batch, tau, published, model="llama-3.1-8b", gpu="h100-sxm", tp=1,
                dtype="bf16", context=MT_BENCH_CONTEXT, topk=1, verify=None):
-    dep = deployment.make_deployment(model, gpu, tp, dtype, "bf16", context, draft, engine=engine, topk=topk,
+    dep = SETTINGS.deployment.build(model, gpu, tp, weights_dtype=dtype, kv_dtype="bf16", context=context, draft=draft, engine=engine, topk=topk,
                                verify_tokens=verify, era=catalog.fitted_era(engine))
     return dict(source=source, what=what, kind="speedup", dep=dep, k=k, batch=batch, tau=tau, published=published,
                 tp=tp, dtype=dtype, engine=engine, moe=bool(dep.target.experts))
@@ -108,7 +109,7 @@ def load_speculative(path=HERE / "published.json"):
                                  1, p["acceptance_length"], p["tokens_per_s"] / batch1["plain_tokens_per_s"]))
     for engine, what, ms in (("vllm", "vLLM 8B plain TPOT B=1", sweep["plain_tpot_ms"]),
                              ("sglang", "SGLang 8B plain step B=1", 1000.0 / batch1["plain_tokens_per_s"])):
-        dep = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", MT_BENCH_CONTEXT, "ngram",
+        dep = SETTINGS.deployment.build("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=MT_BENCH_CONTEXT, draft="ngram",
                                    engine=engine, era=catalog.fitted_era(engine))
         points.append(dict(source=f"{'vLLM' if engine == 'vllm' else 'SGLang'} plain anchor", what=what,
                            kind="decode", dep=dep, batch=1, published=ms, tp=1, dtype="bf16", engine=engine, moe=False))
@@ -159,8 +160,8 @@ def load_plain(path=HERE / "plain_step.json"):
     points = []
     for p in json.loads(Path(path).read_text())["points"]:
         model = "llama-2-70b" if p["model"].startswith("llama-2-70b") else p["model"]
-        dep = deployment.make_deployment(model, p["gpu"], p["tp"], p["weights"], p["kv"], round(p["mean_context_tokens"]),
-                                   "ngram", engine="trtllm", input_tokens=p["input_len"], output_tokens=p["output_len"],
+        dep = SETTINGS.deployment.build(model, p["gpu"], p["tp"], weights_dtype=p["weights"], kv_dtype=p["kv"], context=round(p["mean_context_tokens"]),
+                                   draft="ngram", engine="trtllm", input_tokens=p["input_len"], output_tokens=p["output_len"],
                                    era=catalog.fitted_era("trtllm"))
         static = "static batch" in p["metric"]
         points.append(dict(source="TensorRT-LLM 0.9 static batch" if static else "NIM closed loop",
@@ -343,7 +344,7 @@ def load_latency(path=HERE / "oracle_mi300x_405b.json"):
     so it alone sets bw_cdna (batch 1) and flop_cdna (how much of flop_eff an MI300X's GEMMs reach: the growth
     with batch); the KV cache taken as bf16 (not stated)."""
     data = json.loads(Path(path).read_text())
-    dep = deployment.make_deployment("llama-3.1-405b", "mi300x", 8, "fp8", "bf16", None, "ngram", engine="vllm",
+    dep = SETTINGS.deployment.build("llama-3.1-405b", "mi300x", 8, weights_dtype="fp8", kv_dtype="bf16", context=None, draft="ngram", engine="vllm",
                                input_tokens=data["input_tokens"], output_tokens=data["output_tokens"],
                                era=catalog.fitted_era("vllm"))
     return [dict(source="vLLM MI300X batch sweep (Oracle)", what=f"llama-3.1-405b mi300x TP8 fp8 B={batch}",

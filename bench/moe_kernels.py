@@ -19,12 +19,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
 from rollout import catalog, costmodel, deployment, experts  # noqa: E402
+from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 DECODE_TOKENS = 64   # the points whose left-over sets the fixed cost
 
 
 def predicted_us(sweep, tokens, fit=costmodel.FIT):
     """The model's time of the sweep's MoE layer at `tokens` tokens, fixed cost left out, in us."""
-    dep = deployment.make_deployment("llama-3.1-8b", sweep["gpu"], sweep["tp"])   # the GPU's bandwidth share only
+    dep = SETTINGS.deployment.build("llama-3.1-8b", sweep["gpu"], sweep["tp"])   # the GPU's bandwidth share only
     bytes_per_us = catalog.GPUS[sweep["gpu"]]["bandwidth_tbs"] * 1e6 * costmodel.bandwidth_share(dep, fit)
     bytes_per_us *= fit.fp8_eff if sweep["quantized"] else 1.0
     expert = 3 * sweep["hidden"] * sweep["moe_inter"] * sweep["weight_bytes"] / sweep["tp"]

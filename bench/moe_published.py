@@ -27,7 +27,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 sys.path.insert(0, str(HERE))
 
-from rollout import catalog, costmodel, deployment  # noqa: E402
+from rollout import catalog, costmodel
+from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 import calibrate  # noqa: E402  (bench/calibrate.py: MT_BENCH_CONTEXT)
 ROWS = json.loads((HERE / "published_moe_2026.json").read_text())["points"]
 for _row in ROWS:   # "meta-llama/Llama-4-Scout-...": the name after the organisation
@@ -64,7 +65,7 @@ def llama4_sweeps():
     for family, model in (("Llama-4-Maverick", "llama-4-maverick"), ("Llama-4-Scout", "llama-4-scout")):
         rows = used([r for r in ROWS if r["name"].startswith(family) and r["engine"] == "SGLang"
                      and r["acceptance_length"] and r["metric"].startswith("speedup")])
-        dep = deployment.make_deployment(model, "h200", 8, "bf16", "bf16", None, "eagle3", engine="sglang",
+        dep = SETTINGS.deployment.build(model, "h200", 8, weights_dtype="bf16", kv_dtype="bf16", context=None, draft="eagle3", engine="sglang",
                                    era=catalog.fitted_era("sglang"))
         points = [dict(case=f"{family} K sweep (SGLang, LMSYS)", family="Llama 4", engine="sglang",
                        what=f"K={r['k_num_spec_tokens_or_steps']} tau={r['acceptance_length']}",
@@ -89,7 +90,7 @@ def deepseek_sglang():
     example command, one step (K = 1, two draft tokens)."""
     rows = {r["batch_size"]: r["speedup"] for r in used([r for r in ROWS if r["engine"] == "SGLang"
                                                          and r["name"].startswith("DeepSeek-V3 (V3-0324)")])}
-    dep = deployment.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", engine="sglang",
+    dep = SETTINGS.deployment.build("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", context=None, draft="mtp", engine="sglang",
                                era=catalog.fitted_era("sglang"))
     return [shape("DeepSeek-V3 MTP (SGLang docs)", "DeepSeek", "sglang", dep, 1, (1, rows[1]), [(32, rows[32])])]
 
@@ -101,7 +102,7 @@ def kimi_rocm():
     for build in ("v0.19.0", "nightly"):
         rows = sorted((r["max_concurrency"], r["speedup"]) for r in used(
             [r for r in ROWS if r["name"].startswith("Kimi-K2.5-MXFP4") and build in (r["engine_version"] or "")]))
-        dep = deployment.make_deployment("kimi-k2", "mi355x", 4, "fp4", "bf16", None, "eagle3", engine="vllm",
+        dep = SETTINGS.deployment.build("kimi-k2", "mi355x", 4, weights_dtype="fp4", kv_dtype="bf16", context=None, draft="eagle3", engine="vllm",
                                    input_tokens=1024, output_tokens=1024, draft_hf="AMD Kimi-K2.5 EAGLE-3 head")
         out.append(shape(f"Kimi-K2.5 EAGLE-3 (vLLM {build}, AMD ROCm blog)", "Kimi", "vllm", dep, 3, rows[0],
                          rows[1:]))
@@ -125,8 +126,8 @@ def small_batch_losses():
     """Each published loss predicted at its own tau, steps and tree (verify tokens = draft tokens), batch 1."""
     points = []
     for source, tp, steps, topk, drafts, tau, spec, plain in SMALL_BATCH:
-        dep = deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", tp, "bf16", "bf16", calibrate.MT_BENCH_CONTEXT,
-                                        "eagle3", engine="sglang", era=catalog.era_of("sglang", "0.5.6"), topk=topk,
+        dep = SETTINGS.deployment.build("qwen3-30b-a3b", "h100-sxm", tp, weights_dtype="bf16", kv_dtype="bf16", context=calibrate.MT_BENCH_CONTEXT,
+                                        draft="eagle3", engine="sglang", era=catalog.era_of("sglang", "0.5.6"), topk=topk,
                                         verify_tokens=drafts if topk > 1 else None)
         points.append(dict(case="Qwen3-30B-A3B EAGLE-3 at batch 1 (SGLang 0.5.6, 2 or 4 x H100, bf16)",
                            family="Qwen3 MoE", engine="sglang", measured=spec / plain, k=steps,

@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
 from rollout import catalog, costmodel, serving, workload  # noqa: E402
+from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 DATA = json.loads((HERE / "nim_genai_perf.json").read_text())
 MODELS = {"meta-llama3-8b-instruct": "llama-3.1-8b", "meta-llama3-70b-instruct": "llama-3.3-70b"}
 GPUS = {"A100-SXM4-80GB": "a100-sxm-80gb", "H100_80GB_HBM3": "h100-sxm"}
@@ -34,8 +35,8 @@ def deployment(row):
     """The row's deployment, as bench/calibrate.py builds NIM's (fp8 rows with an fp8 KV cache)."""
     dtype = "fp8" if row["precision"] == "fp8" else "bf16"
     i, o = row["input_config_tokens"], row["input_config_output"]
-    return costmodel.make_deployment(MODELS[row["model"]], GPUS[row["gpu"]], row["gpus"], dtype, dtype,
-                                costmodel.mean_context(i, o), "ngram", engine="trtllm", input_tokens=i, output_tokens=o,
+    return SETTINGS.deployment.build(MODELS[row["model"]], GPUS[row["gpu"]], row["gpus"], weights_dtype=dtype, kv_dtype=dtype,
+                                context=costmodel.mean_context(i, o), draft="ngram", engine="trtllm", input_tokens=i, output_tokens=o,
                                 era=catalog.fitted_era("trtllm"))
 
 
@@ -60,7 +61,7 @@ def predict(row):
     c = row["concurrency"]
     work = workload.Workload(num_prompts=12 * c + 200, max_concurrency=c, request_rate=float("inf"), burstiness=1.0,
                          input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=0.0)
-    run = serving.serve_run(dep, work, plan_batch=c)
+    run = serving.serve_run(dep, work, 0, 0.0, SETTINGS.alpha_spread, SETTINGS.seed, plan_batch=c)
     return steady(run, c), run.cap
 
 

@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 
 from rollout import benchfiles, calibration, catalog, cli, costmodel, deployment, readers, serving, workload  # noqa: E402
 from rollout.acceptance import alpha_from_length, acceptance_length  # noqa: E402
-from rollout.defaults import OUTPUT_SPREAD  # noqa: E402
+from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 import served_runs  # noqa: E402
 
 POINTS = json.loads((HERE / "served_runs.json").read_text())["points"]
@@ -86,8 +86,8 @@ def llama_cases():
         alpha = alpha_from_length(p["acceptance"]["acceptance_length"], k) if k else 0.0
         work = workload.Workload(num_prompts=round(m["completed"]), max_concurrency=c, request_rate=float(c),
                                 burstiness=1.0, input_tokens=round(p["input_tokens"]),
-                                output_tokens=round(p["output_tokens"]), output_spread=OUTPUT_SPREAD,
-                                input_spread=OUTPUT_SPREAD)
+                                output_tokens=round(p["output_tokens"]), output_spread=SETTINGS.output_spread,
+                                input_spread=SETTINGS.output_spread)
         yield Case("llama70b", ("llama70b", draft if k else "eagle3"), p, dep, work, k, alpha, 0.11,
                    m["mean_tpot_ms"], "vllm", c)
 
@@ -131,7 +131,7 @@ def inferencex_runs():
         era = cli.parse_era(catalog.ENGINES[engine], version.group(1) if version else None)
         dtype = "fp4" if "(fp4)" in p["model"] else "fp8"
         inp, out = round(p["input_tokens"] * (1 + RANGE) / 2), round(p["output_tokens"] * (1 + RANGE) / 2)
-        dep = deployment.make_deployment("deepseek-v3", GPUS[gpu], int(tp), dtype, kv_dtype=inferencex_kv(engine, GPUS[gpu]),
+        dep = SETTINGS.deployment.build("deepseek-v3", GPUS[gpu], int(tp), weights_dtype=dtype, kv_dtype=inferencex_kv(engine, GPUS[gpu]),
                                         draft="mtp", engine=engine, era=era, ep=int(ep), dp_attention=dp == "True",
                                         input_tokens=inp, output_tokens=out)
         if dep.target.weight_bytes / dep.tp > dep.memory_gib * 2 ** 30 * 0.9:
@@ -255,7 +255,8 @@ def calibrated(cases, base=costmodel.FIT):
             continue
         step = (len(members) - 1) / (CALIBRATION_RUNS - 1)
         chosen = [members[round(i * step)] for i in range(CALIBRATION_RUNS)]
-        fit, _ = calibration.calibrate_on_runs(chosen[0].dep, [as_run(c) for c in chosen], base)
+        fit, _ = calibration.calibrate_on_runs(chosen[0].dep, [as_run(c) for c in chosen], base,
+                                               SETTINGS.expected_fallback, seed=0, spread=SETTINGS.alpha_spread)
         out[group] = (fit, {id(c.point) for c in chosen})
     return out
 

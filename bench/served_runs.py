@@ -33,7 +33,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-from rollout import benchfiles, calibration, catalog, cli, costmodel, deployment, hfconfig, readers  # noqa: E402
+from rollout import benchfiles, calibration, catalog, cli, costmodel, hfconfig, readers
+from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 
 POINTS = json.loads((HERE / "served_runs.json").read_text())["points"]
 LLAMA = "tomasruizt-vllm-scripts-online-throughput-llama70b-tp2"
@@ -51,7 +52,7 @@ NO_P2P_LINK = 0.5
 
 def llama_deployment(draft, era, gpu=LLAMA_GPU):
     """A's deployment as the model sees it: Llama 3.3 70B bf16 at TP 2 on `gpu`, its link halved on a PCIe GPU."""
-    dep = deployment.make_deployment("llama-3.3-70b", gpu, 2, "bf16", kv_dtype="bf16", draft=draft, engine="vllm",
+    dep = SETTINGS.deployment.build("llama-3.3-70b", gpu, 2, weights_dtype="bf16", kv_dtype="bf16", draft=draft, engine="vllm",
                                     era=era)
     return dataclasses.replace(dep, link_gbs=dep.link_gbs * NO_P2P_LINK) if gpu == "h100-pcie" else dep
 
@@ -194,7 +195,7 @@ def band(concurrency):
 
 def scaling_deployments(era):
     """B's deployments by model: each Qwen3 size from its config.json's shape on one A100, an EAGLE-style head."""
-    return {name: deployment.make_deployment(shape["hf"], "a100-sxm-80gb", 1, "bf16", kv_dtype="bf16", draft="eagle",
+    return {name: SETTINGS.deployment.build(shape["hf"], "a100-sxm-80gb", 1, weights_dtype="bf16", kv_dtype="bf16", draft="eagle",
                                             engine="vllm", era=era, shape=shape)
             for name, shape in shapes().items()}
 
@@ -218,7 +219,7 @@ def scaling_points():
 def report_scaling():
     era = cli.parse_era(VLLM, "0.10")
     deps = scaling_deployments(era)
-    deps["Qwen/Qwen3-32B"] = deployment.make_deployment("qwen3-32b", "a100-sxm-80gb", 1, "bf16", kv_dtype="bf16",
+    deps["Qwen/Qwen3-32B"] = SETTINGS.deployment.build("qwen3-32b", "a100-sxm-80gb", 1, weights_dtype="bf16", kv_dtype="bf16",
                                                        draft="eagle", engine="vllm", era=era)
     points = scaling_points()
     errors = defaultdict(list)

@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "code"))
 
-from rollout import costmodel, deployment, serving, workload  # noqa: E402
+from rollout import serving, workload
+from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 
 KEYS = ("output_throughput", "request_throughput", "mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms", "mean_itl_ms",
         "median_itl_ms", "p99_itl_ms", "mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_e2el_ms", "p99_e2el_ms",
@@ -44,12 +45,12 @@ def cases():
         return workload.Workload(num_prompts=prompts, max_concurrency=None, request_rate=rate, burstiness=1.0,
                                 input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=0.8)
 
-    d70 = deployment.make_deployment()
-    d8 = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
-    sg = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", engine="sglang")
-    trt = deployment.make_deployment("llama-3.3-70b", "h200", 4, "fp8", engine="trtllm", input_tokens=2048,
+    d70 = SETTINGS.deployment.build()
+    d8 = SETTINGS.deployment.build("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512, output_tokens=256)
+    sg = SETTINGS.deployment.build("llama-3.1-8b", "h200", 1, weights_dtype="bf16", engine="sglang")
+    trt = SETTINGS.deployment.build("llama-3.3-70b", "h200", 4, weights_dtype="fp8", engine="trtllm", input_tokens=2048,
                                     output_tokens=512)
-    moe = deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", 2, "bf16", input_tokens=1024, output_tokens=512)
+    moe = SETTINGS.deployment.build("qwen3-30b-a3b", "h100-sxm", 2, weights_dtype="bf16", input_tokens=1024, output_tokens=512)
     out = []
     for dep, name in ((d70, "70b vllm"), (d8, "8b vllm"), (sg, "8b sglang"), (trt, "70b trtllm"), (moe, "moe vllm")):
         for batch, k in ((1, 0), (16, 3), (64, 0), (64, 2)):

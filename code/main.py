@@ -37,10 +37,11 @@ Start here: the things a reader of the lesson looks for, and where they are.
                                                at load, with prefills stalling decodes: serve_run
                                                (rollout/serving.py); at an SLO: at_slo (rollout/goodput.py)
     6. what a round costs: eps                 round_ms, eps_decode, eps_seen (rollout/costmodel.py)
-    7. every cell of the grid                  grid_cells (here), then evaluate_cell (rollout/analysis.py)
-    8. the verdict, the gate and the plan      best_k, plan_choices, gate, verdict (rollout/analysis.py);
-                                               decide (rollout/decide.py); render_verdict (rollout/render/tables.py),
-                                               render_plan (rollout/render/plan.py)
+    7. every cell of the grid                  grid_cells (here), then evaluate_cell (rollout/cells.py)
+    8. the verdict, the gate and the plan      best_k (rollout/bestk.py); plan_choices, gate, verdict
+                                               (rollout/analysis.py); decide (rollout/decide.py);
+                                               render_verdict (rollout/render/words.py), render_plan
+                                               (rollout/render/plan.py)
 
 Sources: Leviathan et al. 2023, arXiv 2211.17192 (tau, speedup); MagicDec, arXiv
 2408.11049 (round cost at batch); EAGLE-3, arXiv 2503.01840 (the draft head); vLLM's
@@ -76,7 +77,7 @@ from rollout.decide import decide
 from rollout.render import render
 from rollout.writes import finish
 from rollout.cli import parse
-from rollout.flags import progress_meter, Settings
+from rollout.flags import DeploymentSettings, progress_meter, Settings
 
 
 # ---------------------------------------------------------------- the grid (edit me)
@@ -262,9 +263,11 @@ def grid_cells(grid, dep, decode, fit, progress=None):
 
 # ---------------------------------------------------------------- main
 def settings():
-    """What a run falls back on where no flag is given: every constant above, by its name in lower case."""
-    names = {f.name for f in dataclasses.fields(Settings)}
-    return Settings(**{name: globals()[name.upper()] for name in names})
+    """What a run falls back on where no flag is given: every constant above, by its name in lower case (the
+    deployment's kept apart), as nanoGPT's config_keys collects its globals."""
+    def constants(record):
+        return {f.name: globals()[f.name.upper()] for f in dataclasses.fields(record) if f.name != "deployment"}
+    return Settings(deployment=DeploymentSettings(**constants(DeploymentSettings)), **constants(Settings))
 
 
 SETTINGS = settings()

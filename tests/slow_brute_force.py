@@ -8,9 +8,9 @@ README's command, and by hand:
 import random
 import unittest
 
-import support  # noqa: F401  (puts code/ on the import path)
+from support import build_deployment  # (first: puts code/ on the import path)
 
-from rollout import costmodel, deployment
+from rollout import costmodel
 
 from rollout.render.words import subtract
 from rollout import experts as moe
@@ -87,7 +87,7 @@ class PrefillShareBySimulation(unittest.TestCase):
                 left[i] -= 1
                 if left[i] == 0:
                     left[i], arriving[i] = rng.randint(1, 2 * mean_out - 1), True
-        dep = deployment.make_deployment(input_tokens=prompt, output_tokens=mean_out)
+        dep = build_deployment(input_tokens=prompt, output_tokens=mean_out)
         # 240 a step, not the server's 250: a 2% tolerance tells them apart.
         self.assertAlmostEqual(seen / decoded / costmodel.prefill_tokens(dep, batch), 1, delta=0.02)
         self.assertEqual(costmodel.prefill_tokens(dep, 1), 0.0)   # concurrency 1: no other request

@@ -6,11 +6,11 @@ import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from support import model, ROOT, run
+from support import ROOT, build_deployment, model, run
 
 import main
 from rollout.mix import traffic_blend
-from rollout import acceptance, costmodel, deployment, exercises, report, schedule
+from rollout import acceptance, costmodel, exercises, report, schedule
 from rollout.render import charts
 
 
@@ -59,7 +59,7 @@ class Charts(unittest.TestCase):
 
     def test_break_even_markers_sit_where_the_curves_cross_one(self):
         grid = report.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
-        charts = model(grid, deployment.make_deployment()).charts
+        charts = model(grid, build_deployment()).charts
         for curve in charts.curves:
             self.assertAlmostEqual(acceptance.exact_speedup(curve.breakeven, charts.k, curve.eps), 1.0)
 
@@ -118,7 +118,7 @@ class Exercises(unittest.TestCase):
         # Llama 3.1 8B on one H100 at 128 tokens in and out, B = 1024: the verify pass's math outweighs its short
         # KV read, no K pays for this mix, so the best single K is 0 at 1.0x; at B = 1 one does.
         for batch, want_off in ((1024, True), (1, False)):
-            dep = deployment.make_deployment("llama-3.1-8b", tp=1, context=128, input_tokens=128, output_tokens=128)
+            dep = build_deployment("llama-3.1-8b", tp=1, context=128, input_tokens=128, output_tokens=128)
             mix = traffic_blend(exercises.LESSON_MIX, dep, 3, batch)
             d, q = costmodel.decode_step_ms(dep, batch), costmodel.prefill_share_ms(dep, batch)
             by_k = {0: 1.0}

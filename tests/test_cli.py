@@ -196,19 +196,20 @@ class Navigation(unittest.TestCase):
 
 class EditedConstants(unittest.TestCase):
     """main.py's constants are what a run falls back on: an edited one reaches the run through main.SETTINGS, not the
-    package's defaults (rollout/defaults.py, its fallback for library callers)."""
+    package (which writes no default of its own)."""
 
     def test_settings_are_main_pys_constants(self):
         # Each field is the constant of its name in capitals, the very object: a miswired field (kv_dtype from
         # WEIGHTS_DTYPE) would make an edit of one constant move another.
-        for name in (f.name for f in dataclasses.fields(main.SETTINGS)):
-            with self.subTest(field=name):
-                self.assertIs(getattr(main.SETTINGS, name), getattr(main, name.upper()))
+        for record in (main.SETTINGS, main.SETTINGS.deployment):
+            for name in (f.name for f in dataclasses.fields(record) if f.name != "deployment"):
+                with self.subTest(field=name):
+                    self.assertIs(getattr(record, name), getattr(main, name.upper()))
 
     def test_an_edited_constant_reaches_the_tables_the_plan_and_the_json(self):
-        edited = dataclasses.replace(main.SETTINGS, model="llama-3.1-8b", temperature=0.3,
-                                     model_settings={("llama-3.1-8b", "h100-sxm"): dict(tp=2, weights_dtype="fp8")},
-                                     expected_alpha=0.6, input_tokens=700, ks=(2,), concurrencies=(1, 16))
+        edited = main.SETTINGS.edited(model="llama-3.1-8b", temperature=0.3,
+                                      model_settings={("llama-3.1-8b", "h100-sxm"): dict(tp=2, weights_dtype="fp8")},
+                                      expected_alpha=0.6, input_tokens=700, ks=(2,), concurrencies=(1, 16))
         with mock.patch.object(main, "SETTINGS", edited), tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "plan.md"
             status, text, err = run(["--out", str(out)])

@@ -5,7 +5,7 @@ import json
 import unittest
 from pathlib import Path
 
-from support import run
+from support import build_deployment, run
 
 from rollout.mix import traffic_blend
 from rollout import acceptance, bestk, catalog, costmodel, deployment, schedule
@@ -19,9 +19,9 @@ class Terms(unittest.TestCase):
         return costmodel.target_parts(dep, batch, tokens, F, prefill)
 
     def test_weights_stream_at_the_family_share_and_fp8_keeps_its_own(self):
-        bf16 = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
-        fp8 = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "fp8", "bf16", 1000, "ngram")
-        a100 = deployment.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "bf16", 1000, "ngram")
+        bf16 = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="ngram")
+        fp8 = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="fp8", kv_dtype="bf16", context=1000, draft="ngram")
+        a100 = build_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="ngram")
         # 8,030,261,248 x 2 B; fp8: 6,979,588,096 linear weights x 1 B + 1,050,673,152 embedding weights x 2 B.
         self.assertAlmostEqual(self.parts(bf16)["weights"], 16_060_522_496 / (3.35e9 * F.bw_hopper), places=9)
         self.assertAlmostEqual(self.parts(fp8)["weights"],
@@ -29,14 +29,14 @@ class Terms(unittest.TestCase):
         self.assertAlmostEqual(self.parts(a100)["weights"], 16_060_522_496 / (2.039e9 * F.bw_ampere), places=9)
 
     def test_attention_has_a_one_sequence_floor_and_fp8_kv_its_own_share(self):
-        dep = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 4000, "ngram")
+        dep = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=4000, draft="ngram")
         # Batch 1: 32 layers x 4000 tokens x attn_ns beats the 524 MB read; one token of KV written.
         self.assertAlmostEqual(self.parts(dep)["attention"],
                                32 * 4000 * F.attn_ns / 1e6 + 131_072 / (3.35e9 * F.bw_hopper), places=9)
         # Batch 64: the read of 64 histories is the larger.
         self.assertAlmostEqual(self.parts(dep, 64)["attention"],
                                (64 * 4000 + 64) * 131_072 / (3.35e9 * F.bw_hopper), places=9)
-        fp8 = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "fp8", 4000, "ngram")
+        fp8 = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="fp8", context=4000, draft="ngram")
         self.assertAlmostEqual(self.parts(fp8, 64)["attention"],
                                64 * 4001 * 65_536 / (3.35e9 * F.bw_hopper * F.fp8_kv_eff), places=9)
         # The measured slope at batch 1 on 8B/H100 is about 0.24 ms per 1k tokens (bench/plain_step.json's 8B/H100 points).
@@ -48,28 +48,28 @@ class Terms(unittest.TestCase):
         kv = 131_072   # bytes a token of context, 32 layers x 8 heads x 128 x 2 (K, V) x 2 B
         # n reads of 64 histories of 4000 tokens, and the 4 new tokens a sequence written
         read = lambda dep, n: (64 * n * 4000 + 64 * 4) * kv / (dep.bandwidth_tbs * 1e9 * costmodel.bandwidth_share(dep))
-        a100 = deployment.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "bf16", 4000, "eagle3")
+        a100 = build_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, weights_dtype="bf16", kv_dtype="bf16", context=4000, draft="eagle3")
         self.assertAlmostEqual(self.parts(a100, 64, 4)["attention"], read(a100, 4), places=9)
         self.assertAlmostEqual(self.parts(a100, 64, 1)["attention"], read(a100, 1) - 3 * 64 * kv / (
             a100.bandwidth_tbs * 1e9 * costmodel.bandwidth_share(a100)), places=9)   # a plain step: once
         # FlashAttention 3 on Hopper packs the group at any query length; SGLang's kernels are not FA2: once.
-        h100 = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 4000, "eagle3")
+        h100 = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=4000, draft="eagle3")
         self.assertAlmostEqual(self.parts(h100, 64, 4)["attention"], read(h100, 1), places=9)
-        sglang = deployment.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "bf16", 4000, "eagle3",
+        sglang = build_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, weights_dtype="bf16", kv_dtype="bf16", context=4000, draft="eagle3",
                                            engine="sglang")
         self.assertEqual(costmodel.kv_reads(sglang.target, sglang, 4), 1.0)
         # Past TP = KV heads each GPU holds one KV head and heads / tp query heads: 70B (64 on 8) at TP 8, 8 a GPU.
-        tp8 = deployment.make_deployment("llama-3.3-70b", "a100-sxm-80gb", 8, "bf16", "bf16", 4000, "eagle3")
+        tp8 = build_deployment("llama-3.3-70b", "a100-sxm-80gb", 8, weights_dtype="bf16", kv_dtype="bf16", context=4000, draft="eagle3")
         self.assertEqual(costmodel.kv_reads(tp8.target, tp8, 4), 8.0)
         # Qwen3-235B (64 on 4) at TP 8: a GPU holds 8 query heads and a copy of one KV head, so 8; under attention
         # data parallelism every GPU holds all 64 on 4: 16.
-        moe = deployment.make_deployment("qwen3-235b-a22b", "a100-sxm-80gb", 8, "bf16", "bf16", 4000, "eagle3")
+        moe = build_deployment("qwen3-235b-a22b", "a100-sxm-80gb", 8, weights_dtype="bf16", kv_dtype="bf16", context=4000, draft="eagle3")
         self.assertEqual(costmodel.kv_reads(moe.target, moe, 4), 8.0)
         self.assertEqual(costmodel.kv_reads(moe.target, dataclasses.replace(moe, dp_attention=True), 4), 16.0)
         # vLLM runs FlashAttention on an fp8 cache or with attention sinks only at version 3: another kernel, once.
-        fp8 = deployment.make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", "fp8", 4000, "eagle3")
+        fp8 = build_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, weights_dtype="bf16", kv_dtype="fp8", context=4000, draft="eagle3")
         self.assertEqual(costmodel.kv_reads(fp8.target, fp8, 4), 1.0)
-        sinks = deployment.make_deployment("gpt-oss-120b", "a100-sxm-80gb", 2, "bf16", "bf16", 4000, "eagle3")
+        sinks = build_deployment("gpt-oss-120b", "a100-sxm-80gb", 2, weights_dtype="bf16", kv_dtype="bf16", context=4000, draft="eagle3")
         self.assertEqual(costmodel.kv_reads(sinks.target, sinks, 4), 1.0)
         self.assertEqual(costmodel.kv_reads(sinks.target, dataclasses.replace(sinks, shape={}), 4), 8.0)   # 64 on 8
 
@@ -77,12 +77,12 @@ class Terms(unittest.TestCase):
         # vLLM 0.10 steps synchronously: a plain step pays token_us a sequence, a verify pass of 4 tokens 4 times that.
         # vLLM 0.14 overlaps plain steps and EAGLE/MTP rounds (PRs #27614, #31998), not a draft model's server;
         # 0.28 overlaps a draft model's rounds too (PR #48341).
-        sync = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "eagle3",
+        sync = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="eagle3",
                                          era=catalog.era_of("vllm", "0.10"))
-        asynchronous = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "eagle3")
-        model = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "llama-3.2-1b",
+        asynchronous = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="eagle3")
+        model = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="llama-3.2-1b",
                                           era=catalog.era_of("vllm", "0.27"))
-        model_async = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "llama-3.2-1b",
+        model_async = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="llama-3.2-1b",
                                                 era=catalog.era_of("vllm", "0.28"))
         per_token = F.token_us_vllm / 1e3
         for dep, plain, verify in ((sync, 16 * per_token, 64 * per_token), (asynchronous, 0.0, 0.0),
@@ -90,30 +90,30 @@ class Terms(unittest.TestCase):
             self.assertAlmostEqual(self.parts(dep, 16, 1)["engine"], plain, places=12)
             self.assertAlmostEqual(self.parts(dep, 16, 4)["engine"], verify, places=12)
         # SGLang 0.4.4's overlap scheduler hides a plain step's; its EAGLE worker ran without it: a verify pass pays.
-        sglang = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "eagle3",
+        sglang = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="eagle3",
                                            engine="sglang", era=catalog.era_of("sglang", "0.4.4"))
         self.assertEqual(self.parts(sglang, 16, 1)["engine"], 0.0)
         self.assertAlmostEqual(self.parts(sglang, 16, 4)["engine"], 64 * F.token_us_sglang / 1e3, places=12)
 
     def test_two_all_reduces_per_layer_grow_with_tp_and_the_message(self):
-        tp8 = deployment.make_deployment("llama-3.3-70b", "h100-sxm", 8, "bf16", "bf16", 1000, "ngram")
+        tp8 = build_deployment("llama-3.3-70b", "h100-sxm", 8, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="ngram")
         latency = (F.ar_us + 6 * F.ar_tp_us) / 1e3                      # TP 8: six GPUs past two
         one = costmodel.allreduce_ms(tp8, 64 * 8192 * 2)                        # 64 tokens x 8,192 x 2 B
         self.assertAlmostEqual(one, latency + 2 * 7 / 8 * 1_048_576 / (450e6 * F.link_eff), places=12)
         self.assertAlmostEqual(self.parts(tp8, 64)["communication"], 2 * 80 * one, places=9)
-        tp1 = deployment.make_deployment("llama-3.3-70b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
+        tp1 = build_deployment("llama-3.3-70b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="ngram")
         self.assertEqual(self.parts(tp1, 64)["communication"], 0.0)
         # bench/plain_step.json: published steps imply 18-29 us per all-reduce, rising with TP.
         self.assertTrue(15 <= F.ar_us + 2 * F.ar_tp_us <= 29 < F.ar_us + 6 * F.ar_tp_us + 10)
 
     def test_fixed_costs_are_the_engines_plus_each_layers(self):
         for engine in ("vllm", "sglang", "trtllm"):
-            dep = deployment.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", 1000, "ngram", engine=engine)
+            dep = build_deployment("llama-3.3-70b", "h100-sxm", 4, weights_dtype="fp8", kv_dtype="bf16", context=1000, draft="ngram", engine=engine)
             fixed = getattr(F, "pass_fixed_ms_" + engine)
             self.assertAlmostEqual(self.parts(dep)["fixed"], fixed + 80 * F.layer_us / 1e3, places=12)
 
     def test_compute_counts_two_flops_a_parameter_and_attention(self):
-        dep = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1000, "ngram")
+        dep = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="ngram")
         gemm = 256 * 2 * 8_030_261_248 / (989e9 * F.flop_eff)              # 2 FLOPs a parameter a token
         attending = 256 * 4 * 32 * 4096 * 1000 / (989e9 * F.flop_eff)      # QK and PV over 1000 tokens, 32 layers
         read_ms = 16_060_522_496 / (3.35e9 * F.bw_hopper)
@@ -133,14 +133,14 @@ class Terms(unittest.TestCase):
         # SiLU-and-mul (read gate and up, write one: 3 x 14336), bf16, at the pass's bandwidth; at TP 2 every GPU
         # normalises every token and holds half of the MLP.
         for tp in (1, 2):
-            dep = deployment.make_deployment("llama-3.1-8b", "h100-sxm", tp, "bf16", "bf16", 1000, "ngram")
+            dep = build_deployment("llama-3.1-8b", "h100-sxm", tp, weights_dtype="bf16", kv_dtype="bf16", context=1000, draft="ngram")
             per_gpu = 32 * 2 * (8 * 4096 + 3 * 14336 / tp)
             self.assertAlmostEqual(self.parts(dep, 64)["activations"], 64 * per_gpu / (3.35e9 * F.bw_hopper), places=9)
             self.assertAlmostEqual(costmodel.target_parts(dep, 16, 4)["activations"], self.parts(dep, 64)["activations"],
                                    places=12)   # 16 sequences verifying 4 tokens stream what 64 decoding 1 do
 
     def test_the_breakdown_sums_to_the_step_and_reaches_the_json(self):
-        dep = deployment.make_deployment()
+        dep = build_deployment()
         parts = costmodel.plain_step_parts(dep, 1)
         self.assertAlmostEqual(sum(parts.values()), costmodel.plain_step_ms(dep, 1), places=12)
         status, out, _ = run(["--alphas", "0.7", "--ks", "3", "--concurrency", "1,64", "--json", "--no-write"])
@@ -161,7 +161,7 @@ class PrefillShare(unittest.TestCase):
     def test_a_dense_models_chunks_cost_what_a_flat_charge_per_prompt_token_does(self):
         # With read and math added (overlap 1) every term of a dense pass is linear in its prompt tokens, so P / C
         # chunk steps of C tokens cost P tokens: the chunking spreads the prompts, it adds nothing of its own.
-        dep = deployment.make_deployment("llama-3.3-70b", "h100-sxm", 4, "fp8", "bf16", None, "eagle3", input_tokens=5000,
+        dep = build_deployment("llama-3.3-70b", "h100-sxm", 4, weights_dtype="fp8", kv_dtype="bf16", context=None, draft="eagle3", input_tokens=5000,
                                 output_tokens=500)
         fit = F._replace(overlap=1.0)
         for batch in (2, 25, 64):
@@ -178,14 +178,14 @@ class PrefillShare(unittest.TestCase):
                     ("sglang", "l40s"): 4096, ("sglang", "rtx-4090"): 2048, ("sglang", "a100-sxm-80gb"): 8192,
                     ("sglang", "b200"): 16384, ("trtllm", "b200"): 8192, ("trtllm", "l40s"): 8192}
         for (engine, gpu), tokens in expected.items():
-            dep = deployment.make_deployment("llama-3.1-8b", gpu, 1, "bf16", "bf16", None, "ngram", engine=engine,
+            dep = build_deployment("llama-3.1-8b", gpu, 1, weights_dtype="bf16", kv_dtype="bf16", context=None, draft="ngram", engine=engine,
                                     input_tokens=30000, output_tokens=1000)
             self.assertEqual(deployment.prefill_chunk(dep), tokens, (engine, gpu))
 
     def test_a_moe_chunk_reads_each_expert_once(self):
         # Kimi-K2 on 4 x MI355X, 10,240 prompt tokens, 512 out, concurrency 40: the chunk is the engine's budget, and
         # the share is P / C chunk steps, each what C prompt tokens add to a pass of B decodes.
-        dep = deployment.make_deployment("kimi-k2", "mi355x", 4, "fp4", "bf16", None, "eagle3", input_tokens=10240,
+        dep = build_deployment("kimi-k2", "mi355x", 4, weights_dtype="fp4", kv_dtype="bf16", context=None, draft="eagle3", input_tokens=10240,
                                 output_tokens=512)
         chunk = deployment.prefill_chunk(dep)
         self.assertEqual(chunk, 10240)   # vLLM's budget on a 288 GiB GPU is 16,384: the whole prompt in one step
@@ -197,8 +197,8 @@ class PrefillShare(unittest.TestCase):
         self.assertLess(costmodel.prefill_share_ms(dep, 40), 0.8 * flat)
 
     def test_prefill_dilutes_the_speedup_but_not_the_break_even(self):
-        heavy = deployment.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
-        light = deployment.make_deployment(context=5250, input_tokens=5000, output_tokens=50_000)
+        heavy = build_deployment(context=5250, input_tokens=5000, output_tokens=500)
+        light = build_deployment(context=5250, input_tokens=5000, output_tokens=50_000)
         eps = costmodel.eps_decode(heavy, 32, 3)
         self.assertAlmostEqual(eps, costmodel.eps_decode(light, 32, 3), places=12)      # decode eps: no prefill
         for dep in (heavy, light):
@@ -214,7 +214,7 @@ class PrefillShare(unittest.TestCase):
         self.assertGreater(q, 0.3 * d)     # 32 x 5000 / 500 = 320 prompt tokens a step on 70B: not small
 
     def test_a_tokens_cost_is_its_rounds_plain_steps_and_prefill_share(self):
-        dep = deployment.make_deployment(context=5250, input_tokens=5000, output_tokens=500)
+        dep = build_deployment(context=5250, input_tokens=5000, output_tokens=500)
         d, q = costmodel.decode_step_ms(dep, 32), costmodel.prefill_share_ms(dep, 32)
         self.assertAlmostEqual(costmodel.spec_tpot_ms(dep, 32, 0.25, 80.0, plain_tokens=0.5), 20.0 + 0.5 * d + q, places=12)
         # A one-domain mix is the one-alpha speedup tau / (1 + eps with prefill).
@@ -229,14 +229,14 @@ class DraftsAndK(unittest.TestCase):
         # 3*8192*28672 = 704,643,072; fc 2*8192^2 = 134,217,728; norms 2*8192: a head of 989,872,128.
         # The lm_head it reads, 128,256*8192 = 1,050,673,152, stays bf16 under fp8 weights.
         for dtype in ("fp8", "bf16"):
-            d = deployment.with_draft(deployment.make_deployment(weights_dtype=dtype), "eagle")
+            d = deployment.with_draft(build_deployment(weights_dtype=dtype), "eagle")
             self.assertEqual(d.drafter.weight_bytes, 2 * (989_872_128 + 1_050_673_152), dtype)
             self.assertEqual(d.drafter.held_params, 989_872_128)
 
     def test_best_k_is_the_brute_force_argmax_up_to_k_max(self):
         picked = set()
         for draft in ("eagle3", "ngram"):
-            dep = deployment.with_draft(deployment.make_deployment(), draft)
+            dep = deployment.with_draft(build_deployment(), draft)
             for alpha in (0.3, 0.7, 0.95, 0.999):
                 for batch in (1, 64, 256):
                     speeds = {}
@@ -256,7 +256,7 @@ class DraftsAndK(unittest.TestCase):
     def test_a_given_eps_grows_with_batch_as_the_model_does(self):
         # Multiplicatively: (1 + eps(B)) / (1 + eps(1)) is the model's round/step growth, whatever eps(1) is given.
         # A round never costs less than its verify pass over a plain step: that floor binds for a small given eps.
-        dep = deployment.make_deployment()
+        dep = build_deployment()
         floors = 0
         for k in (3, 5):
             for batch in (32, 256):
@@ -279,18 +279,18 @@ def growth_at(dep, batch, k):
 
 class GpuShares(unittest.TestCase):
     def test_a_gpus_own_share_holds_for_its_datasheet_bandwidth_only(self):
-        h200 = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 1024, "ngram")
+        h200 = build_deployment("llama-3.1-8b", "h200", 1, weights_dtype="bf16", kv_dtype="bf16", context=1024, draft="ngram")
         self.assertAlmostEqual(costmodel.bandwidth_share(h200), F.bw_hopper * 0.916, places=12)
-        given = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 1024, "ngram",
-                                  spec=deployment.gpu_spec("h200", bandwidth_tbs=4.4))     # --gpu-bandwidth: the user's number
+        given = build_deployment("llama-3.1-8b", "h200", 1, weights_dtype="bf16", kv_dtype="bf16", context=1024, draft="ngram",
+                                  spec=deployment.gpu_spec("h200", bandwidth_tbs=4.4, weights_dtype="bf16"))     # --gpu-bandwidth: the user's number
         self.assertAlmostEqual(costmodel.bandwidth_share(given), F.bw_hopper, places=12)
-        custom = deployment.make_deployment("llama-3.1-8b", "custom", 1, "bf16", "bf16", 1024, "ngram",
-                                   spec=deployment.gpu_spec("custom", 141, 4.8, 989, "bf16"))
+        custom = build_deployment("llama-3.1-8b", "custom", 1, weights_dtype="bf16", kv_dtype="bf16", context=1024, draft="ngram",
+                                   spec=deployment.gpu_spec("custom", 141, 4.8, 989, weights_dtype="bf16"))
         self.assertAlmostEqual(costmodel.bandwidth_share(custom), F.bw_hopper, places=12)
 
     def test_the_attention_floor_scales_with_the_bandwidth_read(self):
         # batch 1: one sequence's floor is above its KV read; on an H200 the floor is the H100's x 3.35 / (4.8 x 0.916)
-        h100, h200 = (deployment.make_deployment("llama-3.1-8b", gpu, 1, "bf16", "bf16", 4000, "ngram") for gpu in ("h100-sxm", "h200"))
+        h100, h200 = (build_deployment("llama-3.1-8b", gpu, 1, weights_dtype="bf16", kv_dtype="bf16", context=4000, draft="ngram") for gpu in ("h100-sxm", "h200"))
         floor = lambda dep: costmodel.target_parts(dep, 1, 1)["attention"] - 131_072 / (dep.bandwidth_tbs * 1e9 * costmodel.bandwidth_share(dep))
         self.assertAlmostEqual(floor(h200) / floor(h100), 3.35 / (4.8 * 0.916), places=9)
 

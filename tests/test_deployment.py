@@ -4,7 +4,7 @@ import math
 import statistics
 import unittest
 
-from support import run
+from support import build_deployment, run
 
 from rollout import bestk, catalog, costmodel, deployment, trust
 
@@ -34,7 +34,7 @@ class Catalog(unittest.TestCase):
         for gpu in ("a100-sxm-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h200", "b200", "l40s", "rtx-4090", "mi300x", "gh200",
                     "gh200-144gb", "h20", "b300", "mi325x", "mi355x"):
             for draft in ("eagle3", "eagle", "ngram", "llama-3.2-1b"):
-                dep = deployment.make_deployment("llama-3.1-8b", gpu, 1, "fp8", "bf16", 1024, draft)
+                dep = build_deployment("llama-3.1-8b", gpu, 1, weights_dtype="fp8", kv_dtype="bf16", context=1024, draft=draft)
                 # A step at least streams the weights at the datasheet bandwidth, and a round costs more.
                 floor = dep.target.weight_bytes / (dep.bandwidth_tbs * 1e12) * 1e3
                 self.assertGreater(costmodel.plain_step_ms(dep, 1), floor, (gpu, draft))
@@ -89,8 +89,8 @@ class CostShape(unittest.TestCase):
     def test_long_context_keeps_verify_close_to_plain(self):
         # MagicDec: at 32k tokens the KV read dominates plain and verify alike; the verify pass's extra queries share
         # one read of each sequence's history.
-        long = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
-        short = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 512, "eagle3")
+        long = build_deployment("llama-3.1-8b", "h200", 1, weights_dtype="bf16", kv_dtype="bf16", context=32768, draft="eagle3")
+        short = build_deployment("llama-3.1-8b", "h200", 1, weights_dtype="bf16", kv_dtype="bf16", context=512, draft="eagle3")
         verify_extra = lambda dep, b: (costmodel.target_pass_ms(dep, b, 4)
                                        / costmodel.decode_step_ms(dep, b) - 1)
         for batch in (8, 16, 24):   # 27 sequences of 32k fit
@@ -105,14 +105,14 @@ class CostShape(unittest.TestCase):
             self.assertAlmostEqual(costmodel.eps_decode(long, batch, 3), head_kv, delta=0.03)
 
     def test_best_k_falls_as_concurrency_rises(self):
-        dep = deployment.make_deployment()
+        dep = build_deployment()
         ks = [bestk.best_k(dep, 0.7, b)[0] for b in range(1, deployment.max_concurrency(dep) + 1)]
         self.assertEqual(ks, sorted(ks, reverse=True))
         self.assertGreater(ks[0], ks[-1])
 
     def test_schedule_matches_a_batch_by_batch_scan(self):
         for alpha in (0.45, 0.7):
-            dep = deployment.make_deployment()
+            dep = build_deployment()
             expected, start = [], 1
             ks = [bestk.best_k(dep, alpha, b)[0] for b in range(1, deployment.max_concurrency(dep) + 1)]
             for b in range(1, len(ks) + 1):
@@ -125,18 +125,18 @@ class CostShape(unittest.TestCase):
         # No draft steps: below an EAGLE-3 head's round by its three draft steps where both run rounds alike (the
         # synchronous era; on 0.14 and later only EAGLE's rounds are async), and under half a 1B draft model's.
         era = catalog.era_of("vllm", "0.13")
-        dep = deployment.make_deployment(draft="ngram", era=era)
-        eagle = deployment.make_deployment(era=era)
+        dep = build_deployment(draft="ngram", era=era)
+        eagle = build_deployment(era=era)
         self.assertAlmostEqual(costmodel.round_ms(eagle, 1, 3) - costmodel.round_ms(dep, 1, 3),
                                costmodel.draft_ms(eagle, 1, 3), places=12)
-        dep = deployment.make_deployment(draft="ngram")
-        model = deployment.make_deployment(draft="llama-3.2-1b")
+        dep = build_deployment(draft="ngram")
+        model = build_deployment(draft="llama-3.2-1b")
         self.assertLess(costmodel.eps_decode(dep, 1, 3), costmodel.eps_decode(model, 1, 3) / 2)
 
     def test_ngram_round_is_the_verify_pass_and_bookkeeping(self):
         # n-gram lookup runs no model: a round is the target's pass over K+1 tokens plus the
         # round's fixed bookkeeping, whatever K costs in draft steps elsewhere; it holds no bytes.
-        dep = deployment.make_deployment(draft="ngram")
+        dep = build_deployment(draft="ngram")
         for batch, k in ((1, 3), (64, 5)):
             verify = costmodel.pass_ms(dep.target, dep, batch, k + 1, costmodel.FIT.pass_fixed_ms_vllm)
             # async rounds (the default release) are EAGLE's and MTP's: an n-gram round keeps V1's bookkeeping
@@ -144,7 +144,7 @@ class CostShape(unittest.TestCase):
                                    places=12)
         self.assertEqual(deployment.static_bytes(dep), dep.target.held_bytes)
         self.assertEqual(deployment.kv_bytes_per_sequence(dep), dep.context * dep.target.kv_bytes_per_token)
-        eagle = deployment.make_deployment(draft="eagle3", era=catalog.fitted_era("vllm"))   # no host time hidden: all K steps paid
+        eagle = build_deployment(draft="eagle3", era=catalog.fitted_era("vllm"))   # no host time hidden: all K steps paid
         self.assertGreater(costmodel.round_ms(eagle, 1, 3) - costmodel.round_ms(dep, 1, 3), 3 * costmodel.FIT.draft_fixed_ms_vllm)
 
 
@@ -172,7 +172,7 @@ class AcceptanceFlags(unittest.TestCase):
             self.assertTrue(0 <= row["k"] <= 8)
             if row["k"]:
                 low, high = row["speedup_interval"]
-                self.assertAlmostEqual(math.log(high / row["speedup"]) / z, trust.trust_in(deployment.make_deployment()).speedup_sd,
+                self.assertAlmostEqual(math.log(high / row["speedup"]) / z, trust.trust_in(build_deployment()).speedup_sd,
                                        places=4)
                 self.assertAlmostEqual(low * high, row["speedup"] ** 2, delta=1e-5)
             else:

@@ -7,7 +7,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import ROOT, run
+from support import ROOT, build_deployment, run
 
 import main
 from rollout import acceptance, bestk, catalog, cli, commands, costmodel, deployment, simulation, trust
@@ -169,11 +169,11 @@ class Vllm(unittest.TestCase):
 
     def test_a_schedule_that_turns_off_ends_in_a_k0_row(self):
         # At alpha 0.4 speculation stops paying inside the memory limit: the table's last row is K = 0.
-        schedule = bestk.k_schedule(deployment.make_deployment(), 0.4)
+        schedule = bestk.k_schedule(build_deployment(), 0.4)
         self.assertEqual(schedule[-1][2], 0)
-        config = json.loads(commands.speculative_config(deployment.make_deployment(), 2, schedule))
+        config = json.loads(commands.speculative_config(build_deployment(), 2, schedule))
         self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][2], 0)
-        self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][1], deployment.max_concurrency(deployment.make_deployment()))
+        self.assertEqual(config["num_speculative_tokens_per_batch_size"][-1][1], deployment.max_concurrency(build_deployment()))
 
 
 class Sglang(unittest.TestCase):
@@ -327,7 +327,7 @@ class EngineDrafts(unittest.TestCase):
         self.assertNotRegex(gate, r" (TAU|R) ")
         # The window counts iterations (rounds), about ten minutes of them at the run's round time.
         window = int(re.search(r"acceptance_rate_window_size: (\d+)", plan).group(1))
-        dep, k = deployment.make_deployment(engine="trtllm"), data["plan"]["k"]
+        dep, k = build_deployment(engine="trtllm"), data["plan"]["k"]
         tau = simulation.round_mix(((1.0, 0.7, dep.output_tokens),), k, main.ALPHA_SPREAD)[0]   # the requests' tau, closed form
         round_ms = (1 + costmodel.eps_seen(costmodel.eps_decode(dep, 32, k), tau, dep, 32)) * costmodel.plain_step_ms(dep, 32)
         self.assertAlmostEqual(window, 600_000 / round_ms, delta=50)
@@ -352,7 +352,7 @@ class EngineDrafts(unittest.TestCase):
         schedule = data["plan"]["schedule"]
         self.assertEqual(len(paying_ranges(schedule)), 1)       # off below some batch, on above: no K > 0 island
         # Each row's K is within 1% of the best at its ends (K_TIE), the smallest such.
-        dep = deployment.make_deployment("gpt-oss-120b", "h100-sxm", 1, "fp4", "bf16", None, "eagle3")
+        dep = build_deployment("gpt-oss-120b", "h100-sxm", 1, weights_dtype="fp4", kv_dtype="bf16", context=None, draft="eagle3")
         for lo, hi, k in schedule:
             for b in (lo, hi):
                 self.assertEqual(bestk.best_k(dep, 0.7, b)[0], k)
@@ -393,7 +393,7 @@ class PlanDetails(unittest.TestCase):
         expected = "{" + ", ".join(f"{hi}: {k}" for _, hi, k in on) + "}"
         self.assertIn(f"`draft_len_schedule: {expected}` (with `max_draft_len: {on[0][2]}`)", plan)
         # The first tier's K at alpha 0.70 is the shortest draft within 1% of the best at B = 1, counted here.
-        dep = deployment.make_deployment(engine="trtllm")
+        dep = build_deployment(engine="trtllm")
         speedup = {k: costmodel.tpot_speedup(dep, 1, 1 / acceptance.acceptance_length(0.7, k), costmodel.round_ms(dep, 1, k))
                    for k in range(1, 9)}
         self.assertEqual(on[0][2], min(k for k in speedup if speedup[k] >= max(speedup.values()) / 1.01), expected)
@@ -501,11 +501,11 @@ class MoeKernels(unittest.TestCase):
         # its place) plus the kernel's own latency. By hand at a share of 0.5: 48 x (28 x 0.5 + 37.4) us on SGLang.
         fit = costmodel.FIT._replace(layer_us=28.0, mlp_fixed_share=0.5)
         for engine in ("vllm", "sglang", "trtllm"):
-            dep = deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", 1024, "ngram", engine=engine)
+            dep = build_deployment("qwen3-30b-a3b", "h100-sxm", 1, weights_dtype="fp8", kv_dtype="bf16", context=1024, draft="ngram", engine=engine)
             parts = costmodel.pass_parts(dep.target, dep, 8, 1, 0.0, fit)
             self.assertAlmostEqual(parts["fixed"], 48 * (14.0 + catalog.MOE_KERNEL_US[engine]) / 1e3, places=12)
         self.assertAlmostEqual(48 * (14.0 + catalog.MOE_KERNEL_US["sglang"]) / 1e3, 2.4672, places=12)
-        dense = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "ngram")
+        dense = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1024, draft="ngram")
         self.assertAlmostEqual(costmodel.pass_parts(dense.target, dense, 8, 1, 0.0, fit)["fixed"], 32 * 28.0 / 1e3,
                                places=12)   # a dense model pays its layers' whole fixed cost
 

@@ -9,9 +9,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import run
+from support import build_deployment, run
 
-from rollout import benchfiles, calibration, catalog, costmodel, deployment, records, trust
+from rollout import benchfiles, calibration, catalog, costmodel, records, trust
 from rollout.render import plan as plan_module
 
 
@@ -21,7 +21,7 @@ SGLANG_V2 = 2.99 * 1000 / 246.80 - 3.01 * 1000 / 273.43   # PR #11398: a round's
 
 def dep(engine="vllm", version=None, **kw):
     era = catalog.era_of(engine, version) if version else None
-    return deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, engine=engine, era=era, **kw)
+    return build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1024, engine=engine, era=era, **kw)
 
 
 class Releases(unittest.TestCase):
@@ -38,7 +38,7 @@ class Releases(unittest.TestCase):
 
     def test_the_default_is_the_newest_era(self):
         for engine in catalog.ENGINES:
-            self.assertIs(deployment.make_deployment(engine=engine).era, catalog.ENGINES[engine].eras[-1])
+            self.assertIs(build_deployment(engine=engine).era, catalog.ENGINES[engine].eras[-1])
 
     def test_releases_before_the_first_era_and_junk_are_refused(self):
         for argv, words in ((["--engine-version", "0.7"], "vLLM releases before 0.8"),
@@ -135,7 +135,7 @@ class WhatTheRunSays(unittest.TestCase):
         for engine in catalog.ENGINES.values():
             for era in engine.eras:
                 for draft in ("eagle3", "llama-3.2-1b", "ngram"):
-                    account = plan_module.era_account(deployment.make_deployment(engine=engine.key, era=era, draft=draft))
+                    account = plan_module.era_account(build_deployment(engine=engine.key, era=era, draft=draft))
                     depth = deepest = 0
                     for ch in account:
                         depth += {"(": 1, ")": -1}.get(ch, 0)
@@ -145,8 +145,8 @@ class WhatTheRunSays(unittest.TestCase):
                         self.assertLessEqual(deepest, 1, account)
 
     def test_a_derived_era_widens_the_speedup_interval_by_its_own_size(self):
-        new, old = (deployment.make_deployment(engine="sglang"),
-                    deployment.make_deployment(engine="sglang", era=catalog.fitted_era("sglang")))
+        new, old = (build_deployment(engine="sglang"),
+                    build_deployment(engine="sglang", era=catalog.fitted_era("sglang")))
         shift = math.log(costmodel.round_ms(old, 1, 3) / costmodel.round_ms(new, 1, 3))
         self.assertGreater(shift, 0.03)
         self.assertIn("era", trust.trust_in(new).outside)

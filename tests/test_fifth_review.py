@@ -8,9 +8,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import ROOT, run
+from support import ROOT, build_deployment, run
 
-from rollout import catalog, commands, deployment, releases
+from rollout import catalog, commands, releases
 
 RELEASES = json.loads((ROOT / "tests" / "fixtures" / "engine_releases.json").read_text())
 FIX = ROOT / "tests" / "fixtures"
@@ -71,7 +71,7 @@ class VllmBenchmarkByRelease(unittest.TestCase):
         for release, key in (("0.8.5", "request_goodput:"), ("0.9.1", "request_goodput:"), ("0.9.2", "request_goodput")):
             facts = RELEASES["vllm"][release]["benchmark facts"]
             self.assertEqual(facts["python benchmarks/benchmark_serving.py"]["goodput result key"]["key"], key)
-            dep = deployment.make_deployment(engine="vllm")
+            dep = build_deployment(engine="vllm")
             from dataclasses import replace
             from rollout import workload
             self.assertEqual(workload.goodput_key(replace(dep, release=catalog.release_of(release))), key)
@@ -112,7 +112,7 @@ class SglangRateGauge(unittest.TestCase):
                 self.assertIn(words, plan)
 
     def test_the_new_rate_starts_at_0_5_11(self):
-        dep = deployment.make_deployment(engine="sglang")
+        dep = build_deployment(engine="sglang")
         from dataclasses import replace
         at = lambda r: replace(dep, release=catalog.release_of(r))
         self.assertEqual([releases.sglang_rate_kind(at(r)) for r in ("0.5.3", "0.5.4", "0.5.10", "0.5.11")],
@@ -129,7 +129,7 @@ class ReleaseStrings(unittest.TestCase):
                             ("0.9.0.1", "0.9.0.1"), ("0.9.2+cu126", "0.9.2+cu126"), ("0.14", "0.14.0")):
             self.assertEqual(catalog.release_text(catalog.release_of(text)), shown)
         # a pre-release lacks what its release brings: 0.9.2rc1 still runs the source tree's script
-        dep = deployment.make_deployment()
+        dep = build_deployment()
         from dataclasses import replace
         self.assertEqual(commands.bench_tool(replace(dep, release=catalog.release_of("0.9.2rc1"))),
                          commands.LEGACY_CLIENT)

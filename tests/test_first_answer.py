@@ -135,12 +135,11 @@ class DerivedSettingsReview(unittest.TestCase):
         status, _, err = run(["--model", "qwen3-30b-a3b", "--ep", "3", "--no-write"])
         self.assertEqual(status, 2)
         self.assertIn("--ep 3 (TP 3): 3 does not divide the 32 attention heads", err)
-        import dataclasses
         for changes, words in ((dict(target_concurrency=0), "TARGET_CONCURRENCY in main.py: an integer"),
                                (dict(model_settings={("llama-3.3-70b", "h100-sxm"): dict(tp="4")}),
                                 "MODEL_SETTINGS in main.py: ('llama-3.3-70b', 'h100-sxm') sets tp to '4'")):
             from unittest import mock
-            with mock.patch.object(main, "SETTINGS", dataclasses.replace(main.SETTINGS, **changes)):
+            with mock.patch.object(main, "SETTINGS", main.SETTINGS.edited(**changes)):
                 status, _, err = run(["--no-write"])
             self.assertEqual((status, len(err.splitlines())), (2, 1), err)
             self.assertIn(words, err)

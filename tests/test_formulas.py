@@ -5,11 +5,11 @@ import json
 import random
 import unittest
 
-from support import ROOT
+from support import ROOT, build_deployment
 
 import main
 import rollout
-from rollout import acceptance, costmodel, deployment, simulation
+from rollout import acceptance, costmodel, simulation
 
 
 PUBLISHED = ROOT / "bench" / "published.json"          # a copy of shared/calibration/published.json
@@ -29,9 +29,11 @@ class PublishedData(unittest.TestCase):
 
 class Doctests(unittest.TestCase):
     def test_docstring_examples(self):
+        # A docstring's example(...) is the reference deployment main.py's constants build (the package keeps no
+        # default of its own): rollout/__init__.py says so.
         attempted = 0
         for module in [main, rollout] + [importlib.import_module(f"rollout.{name}") for name in rollout.MODULES]:
-            result = doctest.testmod(module)
+            result = doctest.testmod(module, extraglobs={"example": main.SETTINGS.deployment.build})
             self.assertEqual(result.failed, 0, module.__name__)
             attempted += result.attempted
         self.assertGreaterEqual(attempted, 61)   # as many as before the split, and the package's own
@@ -170,7 +172,7 @@ class DecodeLoop(unittest.TestCase):
     def test_one_speedup_with_the_prefill_share(self):
         """For one tau the token-cost form (best K, the mix) and the eps form (the cells) are the same speedup:
         tau (D + q) / ((1 + eps) D + tau q), D the decode step and q its prefill share, worked out by hand."""
-        dep = deployment.make_deployment(input_tokens=4000, output_tokens=400)
+        dep = build_deployment(input_tokens=4000, output_tokens=400)
         for batch, k, alpha in ((1, 3, 0.7), (64, 5, 0.5)):
             d, q = costmodel.decode_step_ms(dep, batch), costmodel.prefill_share_ms(dep, batch)
             eps, tau = costmodel.eps_decode(dep, batch, k), acceptance.acceptance_length(alpha, k)

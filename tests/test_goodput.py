@@ -8,14 +8,15 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import run
+import support
+from support import build_deployment, run
 
 from rollout import benchfiles, calibration, costmodel, deployment, flags, goodput, serving, workload
 
 from rollout.render import charts
 from rollout.records import UsageError
 
-DEP = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
+DEP = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512, output_tokens=256)
 SMALL = ["--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16", "--input-tokens", "512",
          "--output-tokens", "256", "--alphas", "0.7", "--ks", "3", "--concurrency", "1,64"]
 
@@ -59,7 +60,7 @@ class VllmGoodput(unittest.TestCase):
     def test_a_simulated_run_counted_independently(self):
         work = workload.Workload(num_prompts=300, max_concurrency=32, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=512, output_tokens=256, output_spread=0.8, output_cap=256)
-        served = serving.serve_run(DEP, work, 3, 0.7)
+        served = support.serve_run(DEP, work, 3, 0.7)
         slo = {"ttft": 120.0, "tpot": 6.5}
         good = 0
         for s, f, e, n in zip(served.start, served.first, served.end, served.output_tokens):
@@ -84,7 +85,7 @@ class PromptSpread(unittest.TestCase):
     def test_the_result_counts_each_prompt(self):
         work = workload.Workload(num_prompts=50, max_concurrency=8, request_rate=math.inf, burstiness=1.0,
                                 input_tokens=300, output_tokens=16, output_spread=0.0, input_spread=1.0)
-        served = serving.serve_run(DEP, work)
+        served = support.serve_run(DEP, work)
         self.assertEqual(serving.bench_result(served, work, DEP)["total_input_tokens"],
                          sum(serving.prompt_lengths(work, 0)))
         # a longer prompt waits longer for its first token, on the same server
@@ -99,7 +100,7 @@ class SmallCaps(unittest.TestCase):
         """A cap of 2 (the KV cache of two sequences): the search runs 2 where the SLO is loose and stops there (the
         cap), 1 where it is tight and stops there (past it alone); never more than fits."""
         from unittest import mock
-        traffic = workload.Traffic(output_spread=0.0)
+        traffic = support.traffic(output_spread=0.0)
         with mock.patch.object(goodput, "running_cap", lambda dep, speculative, batch=None: 2):
             loose = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), traffic)
             tight = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("ttft", 1e-3),), traffic)
@@ -112,7 +113,7 @@ class SmallCaps(unittest.TestCase):
 
     def test_both_arms_stay_within_what_fits_with_the_draft(self):
         """The plan's every command runs at most at what fits beside the draft: the search's caps are that too."""
-        at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), workload.Traffic(output_spread=0.0))
+        at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), support.traffic(output_spread=0.0))
         fits = deployment.max_concurrency(DEP)
         self.assertEqual(at.baseline.cap, min(deployment.running_cap(DEP, False), fits))
         self.assertEqual(at.speculative.cap, min(deployment.running_cap(DEP, True), fits))
@@ -125,7 +126,7 @@ class RecvInterval(unittest.TestCase):
         10 ms, two long requests decoding and a third sent 5 ms in, it starts at the first poll after it arrives:
         step 10 (N = 10), so its TTFT is 10 x 10 ms - 5 ms + the request cost + its own step."""
         from unittest import mock
-        sglang = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
+        sglang = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", engine="sglang", input_tokens=512,
                                            output_tokens=256)
         polled = dataclasses.replace(sglang, engine=dataclasses.replace(sglang.engine, recv_interval=10))
         work = workload.Workload(num_prompts=3, max_concurrency=None, request_rate=1.0, burstiness=1.0,
@@ -137,8 +138,8 @@ class RecvInterval(unittest.TestCase):
         with mock.patch.object(serving, "send_times", lambda work, rng: list(times)), \
                 mock.patch.object(serving, "step_cost", lambda dep, d, k, p, fit: 10.0), \
                 mock.patch.object(serving, "STEP_JITTER", [1.0] * serving.JITTER_LEVELS):
-            every = serving.simulate_run(sglang, work, fit=fit, plan_batch=3)   # afresh, under the patches
-            tenth = serving.simulate_run(polled, work, fit=fit, plan_batch=3)
+            every = support.simulate_run(sglang, work, fit=fit, plan_batch=3)   # afresh, under the patches
+            tenth = support.simulate_run(polled, work, fit=fit, plan_batch=3)
         # every step polls: the third is admitted at the end of step 1 (10 ms) and prefilled alone in step 2
         self.assertAlmostEqual((every.first[2] - every.start[2]) * 1e3, 20.0 - 5.0, places=6)
         # every tenth: steps 0 and 10 poll; it waits to the end of step 10 (100 ms), then its prefill step
@@ -153,7 +154,7 @@ class ChunkCost(unittest.TestCase):
         grains = (serving.CHUNKS_EXACT, serving.CHUNK_GRAIN, serving.WIDE_CHUNKS, serving.WIDE_GRAIN,
                   serving.DECODER_GRAIN, serving.DECODERS_EXACT)
         self.assertEqual(grains, (128, 64, 512, 256, 8, 32))   # the grains the comment's errors are for
-        for dep in (deployment.make_deployment(), deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "bf16")):
+        for dep in (build_deployment(), build_deployment("qwen3-30b-a3b", "h100-sxm", 1, weights_dtype="bf16")):
             for decoders in (0, 8, 31, 40):
                 for chunk in (1, 127, 128, 448, 512, 768, 4096):   # below the first grain, and multiples
                     self.assertEqual(serving.chunk_cost({}, dep, decoders, 3, chunk, costmodel.FIT),
@@ -178,21 +179,21 @@ class RequestCost(unittest.TestCase):
         for batch, k, tau in ((1, None, None), (8, None, None), (32, None, None), (8, 3, 2.5), (32, 3, 2.5)):
             run_ = benchfiles.Run(batch=batch, k=k, tau=tau, input_tokens=512, output_tokens=256, tpot_ms=10.0,
                                requests=max(50, 10 * batch))
-            out.append(dataclasses.replace(run_, ttft_ms=calibration.replayed_ttft_ms(DEP, run_, truth)))
+            out.append(dataclasses.replace(run_, ttft_ms=calibration.replayed_ttft_ms(DEP, run_, truth, **support.replayed())))
         return out
 
     def test_recovers_the_cost_the_runs_were_made_with(self):
         for request_ms in (5.0, 37.0, 120.0):
             with self.subTest(request_ms=request_ms):
-                fitted, errors = calibration.fit_request_ms(DEP, self.runs(request_ms), costmodel.FIT)
+                fitted, errors = calibration.fit_request_ms(DEP, self.runs(request_ms), costmodel.FIT, **support.replayed())
                 self.assertAlmostEqual(fitted, request_ms, delta=0.005 * request_ms)
                 self.assertLess(max(map(abs, errors)), 0.005)
 
     def test_never_below_zero_and_none_without_ttfts(self):
         runs = [dataclasses.replace(r, ttft_ms=r.ttft_ms / 10) for r in self.runs(0.0)]   # faster than no cost at all
-        self.assertEqual(calibration.fit_request_ms(DEP, runs, costmodel.FIT)[0], 0.0)
+        self.assertEqual(calibration.fit_request_ms(DEP, runs, costmodel.FIT, **support.replayed())[0], 0.0)
         bare = [dataclasses.replace(r, ttft_ms=None) for r in runs]
-        self.assertEqual(calibration.fit_request_ms(DEP, bare, costmodel.FIT), (None, []))
+        self.assertEqual(calibration.fit_request_ms(DEP, bare, costmodel.FIT, **support.replayed()), (None, []))
 
 
 class SloFlag(unittest.TestCase):
@@ -219,7 +220,7 @@ class Search(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        traffic = workload.Traffic(output_spread=0.8)
+        traffic = support.traffic(output_spread=0.8)
         cls.at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.11, cls.SLO, traffic)
         cls.traffic = traffic
 

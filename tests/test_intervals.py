@@ -11,9 +11,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import model, ROOT, run
+import support
+from support import ROOT, build_deployment, model, run
 
-from rollout import acceptance, bestk, calibration, catalog, costmodel, deployment, report, schedule, trust
+from rollout import acceptance, bestk, calibration, catalog, costmodel, report, schedule, trust
 from rollout.render.words import ranges_words, subtract
 
 
@@ -55,7 +56,7 @@ class ErrorTable(unittest.TestCase):
         every = (2 * 0.10 ** 2 + 2 * 0.40 ** 2) / 4
         self.assertEqual((tp.outside, ep.outside), ((), ("layout",)))
         self.assertAlmostEqual(ep.sd ** 2 - tp.sd ** 2, every, places=12)
-        dep = deployment.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", None, "mtp", ep=8)
+        dep = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", context=None, draft="mtp", ep=8)
         self.assertEqual(trust.error_class("speedup", dep)["layout"], "ep")
         self.assertEqual(trust.error_class("speedup", dataclasses.replace(dep, dp_attention=True))["layout"], "ep+dp")
         rows = json.loads((ROOT / "code" / "rollout" / "held_out_errors.json").read_text())["rows"]
@@ -116,12 +117,12 @@ class Intervals(unittest.TestCase):
                 self.assertAlmostEqual(value / bounds[0], math.exp(Z80 * sd), delta=2e-5)
 
     def test_a_deployment_outside_the_data_is_less_certain(self):
-        dense = trust.trust_in(deployment.make_deployment(era=catalog.fitted_era("vllm")))
-        moe = trust.trust_in(deployment.make_deployment(model="qwen3-30b-a3b", gpu="l40s", tp=1, era=catalog.fitted_era("vllm")))
+        dense = trust.trust_in(build_deployment(era=catalog.fitted_era("vllm")))
+        moe = trust.trust_in(build_deployment(model="qwen3-30b-a3b", gpu="l40s", tp=1, era=catalog.fitted_era("vllm")))
         self.assertEqual(dense.outside, ())
         self.assertEqual(moe.outside, ("family",))             # no speculative source ran on an Ada GPU
         self.assertGreater(moe.speedup_sd, 2 * dense.speedup_sd)
-        inside = trust.trust_in(deployment.make_deployment(model="qwen3-235b-a22b", gpu="h200", tp=8,
+        inside = trust.trust_in(build_deployment(model="qwen3-235b-a22b", gpu="h200", tp=8,
                                                           era=catalog.fitted_era("vllm")))
         self.assertEqual(inside.outside, ())                   # MoE speedups and plain steps measured on Hopper
         self.assertLess(inside.speedup_sd, moe.speedup_sd)
@@ -133,7 +134,7 @@ class Intervals(unittest.TestCase):
                 for i, (k, e) in enumerate(((None, 0.03), (None, -0.04), (3, 0.05), (3, -0.02)))]
         cal = calibration.Calibration(files=[], fitted_fields=[], kept=[], before={}, after={}, runs=runs, median_error=0.0,
                             worst_error=0.0, notes=[])
-        believed = trust.trust_in(deployment.make_deployment(), cal)
+        believed = trust.trust_in(build_deployment(), cal)
         base = math.sqrt((math.log(1.03) ** 2 + math.log(0.96) ** 2) / 2)
         spec = math.sqrt((math.log(1.05) ** 2 + math.log(0.98) ** 2) / 2)
         self.assertTrue(believed.calibrated)
@@ -171,8 +172,8 @@ class Decisions(unittest.TestCase):
 
     def verdict(self, **evidence):
         grid = report.Grid(acceptance=(0.7,), ks=(3,), overheads=("auto",), concurrencies=(1, 256))
-        dep = deployment.make_deployment()
-        return model(grid, dep, report.Evidence(**evidence), charts=False), dep
+        dep = build_deployment()
+        return model(grid, dep, support.evidence(**evidence), charts=False), dep
 
     def test_the_verdict_is_the_plans_k_and_its_range(self):
         # By hand from the cost model's parts: the speedup of the K the plan runs at B = 256, a plain step over a

@@ -5,7 +5,7 @@ import tracemalloc
 import unittest
 from pathlib import Path
 
-from support import ROOT, run
+from support import ROOT, build_deployment, run
 
 from rollout.mix import traffic_blend
 from rollout import acceptance, bestk, costmodel, deployment, exercises, readers
@@ -105,7 +105,7 @@ class Gate(unittest.TestCase):
     def test_break_even_is_eps_over_k_at_the_benchmark_concurrency(self):
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
         g = data["gate"]
-        eps = costmodel.eps_decode(deployment.make_deployment(), 64, 3)
+        eps = costmodel.eps_decode(build_deployment(), 64, 3)
         self.assertEqual(g["concurrency"], 64)
         self.assertAlmostEqual(g["breakeven_rate"], eps / 3, places=6)
         self.assertAlmostEqual(g["required_rate"], eps / 3 + 0.10, places=6)
@@ -136,7 +136,7 @@ class Gate(unittest.TestCase):
         # vLLM's ITL is one chunk, a round: its P99 over a plain step's is 1 + eps exactly (the same jitter),
         # eps with the prefill share a round of the measured tau carries. Per token it is another figure.
         _, data, _ = run_json(["--metrics", AFTER, "--bench-baseline", BASE, "--bench-spec", SPEC])
-        dep, ms = at_the_benchmarks_lengths(deployment.make_deployment()), data["measured"]
+        dep, ms = at_the_benchmarks_lengths(build_deployment()), data["measured"]
         eps = costmodel.eps_seen(costmodel.eps_decode(dep, 64, 3), ms["acceptance_length"], dep, 64)
         self.assertAlmostEqual(ms["prediction"]["steady_p99_itl_change"], eps, places=3)
         self.assertGreater(abs(ms["prediction"]["p99_token_itl_change"] - eps), 0.02)
@@ -147,7 +147,7 @@ class Gate(unittest.TestCase):
         # 2/3 at K = 3 and 1/3 at K = 4 (mean 3.333). The measured tau goes with their mean cost.
         _, data, _ = run_json(["--metrics", str(FIXTURES / "metrics_k_by_batch.prom"),
                                "--bench-baseline", BASE, "--bench-spec", SPEC])
-        dep, ms = at_the_benchmarks_lengths(deployment.make_deployment()), data["measured"]
+        dep, ms = at_the_benchmarks_lengths(build_deployment()), data["measured"]
         self.assertTrue(ms["varying_k"])
         self.assertAlmostEqual(ms["k_mean"], 10 / 3, places=5)
         d = costmodel.decode_step_ms(dep, 64)
@@ -187,7 +187,7 @@ class Gate(unittest.TestCase):
 
 class TrafficMix(unittest.TestCase):
     def test_default_mix_against_the_closed_form(self):
-        dep = deployment.make_deployment()
+        dep = build_deployment()
         mix = traffic_blend(exercises.LESSON_MIX, dep, 3, 64)
         eps = costmodel.eps_decode(dep, 64, 3)
         # Prefill per token in decode steps: the other 63 requests' 1024 prompt tokens per 1024 output tokens.
@@ -401,7 +401,7 @@ class AcceptanceSweep(unittest.TestCase):
         for cell in data["cells"]:
             self.assertAlmostEqual(cell["acceptance_length"], lengths[cell["k"] - 1], places=6)
         # The best K of the measured profile is the K whose tau / (1 + eps_seen) is largest, by hand.
-        dep = deployment.make_deployment("deepseek-v3", "b200", 8, "fp4", "bf16", None, "mtp", engine="trtllm")
+        dep = build_deployment("deepseek-v3", "b200", 8, weights_dtype="fp4", kv_dtype="bf16", context=None, draft="mtp", engine="trtllm")
         best = {}
         for b in (1, 8):
             speedups = {k: lengths[k - 1] / (1 + costmodel.eps_seen(costmodel.eps_decode(dep, b, k), lengths[k - 1], dep, b))

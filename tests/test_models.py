@@ -6,7 +6,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import ROOT, run
+from support import ROOT, build_deployment, run
 
 from rollout import catalog, commands, costmodel, deployment, hfconfig, records
 from rollout import experts as moe
@@ -47,7 +47,7 @@ class PublishedTotals(unittest.TestCase):
         self.assertEqual(deployment.kv_bytes_per_token(catalog.MODELS["deepseek-v3"], "bf16"), 61 * (512 + 64) * 2)   # MLA: 70,272
         self.assertEqual(deployment.kv_bytes_per_token(catalog.MODELS["qwen3-30b-a3b"], "bf16"), 48 * 2 * 4 * 128 * 2)
         # gpt-oss-120b: 18 full layers; the 18 sliding ones keep 128 tokens whatever the context.
-        oss = deployment.make_deployment("gpt-oss-120b", "h100-sxm", 1, "bf16", "bf16", 4096, "ngram")
+        oss = build_deployment("gpt-oss-120b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=4096, draft="ngram")
         self.assertEqual(oss.target.kv_bytes_per_token, 18 * 2 * 8 * 64 * 2)
         self.assertEqual(costmodel.attended(oss.target, 4096), 18 * 4096 + 18 * 128)
 
@@ -146,7 +146,7 @@ class ExpertReads(unittest.TestCase):
                                    moe.expected_experts(256, 8, tokens, s), places=9)
 
     def test_expert_parallel_reads_the_busiest_gpus_experts(self):
-        tp = deployment.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang")
+        tp = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", context=2048, draft="mtp", engine="sglang")
         ep = dataclasses.replace(tp, ep=8)
         net, s = tp.target, tp.target.routing_exponent
         for batch in (1, 8, 64):
@@ -180,7 +180,7 @@ class ExpertReads(unittest.TestCase):
             # Kimi-K2's 958 GiB of fp8 weights leave 8 x H200 no room for its MLA cache, copied on every TP GPU.
             for model in ("kimi-k2", "qwen3-235b-a22b"):
                 with self.subTest(engine=engine, model=model):
-                    dep = deployment.make_deployment(model, "b200", 8, "fp8", "bf16", None, "ngram", engine=engine, ep=8)
+                    dep = build_deployment(model, "b200", 8, weights_dtype="fp8", kv_dtype="bf16", context=None, draft="ngram", engine=engine, ep=8)
                     for k in (None, 3):
                         lines = " ".join(commands.ENGINE_PLANS[engine].serve(dep, 8, k)).replace("\\ ", "")
                         self.assertIn(flag[engine], lines)
@@ -190,10 +190,10 @@ class ExpertReads(unittest.TestCase):
         # vLLM keeps max(1, kv_heads / tp) heads a GPU: Qwen3-235B's 4 at TP 8 twice over, MLA's latent on all 8.
         for model, tp, copies in (("qwen3-235b-a22b", 8, 2.0), ("qwen3-235b-a22b", 4, 1.0), ("deepseek-v3", 8, 8.0),
                                   ("llama-3.3-70b", 8, 1.0), ("llama-3.3-70b", 16, 2.0)):
-            dep = deployment.make_deployment(model, "h200", tp, "fp8", "bf16", 2048, "ngram")
+            dep = build_deployment(model, "h200", tp, weights_dtype="fp8", kv_dtype="bf16", context=2048, draft="ngram")
             self.assertEqual(deployment.kv_copies(dep.target, dep), copies, (model, tp))
         # DeepSeek-V3 at TP 8: the sequences that fit are the free bytes over 8 copies of each one's latent cache.
-        dep = deployment.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "ngram")
+        dep = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", context=2048, draft="ngram")
         free = deployment.memory_budget_bytes(dep) - dep.target.held_bytes
         self.assertEqual(deployment.max_concurrency(dep), int(free // (2048 * 61 * 576 * 2 * 8)))
         # and each step reads 8 copies of the history: at B = 64 the KV term is 8 x one copy over 8 GPUs' bandwidth.
@@ -202,7 +202,7 @@ class ExpertReads(unittest.TestCase):
         self.assertGreater(history(dep), 0.9 * history(one))
 
     def test_attention_data_parallel_by_hand(self):
-        ep = deployment.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang", ep=8)
+        ep = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", context=2048, draft="mtp", engine="sglang", ep=8)
         dp = dataclasses.replace(ep, dp_attention=True)
         t, bw = ep.target, 8 * 4.8e9 * costmodel.FIT.bw_hopper * 0.916
         for batch in (1, 9, 64):
@@ -288,7 +288,7 @@ class ExpertReads(unittest.TestCase):
         # (expert_affinity 0.4), counting as 1 + 3 x 0.6 = 2.8 independent ones: 128 (1 - (120/128)^2.8) = 21.2.
         self.assertEqual(costmodel.FIT.expert_affinity, 0.4)
         self.assertIn("1 token touches 8.0 experts a layer, the verify pass's 4 tokens 21.2", summary)
-        dep = deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", None, "eagle3", engine="sglang",
+        dep = build_deployment("qwen3-30b-a3b", "h100-sxm", 1, weights_dtype="fp8", kv_dtype="bf16", context=None, draft="eagle3", engine="sglang",
                                         era=catalog.era_of("sglang", "0.4.9"))
         # What the verify pass adds over a plain step, beyond a dense model's: the 21.2 - 8 further experts of
         # 3 x 2048 x 768 fp8 bytes in each of 48 layers, at the H100's fitted fp8 read rate.
@@ -300,13 +300,13 @@ class ExpertReads(unittest.TestCase):
                       summary)
 
     def test_a_dense_model_has_no_expert_reads(self):
-        dep = deployment.make_deployment()
+        dep = build_deployment()
         self.assertEqual(costmodel.dense_equivalent(dep).target, dep.target)
 
 
 class Drafts(unittest.TestCase):
     def test_mtp_is_one_target_layer_reading_the_lm_head(self):
-        dep = deployment.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp")
+        dep = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", context=2048, draft="mtp")
         s = catalog.MODELS["deepseek-v3"]
         self.assertEqual(dep.drafter.held_params, deployment.mtp_params(s))
         self.assertEqual(dep.drafter.moe_layers, 1)
@@ -316,8 +316,8 @@ class Drafts(unittest.TestCase):
         self.assertIn("no MTP module", err)
 
     def test_a_tree_verifies_its_own_width(self):
-        chain = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang")
-        tree = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
+        chain = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1024, draft="eagle3", engine="sglang")
+        tree = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1024, draft="eagle3", engine="sglang",
                                  topk=4, verify_tokens=8)
         verify = lambda dep, n: costmodel.target_pass_ms(dep, 8, n)
         # a draft step's sampling stays on the GPU: no engine cost per token (host=False)
@@ -343,7 +343,7 @@ class Drafts(unittest.TestCase):
             self.assertAlmostEqual(growth.extra_b1, verify[term] - plain[term], places=9)
         # A wide tree (32 tokens a sequence) at B = 64: a verify-pass term moves eps most (SGLang's cost per verified
         # token, then the compute), counted at the tree's own width, not at K + 1 = 4 tokens.
-        wide = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", "bf16", 1024, "eagle3", engine="sglang",
+        wide = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16", context=1024, draft="eagle3", engine="sglang",
                                  topk=8, verify_tokens=32)
         growth = costmodel.eps_growth(wide, 3, 1, 64)
         plain, verify = costmodel.target_parts(wide, 64, 1), costmodel.target_parts(wide, 64, 32)

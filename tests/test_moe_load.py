@@ -3,8 +3,8 @@ layer's fixed cost, and the published small-batch loss they are checked against.
 import json
 import unittest
 
-from support import run  # noqa: F401  (tests/support.py puts code/ on the path)
-from rollout import catalog, costmodel, deployment, experts
+from support import build_deployment, run
+from rollout import catalog, costmodel, experts
 
 
 class ExpertAffinity(unittest.TestCase):
@@ -21,7 +21,7 @@ class ExpertAffinity(unittest.TestCase):
         # pass's 16 tokens count as 4 x (1 + 3 x 0.6) = 11.2, touching 256 (1 - (248/256)^11.2) experts a MoE layer,
         # each 3 x 7168 x 2048 fp8 bytes, 58 MoE layers, beside the weights every pass reads, at the fp8 read rate.
         fit = costmodel.FIT._replace(expert_affinity=0.4)
-        dep = deployment.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang")
+        dep = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", context=2048, draft="mtp", engine="sglang")
         dep = costmodel.replace(dep, target=costmodel.replace(dep.target, routing_exponent=0.0))
         parts = costmodel.pass_parts(dep.target, dep, 4, 4, 0.0, fit)
         touched = 256 * (1 - (248 / 256) ** 11.2)
@@ -36,7 +36,7 @@ class ExpertAffinity(unittest.TestCase):
                          costmodel.pass_parts(dep.target, dep, 4, 1, 0.0, fit._replace(expert_affinity=0.0))["weights"])
 
     def test_moe_verify_reports_the_same_count(self):
-        dep = deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", 1, "fp8", "bf16", 1024, "eagle3", engine="sglang")
+        dep = build_deployment("qwen3-30b-a3b", "h100-sxm", 1, weights_dtype="fp8", kv_dtype="bf16", context=1024, draft="eagle3", engine="sglang")
         mv = costmodel.moe_verify(dep, 3, 1, costmodel.FIT._replace(expert_affinity=0.4))
         self.assertAlmostEqual(mv.verify_experts, 128 * (1 - (120 / 128) ** 2.8), places=9)
         self.assertAlmostEqual(mv.plain_experts, 8.0, places=9)
@@ -63,11 +63,11 @@ class PublishedSmallBatchLoss(unittest.TestCase):
         # plus SGLang's fixed cost of a pass; DeepSeek-V3's 3 dense layers of 61 pay their layer_us whole.
         fit = costmodel.FIT
         self.assertEqual((fit.mlp_fixed_share, catalog.MOE_KERNEL_US["sglang"]), (0.75, 37.4))
-        dep = deployment.make_deployment("qwen3-30b-a3b", "h100-sxm", 2, "bf16", "bf16", 384, "eagle3", engine="sglang",
+        dep = build_deployment("qwen3-30b-a3b", "h100-sxm", 2, weights_dtype="bf16", kv_dtype="bf16", context=384, draft="eagle3", engine="sglang",
                                         era=catalog.era_of("sglang", "0.5.6"))
         fixed = costmodel.target_parts(dep, 1, 1)["fixed"]
         self.assertAlmostEqual(fixed, 48 * (fit.layer_us * 0.25 + 37.4) / 1e3 + fit.pass_fixed_ms_sglang, places=9)
-        deepseek = deployment.make_deployment("deepseek-v3", "h200", 8, "fp8", "bf16", 2048, "mtp", engine="sglang")
+        deepseek = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", context=2048, draft="mtp", engine="sglang")
         self.assertAlmostEqual(costmodel.pass_parts(deepseek.target, deepseek, 1, 1, 0.0)["fixed"],
                                (3 * fit.layer_us + 58 * (fit.layer_us * 0.25 + 37.4)) / 1e3, places=9)
 

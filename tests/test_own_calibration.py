@@ -8,9 +8,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import run
+import support
+from support import build_deployment, run
 
-from rollout import benchfiles, calibration, catalog, costmodel, deployment, readers, records
+from rollout import benchfiles, calibration, catalog, costmodel, readers, records
 
 # The "true" deployment: slower memory, dearer passes, engine cost per token and draft steps. Its physics is the
 
@@ -19,7 +20,7 @@ from rollout.render import plan
 TRUE = costmodel.FIT._replace(bw_hopper=0.70, pass_fixed_ms_vllm=2.5, token_us_vllm=25.0, draft_fixed_ms_vllm=1.2)
 # Llama 3.3 70B fp8, 4 x H100, vLLM 0.13: synchronous rounds, whose bookkeeping and draft steps' fixed costs are not
 # hidden (on 0.14 an EAGLE round's fit at 0, and there would be nothing for own_round to scale)
-DEP = deployment.make_deployment(era=catalog.era_of("vllm", "0.13"))
+DEP = build_deployment(era=catalog.era_of("vllm", "0.13"))
 PROMPT, OUTPUT, TTFT = 600, 300, 200.0
 TAU = {1: 1.7, 2: 2.0, 3: 2.35, 5: 2.8}        # acceptance length the runs measured at each K
 
@@ -69,7 +70,7 @@ class OwnRuns(unittest.TestCase):
         cls.files = [bench_file(d, b) for b in plan.calibration_batches(cls.TARGET)]
         cls.files += [bench_file(d, b, k) for k in plan.calibration_ks(cls.K) for b in plan.spec_batches(cls.TARGET)]
         cls.runs = benchfiles.read_calibration_runs(cls.files)
-        cls.fit, cls.report = calibration.calibrate_on_runs(DEP, cls.runs)
+        cls.fit, cls.report = support.calibrate_on_runs(DEP, cls.runs)
 
     @classmethod
     def tearDownClass(cls):
@@ -127,7 +128,7 @@ class OwnRuns(unittest.TestCase):
     def test_two_ks_separate_the_draft_step_from_the_round(self):
         self.assertNotIn(("own_round", "own_draft"), [s.terms for s in self.report.unseparated])
         one_k = [r for r in self.runs if r.k != 1]
-        _, report = calibration.calibrate_on_runs(DEP, one_k)
+        _, report = support.calibrate_on_runs(DEP, one_k)
         separation = {s.terms: s for s in report.unseparated}[("own_round", "own_draft")]
         self.assertLess(separation.correlation, calibration.TOGETHER)
         self.assertRegex(separation.run, r"a speculative run at K = [124-8]")   # another K than the runs' 3
@@ -137,7 +138,7 @@ class OwnRuns(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             files = [bench_file(d, b) for b in (1, 11, 128)] + [bench_file(d, 64, scale=1.12)]
             files += [bench_file(d, b, 3) for b in (1, 128)]
-            _, report = calibration.calibrate_on_runs(DEP, benchfiles.read_calibration_runs(files))
+            _, report = support.calibrate_on_runs(DEP, benchfiles.read_calibration_runs(files))
         self.assertTrue(any("the one that disagrees is baseline_c64.json" in note for note in report.notes), report.notes)
 
     def test_the_cli_uses_the_calibrated_model_everywhere(self):
@@ -174,7 +175,7 @@ class Algebra(unittest.TestCase):
     def test_the_prior_holds_what_no_run_informs(self):
         with tempfile.TemporaryDirectory() as d:
             runs = benchfiles.read_calibration_runs([bench_file(d, b) for b in (1, 11, 128)])
-            fit, report = calibration.calibrate_on_runs(DEP, runs)
+            fit, report = support.calibrate_on_runs(DEP, runs)
         for name in ("own_round", "own_verify", "own_draft"):   # baselines say nothing of a round
             self.assertEqual(getattr(fit, name), 1.0)
             self.assertAlmostEqual(report.informed[name], 1.0, places=6)

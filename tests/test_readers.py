@@ -358,7 +358,7 @@ class EdgesOfRealFiles(Files):
         ms = readers.measured_acceptance(c, "by hand")
         self.assertAlmostEqual(acceptance.acceptance_length(ms.alpha, 3), 2.8, places=9)
         grid = report.Grid(acceptance=(0.7,), ks=(3,), overheads=(0.1,), concurrencies=(1,))
-        alpha, spread = analysis.plan_input(ms, grid, 0.0).requests            # no spread: the requests are alpha itself
+        alpha, spread = analysis.plan_input(ms, grid, 0.0, 0.7).requests            # no spread: the requests are alpha itself
         self.assertAlmostEqual(alpha, ms.alpha, places=6)
 
     def test_escaped_label_values(self):

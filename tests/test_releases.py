@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import ROOT, run
+from support import ROOT, build_deployment, run
 
 from rollout import catalog, releases
 
@@ -201,17 +201,16 @@ class EachReleasesOwnSyntax(CommandSyntax, unittest.TestCase):
         # `until` is the first release without it: VLLM_USE_V2_MODEL_RUNNER=0 stops 0.34.0; SGLang's switch is
         # rewritten from 0.5.22; speculative_model_dir gives way in 1.2.0; a dev build of 0.34 is still 0.33's.
         from dataclasses import replace
-        from rollout import deployment
         for engine, key, last, gone in (("vllm", "VLLM_USE_V2_MODEL_RUNNER=0", (0, 33, 9), (0, 34, 0)),
                                         ("sglang", "--enable-dp-attention", (0, 5, 21), (0, 5, 22)),
                                         ("trtllm", "speculative_model_dir", (1, 1, 0), (1, 2, 0)),
                                         ("vllm", "VLLM_USE_V2_MODEL_RUNNER=0", catalog.release_of("0.34.0.dev3"),
                                          (0, 34, 1))):
-            dep = deployment.make_deployment(engine=engine)
+            dep = build_deployment(engine=engine)
             self.assertTrue(releases.accepts(replace(dep, release=last), key), (engine, key, last))
             self.assertFalse(releases.accepts(replace(dep, release=gone), key), (engine, key, gone))
         with self.assertRaises(KeyError):   # a key no engine has is a typo, not a feature every release takes
-            releases.accepts(deployment.make_deployment(), "--speculative-confg")
+            releases.accepts(build_deployment(), "--speculative-confg")
 
     def test_a_release_outside_those_checked_is_said_so(self):
         for release, words in (("99.0", "| engine | vLLM 99.0.0, newer than 0.34.0, the newest checked: its commands "

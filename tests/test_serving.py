@@ -9,12 +9,13 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from support import run
+import support
+from support import build_deployment, run
 
 from rollout import acceptance, calibration, catalog, costmodel, deployment, serving, trust, workload
 
 
-DEP = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=64)
+DEP = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512, output_tokens=64)
 SMALL = ["--model", "llama-3.1-8b", "--tp", "1", "--weights-dtype", "bf16", "--input-tokens", "512",
          "--output-tokens", "64", "--alphas", "0.7", "--ks", "3", "--concurrency", "1,8", "--no-write"]
 
@@ -53,7 +54,7 @@ class HandCounts(unittest.TestCase):
         # Each request reaches the server request_ms after its send (the client and API server): in its TTFT and
         # E2EL, and a gap the one slot waits through between requests.
         with ConstantSteps(decode=10.0, prefill=30.0):
-            r = serving.bench_result(serving.serve_run(DEP, closed(1, 5)), closed(1, 5), DEP)
+            r = serving.bench_result(support.serve_run(DEP, closed(1, 5)), closed(1, 5), DEP)
         request = costmodel.FIT.request_ms
         one = request + (10.0 + 30.0) + 63 * 10.0                     # ms: the prefill step decodes nothing
         self.assertAlmostEqual(r["duration"], 5 * one / 1e3, places=9)
@@ -71,7 +72,7 @@ class HandCounts(unittest.TestCase):
         # 10 + 30 ms, B's one stalled chunk.
         work = closed(2, 3, output=64, spread=0.8)
         with ConstantSteps(decode=10.0, prefill=30.0):   # no request cost: C reaches the step right after A's end
-            served = serving.serve_run(DEP, work, fit=costmodel.FIT._replace(request_ms=0.0))
+            served = support.serve_run(DEP, work, fit=costmodel.FIT._replace(request_ms=0.0))
             r = serving.bench_result(served, work, DEP)
         a, b, c = served.output_tokens
         self.assertNotEqual(a, b)
@@ -88,15 +89,15 @@ class HandCounts(unittest.TestCase):
     def test_vllm_budget_and_sglang_prefill_first(self):
         # 8B on an H100 (80 GiB): vLLM steps carry 8192 tokens (arg_utils.py), SGLang chunks 8192 (memory_hook.py).
         self.assertEqual(deployment.step_budget(DEP), 8192)
-        sglang = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", engine="sglang", input_tokens=512,
+        sglang = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", engine="sglang", input_tokens=512,
                                    output_tokens=64)
         # Long-lived decodes, then a stream of prompts: under SGLang's prefill-first scheduling a decode waits
         # out every prefill step; vLLM's mixed step carries it. With C = 2 and one request ending at a time,
         # the difference is visible in the decodes' ITL.
         work = closed(2, 40, output=64, spread=0.8)
         with ConstantSteps(decode=10.0, prefill=30.0):
-            mixed = serving.bench_result(serving.serve_run(DEP, work), work, DEP)
-            alone = serving.bench_result(serving.serve_run(sglang, work, plan_batch=2), work, sglang)
+            mixed = serving.bench_result(support.serve_run(DEP, work), work, DEP)
+            alone = serving.bench_result(support.serve_run(sglang, work, plan_batch=2), work, sglang)
         self.assertAlmostEqual(mixed["p99_itl_ms"], 40.0, places=6)   # a mixed step: 10 + 30
         self.assertAlmostEqual(alone["p99_itl_ms"], 50.0, places=6)              # prefill alone, then a decode
 
@@ -105,7 +106,7 @@ class HandCounts(unittest.TestCase):
         # first over the rounds that made them is tau = 1 + a + a^2 + a^3, less the last round's cut-off.
         for output in (40, 256):   # the round-by-round loop and the renewal limit
             work = closed(8, 400, output=output)
-            r = serving.bench_result(serving.serve_run(DEP, work, k=3, alpha=0.6, spread=0.0), work, DEP)
+            r = serving.bench_result(support.serve_run(DEP, work, k=3, alpha=0.6, spread=0.0), work, DEP)
             tau = acceptance.acceptance_length(0.6, 3)
             realized = (r["total_output_tokens"] - r["completed"]) / r["spec_decode_num_drafts"]
             # the last round of a request delivers on average (E[T^2] / E[T] - 1) / 2 tokens past its end
@@ -119,7 +120,7 @@ class Capacity(unittest.TestCase):
         # vLLM grows a sequence's KV block by block: on average a running request holds its prompt and half its
         # answer. TensorRT-LLM's GUARANTEED_NO_EVICT starts one only when prompt and whole answer fit: with
         # 2048 + 2048 tokens, 4096 against 3072 held, three quarters as many run.
-        dep = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", draft="eagle3", input_tokens=2048,
+        dep = build_deployment("llama-3.1-8b", "h200", 1, weights_dtype="bf16", draft="eagle3", input_tokens=2048,
                                 output_tokens=2048)
         reserving = dataclasses.replace(dep, engine=dataclasses.replace(dep.engine, reserves_whole_request=True))
         grows, holds = deployment.running_cap(dep, False), deployment.running_cap(reserving, False)
@@ -138,7 +139,7 @@ class QueueingTheory(unittest.TestCase):
         work = workload.Workload(num_prompts=prompts, max_concurrency=None, request_rate=rate, burstiness=1.0,
                           input_tokens=512, output_tokens=self.L, output_spread=0.0)
         with ConstantSteps(decode=self.D), mock.patch.object(serving, "running_cap", lambda dep, spec, batch=None: cap):
-            return serving.bench_result(serving.serve_run(DEP, work, seed=seed), work, DEP)
+            return serving.bench_result(support.serve_run(DEP, work, seed=seed), work, DEP)
 
     def test_m_d_1_waiting_time_is_pollaczek_khinchine(self):
         # An idle server starts a request as it arrives and a busy one as the last ends: TTFT is the M/D/1 wait
@@ -148,7 +149,7 @@ class QueueingTheory(unittest.TestCase):
             work = workload.Workload(num_prompts=20000, max_concurrency=None, request_rate=rho / service, burstiness=1.0,
                               input_tokens=512, output_tokens=self.L, output_spread=0.0)
             with ConstantSteps(decode=self.D), mock.patch.object(serving, "running_cap", lambda dep, spec, batch=None: 1):
-                served = serving.serve_run(DEP, work)
+                served = support.serve_run(DEP, work)
             ttft = [f - s for s, f in zip(served.start, served.first)]
             batches = [statistics.fmean(ttft[i:i + 1000]) for i in range(0, 20000, 1000)]
             se = statistics.stdev(batches) / math.sqrt(len(batches))
@@ -189,7 +190,7 @@ class LittlesLaw(unittest.TestCase):
         for c, k in ((1, 0), (16, 3), (64, 0), (64, 2)):
             with self.subTest(concurrency=c, k=k):
                 work = dataclasses.replace(closed(c, 200 * c, output=128, spread=0.8), output_cap=128)
-                run_ = serving.serve_run(DEP, work, k=k, alpha=0.7)
+                run_ = support.serve_run(DEP, work, k=k, alpha=0.7)
                 r = serving.bench_result(run_, work, DEP)
                 in_flight = r["request_throughput"] * r["mean_e2el_ms"] / 1e3
                 self.assertAlmostEqual(in_flight / c, 1.0, delta=0.01)
@@ -201,7 +202,7 @@ class LittlesLaw(unittest.TestCase):
         the realised rate is N over the last send)."""
         work = workload.Workload(num_prompts=2000, max_concurrency=None, request_rate=20.0, burstiness=1.0,
                                 input_tokens=512, output_tokens=64, output_spread=0.8)
-        run_ = serving.serve_run(DEP, work, k=3, alpha=0.7)
+        run_ = support.serve_run(DEP, work, k=3, alpha=0.7)
         events = sorted([(t, 1) for t in run_.start] + [(t, -1) for t in run_.end])
         area, level, last = 0.0, 0, events[0][0]
         for t, step in events:   # the integral of the number in the system, counted step by step
@@ -217,7 +218,7 @@ class LittlesLaw(unittest.TestCase):
 
 class VllmArithmetic(unittest.TestCase):
     def test_every_statistic_as_calculate_metrics_takes_it(self):
-        run_ = serving.serve_run(DEP, closed(8, 60, spread=0.8), k=3, alpha=0.7)
+        run_ = support.serve_run(DEP, closed(8, 60, spread=0.8), k=3, alpha=0.7)
         r = serving.bench_result(run_, closed(8, 60, spread=0.8), DEP)
         ttft = [f - s for s, f in zip(run_.start, run_.first)]
         tpot = [(e - f) / (n - 1) for f, e, n in zip(run_.first, run_.end, run_.output_tokens) if n > 1]
@@ -238,13 +239,13 @@ class TheTail(unittest.TestCase):
         # Plain decoding at C = 128: answers of spread length end one by one, each bringing a prompt that a
         # step prefills beside the decodes. Short requests that meet several of those steps are the P99.
         work = closed(128, 1280, output=256, spread=0.8)
-        r = serving.bench_result(serving.simulate_run(DEP, work), work, DEP)   # simulated afresh: not RUN_MEMO's
+        r = serving.bench_result(support.simulate_run(DEP, work), work, DEP)   # simulated afresh: not RUN_MEMO's
         self.assertGreater(r["p99_tpot_ms"], 1.15 * r["mean_tpot_ms"])
         # Without what a prompt adds to a step, the same run's P99 is its mean's, jitter and all.
         free = mock.patch.object(serving, "step_cost", lambda dep, d, k, p, fit, real=serving.step_cost: real(dep, d, k, 0, fit))
         serving.COST_TABLES.clear()   # the tables hold the real steps' costs
         with free:
-            flat = serving.bench_result(serving.simulate_run(DEP, work), work, DEP)
+            flat = serving.bench_result(support.simulate_run(DEP, work), work, DEP)
         serving.COST_TABLES.clear()
         self.assertLess(flat["p99_tpot_ms"], 1.05 * flat["mean_tpot_ms"])
 
@@ -262,9 +263,9 @@ class TwoSimulations(unittest.TestCase):
             for batch in (32, 128):
                 work = closed(batch, 10 * batch, output=256, spread=0.8)
                 dep = deployment.at_lengths(DEP, 512, 256)
-                plain = serving.bench_result(serving.serve_run(dep, work, fit=fit), work, dep)
+                plain = serving.bench_result(support.serve_run(dep, work, fit=fit), work, dep)
                 self.assertAlmostEqual(plain["mean_tpot_ms"] / costmodel.plain_step_ms(dep, batch, fit), 1.0, delta=0.03)
-                spec = serving.bench_result(serving.serve_run(dep, work, k=3, alpha=0.7, spread=0.0, fit=fit), work, dep)
+                spec = serving.bench_result(support.serve_run(dep, work, k=3, alpha=0.7, spread=0.0, fit=fit), work, dep)
                 closed_form = costmodel.spec_tpot_ms(dep, batch, 1 / acceptance.acceptance_length(0.7, 3),
                                                      costmodel.round_ms(dep, batch, 3, fit), fit)
                 if fit.overlap == 1.0:
@@ -358,9 +359,10 @@ class Compare(unittest.TestCase):
         # Answers of spread length (s.d. 1.0 in log): the replay infers the spread from the file's own E2EL and
         # TTFT spreads and keeps its total; P99 TPOT, set by the short requests that meet prefills, comes back
         # within 10% (the draws are others than the original's), mean TPOT within 2%.
-        dep = deployment.make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=512, output_tokens=256)
+        dep = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512, output_tokens=256)
         work = calibration.bench_workload(dep, 64, output_spread=1.0)
-        pb = calibration.predict_bench(dep, "x.json", work, 0, 0.0, trust.trust_in(dep))
+        pb = calibration.predict_bench(dep, "x.json", work, k=0, alpha=0.0, trust=trust.trust_in(dep),
+                                     fit=costmodel.FIT, **support.replayed())
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "x.json"
             path.write_text(json.dumps(pb.result))

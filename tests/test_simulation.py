@@ -6,18 +6,19 @@ import random
 import statistics
 import unittest
 
-from support import model, ROOT
+import support
+from support import ROOT, build_deployment, model
 
 import main
-from rollout import acceptance, catalog, cells, costmodel, deployment, records, report, simulation, workload
+from rollout import acceptance, catalog, cells, costmodel, deployment, records, report, simulation
 
 
-DEP = deployment.make_deployment()
+DEP = build_deployment()
 
 
 def default_result(seed=main.SEED):
     grid = report.Grid(acceptance=main.ALPHAS, ks=main.KS, overheads=main.VERIFY_OVERHEADS, concurrencies=main.CONCURRENCIES)
-    return grid, model(grid, DEP, traffic=workload.Traffic(seed=seed))
+    return grid, model(grid, DEP, traffic=support.traffic(seed=seed))
 
 
 class CostModel(unittest.TestCase):
@@ -51,8 +52,8 @@ class CostModel(unittest.TestCase):
         # SGLang: 0.85 of all memory; TensorRT-LLM: weights + 0.9 of what they leave free.
         total = 4 * 80 * 2 ** 30
         static = 72_655_052_800 + 2 * 1_403_027_456
-        sglang = deployment.make_deployment(engine="sglang")
-        trtllm = deployment.make_deployment(engine="trtllm")
+        sglang = build_deployment(engine="sglang")
+        trtllm = build_deployment(engine="trtllm")
         self.assertAlmostEqual(deployment.memory_budget_bytes(sglang), 0.85 * total, delta=1.0)
         self.assertAlmostEqual(deployment.memory_budget_bytes(trtllm), static + 0.9 * (total - static), delta=1.0)
         self.assertEqual(deployment.max_concurrency(sglang), 425)     # 216,596,668,416 B / 509,607,936 B
@@ -79,7 +80,7 @@ class CostModel(unittest.TestCase):
     def test_given_overhead_never_undercuts_the_verify_pass(self):
         # At 32k context the model's own eps falls with B; a small given eps must not go below
         # what the verify pass over K+1 tokens costs beyond a plain step, nor below zero.
-        long = deployment.make_deployment("llama-3.1-8b", "h200", 1, "bf16", "bf16", 32768, "eagle3")
+        long = build_deployment("llama-3.1-8b", "h200", 1, weights_dtype="bf16", kv_dtype="bf16", context=32768, draft="eagle3")
         for b in (1, 4, 16):
             verify_only = costmodel.pass_ms(long.target, long, b, 4, costmodel.fixed_ms(long, "pass")) / costmodel.decode_step_ms(long, b) - 1
             eps = costmodel.eps_grown(0.1, long, b, 3)
@@ -175,8 +176,8 @@ class DecodeSimulation(unittest.TestCase):
         cls.grid, cls.result = default_result()
         cls.cells = [c for c in cls.result.cells if c.feasible]
         cls.small = report.Grid(acceptance=(0.3, 0.6, 0.8), ks=(1, 3, 5), overheads=("auto",), concurrencies=(1, 32, 256))
-        cls.alike = model(cls.small, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.0)).cells
-        cls.spread = model(cls.small, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.15)).cells
+        cls.alike = model(cls.small, DEP, traffic=support.traffic(seed=0, alpha_spread=0.0)).cells
+        cls.spread = model(cls.small, DEP, traffic=support.traffic(seed=0, alpha_spread=0.15)).cells
 
     def test_without_spread_the_simulated_speedup_is_the_closed_form(self):
         for c in self.alike:
@@ -197,8 +198,8 @@ class DecodeSimulation(unittest.TestCase):
     def test_spread_raises_p99_tpot(self):
         # The case: alpha 0.6, K 3, B 32.
         grid = report.Grid(acceptance=(0.6,), ks=(3,), overheads=("auto",), concurrencies=(32,))
-        wide = model(grid, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.15)).cells[0]
-        alike = model(grid, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.0)).cells[0]
+        wide = model(grid, DEP, traffic=support.traffic(seed=0, alpha_spread=0.15)).cells[0]
+        alike = model(grid, DEP, traffic=support.traffic(seed=0, alpha_spread=0.0)).cells[0]
         self.assertGreater(wide.tpot_spec_p99_ms, 1.1 * alike.tpot_spec_p99_ms)
         self.assertLess(wide.speedup_mc, alike.speedup_mc)
 
@@ -311,7 +312,7 @@ class DecodeSimulation(unittest.TestCase):
 
     def test_alpha_edges(self):
         grid = report.Grid(acceptance=(0.0, 1.0), ks=(4,), overheads=(0.2,), concurrencies=(1, 8))
-        cells = model(grid, DEP, traffic=workload.Traffic(seed=0, alpha_spread=0.0)).cells
+        cells = model(grid, DEP, traffic=support.traffic(seed=0, alpha_spread=0.0)).cells
         for c in cells:
             tau = 1.0 if c.alpha == 0.0 else 5.0
             self.assertEqual(c.acceptance_length, tau)

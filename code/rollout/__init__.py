@@ -2,9 +2,9 @@
 
 main.py is the lesson's file: the grid and deployment constants, the grid's evaluation, the tables and main().
 Everything it stands on is here. Imports go one way: a module imports only modules listed before it below
-(defaults, records and catalog first, the command line last), never main.py; tests/test_cli.py holds it.
+(records and catalog first, the command line last), never main.py; tests/test_layers.py holds it. The package
+writes no default of its own: main.py's constants reach it as a flags.Settings.
 
-    defaults      the reference deployment and traffic a caller falls back on when it names none
     records       field metadata for --json, UsageError, echoing a value, the bounds on input
     report        one run's three records, Inputs -> Report -> Output, and the grid and evidence they carry
     catalog       GPUs, models, engines and their release eras, draft heads and models
@@ -40,8 +40,11 @@ Everything it stands on is here. Imports go one way: a module imports only modul
                   the staged rollout plan in Markdown; export, --json, predicted benchmark files, --compare;
                   terminal, the printed report)
     writes        where a run may write; its files all or none; signals and the output streams
-    flags         the flags and their syntax, the settings a run falls back on (Settings)
+    flags         the flags and their syntax, the settings a run falls back on (Settings: main.py's constants)
     cli           parse(argv, settings) -> Inputs: the flags together, the files they name, every rule between them
+
+The docstrings' examples run as tests (tests/test_formulas.py); in them example(...) is the reference deployment:
+make_deployment on main.py's constants (flags.DeploymentSettings.build), any keyword changed.
 
     >>> from rollout.acceptance import acceptance_length, exact_speedup
     >>> round(acceptance_length(0.7, 3), 3), round(exact_speedup(0.7, 3, 0.2), 3)   # 1 + .7 + .49 + .343
@@ -49,7 +52,7 @@ Everything it stands on is here. Imports go one way: a module imports only modul
 """
 
 RENDER = ("words", "tables", "exercises", "charts", "plan", "export", "terminal")   # render/'s modules, bottom to top
-LAYERS = ("defaults", "records", "report", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "bounded", "readers", "benchfiles", "hfconfig", "trust",
+LAYERS = ("records", "report", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "bounded", "readers", "benchfiles", "hfconfig", "trust",
           "cells", "bestk", "mix", "analysis", "commands", "exercises", "calibration", "decide", "render", "writes",
           "flags", "cli")
 MODULES = tuple(name for layer in LAYERS   # every module, bottom to top, render/'s as render.<name> before render

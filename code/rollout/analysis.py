@@ -7,8 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from .defaults import CHART_ALPHAS, EXPECTED_ALPHA, P99_BUDGET
-from .records import fields_of, NOT_IN_JSON, OPTIONAL, shown_with
+from .records import fields_of, inline, NOT_IN_JSON, OPTIONAL, shown_with
 from .acceptance import (
     _increasing_root, acceptance_length, acceptance_rate, alpha_from_rate, breakeven_rate, exact_breakeven,
     exact_speedup, LESSON_RULE, profile_length, required_rate, speedup, tau_for,
@@ -131,7 +130,7 @@ class PlanInput:
     requests: tuple          #: (mean alpha, spread) of the simulated requests behind the tail
 
 
-def plan_input(measured, grid, spread, expected_alpha=EXPECTED_ALPHA, prior=None):
+def plan_input(measured, grid, spread, expected_alpha, prior=None):
     """What the plan runs on: the measurement when there is one (its per-position profile), else the published
     acceptance of the traffic's domains (prior: priors.PlanAcceptance; a mix's requests centred on its blended tau at
     the reference K, spread within and between domains), else expected_alpha."""
@@ -150,7 +149,7 @@ def plan_input(measured, grid, spread, expected_alpha=EXPECTED_ALPHA, prior=None
                      requests=center_requests(tau, measured.k, spread))
 
 
-def measured_predictions(measured, comparison, dep, batches, target_concurrency, decode, fit=FIT, requests=None,
+def measured_predictions(measured, comparison, dep, *, batches, target_concurrency, decode, fit=FIT, requests=None,
                          replayed=None):
     """What the model predicts from the measured acceptance, beside what the benchmarks measured: Measured. replayed:
     the pair's own runs simulated ([baseline, speculative] PredictedBench), whose numbers the model's column shows; else
@@ -208,6 +207,25 @@ class BreakEvenAt:
 
 
 @dataclass(frozen=True)
+class GateBar:
+    """What a measured acceptance must clear at the plan's K: the gate's bar."""
+    rate_at_alpha: float     #: vLLM's acceptance rate the plan's alpha shows at K
+    margin: float            #: the gate's margin over the break-even rate
+    required_rate: float     #: break-even rate + margin (None: above 1, no measurement can pass)
+    required_alpha: float    #: the per-token alpha with that rate at K
+
+
+@dataclass(frozen=True)
+class BreakEvens:
+    """Where the plan's K breaks even: at its batch, at every batch that fits, and the lesson's rule beside them."""
+    gate_alpha: float = None   #: break-even per-token alpha at the plan's batch (None: none)
+    gate_rate: float = None  #: break-even acceptance rate there, eps / K (None: none below 1)
+    break_evens: list = None   #: BreakEvenAt at each concurrency that fits, at the plan's K and the schedule's
+    lesson_gate_as_rate: float = None    #: the lesson's "alpha >= 0.55" read as a per-token alpha, shown as a rate
+    lesson_gate_as_alpha: float = None   #: the same read as a rate, shown as a per-token alpha
+
+
+@dataclass(frozen=True)
 class Plan:
     """The rollout plan's choices (plan_choices): its K, K-by-batch schedule, gate and expected tail, at the batch
     its commands run (shown_batch: the target concurrency, or the most that fits)."""
@@ -218,10 +236,7 @@ class Plan:
     request_spread: float    #: their spread (s.d.)
     measured: bool           #: whether alpha was measured
     k: int                   #: the K the plan runs where speculation is on
-    rate_at_alpha: float     #: vLLM's acceptance rate that alpha shows at K
-    margin: float            #: the gate's margin over the break-even rate
-    required_rate: float     #: break-even rate + margin (None: above 1, no measurement can pass)
-    required_alpha: float    #: the per-token alpha with that rate at K
+    bar: GateBar = field(metadata=inline(GateBar))   #: what a measured acceptance must clear at K
     plain_ms_b1: float       #: a plain step at B = 1, ms (prefill share included)
     shown_batch: int         #: the batch the plan's commands and numbers are for
     plain_ms_shown: float    #: a plain step at shown_batch, ms
@@ -231,23 +246,19 @@ class Plan:
     schedule_speedups: list = field(metadata=NOT_IN_JSON)   #: (speedup at start, at end) of each schedule row
     k_zero_at: int = None    #: the batch from which the schedule keeps speculation off to its end
     eps: float = None        #: decode eps at shown_batch and K
-    gate_alpha: float = None   #: break-even per-token alpha there (None: none)
-    gate_rate: float = None  #: break-even acceptance rate there, eps / K (None: none below 1)
-    break_evens: list = None   #: BreakEvenAt at each concurrency that fits, at the plan's K and the schedule's
-    lesson_gate_as_rate: float = None    #: the lesson's "alpha >= 0.55" read as a per-token alpha, shown as a rate
-    lesson_gate_as_alpha: float = None   #: the same read as a rate, shown as a per-token alpha
+    even: BreakEvens = field(default=None, metadata=inline(BreakEvens))   #: where it breaks even
     tail: list = field(default=None, metadata=NOT_IN_JSON)   #: Cells at the grid's concurrencies and shown_batch
     speedup_target_interval: list = None   #: [low, high] of speedup_target at INTERVAL_LEVEL (None: K = 0)
     too_close: bool = None   #: whether the interval of the plan's K's speedup at shown_batch (run_k) holds 1.0
     close_calls: list = None   #: [first, last] batch stretches where it does: there only a benchmark can decide
     gate_rate_interval: list = None   #: [low, high] of gate_rate, a round's cost across its INTERVAL_LEVEL range
     speedup_sd: float = None   #: s.d. of a speedup's log error behind these intervals (Trust)
-    p99_budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts (for the plan's gate command)
+    p99_budget: float = None   #: largest P99 TPOT rise the gate accepts (for the plan's gate command)
     served_model: str = None   #: --served-model, repeated by the plan's gate command
 
 
-def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, margin, k_in_use=None,
-                 measured=False, requests=None, p99_budget=P99_BUDGET, served=None, sd=None):
+def plan_choices(grid, dep, decode, *, fit, acceptance, alpha, target_concurrency, margin, k_in_use=None,
+                 measured=False, requests=None, p99_budget, served=None, sd=None):
     """The rollout plan's K, schedule, gate and tail expectations at the target concurrency: a Plan.
 
     acceptance drives best K (a per-token alpha or a measured profile); alpha is the single
@@ -274,8 +285,8 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
             eps_b = eps_decode(dep, b, k, fit)
             cell = evaluate_cell(request_alpha, k, eps_b, b, dep, dec, fit)
             if alike:
-                cell = replace(cell, tpot_spec_p99_alike_ms=evaluate_cell(request_alpha, k, eps_b, b, dep, alike,
-                                                                          fit).tpot_spec_p99_ms)
+                alike_p99 = evaluate_cell(request_alpha, k, eps_b, b, dep, alike, fit).tpot_spec_p99_ms
+                cell = replace(cell, tail=replace(cell.tail, tpot_spec_p99_alike_ms=alike_p99))
             tail.append(cell)
     required = required_rate(k, eps, margin)
     # Break-even alpha at each of the grid's concurrencies that fits, at the K the plan runs there: its K, and the
@@ -287,18 +298,18 @@ def plan_choices(grid, dep, decode, fit, acceptance, alpha, target_concurrency, 
                                alpha_interval=breakeven_alpha_range(kk, eps_decode(dep, b, kk, fit), sd))
                    for b in sorted(set(grid.concurrencies) | {shown_batch}) if b <= limit for kk in ks_at(b)]
     return Plan(target=target_concurrency, feasible=target_concurrency <= limit, alpha=alpha,
-                request_alpha=request_alpha, request_spread=request_spread, measured=measured, k=k, rate_at_alpha=acceptance_rate(alpha, k),
-                margin=margin, required_rate=required,
-                required_alpha=None if required is None else alpha_from_rate(required, k),
+                request_alpha=request_alpha, request_spread=request_spread, measured=measured, k=k,
+                bar=GateBar(rate_at_alpha=acceptance_rate(alpha, k), margin=margin, required_rate=required,
+                            required_alpha=None if required is None else alpha_from_rate(required, k)),
                 plain_ms_b1=plain_step_ms(dep, 1, fit), shown_batch=shown_batch,
                 plain_ms_shown=plain_step_ms(dep, shown_batch, fit), k_target=k_target, speedup_target=speedup_target,
                 schedule=schedule,
                 schedule_speedups=[(best_k(dep, acceptance, lo, fit)[1], best_k(dep, acceptance, hi, fit)[1])
                                    for lo, hi, _ in schedule],
-                k_zero_at=k_zero_at(schedule), eps=eps, gate_alpha=exact_breakeven(k, eps),
-                gate_rate=breakeven_rate(k, eps), break_evens=break_evens,
-                lesson_gate_as_rate=acceptance_rate(LESSON_RULE, k),
-                lesson_gate_as_alpha=alpha_from_rate(LESSON_RULE, k), tail=tail, p99_budget=p99_budget,
+                k_zero_at=k_zero_at(schedule), eps=eps,
+                even=BreakEvens(gate_alpha=exact_breakeven(k, eps), gate_rate=breakeven_rate(k, eps),
+                                break_evens=break_evens, lesson_gate_as_rate=acceptance_rate(LESSON_RULE, k),
+                                lesson_gate_as_alpha=alpha_from_rate(LESSON_RULE, k)), tail=tail, p99_budget=p99_budget,
                 served_model=served,
                 speedup_target_interval=interval(speedup_target, sd) if sd is not None and k_target else None,
                 too_close=(sd is not None and shown_batch <= limit
@@ -356,7 +367,7 @@ def replayed_ratio(replayed, sd):
     return [spec / base] + (interval(spec / base, sd) if sd is not None else [spec / base] * 2)
 
 
-def verdict(dep, plan, acceptance, level, fit=FIT, measured_gate=None, pair=None, target_from="",
+def verdict(dep, plan, acceptance, *, level, fit=FIT, measured_gate=None, pair=None, target_from="",
             prior=None, error=None, measured_pair=None):
     """The call at the plan's batch: the gate's when there is one (measured_gate), else where the range of the plan's
     benchmark lies (pair: calibration.plan_benchmark's [baseline, speculative] at the plan's K), else the range of the
@@ -437,9 +448,9 @@ def gate(measured, comparison, dep, plan, budget):
     drafted tokens; when the rounds drafted varying lengths, whose overall rate mixes Ks, the
     rate of K-token rounds.
     """
-    k, batch, margin = plan.k, plan.shown_batch, plan.margin
+    k, batch, margin = plan.k, plan.shown_batch, plan.bar.margin
     rate = acceptance_rate(measured.alpha, k)   # at a fixed K exactly accepted / drafted tokens
-    eps, even, need, need_alpha = plan.eps, plan.gate_rate, plan.required_rate, plan.required_alpha
+    eps, even, need, need_alpha = plan.eps, plan.even.gate_rate, plan.bar.required_rate, plan.bar.required_alpha
     reasons = []
     if not plan.feasible:
         reasons.append(GateCheck(check="memory", passed=False,
@@ -542,7 +553,7 @@ class Charts:
     speedup_sd: float = None   #: s.d. of a speedup's log error: the speedup chart's bands (Trust)
 
 
-def chart_data(grid, dep, plan, decode, fit=FIT, chart_alphas=CHART_ALPHAS):
+def chart_data(grid, dep, plan, decode, fit, chart_alphas):
     """The numbers the three charts draw: speedup curves, best-K steps and ITL distributions."""
     limit = max_concurrency(dep)
     k = grid.ks[0]

@@ -10,7 +10,6 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .defaults import ALPHA_SPREAD, EXPECTED_ALPHA, SEED
 from .records import NOT_IN_JSON, OPTIONAL, pct1, same_model, shown
 from .catalog import served_model
 from .acceptance import acceptance_length, alpha_from_length
@@ -265,7 +264,7 @@ TOGETHER = -0.8      # two factors, one informed, whose log factors correlate be
 SEPARATES = 0.7      # a run separates two factors if it shrinks their summed s.d. below this share
 
 
-def candidate_runs(dep, runs, expected_alpha=EXPECTED_ALPHA):
+def candidate_runs(dep, runs, expected_alpha):
     """Runs the user could add, as Runs: baselines and speculative runs (at the runs' acceptance) at each batch
     from 1 to the most that fits, and a baseline at twice the prompt length at the runs' largest batch."""
     first = runs[0]
@@ -288,7 +287,7 @@ def candidate_runs(dep, runs, expected_alpha=EXPECTED_ALPHA):
     return out
 
 
-def unseparated(dep, runs, theta, covariance, informed, expected_alpha=EXPECTED_ALPHA):
+def unseparated(dep, runs, theta, covariance, informed, expected_alpha):
     """Pairs of factors the runs moved together (one of them informed), each with the candidate run that best tells
     them apart (run None when none does: then they add up alike in every prediction at these lengths)."""
     names = list(OWN_TERMS)
@@ -316,7 +315,7 @@ def unseparated(dep, runs, theta, covariance, informed, expected_alpha=EXPECTED_
     return out
 
 
-def calibrate_on_runs(dep, runs, fit=FIT, expected_alpha=EXPECTED_ALPHA):
+def calibrate_on_runs(dep, runs, fit, expected_alpha, *, seed, spread):
     """Fit own_* on your runs (fit_factors), refit without each run in turn to measure the error a user should
     believe (held-out), and say what the runs could not separate. Returns the fitted Fit and a Calibration."""
     terms = [run_terms(dep, r, fit) for r in runs]
@@ -364,7 +363,7 @@ def calibrate_on_runs(dep, runs, fit=FIT, expected_alpha=EXPECTED_ALPHA):
                      f"their prediction misses it by {pct1(row.held_out_error)}. The model's form misses something it "
                      "measures, or the run is off: rerun it")
     moved = [name for name in OWN_TERMS if informed[name] < INFORMED]
-    request, ttft_errors = fit_request_ms(dep, runs, fitted)
+    request, ttft_errors = fit_request_ms(dep, runs, fitted, seed=seed, spread=spread)
     if request is not None:
         fitted = fitted._replace(request_ms=request)
     return fitted, Calibration(
@@ -383,7 +382,7 @@ TTFT_REPLAY_STEPS = 100_000   # a run replayed to fit request_ms: its first requ
                               # measured mean does, which pulls request_ms down: only past 100,000 steps
 
 
-def replayed_ttft_ms(dep, r, fit, seed=SEED, spread=ALPHA_SPREAD):
+def replayed_ttft_ms(dep, r, fit, *, seed, spread):
     """A calibration run's mean TTFT as serve_run gives it, replaying its first requests (TTFT_REPLAY_STEPS) at its
     concurrency, rate, lengths and acceptance (requests centred on its tau, as --compare centres them)."""
     n = min(r.requests, max(2 * r.batch, TTFT_REPLAY_STEPS * r.batch // max(1, r.output_tokens)))
@@ -398,7 +397,7 @@ def replayed_ttft_ms(dep, r, fit, seed=SEED, spread=ALPHA_SPREAD):
 REQUEST_STEPS = 3   # corrections of request_ms after the first guess (each replays every run once)
 
 
-def fit_request_ms(dep, runs, fit):
+def fit_request_ms(dep, runs, fit, *, seed, spread):
     """What a request costs your deployment around its steps (Fit.request_ms: the client, the API server, the hop
     to the engine), from the runs' mean TTFTs: a request's TTFT grows by about its cost whatever the queue ahead,
     so from none, each step adds the median of measured minus simulated, REQUEST_STEPS times (the cost also delays
@@ -409,13 +408,14 @@ def fit_request_ms(dep, runs, fit):
         return None, []
     request = 0.0
     for _ in range(REQUEST_STEPS + 1):
-        simulated = [replayed_ttft_ms(dep, r, fit._replace(request_ms=request)) for r in given]
+        simulated = [replayed_ttft_ms(dep, r, fit._replace(request_ms=request), seed=seed, spread=spread) for r in given]
         step = statistics.median(r.ttft_ms - ms for r, ms in zip(given, simulated))
         if abs(step) < 0.01 or (request == 0.0 and step < 0):
             break
         request = max(0.0, request + step)
     else:
-        simulated = [replayed_ttft_ms(dep, r, fit._replace(request_ms=request)) for r in given]
+        simulated = [replayed_ttft_ms(dep, r, fit._replace(request_ms=request), seed=seed, spread=spread)
+                     for r in given]
     return request, [ms / r.ttft_ms - 1.0 for r, ms in zip(given, simulated)]
 
 
@@ -454,7 +454,7 @@ def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0,
                     output_cap=output_cap)
 
 
-def predict_bench(dep, name, work, k, alpha, trust, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, plan_batch=None, slo=()):
+def predict_bench(dep, name, work, *, k, alpha, trust, seed, fit, spread, plan_batch=None, slo=()):
     """One run's predicted file with its intervals: PredictedBench. plan_batch: the batch the server's command
     caps it at (a closed loop's concurrency, unless given); slo: the --goodput bounds its request_goodput counts."""
     run = serve_run(dep, work, k, alpha, spread, seed, fit, plan_batch or work.max_concurrency)
@@ -480,11 +480,11 @@ def plan_benchmark(dep, batch, k, alpha, spread, trust, traffic, fit=FIT):
         return None
     work = bench_workload(dep, batch, output_spread=traffic.output_spread, output_cap=dep.output_tokens,
                           input_spread=traffic.input_spread)
-    return [predict_bench(dep, name, work, kk, alpha, trust, traffic.seed, fit, spread)
+    return [predict_bench(dep, name, work, k=kk, alpha=alpha, trust=trust, seed=traffic.seed, fit=fit, spread=spread)
             for name, kk in ((f"sharegpt_baseline_c{batch}.json", 0), (f"sharegpt_spec_c{batch}.json", k))]
 
 
-def replay_pair(dep, work, k, requests, trust, seed=SEED, fit=FIT):
+def replay_pair(dep, work, k, requests, trust, seed, fit):
     """A measured benchmark pair's own runs (work: its workload as read, cli.replay_workload), simulated at its lengths,
     speculation off and at K with requests around (alpha, spread) that deliver the measured tau: [baseline,
     speculative], or None where the simulation cannot run it (a tree, attention data parallelism, no sequence fits)."""
@@ -492,12 +492,12 @@ def replay_pair(dep, work, k, requests, trust, seed=SEED, fit=FIT):
     if not (work and k and simulated_layout(dep) and running_cap(here, True, work.max_concurrency) >= 1):
         return None
     alpha, spread = requests
-    return [predict_bench(here, name, work, kk, alpha, trust, seed, fit, spread, work.max_concurrency)
+    return [predict_bench(here, name, work, k=kk, alpha=alpha, trust=trust, seed=seed, fit=fit, spread=spread, plan_batch=work.max_concurrency)
             for name, kk in (("--bench-baseline", 0), ("--bench-spec", k))]
 
 
-def predicted_benches(dep, ks, alpha, trust, concurrencies=(), rates=(), prompts=None, burstiness=1.0, seed=SEED,
-                      fit=FIT, spread=ALPHA_SPREAD, output_spread=0.0, plan_batch=None, slo=()):
+def predicted_benches(dep, ks, alpha, *, trust, concurrencies=(), rates=(), prompts=None, burstiness=1.0, seed,
+                      fit, spread, output_spread, plan_batch=None, slo=()):
     """The files --predict-bench writes: per concurrency (closed loop) or, given rates, per request rate (open
     loop), a baseline and one run a K, named as the plan names its runs (bench_names; _r2.5 for a rate). An open
     loop's server is the plan's, capped at plan_batch where its command sets a cap; slo: their --goodput bounds."""
@@ -505,7 +505,7 @@ def predicted_benches(dep, ks, alpha, trust, concurrencies=(), rates=(), prompts
     for batch, rate, tag in bench_tags(concurrencies, rates):
         work = bench_workload(dep, batch, rate, prompts, burstiness, output_spread)
         for name, k in zip(bench_names(ks, tag), (0,) + tuple(ks)):
-            out.append(predict_bench(dep, name, work, k, alpha, trust, seed, fit, spread, batch or plan_batch, slo))
+            out.append(predict_bench(dep, name, work, k=k, alpha=alpha, trust=trust, seed=seed, fit=fit, spread=spread, plan_batch=batch or plan_batch, slo=slo))
     return out
 
 

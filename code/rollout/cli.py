@@ -174,9 +174,9 @@ def parse_deployment(args, settings, plan_batch):
     spec = gpu_spec(gpu, weights_dtype=weights, **numbers)
 
     def build(degree, experts=ep):
-        return make_deployment(model, gpu, degree, weights, kv, context, draft, spec, engine.key, draft_hf,
-                               lengths["--input-tokens"], lengths["--output-tokens"], m, topk, verify, draft_shape, era,
-                               experts, dp_attention, settings.temperature)
+        return make_deployment(model, gpu, degree, weights_dtype=weights, kv_dtype=kv, context=context, draft=draft, spec=spec, engine=engine.key, draft_hf=draft_hf,
+                               input_tokens=lengths["--input-tokens"], output_tokens=lengths["--output-tokens"], shape=m, topk=topk, verify_tokens=verify, draft_shape=draft_shape, era=era,
+                               ep=experts, dp_attention=dp_attention, temperature=settings.temperature)
 
     if derive_tp:   # the smallest TP that holds the plan's batch (sizing.smallest_tp); EP, if set to more than 1, is TP
         spread = ep_value not in (1, "1")
@@ -202,7 +202,7 @@ def parse_deployment(args, settings, plan_batch):
                                   "given" if args.tp is not None else f"--ep {tp}" if args.ep is not None else
                                   f"MODEL_SETTINGS' row for {model} on this GPU in main.py"))
     version = args.engine_version if args.engine_version is not None else settings.engine_version
-    dep = replace(dep, model_config=args.model_config, draft_config=args.draft_config,
+    dep = replace(dep, configs=(args.model_config, args.draft_config),
                   release=release_of(version) if version is not None else None, settings=tuple(sources))
     lacking = release_lacks(dep)
     if lacking:
@@ -593,7 +593,7 @@ def parse_args(argv, settings):
     grid = parse_grid(args, settings)
     benches = read_benches(args)   # read once: a pipe cannot be read again
     target, target_from = parse_target(args, settings, grid, benches[1])
-    dep = parse_deployment(args, settings, target)
+    dep = parse_deployment(args, settings.deployment, target)
     if dep.topk > 1 and ((grid.kind != "length" and not args.metrics) or len(grid.ks) != 1):
         raise UsageError("--draft-topk: a tree's acceptance length is measured, not the chain formula: give "
                          "--acceptance-length TAU, or a --metrics scrape, at its one --ks (the steps)")
@@ -646,8 +646,8 @@ def parse_args(argv, settings):
                               output_spread if args.output_spread is not None else 0.0)
     check_bench_bytes(distinct_files([*bench.compare, *paths, *(p for p in (args.bench_baseline, args.bench_spec) if p)]))
     target = evidence.target_concurrency or max(grid.concurrencies)
-    compared = replays(bench.compare, dep, traffic, evidence.served_model, evidence.measured, bench.spec_path,
-                       shown_batch(dep, target), bench.simulated, bench.slo)
+    compared = replays(bench.compare, dep, traffic, served=evidence.served_model, scraped=evidence.measured, spec_path=bench.spec_path,
+                       plan_batch=shown_batch(dep, target), simulated=bench.simulated, slo=bench.slo)
     return Inputs(grid=grid, dep=dep, evidence=evidence, traffic=traffic, settings=settings, out=out,
                   as_json=args.json, as_gate=args.gate, exercises=args.exercises, runs=runs, bench=bench,
                   replays=compared)
@@ -659,7 +659,7 @@ def parse(argv, settings):
     return parse_args(argv, settings)
 
 
-def replays(paths, dep, traffic, served, scraped=None, spec_path=None, plan_batch=None, simulated=0, slo=()):
+def replays(paths, dep, traffic, *, served, scraped=None, spec_path=None, plan_batch=None, simulated=0, slo=()):
     """--compare's files, read and checked (Replay each), within COMPARE_TOKENS_LIMIT output tokens and
     COMPARE_REQUESTS_LIMIT requests replayed over them all, and SIMULATED_WORK_LIMIT with the --predict-bench runs'
     work (simulated); scraped: the acceptance --metrics measured, for the --bench-spec run's file (spec_path), which

@@ -336,7 +336,8 @@ def path_word(flag, path):
 def tool_words(dep):
     """This program's own flags for the deployment, so a later run gates the same one: the deployment's every
     setting a flag carries, and what changed it from the catalog's (configs, GPU numbers, a tree, the draft's id)."""
-    model = path_word("--model-config", dep.model_config) if dep.model_config else f"--model {dep.model}"
+    model_config, draft_config = dep.configs
+    model = path_word("--model-config", model_config) if model_config else f"--model {dep.model}"
     words = ["python code/main.py", f"--engine {dep.engine.key}", model, f"--gpu {dep.gpu}",
              f"--tp {dep.tp}", f"--weights-dtype {dep.weights_dtype}", f"--kv-dtype {dep.kv_dtype}",
              f"--input-tokens {dep.input_tokens}", f"--output-tokens {dep.output_tokens}"]
@@ -346,7 +347,7 @@ def tool_words(dep):
     words.insert(2, f"--engine-version {release_text(release(dep))}")   # the release the commands are for
     words.append(f"--context {dep.context}")
     words.append(f"--draft {dep.draft}")
-    words += [path_word("--draft-config", dep.draft_config)] if dep.draft_config else []
+    words += [path_word("--draft-config", draft_config)] if draft_config else []
     words += [f"--draft-model {shlex.quote(dep.draft_hf)}"] if dep.draft_hf else []
     words += [f"--draft-topk {dep.topk}", f"--verify-tokens {dep.verify_tokens}"] if dep.topk > 1 else []
     catalog = GPUS.get(dep.gpu)
@@ -633,7 +634,7 @@ def trtllm_measure(result, dep, plan):
 
 def vllm_dashboard(dep, plan):
     """vLLM: the acceptance rate, the first position's alpha, and an alert at the break-even alpha."""
-    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.even.gate_alpha
     out = []
     rate = ("sum(rate(vllm:spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(vllm:spec_decode_num_draft_tokens_total[5m]))")
@@ -655,7 +656,7 @@ def vllm_dashboard(dep, plan):
 
 def sglang_dashboard(dep, plan):
     """SGLang: its gauges over time, and an alert at the break-even accept length."""
-    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.even.gate_alpha
     out = []
     length = "avg by (model_name) (avg_over_time(sglang:spec_accept_length[5m]))"
     rate = sglang_rate(dep, k)
@@ -678,7 +679,7 @@ def sglang_dashboard(dep, plan):
 
 def trtllm_dashboard(dep, plan):
     """TensorRT-LLM: the acceptance rate, and its built-in kill switch at the break-even rate."""
-    k, batch, gate_a = plan.k, plan.shown_batch, plan.gate_alpha
+    k, batch, gate_a = plan.k, plan.shown_batch, plan.even.gate_alpha
     out = []
     rate = ("sum(rate(trtllm_spec_decode_num_accepted_tokens_total[5m]))\n"
             "  / sum(rate(trtllm_spec_decode_num_draft_tokens_total[5m]))")
@@ -732,12 +733,12 @@ def trtllm_dashboard(dep, plan):
     if gate_a is not None and dep.topk == 1 and rate_switch:
         rates = [(kk, acceptance_rate(plan.alpha, kk)) for kk in sorted({row[2] for row in plan.schedule})
                  if kk > 0]
-        low = [(kk, r) for kk, r in rates if r < plan.gate_rate]
+        low = [(kk, r) for kk, r in rates if r < plan.even.gate_rate]
         if low:
             out += ["The rate depends on K: use this switch with the fixed K of stage 1 only. Under "
                     "`draft_len_schedule` it would fire where a longer K runs well: at alpha "
                     f"{plan.alpha:.2f}, " + ", ".join(f"K = {kk} shows a rate of {r:.3f}" for kk, r in low) +
-                    f", under {plan.gate_rate:.3f}.", ""]
+                    f", under {plan.even.gate_rate:.3f}.", ""]
     return out
 
 

@@ -161,9 +161,8 @@ def kv_reads(net, dep, tokens_per_seq):
     another kernel: once. Each GPU holds heads / tp query heads against max(1, kv_heads / tp) KV heads; under
     attention data parallelism all of both. Not counted: a plain step that carries a prompt chunk brings more than
     one query token too (prefill_parts charges the chunk at a plain step's margin).
-    >>> from rollout.deployment import make_deployment
-    >>> dep = make_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, "bf16", draft="eagle3")
-    >>> kv_reads(dep.target, dep, 1), kv_reads(dep.target, dep, 4), kv_reads(dep.target, make_deployment(), 4)
+    >>> dep = example("llama-3.1-8b", "a100-sxm-80gb", 1, weights_dtype="bf16", draft="eagle3")
+    >>> kv_reads(dep.target, dep, 1), kv_reads(dep.target, dep, 4), kv_reads(dep.target, example(), 4)
     (1.0, 4.0, 1.0)
     """
     if (tokens_per_seq <= 1 or not net.query_heads or gpu_family(dep) not in dep.engine.unshared_kv_families
@@ -190,8 +189,7 @@ def allreduce_ms(dep, message_bytes, fit=FIT):
     2(G-1)/G of the message over one link (the published plain steps, bench/plain_step.json, imply 18-29 us
     at small batch).
 
-    >>> from rollout.deployment import make_deployment
-    >>> dep = make_deployment(gpu="h100-sxm", tp=4)
+    >>> dep = example(gpu="h100-sxm", tp=4)
     >>> round(allreduce_ms(dep, 0.0, FIT._replace(ar_us=18.0, ar_tp_us=5.0)) * 1e3, 3)   # 18 + 2 x 5 us
     28.0
     """
@@ -334,8 +332,7 @@ def prefill_tokens(dep, batch):
     own is prefilled before its first token (TTFT), and its successor arrives after its
     last. So (B - 1) * I / O: none at concurrency 1, where NIM's batch-1 runs at 2,000-7,000
     prompt tokens showed the B * I / O charge 10-26% too dear in the context slope.
-    >>> from rollout.deployment import make_deployment
-    >>> prefill_tokens(make_deployment(input_tokens=5000, output_tokens=500), 25)
+    >>> prefill_tokens(example(input_tokens=5000, output_tokens=500), 25)
     240.0
     """
     return max(batch - 1, 0) * dep.input_tokens / dep.output_tokens

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from .records import finite_number, UsageError
 from .deployment import at_lengths, draft_kind
-from .trust import interval, model_error, trust_in, widened, with_intervals
+from .trust import interval, model_error, trust_in, widened
+from .cells import with_intervals
 from .analysis import (
     center_requests, chart_data, deployment_facts, gate, measured_predictions, plan_choices, plan_input, verdict,
 )
@@ -66,9 +67,9 @@ def run_model(grid, dep, *, grid_cells, evidence, traffic, fit, settings, progre
                         prior if evidence.expected_alpha is None else None)
     batches = sorted(set(grid.concurrencies) | {target_concurrency})
     best = best_k_table(dep, inputs.sources, batches, fit, trust.speedup_sd, (inputs.alpha, inputs.acceptance))
-    plan = plan_choices(grid, dep, decode, fit, inputs.acceptance, inputs.alpha, target_concurrency,
-                        evidence.margin, inputs.k_in_use, measured is not None, inputs.requests, evidence.budget,
-                        evidence.served_model, trust.speedup_sd)
+    plan = plan_choices(grid, dep, decode, fit=fit, acceptance=inputs.acceptance, alpha=inputs.alpha, target_concurrency=target_concurrency,
+                        margin=evidence.margin, k_in_use=inputs.k_in_use, measured=measured is not None, requests=inputs.requests, p99_budget=evidence.budget,
+                        served=evidence.served_model, sd=trust.speedup_sd)
     plan = replace(plan, tail=[with_intervals(c, trust) for c in plan.tail])
     mix = mix_result(mix_rows(evidence.mix, prior), dep, plan.k, plan.shown_batch, decode, fit,
                      assumed=evidence.mix_assumed) if evidence.mix else None
@@ -81,7 +82,7 @@ def run_model(grid, dep, *, grid_cells, evidence, traffic, fit, settings, progre
     replayed = (replay_pair(dep, evidence.pair_workload, measured.k, inputs.requests, trust, traffic.seed, fit)
                 if measured and evidence.comparison and evidence.pair_workload and not measured.varying_k
                 else None)   # the measured pair's own run, replayed (it runs one K)
-    called = verdict(dep, plan, inputs.acceptance, trust.level, fit, checked, pair=pair,
+    called = verdict(dep, plan, inputs.acceptance, level=trust.level, fit=fit, measured_gate=checked, pair=pair,
                      target_from=evidence.target_from, error=model_error(dep),
                      prior=prior if not measured and evidence.expected_alpha is None else None,
                      measured_pair=(evidence.comparison, replayed) if evidence.comparison else None)
@@ -89,8 +90,8 @@ def run_model(grid, dep, *, grid_cells, evidence, traffic, fit, settings, progre
                   eps_b1=cells.eps_b1, facts=facts, alpha_spread=traffic.alpha_spread,
                   output_spread=traffic.output_spread, input_spread=traffic.input_spread, best_k=best, plan=plan,
                   mix=mix, charts=chart_data(grid, dep, plan, decode, fit, settings.chart_alphas) if charts else None,
-                  measured=measured_predictions(measured, evidence.comparison, dep, batches, target_concurrency,
-                                                decode, fit, inputs.requests, replayed) if measured else None,
+                  measured=measured_predictions(measured, evidence.comparison, dep, batches=batches, target_concurrency=target_concurrency,
+                                                decode=decode, fit=fit, requests=inputs.requests, replayed=replayed) if measured else None,
                   gate=checked, trust=trust, gate_runs=pair if charts and predicts_gate_pair(dep, plan) else None,
                   verdict=replace(called, at_slo=served), at_slo=served)
 
@@ -137,8 +138,8 @@ def compared(replay, dep, trust, traffic, fit):
     if bench.goodput is not None and not replay.slo:
         notes.append(f"its request_goodput ({bench.goodput:.6g}) is not compared: the file does not record the "
                      "--goodput bounds it was counted at; give them as --slo to compare it")
-    pb = predict_bench(here, Path(replay.path).name, work, k, alpha, trust, traffic.seed, fit, spread,
-                       replay.server_cap, slo=replay.slo)
+    pb = predict_bench(here, Path(replay.path).name, work, k=k, alpha=alpha, trust=trust, seed=traffic.seed, fit=fit, spread=spread,
+                       plan_batch=replay.server_cap, slo=replay.slo)
     measured_keys = dict(bench.latency, **bench.others, output_throughput=bench.output_throughput)
     if replay.slo:
         measured_keys["request_goodput"] = bench.goodput
@@ -157,19 +158,21 @@ def decide(inputs, grid_cells, fit, progress=None):
     grid, dep, evidence, traffic, settings = inputs.grid, inputs.dep, inputs.evidence, inputs.traffic, inputs.settings
     prior = assumed_acceptance(dep, evidence, traffic)
     assumed = evidence.expected_alpha or (prior.alpha if prior else settings.expected_fallback)
-    fit, calibration = calibrate_on_runs(dep, inputs.runs, fit, assumed) if inputs.runs else (fit, None)
+    fit, calibration = (calibrate_on_runs(dep, inputs.runs, fit, assumed, seed=traffic.seed, spread=traffic.alpha_spread)
+                        if inputs.runs else (fit, None))
     if calibration:
         check_calibration(calibration)
     trust = trust_in(dep, calibration)
     report = run_model(grid, dep, grid_cells=grid_cells, evidence=evidence, traffic=traffic, fit=fit,
                        settings=settings, progress=progress, charts=inputs.out is not None, trust=trust, prior=prior)
     exercises = (solve_exercises(dep, grid, mix_rows(evidence.mix, prior) if not evidence.mix_assumed else LESSON_MIX,
-                                 traffic.seed, fit, traffic.alpha_spread, traffic.output_spread)
+                                 seed=traffic.seed, fit=fit, spread=traffic.alpha_spread,
+                                 output_spread=traffic.output_spread)
                  if inputs.exercises else None)
     bench, plan = inputs.bench, report.plan
-    benches = predicted_benches(dep, grid.ks, plan.request_alpha, trust, grid.concurrencies, bench.rates,
-                                bench.prompts, bench.burstiness, traffic.seed, fit, plan.request_spread,
-                                bench.output_spread, plan.shown_batch, traffic.slo) if bench.folder else None
+    benches = predicted_benches(dep, grid.ks, plan.request_alpha, trust=trust, concurrencies=grid.concurrencies, rates=bench.rates,
+                                prompts=bench.prompts, burstiness=bench.burstiness, seed=traffic.seed, fit=fit, spread=plan.request_spread,
+                                output_spread=bench.output_spread, plan_batch=plan.shown_batch, slo=traffic.slo) if bench.folder else None
     comparisons = [compared(replay, dep, trust, traffic, fit) for replay in inputs.replays]
     return replace(report, inputs=inputs, calibration=calibration, exercises=exercises, benches=benches,
                    comparisons=comparisons or None)

@@ -8,10 +8,6 @@ import functools
 import math
 from dataclasses import dataclass, field, fields, replace
 
-from .defaults import (
-    CONTEXT, DP_ATTENTION, DRAFT, DRAFT_MODEL, ENGINE, EP, GPU, INPUT_TOKENS, KV_DTYPE, MODEL, OUTPUT_TOKENS,
-    TEMPERATURE, TP, WEIGHTS_DTYPE,
-)
 from .records import CONCURRENCY_LIMIT
 from .catalog import (
     BYTES_PER, DRAFT_WEIGHT_BYTES, EAGLE3_DRAFT_VOCAB, EAGLE_DRAFTS, Engine, ENGINES, Era, GIB, GPU_FAMILY, GPUS,
@@ -81,14 +77,15 @@ class Deployment:
     verify_tokens: int = None   #: tokens per sequence in a tree's verify pass (None: K + 1, a chain)
     tree_steps: int = None   #: a tree's steps: the one K its measured acceptance holds for
     draft_shape: dict = field(default=None, hash=False)   #: a draft model's shape from its config.json, else None
-    model_config: str = None   #: the --model-config path, so the plan's commands can name it again
-    draft_config: str = None   #: the --draft-config path, likewise
+    configs: tuple = (None, None)   #: the --model-config and --draft-config paths (None: not given), so the
+                                    #: plan's commands can name them again
     era: Era = None          #: the engine's release era (Engine.eras): what a round's host work costs there
     release: tuple = None    #: the --engine-version release as (major, minor, patch, stage[, as typed]) (catalog.release_of), which the
                              #: plan's commands are written for; None: the newest (releases.py)
-    ep: int = 1              #: expert-parallel GPUs: 1 (every expert split across the TP GPUs) or tp (whole experts)
-    dp_attention: bool = False   #: attention data parallel across the tp GPUs (with ep = tp): see pass_parts
-    temperature: float = TEMPERATURE   #: sampling temperature of the plan's benchmark runs (the traffic's own)
+    ep: int = field(kw_only=True)   #: expert-parallel GPUs: 1 (every expert split across the TP GPUs) or tp (whole
+                                    #: experts)
+    dp_attention: bool = field(kw_only=True)   #: attention data parallel across the tp GPUs (with ep = tp): see pass_parts
+    temperature: float = field(kw_only=True)   #: sampling temperature of the plan's benchmark runs (the traffic's own)
     settings: tuple = field(default=(), hash=False, compare=False)   #: sizing.Setting per TP and dtype: where each
                                                                       #: came from (given, the model's row, derived)
 
@@ -276,7 +273,7 @@ def peak_tflops(spec, dtype):
     return (spec.get("fp8") or spec["bf16"]) if dtype in ("fp4", "fp8") else spec["bf16"]
 
 
-def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, weights_dtype=WEIGHTS_DTYPE):
+def gpu_spec(gpu, memory_gib=None, bandwidth_tbs=None, tflops=None, *, weights_dtype):
     """A catalog GPU with any of its numbers replaced, or "custom" hardware from all three.
 
     tflops is the dense rate for the weights dtype. For custom hardware the draft's bf16
@@ -341,15 +338,15 @@ def mean_context(input_tokens, output_tokens):
     return int(input_tokens + output_tokens / 2)
 
 
-def make_deployment(model=MODEL, gpu=GPU, tp=TP, weights_dtype=WEIGHTS_DTYPE, kv_dtype=KV_DTYPE, context=CONTEXT,
-                    draft=DRAFT, spec=None, engine=ENGINE, draft_hf=DRAFT_MODEL, input_tokens=INPUT_TOKENS,
-                    output_tokens=OUTPUT_TOKENS, shape=None, topk=1, verify_tokens=None, draft_shape=None,
-                    era=None, ep=EP, dp_attention=DP_ATTENTION, temperature=TEMPERATURE):
-    """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers.
+def make_deployment(model, gpu, tp, *, weights_dtype, kv_dtype, context, draft, engine, draft_hf, input_tokens,
+                    output_tokens, ep, dp_attention, temperature, spec=None, shape=None, topk=1, verify_tokens=None,
+                    draft_shape=None, era=None):
+    """Resolve catalog names (and an optional GPU spec from gpu_spec) into cost-model numbers. Every setting is
+    the caller's (main.py's constants reach here through flags.DeploymentSettings.build or the flags).
 
     shape: a model's shape read from its config.json, instead of the catalog's row for `model`.
-    The mean decode context defaults to the prompt plus half the output: a request decodes
-    from input to input + output tokens of context. era: one of the engine's eras (default: its newest).
+    context None: the prompt plus half the output, as a request decodes from input to input + output tokens of
+    context. era: one of the engine's eras (None: its newest).
     ep: expert-parallel GPUs, 1 or tp; dp_attention: with ep = tp (parse_deployment checks both).
     """
     spec = spec or GPUS[gpu]
@@ -472,8 +469,8 @@ def kv_copies(net, dep):
     size, so we replicate the KV heads"; vllm/distributed/kv_transfer/kv_connector/utils.py: the MLA cache is
     [blocks, block_size, 1, kv_lora_rank + rope] on each GPU). Under attention data parallelism each GPU
     holds its own sequences' whole cache: one copy.
-    >>> d = make_deployment("deepseek-v3", "h200", 8, "fp8", draft="mtp")
-    >>> kv_copies(d.target, d), kv_copies(make_deployment().target, make_deployment())
+    >>> d = example("deepseek-v3", "h200", 8, weights_dtype="fp8", draft="mtp")
+    >>> kv_copies(d.target, d), kv_copies(example().target, example())
     (8.0, 1.0)
     """
     if dep.dp_attention:   # each GPU holds its own sequences' whole cache
@@ -524,7 +521,7 @@ def by_memory(dep, tiers):
 def step_budget(dep):
     """Tokens one scheduler step carries at most by default, decodes' included: the engine's budget for the GPU's
     memory (Engine.prefill_budget), a rank's where attention data parallelism divides it.
-    >>> step_budget(make_deployment(gpu="h100-sxm")), step_budget(make_deployment(gpu="b200"))
+    >>> step_budget(example(gpu="h100-sxm")), step_budget(example(gpu="b200"))
     (8192, 16384)
     """
     budget = by_memory(dep, dep.engine.prefill_budget)
@@ -536,7 +533,7 @@ def step_budget(dep):
 def prefill_chunk(dep):
     """Prompt tokens one step prefills: a whole prompt, at most the step's budget (step_budget); the budget's decode
     tokens are a few against it and left out.
-    >>> prefill_chunk(make_deployment(gpu="h100-sxm", input_tokens=20000)), prefill_chunk(make_deployment(input_tokens=500))
+    >>> prefill_chunk(example(gpu="h100-sxm", input_tokens=20000)), prefill_chunk(example(input_tokens=500))
     (8192, 500)
     """
     return min(dep.input_tokens, step_budget(dep))
@@ -577,9 +574,8 @@ def running_cap(dep, speculative, plan_batch=None):
     the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights (at
     the mean context, or where the engine reserves it, at prompt plus answer): with speculation the draft's
     weights and KV take their share, so fewer fit.
-    >>> from rollout.deployment import make_deployment
-    >>> short = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", input_tokens=64, output_tokens=64)
-    >>> long = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16", draft="eagle3")
+    >>> short = example("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=64, output_tokens=64)
+    >>> long = example("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", draft="eagle3")
     >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
     (1024, 301, 287)
     """
@@ -600,12 +596,11 @@ def token_cost_hidden(dep, tokens_per_seq):
     whose rounds it runs asynchronously (Era.hides_for: vLLM's EAGLE and MTP from 0.14, draft models too from 0.28;
     none on SGLang).
     >>> from rollout.catalog import era_of
-    >>> from rollout.deployment import make_deployment
-    >>> sync = make_deployment(draft="eagle3", era=era_of("vllm", "0.10"))
-    >>> [token_cost_hidden(d, n) for d in (sync, make_deployment(draft="eagle3")) for n in (1, 4)]
+    >>> sync = example(draft="eagle3", era=era_of("vllm", "0.10"))
+    >>> [token_cost_hidden(d, n) for d in (sync, example(draft="eagle3")) for n in (1, 4)]
     [False, False, True, True]
-    >>> model = make_deployment(draft="llama-3.2-1b", era=era_of("vllm", "0.27"))
-    >>> newer = make_deployment(draft="llama-3.2-1b", era=era_of("vllm", "0.28"))
+    >>> model = example(draft="llama-3.2-1b", era=era_of("vllm", "0.27"))
+    >>> newer = example(draft="llama-3.2-1b", era=era_of("vllm", "0.28"))
     >>> token_cost_hidden(model, 4), token_cost_hidden(model, 1), token_cost_hidden(newer, 4)
     (False, True, True)
     """

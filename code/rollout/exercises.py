@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from .defaults import ALPHA_SPREAD, OUTPUT_SPREAD, SEED
 from .records import fields_of, OPTIONAL
 from .catalog import MODELS
 from .acceptance import _increasing_root, acceptance_length, alpha_from_length, LESSON_SYMPTOM, speedup
@@ -286,7 +285,7 @@ class Exercises:
     published: Contrast = None   #: what published rows say of code against chat for this draft kind (exercise 2)
 
 
-def solve_exercises(dep, grid, mix, seed=SEED, fit=FIT, spread=ALPHA_SPREAD, output_spread=OUTPUT_SPREAD):
+def solve_exercises(dep, grid, mix, *, seed, fit, spread, output_spread):
     """The lesson's five exercises, answered by the model at the grid's largest concurrency, or at the largest batch
     that fits when it does not."""
     batch = min(max(grid.concurrencies), max(max_concurrency(dep), 1))

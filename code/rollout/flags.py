@@ -3,15 +3,16 @@ Settings), each value's form and range (parse_one, parse_list, parse_grid, parse
 files, and the progress meter. What the flags mean together, and the files they name, are cli's."""
 from __future__ import annotations
 
-from .workload import BENCH_OPEN_PROMPTS, SLO_KEYS
+from .workload import BENCH_OPEN_PROMPTS, SLO_KEYS, Traffic
 from .records import (
     CONCURRENCY_LIMIT, EPS_LIMIT, GRID_CELL_LIMIT, GRID_PAIR_LIMIT, GRID_WORK_LIMIT, K_LIMIT, shown, TOKENS_LIMIT,
     UNPRINTABLE, UsageError,
 )
 from .priors import DOMAINS
 from .catalog import DRAFTS, ENGINES, GPUS, MODELS
-from .report import Grid
+from .report import Evidence, Grid
 from .sizing import NODE_GPUS
+from .deployment import make_deployment
 from pathlib import Path
 from .acceptance import profile_from_lengths, SWEEP_SLACK
 import argparse
@@ -19,7 +20,7 @@ import math
 import os
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from .benchfiles import distinct_files
 from .writes import emit
 
@@ -119,8 +120,8 @@ def build_parser(settings):
     dep.add_argument("--weights-dtype", help="bf16, fp8 or fp4 (sized as MXFP4: 4.25 bits a weight; default: the "
                                              "model's row of MODEL_SETTINGS, else the dtype its checkpoint ships in)")
     dep.add_argument("--kv-dtype", help="bf16 or fp8 (default: the model's row of MODEL_SETTINGS, else bf16)")
-    dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {settings.input_tokens})")
-    dep.add_argument("--output-tokens", help=f"mean output length, tokens (default {settings.output_tokens})")
+    dep.add_argument("--input-tokens", help=f"mean prompt length, tokens (default {settings.deployment.input_tokens})")
+    dep.add_argument("--output-tokens", help=f"mean output length, tokens (default {settings.deployment.output_tokens})")
     dep.add_argument("--context", help="mean decode context in tokens (default: input + output / 2)")
     dep.add_argument("--draft", help=f"draft: {', '.join(DRAFTS)}, or a catalog model")
     dep.add_argument("--draft-model", help="Hugging Face id or path of the draft head (default: the catalog's)")
@@ -130,7 +131,7 @@ def build_parser(settings):
     dep.add_argument("--draft-topk", help="tokens each draft step expands per sequence: 1 a chain, more a tree")
     dep.add_argument("--verify-tokens", help="tokens per sequence in a tree's verify pass (SGLang's "
                                              "--speculative-num-draft-tokens)")
-    dep.add_argument("--engine", help=f"engine the plan is written for: {', '.join(ENGINES)} (default {settings.engine})")
+    dep.add_argument("--engine", help=f"engine the plan is written for: {', '.join(ENGINES)} (default {settings.deployment.engine})")
     dep.add_argument("--engine-version", help="the engine's release, e.g. 0.13 or 0.5.10: the commands are written "
                                               "as it takes them, and a round's host costs are its era's (default: "
                                               "the newest release checked, releases.NEWEST)")
@@ -287,9 +288,38 @@ def mix_setting(rows):
 
 
 @dataclass(frozen=True)
+class DeploymentSettings:
+    """main.py's constants for the deployment: the model, GPU, engine and traffic lengths a run falls back on."""
+    model: str
+    gpu: str
+    model_settings: dict
+    ep: int
+    dp_attention: bool
+    input_tokens: int
+    output_tokens: int
+    context: int
+    draft: str
+    draft_model: str
+    engine: str
+    engine_version: str
+    temperature: float
+
+    def build(self, model=None, gpu=None, tp=None, **changes):
+        """make_deployment on these constants, the example's row of MODEL_SETTINGS (its TP and dtypes) for any
+        model, as the reference deployment of tests and bench/: changes are make_deployment's keywords. A run
+        derives what the row leaves out instead (cli.parse_deployment)."""
+        row = self.model_settings[(self.model, self.gpu)]
+        given = dict(weights_dtype=row["weights_dtype"], kv_dtype=row["kv_dtype"], context=self.context,
+                     draft=self.draft, engine=self.engine, draft_hf=self.draft_model, input_tokens=self.input_tokens,
+                     output_tokens=self.output_tokens, ep=self.ep, dp_attention=self.dp_attention,
+                     temperature=self.temperature)
+        return make_deployment(model or self.model, gpu or self.gpu, tp or row["tp"], **{**given, **changes})
+
+
+@dataclass(frozen=True)
 class Settings:
     """What a run falls back on where no flag is given: main.py's editable constants, one field each (the
-    constant's name in lower case)."""
+    constant's name in lower case), the deployment's apart (DeploymentSettings)."""
     alphas: tuple
     ks: tuple
     verify_overheads: tuple
@@ -304,23 +334,30 @@ class Settings:
     seed: int
     out_path: Path
     calibration_files: tuple
-    model: str
-    gpu: str
-    model_settings: dict
-    ep: int
-    dp_attention: bool
-    input_tokens: int
-    output_tokens: int
-    context: int
-    draft: str
-    draft_model: str
-    engine: str
-    engine_version: str
-    temperature: float
+    deployment: DeploymentSettings   #: the deployment's constants
     slo: str
     target_concurrency: int
     chart_alphas: tuple
     expected_fallback: float
+
+    def traffic(self, **changes):
+        """The Traffic these constants draw requests from (slo: as parse_slo reads SLO), with changes."""
+        given = dict(seed=self.seed, alpha_spread=self.alpha_spread, output_spread=self.output_spread,
+                     input_spread=self.input_spread, slo=parse_slo(self.slo, "SLO in main.py"))
+        return Traffic(**{**given, **changes})
+
+    def evidence(self, **changes):
+        """The Evidence of a run with no measurement and no flag: these constants' mix, margin and budget."""
+        given = dict(mix=mix_setting(self.traffic_mix), margin=self.gate_margin, budget=self.p99_budget,
+                     expected_alpha=self.expected_alpha)
+        return Evidence(**{**given, **changes})
+
+    def edited(self, **constants):
+        """These settings with some constants changed, each by its name in lower case, wherever it is kept: as
+        editing main.py's constants would (tests and bench/ build theirs from main.SETTINGS this way)."""
+        ours = {f.name for f in fields(DeploymentSettings)}
+        deployment = replace(self.deployment, **{k: v for k, v in constants.items() if k in ours})
+        return replace(self, deployment=deployment, **{k: v for k, v in constants.items() if k not in ours})
 
 
 SLO_LIMIT_MS = 86_400_000   # a bound of a day: past it a bound bounds nothing a benchmark can run

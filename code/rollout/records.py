@@ -15,6 +15,12 @@ NOT_IN_JSON = {"json": False}   # a field for the tables and the plan only
 OPTIONAL = {"optional": True}   # a field --json shows only when it holds a value
 
 
+def inline(record):
+    """Metadata of a part (a record of type `record`) --json shows as the holder's own fields, in its place; a
+    missing part shows its fields as null (less its OPTIONAL and shown_with ones), as a record of Nones would."""
+    return {"inline": record}
+
+
 def shown_with(name):
     """Metadata of a field --json shows only when the record's field `name` holds a value (None or not itself)."""
     return {"shown_with": name}

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .defaults import GATE_MARGIN, P99_BUDGET, TRAFFIC_MIX
 from .records import NOT_IN_JSON
 
 
@@ -126,10 +125,10 @@ class Evidence:
     pair_workload: object = None      #: the pair's own workload (workload.Workload), to replay it; None: not replayable
     target_concurrency: int = None   #: the plan's batch: every part of the run answers at it (None: the grid's largest)
     target_from: str = "the grid's largest concurrency"   #: how it was chosen (cli.parse_target), as the verdict says
-    mix: tuple = TRAFFIC_MIX     #: traffic-mix rows (name, share of tokens, alpha or None: the published
+    mix: tuple = ()              #: traffic-mix rows (name, share of tokens, alpha or None: the published
                                  #: prior's[, output tokens])
-    margin: float = GATE_MARGIN  #: the gate's margin over the break-even rate
-    budget: float = P99_BUDGET   #: largest P99 TPOT rise the gate accepts, fraction
+    margin: float = None         #: the gate's margin over the break-even rate
+    budget: float = None         #: largest P99 TPOT rise the gate accepts, fraction
     served_model: str = None     #: --served-model: the name the measured server served (the gate command repeats it)
-    mix_assumed: bool = True     #: whether mix is the example (TRAFFIC_MIX), not the user's --mix
+    mix_assumed: bool = True     #: whether mix is main.py's TRAFFIC_MIX, not the user's --mix
     expected_alpha: float = None   #: per-token alpha the plan assumes until measured (None: the published priors')

@@ -12,7 +12,6 @@ import math
 import random
 from dataclasses import dataclass
 
-from .defaults import ALPHA_SPREAD, SEED
 from .catalog import served_model
 from .acceptance import JITTER_MU, ROUND_JITTER
 from .costmodel import decode_step_ms, FIT, fixed_ms, pass_ms, round_ms, target_pass_ms
@@ -44,8 +43,7 @@ def step_cost(dep, decodes, k, prompt, fit):
     """One step's time in ms without jitter: `decodes` sequences each decoding a token (k = 0) or a round of K
     drafts, with `prompt` prompt tokens prefilled in the same pass (the verify pass's and the draft's marginal
     cost of them, times own_prefill). A step of prompt tokens alone is a pass over none but them.
-    >>> from rollout.deployment import make_deployment
-    >>> d = make_deployment("llama-3.1-8b", "h100-sxm", 1, "bf16")
+    >>> d = example("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16")
     >>> step_cost(d, 4, 0, 0, FIT) == decode_step_ms(d, 4), step_cost(d, 0, 0, 0, FIT)
     (True, 0.0)
     """
@@ -311,7 +309,7 @@ RUN_MEMO = {}   # serve_run's inputs -> its ServedRun: one run the plan prints i
                 # headline, stage 1's predicted files, stage 4's expectations, the SLO search) is one computation
 
 
-def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT, plan_batch=None):
+def serve_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     """simulate_run, once for each set of inputs in a process (RUN_MEMO; without speculation alpha and its spread draw
     nothing, so they are not part of the key). A ServedRun is frozen: every caller reads the same one."""
     key = (dep.physics, work, k, alpha if k else 0.0, spread if k else 0.0, seed, fit, plan_batch)
@@ -325,7 +323,7 @@ def serve_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT
     return run
 
 
-def simulate_run(dep, work, k=0, alpha=0.0, spread=ALPHA_SPREAD, seed=SEED, fit=FIT, plan_batch=None):
+def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     """Simulate one benchmark run of `work` on `dep`, speculation off (k = 0) or at K with per-token alpha around
     `alpha` (s.d. `spread` over requests), the server started as the plan starts it for plan_batch: a ServedRun.
 

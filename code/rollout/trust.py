@@ -264,10 +264,3 @@ def breakeven_alpha_range(k, eps, sd):
     return None if low is None else [low, exact_breakeven(k, (1.0 + eps) * spread - 1.0)]
 
 
-def with_intervals(cell, trust):
-    """A grid cell with the intervals of its predicted speedup and mean TPOTs (Trust)."""
-    if not cell.feasible:
-        return cell
-    return replace(cell, speedup_interval=interval(cell.speedup_mc, trust.speedup_sd),
-                   tpot_plain_mean_interval_ms=interval(cell.tpot_plain_mean_ms, trust.tpot_sd),
-                   tpot_spec_mean_interval_ms=interval(cell.tpot_spec_mean_ms, trust.spec_tpot_sd))

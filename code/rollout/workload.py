@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .defaults import ALPHA_SPREAD, INPUT_SPREAD, OUTPUT_SPREAD, SEED
 from .releases import accepts
 
 
@@ -89,11 +88,11 @@ PREDICTION_KEY = "eagle3_rollout_prediction"   # the key that marks a file as th
 @dataclass(frozen=True)
 class Traffic:
     """What the simulated requests are drawn from."""
-    seed: int = SEED                     #: seeds every simulated request
-    alpha_spread: float = ALPHA_SPREAD   #: s.d. of a request's per-token alpha around the mean
-    output_spread: float = OUTPUT_SPREAD   #: s.d. of ln(output tokens) over requests
-    input_spread: float = INPUT_SPREAD     #: s.d. of ln(prompt tokens) over the plan's ShareGPT-like runs' requests
-    slo: tuple = ()                      #: the SLO they are served at: ((key, ms), ...), keys as --goodput's (() none)
+    seed: int                #: seeds every simulated request
+    alpha_spread: float      #: s.d. of a request's per-token alpha around the mean
+    output_spread: float     #: s.d. of ln(output tokens) over requests
+    input_spread: float      #: s.d. of ln(prompt tokens) over the plan's ShareGPT-like runs' requests
+    slo: tuple               #: the SLO they are served at: ((key, ms), ...), keys as --goodput's (() none)
 
 
 BENCH_OPEN_PROMPTS = 1000   # vllm bench serve's default --num-prompts (vllm/benchmarks/serve.py): an open loop's

@@ -33,7 +33,7 @@ def svg_text(x, y, text, size=13, anchor="start", extra=""):
             f"{xml_escape(text)}</text>")
 
 
-def svg_chart(title, x_label, y_label, x_axis, y_axis, series, markers=(), notes=(), drops=(), bands=()):
+def svg_chart(title, x_label, y_label, *, x_axis, y_axis, series, markers=(), notes=(), drops=(), bands=()):
     """A line chart. x_axis, y_axis: (low, high, ticks, log?); series: (label, points, style index);
     markers: (x, y, label), labels alternately above and below; drops: (x, style index) vertical lines;
     bands: (low points, high points, style index), shaded between, clipped to the y axis."""
@@ -124,8 +124,8 @@ def render_speedup_chart(charts, dep):
     if data.left_out:
         notes.append("Left out, KV cache does not fit: B = " + ", ".join(map(str, data.left_out)) + ".")
     return svg_chart(f"Speedup against per-token alpha, K = {data.k}", "per-token acceptance alpha",
-                     "speedup over plain decoding (x)", (0.0, 1.0, ticks(0, 1, 0.1), False),
-                     (0.0, y_high, ticks(0, y_high, step), False), series, markers, notes, bands=bands)
+                     "speedup over plain decoding (x)", x_axis=(0.0, 1.0, ticks(0, 1, 0.1), False),
+                     y_axis=(0.0, y_high, ticks(0, y_high, step), False), series=series, markers=markers, notes=notes, bands=bands)
 
 
 def render_best_k_chart(charts, dep):
@@ -144,15 +144,15 @@ def render_best_k_chart(charts, dep):
     notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, context {dep.context}; batch sizes up to the "
              f"{data.limit} that fit in memory.", "K = 0: speculation off. Lines drawn 0.06 apart where they coincide."]
     return svg_chart("Best draft length K against batch size", "concurrency B (sequences, log scale)",
-                     "best K (0 = off)", (1, limit, x_ticks, True), (-0.3, K_MAX + 0.3, list(range(K_MAX + 1)), False),
-                     series, markers, notes)
+                     "best K (0 = off)", x_axis=(1, limit, x_ticks, True), y_axis=(-0.3, K_MAX + 0.3, list(range(K_MAX + 1)), False),
+                     series=series, markers=markers, notes=notes)
 
 
 def render_itl_chart(charts, dep):
     data = charts.itl
     if data is None:
-        return svg_chart("Per-token ITL distribution", "ms", "share of tokens", (0, 1, [0, 1], False),
-                         (0, 1, [0, 1], False), [], notes=["No concurrency in the grid fits in memory."])
+        return svg_chart("Per-token ITL distribution", "ms", "share of tokens", x_axis=(0, 1, [0, 1], False),
+                         y_axis=(0, 1, [0, 1], False), series=[], notes=["No concurrency in the grid fits in memory."])
     names = {"plain": "plain", "spec": "spec", "two_pass": "two-pass"}
     series = [(f"{names[n]}: P99 {getattr(data.p99, n):.1f} ms", getattr(data.cdf, n), i) for i, n in enumerate(names)]
     series.append(("share 0.99", [(0.0, 0.99), (data.x_max, 0.99)], 5))
@@ -162,8 +162,8 @@ def render_itl_chart(charts, dep):
              "split over its tokens. spec: rejection", "sampling as vLLM runs it; two-pass: the lesson's model. "
              "Thin vertical lines: each model's P99."]
     return svg_chart("Per-token inter-token latency, cumulative", "per-token ITL (ms)", "share of tokens at or below",
-                     (0.0, data.x_max, ticks(0, data.x_max, step), False),
-                     (0.0, 1.0, ticks(0, 1, 0.1), False), series, markers, notes,
+                     x_axis=(0.0, data.x_max, ticks(0, data.x_max, step), False),
+                     y_axis=(0.0, 1.0, ticks(0, 1, 0.1), False), series=series, markers=markers, notes=notes,
                      drops=[(getattr(data.p99, n), i) for i, n in enumerate(names)])
 
 
@@ -201,8 +201,8 @@ def render_slo_chart(at, dep):
              "Circles: the most concurrent within the whole SLO, and what stops them"
              + ("; its TPOT bound is off the chart." if far else " there.")]
     return svg_chart("P99 TPOT against output throughput per GPU", "output tokens/s per GPU",
-                     f"P{at.percentile} TPOT (ms)", (0.0, x_high, ticks(0, x_high, x_step), False),
-                     (0.0, y_high, ticks(0, y_high, y_step), False), series, markers, notes)
+                     f"P{at.percentile} TPOT (ms)", x_axis=(0.0, x_high, ticks(0, x_high, x_step), False),
+                     y_axis=(0.0, y_high, ticks(0, y_high, y_step), False), series=series, markers=markers, notes=notes)
 
 
 

@@ -25,12 +25,25 @@ def clean(value):
     if isinstance(value, float):
         return round(value, 6) if math.isfinite(value) else None
     if hasattr(value, "__dataclass_fields__"):
-        return {f.name: clean(getattr(value, f.name)) for f in fields(value) if shown_in_json(value, f)}
+        out = {}
+        for f in fields(value):
+            if f.metadata.get("inline"):   # a part shown as the record's own fields (a Cell's)
+                part = getattr(value, f.name)
+                out.update(clean(part) if part is not None else missing(f.metadata["inline"]))
+            elif shown_in_json(value, f):
+                out[f.name] = clean(getattr(value, f.name))
+        return out
     if isinstance(value, dict):
         return {k: clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]
     return value
+
+
+def missing(record):
+    """The fields --json shows for a part that is missing: null where a record of Nones would show them."""
+    return {f.name: None for f in fields(record)
+            if f.metadata.get("json", True) and not f.metadata.get("optional") and "shown_with" not in f.metadata}
 
 
 def shown_in_json(record, f):

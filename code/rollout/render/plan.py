@@ -79,12 +79,12 @@ def plan_mix(mix, dep):
 
 def lesson_rule_sentence(plan):
     """Compare the lesson's rule with this run's break-even, reading its number in each unit."""
-    k, gate_a, gate_r = plan.k, plan.gate_alpha, plan.gate_rate
+    k, gate_a, gate_r = plan.k, plan.even.gate_alpha, plan.even.gate_rate
     as_alpha = "above" if LESSON_RULE > gate_a else "below"
     as_rate = "above" if LESSON_RULE > gate_r else "below"
     return (f"Read as a per-token alpha, {LESSON_RULE} is {as_alpha} this run's break-even alpha {gate_a:.3f} (at K={k} it "
-            f"shows as a rate of {plan.lesson_gate_as_rate:.3f}); read as the acceptance rate, it is {as_rate} the "
-            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan.lesson_gate_as_alpha:.3f}). "
+            f"shows as a rate of {plan.even.lesson_gate_as_rate:.3f}); read as the acceptance rate, it is {as_rate} the "
+            f"break-even rate {gate_r:.3f} (and stands for a per-token alpha of {plan.even.lesson_gate_as_alpha:.3f}). "
             "Gate on the computed break-even, in a named unit, at the K you run.")
 
 
@@ -92,7 +92,7 @@ def plan_when_not(plan):
     """Bullets for 'when not to use': the break-even alpha, by concurrency, at the K the plan runs there (its K, and
     the schedule's K at that batch where it differs)."""
     out = []
-    for row in plan.break_evens:
+    for row in plan.even.break_evens:
         k, b, alpha = row.k, row.concurrency, row.alpha
         mark = " (the plan's K)" if k == plan.k else " (the K the plan runs there)"
         if alpha is None:
@@ -433,7 +433,7 @@ def plan_stage2(result, dep, plan):
                 f"(tau - 1) / {drafted} = {(tau - 1) / drafted:.2f} at tau {tau:.2f}, is neither a per-token alpha "
                 "nor a chain's rate.", ""]
     else:
-        out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan.rate_at_alpha:.2f} is what "
+        out += [f"Dividing accepted tokens by K gives r, not alpha: at K = {k}, r = {plan.bar.rate_at_alpha:.2f} is what "
                 f"a per-token alpha of {plan.alpha:.2f} shows.", ""]
     if plan.measured:
         ms = result.measured
@@ -468,7 +468,7 @@ def gate_command(dep, plan):
     words = tool_words(dep) + [f"--bench-baseline sharegpt_baseline_c{batch}.json",
                                f"--bench-spec sharegpt_spec_c{batch}.json", f"--target-concurrency {batch}",
                                "--calibrate " + ",".join(files)]
-    words += [f"--gate-margin {plan.margin:g}", f"--p99-budget {plan.p99_budget:g}"]   # always: see tool_words
+    words += [f"--gate-margin {plan.bar.margin:g}", f"--p99-budget {plan.p99_budget:g}"]   # always: see tool_words
     words += [f"--served-model={shlex.quote(plan.served_model)}"] if plan.served_model else []   # a name may begin with -
     if predicts_gate_pair(dep, plan):   # each key of the pair against the prediction of its own run (gate_runs)
         words.append(f"--compare sharegpt_baseline_c{batch}.json,sharegpt_spec_c{batch}.json")
@@ -493,7 +493,7 @@ def plan_calibration(cal):
 
 def plan_stage3(result, dep, plan):
     k, batch = plan.k, plan.shown_batch
-    gate_a, gate_r = plan.gate_alpha, plan.gate_rate
+    gate_a, gate_r = plan.even.gate_alpha, plan.even.gate_rate
     out = ["## Stage 3: the gate", "", "Run the gate on what stages 0 to 2 wrote (exit 0: pass, 1: fail, 2: bad input). "
            "With `--calibrate` the model first fits your runs, and every number it then prints is your "
            "deployment's:", ""] + gate_command(dep, plan)
@@ -511,14 +511,14 @@ def plan_stage3(result, dep, plan):
         f"At B={batch}, K={k}: eps = {plan.eps:.3f}, so speculation pays only when the per-token alpha "
         f"is at least {gate_a:.3f}, that is an acceptance rate of at least {gate_r:.3f} "
         f"(tau >= {1 + plan.eps:.2f}).",
-        f"Go on only if the measured rate is at least {plan.required_rate:.3f} "
-        f"(break-even + {plan.margin:.2f}), per-token alpha {plan.required_alpha:.3f}."
+        f"Go on only if the measured rate is at least {plan.bar.required_rate:.3f} "
+        f"(break-even + {plan.bar.margin:.2f}), per-token alpha {plan.bar.required_alpha:.3f}."
         + (f" The round's cost is the model's, and at {INTERVAL_LEVEL:.0%} the break-even rate lies anywhere in "
            f"{plan.gate_rate_interval[0]:.3f}-{plan.gate_rate_interval[1]:.3f}: a rate under "
-           f"{plan.gate_rate_interval[1] + plan.margin:.3f} needs stage 1's benchmark pair to decide, and without it "
+           f"{plan.gate_rate_interval[1] + plan.bar.margin:.3f} needs stage 1's benchmark pair to decide, and without it "
            "the gate answers too close to call." if plan.gate_rate_interval else "")
-        if plan.required_rate is not None else
-        f"Break-even + {plan.margin:.2f} is a rate above 1: no measurement can pass the gate here.",
+        if plan.bar.required_rate is not None else
+        f"Break-even + {plan.bar.margin:.2f} is a rate above 1: no measurement can pass the gate here.",
         "",
         f"The lesson's rule \"alpha >= {LESSON_RULE}\" names no unit. " + lesson_rule_sentence(plan),
         ""]
