@@ -118,14 +118,15 @@ def load_speculative(path=HERE / "published.json"):
 
 # SpecBundle's targets this model knows, with the tensor-parallel degree assumed (the data
 # do not say): the smallest power of two whose H200s (141 GiB) hold the weights with room
-# for KV. Qwen3-Next-80B (linear-attention layers) and Ling-flash-2.0 (no config stored)
-# are left out. Kimi-K2 ships fp8 weights, the others bf16.
+# for KV (Qwen3-Next-80B's fp8 checkpoint: one, with 50 GiB to spare). Ling-flash-2.0 (no config stored) is left
+# out. Kimi-K2 ships fp8 weights, the others bf16.
 SPECBUNDLE_TARGETS = {
     "Llama-3.1-8B-Instruct": ("llama-3.1-8b", 1, "bf16"),
     "Llama-4-Scout-17B-16E-Instruct": ("llama-4-scout", 2, "bf16"),
     "Qwen3-235B-A22B-Instruct-2507": ("qwen3-235b-a22b", 4, "bf16"),
     "Qwen3-Coder-480B-A35B-Instruct": ("qwen3-coder-480b", 8, "bf16"),
     "Kimi-K2-Instruct": ("kimi-k2", 8, "fp8"),
+    "Qwen3-Next-80B-A3B-Instruct-FP8": ("qwen3-next-80b-a3b", 1, "fp8"),   # a hybrid: 36 linear-attention layers
 }
 SPECBUNDLE_CONTEXT = 1024   # GSM8K to GPQA: short prompts, answers of a few hundred to a few thousand tokens
 

@@ -105,6 +105,22 @@ MODELS = {
                         mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128), nextn=1,
                         head_inter=40960, head_heads=56, head_kv_heads=8, head_head_dim=128, checkpoint="fp8",
                         routing="deepseek", family="deepseek", hf="deepseek-ai/DeepSeek-V3"),                    # 671.0 B + 11.6 B MTP, 37.6 B active
+    # Hybrids: layers that keep a recurrent state in place of a KV cache (deployment.recurrent_state_bytes).
+    # Qwen3-Next (qwen3_next): full attention every 4th layer (full_attention_interval 4: 12 of 48), Gated DeltaNet
+    # linear attention in the rest, an output gate on full attention, 512 experts and a shared one in every layer,
+    # one MTP layer (mtp_num_hidden_layers); transformers' configuration_qwen3_next.py, whose defaults are this
+    # model's. Its EAGLE-3 head: SpecForge configs/qwen3-next-80b-a3b-eagle3.json (16,384 wide).
+    "qwen3-next-80b-a3b": dict(hidden=2048, inter=5632, layers=48, heads=16, kv_heads=2, head_dim=256, vocab=151936,
+                               tied=False, experts=512, experts_per_token=10, moe_inter=512, shared_inter=512,
+                               moe_layers=48, attn_gate=True, linear_layers=36,
+                               linear=dict(key_heads=16, value_heads=32, key_dim=128, value_dim=128, conv=4), nextn=1,
+                               head_inter=16384, family="qwen3-next", hf="Qwen/Qwen3-Next-80B-A3B-Instruct"),   # 79.7 B + 1.7 B MTP, 3.9 B active
+    # Jamba (jamba): attention in 1 layer of 8 (attn_layer_period 8, offset 4), Mamba-1 in the rest (d_state 16,
+    # d_conv 4, expand 2, dt_rank hidden / 16), 16 experts top-2 in every second layer; transformers'
+    # configuration_jamba.py, whose defaults are Jamba-v0.1's. No MTP module, no published EAGLE-3 head.
+    "jamba-v0.1": dict(hidden=4096, inter=14336, layers=32, heads=32, kv_heads=8, head_dim=128, vocab=65536, tied=False,
+                       experts=16, experts_per_token=2, moe_inter=14336, moe_layers=16, mamba_layers=28,
+                       mamba=dict(inner=8192, state=16, conv=4, dt_rank=256), hf="ai21labs/Jamba-v0.1"),   # 51.6 B, 12.1 B active
     "kimi-k2": dict(hidden=7168, inter=18432, layers=61, heads=64, kv_heads=64, head_dim=192, vocab=163840, tied=False,
                     experts=384, experts_per_token=8, moe_inter=2048, shared_inter=2048, moe_layers=60,
                     mla=dict(kv_lora_rank=512, rope=64, q_lora_rank=1536, nope=128, v_head_dim=128),

@@ -202,7 +202,7 @@ def allreduce_ms(dep, message_bytes, fit=FIT):
 def attended(net, context):
     """Layer-tokens of KV one query attends to: every full layer reads the context, a sliding layer its window."""
     window = min(context, net.window) if net.window else 0
-    return (net.layers - net.window_layers) * context + net.window_layers * window
+    return (net.layers - net.window_layers - net.state_layers) * context + net.window_layers * window
 
 
 def rank_sequences(dep, batch):
@@ -246,7 +246,10 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS
                     / (dep.bandwidth_tbs * bw_rel(dep))
                     / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
-    attention = (max(history, one_sequence)
+    # A recurrent layer reads each sequence's state once a pass and writes it back after every token it keeps
+    # a state for: once in a decode, K + 1 times in a verify (a rejection resumes from any position: STATE_COPIES).
+    states = mine * dp * net.state_bytes * (1 + tokens_per_seq) / bytes_per_ms
+    attention = (max(history, one_sequence) + states
                  + tokens * copies * (net.kv_bytes_per_token + net.window_kv_bytes) / kv_per_ms)
     # FLOPs: 2 a parameter a token in the GEMMs, 4 per query-key width per token of context attended to.
     decode_attention = batch * tokens_per_seq * 4 * net.attn_width * attended(net, dep.context)

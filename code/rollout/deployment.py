@@ -14,6 +14,7 @@ from .catalog import (
     MODELS, newest_era,
 )
 from .experts import model_routing_exponent
+from .priors import K_REFERENCE
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Net:
     window: int = None       #: sliding-window attention's window, tokens (None: none)
     window_layers: int = 0   #: layers with sliding-window attention
     window_kv_bytes: float = 0   #: KV bytes per token over the sliding-window layers
+    state_layers: int = 0    #: recurrent layers (linear attention, Mamba): a fixed state per sequence, no KV cache
+    state_bytes: float = 0.0   #: that state per sequence over all of them, bytes (recurrent_state_bytes)
     routing_exponent: float = 0.0   #: its router's popularity skew (model_routing_exponent; 0: uniform)
     kv_groups: int = 1       #: KV heads its cache splits into across TP GPUs: kv_heads, 1 for MLA's one latent
     query_heads: int = 0     #: attention's query heads (0: MLA's, whose one latent every head shares; kv_reads)
@@ -135,7 +138,8 @@ PHYSICS_KEYS = []
 
 
 def attention_params(m):
-    """One layer's attention: q, k, v and o projections (MLA's low-rank ones for DeepSeek), biases, sinks."""
+    """One layer's attention: q, k, v and o projections (MLA's low-rank ones for DeepSeek), biases, sinks, and
+    Qwen3-Next's output gate (its q_proj is twice as wide: queries and a gate per head, and q and k norms)."""
     h, n = m["hidden"], m["heads"]
     a = m.get("mla")
     if a:
@@ -143,8 +147,8 @@ def attention_params(m):
         q = h * a["q_lora_rank"] + a["q_lora_rank"] + a["q_lora_rank"] * q_width if a["q_lora_rank"] else h * q_width
         kv = h * (a["kv_lora_rank"] + a["rope"]) + a["kv_lora_rank"] + a["kv_lora_rank"] * n * (a["nope"] + a["v_head_dim"])
         return q + kv + n * a["v_head_dim"] * h
-    qkv = m["head_dim"] * (n + 2 * m["kv_heads"])
-    params = h * qkv + n * m["head_dim"] * h
+    qkv = m["head_dim"] * (n * (2 if m.get("attn_gate") else 1) + 2 * m["kv_heads"])
+    params = h * qkv + n * m["head_dim"] * h + (2 * m["head_dim"] if m.get("attn_gate") else 0)
     if m.get("attn_bias"):
         params += qkv + h
     return params + (n if m.get("sinks") else 0)
@@ -168,6 +172,71 @@ def embedding_params(m):
     return m["vocab"] * m["hidden"] * (1 if m["tied"] else 2)
 
 
+# Recurrent layers. A hybrid model mixes attention layers with layers that keep a fixed state per sequence in
+# place of a KV cache that grows: Gated DeltaNet's linear attention (Qwen3-Next: transformers'
+# models/qwen3_next/modeling_qwen3_next.py, Qwen3NextGatedDeltaNet) and Mamba's selective state space (Jamba:
+# models/jamba/modeling_jamba.py, JambaMambaMixer). Each such layer holds, per sequence, a convolution's last
+# conv - 1 inputs and a recurrent state; both engines keep them in the model's dtype unless the config asks for
+# fp32 (vLLM: MambaStateDtypeCalculator in vllm/model_executor/layers/mamba/mamba_utils.py, the
+# mamba_ssm_cache_dtype setting; SGLang: its MambaPool, mem_cache/memory_pool.py).
+
+def linear_attention_params(m):
+    """One Gated DeltaNet layer: in_proj_qkvz (q, k of the key heads, v and the gate z of the value heads),
+    in_proj_ba (two per value head), the depthwise convolution over q, k and v, A_log and dt_bias, the gated norm
+    and out_proj. Qwen3-Next-80B's: 33.7 M.
+    >>> linear_attention_params(MODELS["qwen3-next-80b-a3b"])
+    33718464
+    """
+    g, h = m["linear"], m["hidden"]
+    keys, values = g["key_heads"] * g["key_dim"], g["value_heads"] * g["value_dim"]
+    conv_width = 2 * keys + values
+    return (h * (2 * keys + 2 * values) + h * 2 * g["value_heads"] + conv_width * g["conv"]
+            + 2 * g["value_heads"] + g["value_dim"] + values * h)
+
+
+def mamba_params(m):
+    """One Mamba-1 mixer (Jamba's): in_proj to x and the gate (2 x inner), the depthwise convolution with its bias,
+    x_proj to dt, B and C, dt_proj with its bias, A_log, D, Jamba's dt, B and C norms, and out_proj."""
+    s, h = m["mamba"], m["hidden"]
+    inner, state, rank = s["inner"], s["state"], s["dt_rank"]
+    return (h * 2 * inner + inner * s["conv"] + inner + inner * (rank + 2 * state) + rank * inner + inner
+            + inner * state + inner + rank + 2 * state + inner * h)
+
+
+def recurrent_state_elements(m):
+    """(convolution, recurrent) state elements per sequence of one linear-attention and one Mamba layer:
+    ((conv, state) of a Gated DeltaNet layer, (conv, state) of a Mamba layer), (0, 0) where it has none.
+    Gated DeltaNet: (2 keys + values) channels x (conv - 1), and a key_dim x value_dim matrix per value head;
+    Mamba-1: inner x (conv - 1), and inner x state.
+    >>> recurrent_state_elements(MODELS["qwen3-next-80b-a3b"])
+    ((24576, 524288), (0, 0))
+    """
+    g, s = m.get("linear"), m.get("mamba")
+    linear = ((2 * g["key_heads"] * g["key_dim"] + g["value_heads"] * g["value_dim"]) * (g["conv"] - 1),
+              g["value_heads"] * g["key_dim"] * g["value_dim"]) if g else (0, 0)
+    mamba = (s["inner"] * (s["conv"] - 1), s["inner"] * s["state"]) if s else (0, 0)
+    return linear, mamba
+
+
+def recurrent_state_bytes(m):
+    """Bytes of recurrent state one sequence holds over the model's linear-attention and Mamba layers: the
+    convolution's in bf16, the recurrent state at state_bytes a element (2: the model's bf16; 4 where the config
+    keeps it in fp32, mamba_ssm_dtype). Qwen3-Next-80B's 36
+    Gated DeltaNet layers: 36 x (24,576 + 524,288) x 2 B = 39.5 MB, whatever the context.
+    >>> recurrent_state_bytes(MODELS["qwen3-next-80b-a3b"])
+    39518208
+    """
+    (linear_conv, linear_state), (mamba_conv, mamba_state) = recurrent_state_elements(m)
+    width = m.get("state_bytes", 2)
+    return (m.get("linear_layers", 0) * (2 * linear_conv + width * linear_state)
+            + m.get("mamba_layers", 0) * (2 * mamba_conv + width * mamba_state))
+
+
+def state_layers(m):
+    """Layers whose mixer keeps a recurrent state, not a KV cache."""
+    return m.get("linear_layers", 0) + m.get("mamba_layers", 0)
+
+
 def model_params(m, active=False):
     """Parameters from a config's shape; active: those one token uses (k experts, embeddings and lm_head counted).
 
@@ -177,11 +246,13 @@ def model_params(m, active=False):
     (30.53, 3.35)
     """
     moe_layers = m.get("moe_layers", 0)
-    per_layer = attention_params(m) + 2 * m["hidden"]
+    mixers = ((m["layers"] - state_layers(m)) * attention_params(m)
+              + (m.get("linear_layers", 0) * linear_attention_params(m) if m.get("linear") else 0)
+              + (m.get("mamba_layers", 0) * mamba_params(m) if m.get("mamba") else 0))
     mlp = (m["layers"] - moe_layers) * mlp_params(m, False, active)
     if moe_layers:
         mlp += moe_layers * mlp_params(m, True, active)
-    return m["layers"] * per_layer + mlp + embedding_params(m) + m["hidden"]
+    return mixers + m["layers"] * 2 * m["hidden"] + mlp + embedding_params(m) + m["hidden"]
 
 
 def mtp_params(m):
@@ -239,14 +310,15 @@ def kv_bytes_per_layer(m, kv_dtype):
 
 
 def kv_bytes_per_token(m, kv_dtype):
-    """KV bytes per token of context over the full-attention layers (sliding-window layers: window_kv_bytes).
+    """KV bytes per token of context over the full-attention layers (sliding-window layers: window_kv_bytes;
+    recurrent layers hold a state instead: recurrent_state_bytes).
 
     >>> kv_bytes_per_token(MODELS["llama-3.1-8b"], "bf16"), kv_bytes_per_token(MODELS["llama-3.3-70b"], "bf16")
     (131072, 327680)
     >>> kv_bytes_per_token(MODELS["deepseek-v3"], "bf16")   # 61 x (512 + 64) x 2
     70272
     """
-    return (m["layers"] - m.get("window_layers", 0)) * kv_bytes_per_layer(m, kv_dtype)
+    return (m["layers"] - m.get("window_layers", 0) - state_layers(m)) * kv_bytes_per_layer(m, kv_dtype)
 
 
 def weight_split(m, dtype):
@@ -318,7 +390,8 @@ def target_net(m, weights_dtype, kv_dtype, tflops):
                experts=m.get("experts", 0), experts_per_token=m.get("experts_per_token", 0), window=m.get("window"),
                window_layers=window_layers, window_kv_bytes=window_layers * kv_bytes_per_layer(m, kv_dtype),
                routing_exponent=model_routing_exponent(m), kv_groups=kv_groups(m), query_heads=query_heads(m),
-               prompt_attn_width=prompt_attention_width(m), mlp_width=mlp_width(m))
+               prompt_attn_width=prompt_attention_width(m), mlp_width=mlp_width(m), state_layers=state_layers(m),
+               state_bytes=recurrent_state_bytes(m))
 
 
 def mlp_width(m, layers=None):
@@ -481,11 +554,22 @@ def kv_copies(net, dep):
 
 def kv_bytes_per_sequence(dep):
     """KV cache of one sequence at the mean context across the replica, target and draft, copies included
-    (kv_copies); sliding-window layers keep their window."""
+    (kv_copies); sliding-window layers keep their window; recurrent layers their state, once for the running
+    sequence and once for each drafted position a round may roll back to (STATE_COPIES)."""
     window = min(dep.context, dep.target.window) if dep.target.window else 0
     return (dep.context * (dep.target.kv_bytes_per_token * kv_copies(dep.target, dep)
                            + dep.drafter.kv_bytes_per_token * kv_copies(dep.drafter, dep))
-            + window * dep.target.window_kv_bytes * kv_copies(dep.target, dep))
+            + window * dep.target.window_kv_bytes * kv_copies(dep.target, dep)
+            + dep.target.state_bytes * STATE_COPIES)
+
+
+# A hybrid's state a sequence holds with speculation on: the running state and one per drafted position, so that
+# a round that rejects at position j resumes from the state after j. vLLM allocates num_speculative_blocks =
+# num_speculative_tokens state blocks beside the running one (MambaSpec in vllm/v1/kv_cache_interface.py; its
+# GDN and Mamba2 metadata builders index them, vllm/v1/attention/backends/gdn_attn.py); SGLang keeps a verify's
+# intermediate states per draft token (MambaPool's intermediate_ssm_state_cache, mem_cache/memory_pool.py).
+# Counted at the reference K (priors.K_REFERENCE, 3): the memory table is one number for all K.
+STATE_COPIES = 1 + K_REFERENCE
 
 
 def max_concurrency(dep):

@@ -110,12 +110,7 @@ def shape_from_config(path, flag="--model-config"):
     kind = config_typed(t, "model_type", where, str) or config_typed(cfg, "model_type", where, str, "")
     layers = size("num_hidden_layers", most=LAYER_LIMIT)
     heads, hidden = size("num_attention_heads"), size("hidden_size")
-    layer_types = config_typed(t, "layer_types", where, list, [])
-    if any(lt not in ("full_attention", "sliding_attention") for lt in layer_types):
-        raise UsageError(f"{where}: layer_types {shown(sorted(set(map(str, layer_types))))} include a kind of layer "
-                         "this model does not know (only full_attention and sliding_attention)")
-    if layer_types and len(layer_types) != layers:
-        raise UsageError(f"{where}: layer_types names {len(layer_types)} layers, not num_hidden_layers {layers}")
+    layer_types = hybrid_layer_types(t, kind, layers, where)
     tied = config_typed(t, "tie_word_embeddings", where, bool, config_typed(cfg, "tie_word_embeddings", where, bool,
                                                                             False))
     m = dict(hidden=hidden, layers=layers, heads=heads, vocab=size("vocab_size"), tied=tied,
@@ -148,7 +143,8 @@ def shape_from_config(path, flag="--model-config"):
         if shared:
             m["shared_inter"] = shared
         dense_first = size("first_k_dense_replace", least=0, most=layers, default=0)
-        step = size("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", most=LAYER_LIMIT, default=1)
+        step = size("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", "expert_layer_period",
+                    most=LAYER_LIMIT, default=1)
         only_dense = config_typed(t, "mlp_only_layers", where, list, [])
         if any(type(i) is not int or not 0 <= i < layers for i in only_dense):
             raise UsageError(f"{where}: mlp_only_layers must list layer numbers from 0 to {layers - 1}; got "
@@ -160,13 +156,18 @@ def shape_from_config(path, flag="--model-config"):
         m["window_layers"] = sum(1 for lt in layer_types if lt == "sliding_attention")
         if m["window_layers"]:
             m["window"] = size("sliding_window", most=TOKENS_LIMIT)
+        m.update(recurrent_layers(t, layer_types, where))
+    if kind == "qwen3_next" or config_typed(t, "attn_output_gate", where, bool, False):
+        m["attn_gate"] = True   # Qwen3NextAttention: queries and an output gate per head from one q_proj
+    if config_typed(t, "mamba_ssm_dtype", where, str, "") == "float32":
+        m["state_bytes"] = 4    # the recurrent state kept in fp32 (Qwen3.5's configs ask for it)
     if kind == "gpt_oss":   # GptOssForCausalLM: biased attention, experts and router, and attention sinks
         m.update(attn_bias=True, sinks=True, expert_bias=True, router_bias=True)
     elif config_typed(t, "attention_bias", where, bool, False):
         m["attn_bias"] = True
     if experts and kind in ROUTING_OF_MODEL_TYPE:
         m["routing"] = ROUTING_OF_MODEL_TYPE[kind]
-    nextn = size("num_nextn_predict_layers", least=0, most=LAYER_LIMIT, default=0)
+    nextn = size("num_nextn_predict_layers", "mtp_num_hidden_layers", least=0, most=LAYER_LIMIT, default=0)
     if nextn:
         m["nextn"] = nextn
     m.update(family_entry(kind, m["vocab"]))   # the family its published acceptance is grouped by (priors.py)
@@ -174,6 +175,60 @@ def shape_from_config(path, flag="--model-config"):
     if method in SHIPPED_DTYPE:
         m["checkpoint"] = SHIPPED_DTYPE[method]
     return m
+
+
+LAYER_KINDS = {"full_attention": "attention", "attention": "attention", "sliding_attention": "window",
+               "linear_attention": "linear", "mamba": "mamba"}   # a config's name of a layer's mixer -> its kind here
+
+
+def hybrid_layer_types(t, kind, layers, where):
+    """Each layer's mixer as a config names it: layer_types (gpt-oss's windows, Qwen3-Next's linear attention),
+    else Qwen3-Next's full_attention_interval (full attention in every n-th layer, linear in the rest, as
+    Qwen3NextConfig builds layer_types) or Jamba's attn_layer_period and attn_layer_offset (attention where
+    i % period == offset, Mamba elsewhere: JambaConfig.layers_block_type); [] for a model of one kind. Nemotron-H's
+    hybrid_override_pattern (Mamba-2 and MLP-only blocks) is refused: its blocks are not a mixer and an MLP each."""
+    if t.get("hybrid_override_pattern") is not None:
+        raise UsageError(f"{where}: hybrid_override_pattern (Nemotron-H's Mamba-2, attention and MLP-only blocks) is "
+                         "not modelled; this tool reads hybrids whose every layer is a mixer and an MLP (Qwen3-Next, "
+                         "Jamba)")
+    layer_types = config_typed(t, "layer_types", where, list, [])
+    if not layer_types and (kind == "qwen3_next" or t.get("full_attention_interval") is not None):
+        every = config_size(t, ("full_attention_interval",), where, most=layers, default=4)   # Qwen3NextConfig's 4
+        layer_types = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)]
+    elif not layer_types and t.get("attn_layer_period") is not None:
+        period = config_size(t, ("attn_layer_period",), where, most=layers)
+        offset = config_size(t, ("attn_layer_offset",), where, least=0, most=period - 1, default=0)
+        layer_types = ["attention" if i % period == offset else "mamba" for i in range(layers)]
+    unknown = sorted({str(lt) for lt in layer_types if lt not in LAYER_KINDS})
+    if unknown:
+        raise UsageError(f"{where}: layer_types {shown(unknown)} include a kind of layer this model does not know "
+                         f"(only {', '.join(LAYER_KINDS)})")
+    if layer_types and len(layer_types) != layers:
+        raise UsageError(f"{where}: layer_types names {len(layer_types)} layers, not num_hidden_layers {layers}")
+    return layer_types
+
+
+def recurrent_layers(t, layer_types, where):
+    """The shape's recurrent layers (catalog.MODELS' linear_layers and linear, mamba_layers and mamba) from the
+    config's Gated DeltaNet fields (linear_num_key_heads, linear_num_value_heads, linear_key_head_dim,
+    linear_value_head_dim, linear_conv_kernel_dim) or Mamba's (mamba_d_state, mamba_d_conv, mamba_expand,
+    mamba_dt_rank: "auto" is hidden / 16, rounded up), with Qwen3NextConfig's and JambaConfig's defaults."""
+    size = lambda name, default: config_size(t, (name,), where, default=default)
+    kinds = [LAYER_KINDS[lt] for lt in layer_types]
+    out = {}
+    if "linear" in kinds:
+        out.update(linear_layers=kinds.count("linear"),
+                   linear=dict(key_heads=size("linear_num_key_heads", 16), value_heads=size("linear_num_value_heads", 32),
+                               key_dim=size("linear_key_head_dim", 128), value_dim=size("linear_value_head_dim", 128),
+                               conv=size("linear_conv_kernel_dim", 4)))
+    if "mamba" in kinds:
+        hidden = t["hidden_size"]
+        rank = t.get("mamba_dt_rank", "auto")
+        out.update(mamba_layers=kinds.count("mamba"),
+                   mamba=dict(inner=size("mamba_expand", 2) * hidden, state=size("mamba_d_state", 16),
+                              conv=size("mamba_d_conv", 4),
+                              dt_rank=-(-hidden // 16) if rank == "auto" else size("mamba_dt_rank", None)))
+    return out
 
 
 SHIPPED_DTYPE = {"fp8": "fp8", "mxfp4": "fp4"}   # quant_method -> weights' dtype: DeepSeek-V3's fp8, gpt-oss's MXFP4
