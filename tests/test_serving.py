@@ -115,6 +115,20 @@ class HandCounts(unittest.TestCase):
             self.assertAlmostEqual(realized / ((output - 1) / rounds), 1.0, delta=0.02)
 
 
+class DraftSlots(unittest.TestCase):
+    def test_vllm_0_17_to_0_27_take_a_slot_a_sequence_off_a_draft_models_budget(self):
+        # A100: 2048 tokens a step, 256 sequences. Seven 512-token prompts at once, K = 3. At 0.16 a step holds four
+        # prompts, then the four decodes' 16 tokens and the other three: two steps. At 0.20 the budget is
+        # 2048 - 256 = 1792: three prompts and 256 tokens; then 12 decode tokens, the 256 left, two prompts and 500
+        # of the last; then its 12: three steps.
+        dep = build_deployment("llama-3.1-8b", "a100-sxm-80gb", 1, weights_dtype="bf16", draft="llama-3.2-1b")
+        for release, steps in (("0.16", 2), ("0.20", 3), ("0.28", 2)):
+            at = dataclasses.replace(dep, release=catalog.release_of(release))
+            with self.subTest(release=release), ConstantSteps(decode=10.0, prefill=30.0):
+                run_ = support.simulate_run(at, closed(7, 7, output=64), 3, 0.7)
+                self.assertEqual(len(set(run_.first)), steps)
+
+
 class Capacity(unittest.TestCase):
     def test_tensorrt_llm_reserves_the_whole_answer(self):
         # vLLM grows a sequence's KV block by block: on average a running request holds its prompt and half its

@@ -653,6 +653,14 @@ def shown_batch(dep, target):
     return min(target, max(max_concurrency(dep), 1))
 
 
+def server_seqs(dep, plan_batch=None):
+    """The server's cap on running sequences as it starts: the engine's default for the GPU's memory
+    (Engine.running_limit, vLLM's max_num_seqs), or the batch the plan's command sets it to."""
+    if dep.engine.plan_sets_running and plan_batch:
+        return plan_batch
+    return by_memory(dep, dep.engine.running_limit)
+
+
 def running_cap(dep, speculative, plan_batch=None):
     """Sequences the server runs at once: the engine's default cap for the GPU's memory (Engine.running_limit), or
     the batch the plan's command sets it to, and at most the sequences whose KV cache fits beside the weights (at
@@ -664,9 +672,7 @@ def running_cap(dep, speculative, plan_batch=None):
     (1024, 301, 287)
     """
     engine = dep.engine
-    limit = by_memory(dep, engine.running_limit)
-    if engine.plan_sets_running and plan_batch:
-        limit = plan_batch
+    limit = server_seqs(dep, plan_batch)
     if engine.reserves_whole_request:   # each running request holds KV for its prompt and its whole answer
         dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
     fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))

@@ -50,6 +50,11 @@ FEATURES = {(f.engine, f.key): f for f in (
     Feature("vllm", "draft_sample_method probabilistic", (0, 22, 0), "vllm/config/speculative.py; 0.21 offered "
             "greedy or gumbel"),
     Feature("vllm", "num_speculative_tokens_per_batch_size", (0, 24, 0), "PR #32374, dynamic speculative decoding"),
+    Feature("vllm", "draft slots off the step budget", (0, 17, 0), "vllm/config/vllm.py _set_max_num_scheduled_tokens: "
+            "the scheduler's budget is max_num_batched_tokens less max_num_new_slots_for_drafting x max_num_seqs, one "
+            "slot a request for method draft_model (vllm/config/speculative.py), none for EAGLE/MTP chains; absent from "
+            "0.16.0; from 0.28.0 the budget is max_num_batched_tokens whole (the slots only checked against it)",
+            until=(0, 28, 0)),
     Feature("vllm", "VLLM_USE_V2_MODEL_RUNNER=0", (0, 12, 0), "vllm/envs.py, PR #25266; from 0.34 Model Runner V1 "
             "is gone and the variable at 0 stops the server: vllm/platforms/interface.py, validate_environ",
             until=(0, 34, 0)),

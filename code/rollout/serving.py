@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .catalog import served_model
 from .acceptance import JITTER_MU, ROUND_JITTER
 from .costmodel import decode_step_ms, FIT, fixed_ms, pass_ms, round_ms, target_pass_ms
-from .deployment import runs_a_draft_model, step_budget, verify_tokens
+from .deployment import draft_kind, runs_a_draft_model, server_seqs, step_budget, verify_tokens
 from .releases import accepts
 from .simulation import clip01, LOOP_TOKENS, NORMAL, renewal_draw
 from .records import percentile
@@ -37,6 +37,24 @@ from .workload import BENCH_METRICS, BENCH_PERCENTILES, GOODPUT_KEY, SLO_KEYS
 # chunk; each later step streams its A + 1 tokens as one chunk, an ITL entry (the client appends
 # a gap per streamed chunk: vllm/benchmarks/lib/endpoint_request_func.py). TPOT, ITL, E2EL and
 # throughput are then computed exactly as calculate_metrics computes them.
+
+
+def scheduled_budget(dep, k, plan_batch=None):
+    """Tokens the scheduler puts in one step, a decode's K + 1 among them: the step's budget (step_budget), less,
+    for a draft model on vLLM 0.17 to 0.27, one slot a running sequence the server may hold (server_seqs), which the
+    draft pass adds to the batch (releases.py: "draft slots off the step budget").
+    >>> from dataclasses import replace
+    >>> from rollout.catalog import release_of
+    >>> d = example("llama-3.1-8b", "h100-sxm", 1, draft="llama-3.2-1b")
+    >>> [scheduled_budget(replace(d, release=release_of(v)), 3) for v in ("0.16", "0.20", "0.28")]
+    [8192, 7168, 8192]
+    >>> scheduled_budget(replace(d, release=release_of("0.20")), 0)   # speculation off: no draft pass
+    8192
+    """
+    budget = step_budget(dep)
+    if k and draft_kind(dep.draft) == "model" and accepts(dep, "draft slots off the step budget"):
+        budget -= server_seqs(dep, plan_batch)
+    return budget
 
 
 def step_cost(dep, decodes, k, prompt, fit):
@@ -337,7 +355,7 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     n = work.num_prompts
     cap = running_cap(dep, k > 0, plan_batch)
     assert cap >= 1, "the caller checks that a sequence fits (parse_bench_flags, compare_file, predicts_gate_pair)"
-    budget, mixes, recv = step_budget(dep), dep.engine.mixes_prefill, dep.engine.recv_interval
+    budget, mixes, recv = scheduled_budget(dep, k, plan_batch), dep.engine.mixes_prefill, dep.engine.recv_interval
     per_decode = verify_tokens(dep, k) if k else 1
     draws = [work.output_tokens * math.exp(work.output_spread * workload_rng.gauss(0.0, 1.0)
                                            - work.output_spread ** 2 / 2) for _ in range(n)]
