@@ -572,6 +572,9 @@ EAGLE3_HEADS = {
        for engine in ("sglang", "trtllm")},
     **{(engine, "qwen3-coder-480b"): ("lmsys/SGLang-EAGLE3-Qwen3-Coder-480B-A35B-Instruct-SpecForge-EigenAI", None)
        for engine in ("vllm", "sglang", "trtllm")},
+    # SpecForge's head for Qwen3-Next's fp8 checkpoint, which SpecBundle's runs serve on SGLang
+    # (bench/specbundle_h200_bs8.json); no head for it that vLLM or TensorRT-LLM loads is published.
+    ("sglang", "qwen3-next-80b-a3b"): ("lmsys/SGLang-EAGLE3-Qwen3-Next-80B-A3B-Instruct-FP8-SpecForge", None),
     ("vllm", "gpt-oss-20b"): ("RedHatAI/gpt-oss-20b-speculator.eagle3", None),
     **{(engine, "gpt-oss-20b"): ("zhuyksir/EAGLE3-gpt-oss-20b-bf16", None) for engine in ("sglang", "trtllm")},
     ("vllm", "gpt-oss-120b"): ("RedHatAI/gpt-oss-120b-speculator.eagle3", None),
