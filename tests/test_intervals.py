@@ -143,6 +143,24 @@ class Intervals(unittest.TestCase):
         self.assertAlmostEqual(believed.speedup_sd, math.hypot(base, spec), places=12)   # a ratio of the two
 
 
+class UnmeasuredGpus(unittest.TestCase):
+    def test_a_gpu_no_run_timed_widens_by_the_spread_between_sources_once_more(self):
+        # B300 and MI325X: families with runs (B200, MI300X/MI355X), the GPUs themselves without one.
+        self.assertTrue({"h100-sxm", "b200", "mi300x"} <= trust.MEASURED_GPUS)
+        self.assertFalse({"b300", "mi325x"} & trust.MEASURED_GPUS)
+        for measured, unmeasured in (("b200", "b300"), ("mi300x", "mi325x")):
+            with self.subTest(gpu=unmeasured):
+                near = trust.class_error(trust.error_class("speedup", build_deployment(gpu=measured)))
+                far = trust.class_error(trust.error_class("speedup", build_deployment(gpu=unmeasured)))
+                rows = {k: v for k, v in trust.MODEL_ERROR.items() if k[0] == "speedup"}
+                between_all = sum(v[1] * v[3] ** 2 for v in rows.values()) / sum(v[1] for v in rows.values())
+                self.assertEqual(far.outside, near.outside + ("gpu",))
+                self.assertAlmostEqual(far.sd ** 2 - near.sd ** 2, between_all, places=12)
+        status, text, err = run(["--gpu", "b300", "--alphas", "0.7", "--ks", "3", "--concurrency", "1", "--no-write"])
+        self.assertEqual(status, 0, err)
+        self.assertIn("No published measurement has its GPU", " ".join(text.split()))
+
+
 class Decisions(unittest.TestCase):
     def plan(self, argv):
         with tempfile.TemporaryDirectory() as tmp:

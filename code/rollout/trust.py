@@ -46,13 +46,16 @@ def measured_layouts(rows):
 
 
 MEASURED_LAYOUTS = measured_layouts(HELD_OUT)   # another engine's EP layout is outside the data (class_error)
+# The GPUs some held-out row ran on: a GPU no published run timed (a B300, an MI325X, a GH200) takes its family's
+# constants (costmodel.bandwidth_share, flop_share), which no measurement on it checks: outside the data once more.
+MEASURED_GPUS = frozenset(r["gpu"] for r in HELD_OUT if r.get("gpu"))
 
 
 def error_class(what, dep):
     """A prediction's class for MODEL_ERROR: what it predicts ("speedup" or "tpot") and the deployment's kind."""
     return dict(what=what, target="moe" if dep.target.experts else "dense", engine=dep.engine.key,
                 draft=draft_kind(dep.draft) if what == "speedup" else "", family=gpu_family(dep),
-                layout="ep+dp" if dep.dp_attention else "ep" if dep.ep > 1 else "tp")
+                layout="ep+dp" if dep.dp_attention else "ep" if dep.ep > 1 else "tp", gpu=dep.gpu)
 
 
 def error_table(rows):
@@ -115,7 +118,7 @@ class ClassError:
                              #: between all sources once more
 
 
-def class_error(cls, table=MODEL_ERROR, layouts=MEASURED_LAYOUTS):
+def class_error(cls, table=MODEL_ERROR, layouts=MEASURED_LAYOUTS, gpus=MEASURED_GPUS):
     """The model's error for a prediction of class `cls` (error_class): the spreads within and between the sources
     of the same kind of target, and the spread between all sources once more for each attribute (engine, draft,
     GPU family, or the target's kind itself) that no source shares. Pooled by target, not matched on every
@@ -130,6 +133,8 @@ def class_error(cls, table=MODEL_ERROR, layouts=MEASURED_LAYOUTS):
     outside = tuple(name for name in order if not any(key[order.index(name) + 1] == cls[name] for key in rows))
     # A layout no held-out row of its engine ran is one more attribute no source shares.
     outside += ("layout",) if cls.get("layout", "tp") not in layouts.get(cls.get("engine"), ("tp",)) else ()
+    # A GPU no held-out row ran on borrows its family's constants: once more the spread between all sources.
+    outside += ("gpu",) if cls.get("gpu") and gpus and cls["gpu"] not in gpus and "family" not in outside else ()
     squared = within + between_of(alike) + len(outside) * between_of(rows.values())
     return ClassError(sd=math.sqrt(squared), within=math.sqrt(within), between=math.sqrt(between_of(alike)),
                       outside=outside)

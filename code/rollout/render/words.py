@@ -242,7 +242,8 @@ def copies_text(dep):
 
 OUTSIDE_WORDS = dict(target="a target of its kind", engine="its engine", draft="its draft method",
                      family="its GPU family", era="a round timed in its engine release",
-                     layout="its expert-parallel layout")   # Trust.outside, in words
+                     layout="its expert-parallel layout",
+                     gpu="its GPU (the family's constants stand in for it)")   # Trust.outside, in words
 
 
 def ratio_span(sd):
