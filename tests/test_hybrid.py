@@ -3,11 +3,14 @@ layers. Counted by hand from the configs' fields (tests/fixtures/configs, transf
 defaults), against the models' published parameter counts, and run end to end."""
 import dataclasses
 import json
+import tempfile
 import unittest
+from pathlib import Path
 
-from support import build_deployment, CODE, ROOT, run
+from support import build_deployment, ROOT, run
 
 from rollout import costmodel, deployment, hfconfig
+from rollout.render import words
 from rollout.catalog import MODELS
 from rollout.records import UsageError
 
@@ -35,16 +38,75 @@ class ReadFromConfigs(unittest.TestCase):
 
     def test_what_is_not_modelled_is_refused_by_name(self):
         cfg = json.loads((CONFIGS / "qwen3-next-80b-a3b-layer-types.config.json").read_text())
-        for change, words in ((dict(layer_types=["linear_attention"] * 47 + ["chunked_attention"]), "chunked_attention"),
-                              (dict(hybrid_override_pattern="M-M*"), "hybrid_override_pattern")):
-            with self.subTest(words=words), self.assertRaises(UsageError) as caught:
-                path = CODE.parent / "tests" / "fixtures" / "configs" / "_planted.config.json"
-                try:
-                    path.write_text(json.dumps(dict(cfg, **change)))
-                    hfconfig.shape_from_config(path)
-                finally:
-                    path.unlink()
-            self.assertIn(words, str(caught.exception))
+        for change, said in ((dict(layer_types=["linear_attention"] * 47 + ["chunked_attention"]), "chunked_attention"),
+                             (dict(hybrid_override_pattern="M-M*"), "hybrid_override_pattern")):
+            with self.subTest(said=said), self.assertRaises(UsageError) as caught, \
+                    tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "config.json"
+                path.write_text(json.dumps(dict(cfg, **change)))
+                hfconfig.shape_from_config(path)
+            self.assertIn(said, str(caught.exception))
+
+
+class HostileConfigs(unittest.TestCase):
+    """A hostile round's hybrid configs: each is read as transformers' config class reads it, or refused by name."""
+
+    def shape(self, base, **change):
+        cfg = json.loads((CONFIGS / base).read_text())
+        drop = [k for k, v in change.items() if v is DROP]
+        cfg = {k: v for k, v in dict(cfg, **change).items() if k not in drop}
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "config.json"
+            path.write_text(json.dumps(cfg))
+            return hfconfig.shape_from_config(path)
+
+    def refused(self, base, words, **change):
+        with self.assertRaises(UsageError) as caught:
+            self.shape(base, **change)
+        self.assertIn(words, str(caught.exception))
+
+    def test_entries_fields_and_dtypes_that_are_not_what_the_classes_take_are_refused(self):
+        types = "qwen3-next-80b-a3b-layer-types.config.json"
+        self.refused(types, "layer_types must list each layer's kind as text",
+                     layer_types=[["linear_attention"]] + ["linear_attention"] * 47)
+        self.refused(types, "attn_output_gate must be true or false", attn_output_gate="yes")
+        self.refused(types, "linear_num_value_heads 33 is not a multiple of linear_num_key_heads 16",
+                     linear_num_value_heads=33)
+        self.refused("jamba-v0.1.config.json", "mamba_ssm_dtype 'float64'", mamba_ssm_dtype="float64")
+        # Qwen3NextConfig's defaults speak for a qwen3_next config only: a Llama with linear layers gives its own
+        self.refused(types, "no linear_conv_kernel_dim", model_type="llama", linear_conv_kernel_dim=DROP)
+        self.refused("jamba-v0.1.config.json", "no mamba_d_state", model_type="llama", mamba_d_state=DROP)
+        # Nemotron-H's pattern beside a text_config, not only inside it
+        cfg = json.loads((CONFIGS / "jamba-v0.1.config.json").read_text())
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "config.json"
+            path.write_text(json.dumps(dict(text_config=cfg, hybrid_override_pattern="M-M*")))
+            with self.assertRaises(UsageError) as caught:
+                hfconfig.shape_from_config(path)
+        self.assertIn("hybrid_override_pattern", str(caught.exception))
+
+    def test_jambas_defaults_offsets_and_state_dtype_are_its_config_classs(self):
+        jamba = "jamba-v0.1.config.json"
+        # JambaConfig: attn_layer_period 8, offset 4; expert_layer_period 2, offset 1; mamba_dt_rank "auto"
+        bare = self.shape(jamba, attn_layer_period=DROP, attn_layer_offset=DROP, expert_layer_period=DROP,
+                          expert_layer_offset=DROP, mamba_dt_rank=None)
+        self.assertEqual((bare["mamba_layers"], bare["moe_layers"], bare["mamba"]["dt_rank"]), (28, 16, 4096 // 16))
+        # experts where i % 3 == 0: layers 0, 3, ..., 30, eleven of 32; where i % 3 == 2: 2, 5, ..., 29, ten
+        self.assertEqual(self.shape(jamba, expert_layer_period=3, expert_layer_offset=0)["moe_layers"], 11)
+        self.assertEqual(self.shape(jamba, expert_layer_period=3, expert_layer_offset=2)["moe_layers"], 10)
+        self.refused(jamba, "expert_layer_offset must be from 0 to 3", expert_layer_period=4, expert_layer_offset=4)
+        self.assertEqual(self.shape(jamba, mamba_ssm_dtype="float32")["state_bytes"], 4)
+        self.assertNotIn("state_bytes", self.shape(jamba, mamba_ssm_dtype="bfloat16"))
+
+    def test_the_state_is_on_the_deployment_line(self):
+        dep = build_deployment(model="qwen3-next-80b-a3b", gpu="h200", tp=2, weights_dtype="bf16")
+        # 36 Gated DeltaNet layers x (24,576 conv + 524,288 state elements) x 2 B = 39,518,208 B = 37.7 MiB
+        text = words.state_text(dep)
+        self.assertIn("37.7 MiB a sequence in its 36 recurrent layers, held 4 times", text)
+        self.assertEqual(words.state_text(build_deployment(model="llama-3.1-8b", gpu="h100-sxm", tp=1)), "")
+
+
+DROP = object()   # HostileConfigs.shape: leave this field out
 
 
 class CountedByHand(unittest.TestCase):

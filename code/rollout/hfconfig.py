@@ -110,7 +110,7 @@ def shape_from_config(path, flag="--model-config"):
     kind = config_typed(t, "model_type", where, str) or config_typed(cfg, "model_type", where, str, "")
     layers = size("num_hidden_layers", most=LAYER_LIMIT)
     heads, hidden = size("num_attention_heads"), size("hidden_size")
-    layer_types = hybrid_layer_types(t, kind, layers, where)
+    layer_types = hybrid_layer_types(t, cfg, kind, layers, where)
     tied = config_typed(t, "tie_word_embeddings", where, bool, config_typed(cfg, "tie_word_embeddings", where, bool,
                                                                             False))
     m = dict(hidden=hidden, layers=layers, heads=heads, vocab=size("vocab_size"), tied=tied,
@@ -143,24 +143,37 @@ def shape_from_config(path, flag="--model-config"):
         if shared:
             m["shared_inter"] = shared
         dense_first = size("first_k_dense_replace", least=0, most=layers, default=0)
-        step = size("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", "expert_layer_period",
-                    most=LAYER_LIMIT, default=1)
+        if kind == "jamba" or t.get("expert_layer_period") is not None:
+            # JambaConfig.layers_num_experts: experts where i % expert_layer_period == expert_layer_offset
+            # (its defaults 2 and 1)
+            step = size("expert_layer_period", most=LAYER_LIMIT, default=2)
+            offset = size("expert_layer_offset", least=0, most=step - 1, default=1 if step > 1 else 0)
+        else:   # Qwen's decoder_sparse_step, Llama 4's interleave_moe_layer_step: every step-th layer
+            step = size("interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", most=LAYER_LIMIT,
+                        default=1)
+            offset = step - 1
         only_dense = config_typed(t, "mlp_only_layers", where, list, [])
         if any(type(i) is not int or not 0 <= i < layers for i in only_dense):
             raise UsageError(f"{where}: mlp_only_layers must list layer numbers from 0 to {layers - 1}; got "
                              f"{shown(only_dense)}")
         only_dense = set(only_dense)
         m["moe_layers"] = sum(1 for i in range(layers)
-                              if i >= dense_first and (i + 1) % step == 0 and i not in only_dense)
+                              if i >= dense_first and i % step == offset and i not in only_dense)
     if layer_types:
         m["window_layers"] = sum(1 for lt in layer_types if lt == "sliding_attention")
         if m["window_layers"]:
             m["window"] = size("sliding_window", most=TOKENS_LIMIT)
-        m.update(recurrent_layers(t, layer_types, where))
-    if kind == "qwen3_next" or config_typed(t, "attn_output_gate", where, bool, False):
+        m.update(recurrent_layers(t, kind, layer_types, where))
+    gated = config_typed(t, "attn_output_gate", where, bool, False)
+    if kind == "qwen3_next" or gated:
         m["attn_gate"] = True   # Qwen3NextAttention: queries and an output gate per head from one q_proj
-    if config_typed(t, "mamba_ssm_dtype", where, str, "") == "float32":
-        m["state_bytes"] = 4    # the recurrent state kept in fp32 (Qwen3.5's configs ask for it)
+    state_dtype = config_typed(t, "mamba_ssm_dtype", where, str, None)
+    if state_dtype is not None:
+        if state_dtype not in STATE_DTYPE_BYTES:
+            raise UsageError(f"{where}: mamba_ssm_dtype {shown(state_dtype)} is not one of "
+                             f"{', '.join(STATE_DTYPE_BYTES)}")
+        if STATE_DTYPE_BYTES[state_dtype] != 2:
+            m["state_bytes"] = STATE_DTYPE_BYTES[state_dtype]   # the recurrent state in fp32 (Qwen3.5's configs)
     if kind == "gpt_oss":   # GptOssForCausalLM: biased attention, experts and router, and attention sinks
         m.update(attn_bias=True, sinks=True, expert_bias=True, router_bias=True)
     elif config_typed(t, "attention_bias", where, bool, False):
@@ -177,27 +190,34 @@ def shape_from_config(path, flag="--model-config"):
     return m
 
 
+STATE_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}   # mamba_ssm_dtype -> bytes per state element
+
 LAYER_KINDS = {"full_attention": "attention", "attention": "attention", "sliding_attention": "window",
                "linear_attention": "linear", "mamba": "mamba"}   # a config's name of a layer's mixer -> its kind here
 
 
-def hybrid_layer_types(t, kind, layers, where):
+def hybrid_layer_types(t, top, kind, layers, where):
     """Each layer's mixer as a config names it: layer_types (gpt-oss's windows, Qwen3-Next's linear attention),
     else Qwen3-Next's full_attention_interval (full attention in every n-th layer, linear in the rest, as
     Qwen3NextConfig builds layer_types) or Jamba's attn_layer_period and attn_layer_offset (attention where
-    i % period == offset, Mamba elsewhere: JambaConfig.layers_block_type); [] for a model of one kind. Nemotron-H's
-    hybrid_override_pattern (Mamba-2 and MLP-only blocks) is refused: its blocks are not a mixer and an MLP each."""
-    if t.get("hybrid_override_pattern") is not None:
+    i % period == offset, Mamba elsewhere: JambaConfig.layers_block_type, whose defaults are 8 and 4); [] for a
+    model of one kind. Nemotron-H's hybrid_override_pattern (Mamba-2 and MLP-only blocks), in the text config or
+    beside it (`top`), is refused: its blocks are not a mixer and an MLP each."""
+    if t.get("hybrid_override_pattern") is not None or top.get("hybrid_override_pattern") is not None:
         raise UsageError(f"{where}: hybrid_override_pattern (Nemotron-H's Mamba-2, attention and MLP-only blocks) is "
                          "not modelled; this tool reads hybrids whose every layer is a mixer and an MLP (Qwen3-Next, "
                          "Jamba)")
     layer_types = config_typed(t, "layer_types", where, list, [])
+    odd = [lt for lt in layer_types if type(lt) is not str]
+    if odd:
+        raise UsageError(f"{where}: layer_types must list each layer's kind as text; got {shown(odd[0])}")
     if not layer_types and (kind == "qwen3_next" or t.get("full_attention_interval") is not None):
         every = config_size(t, ("full_attention_interval",), where, most=layers, default=4)   # Qwen3NextConfig's 4
         layer_types = ["full_attention" if (i + 1) % every == 0 else "linear_attention" for i in range(layers)]
-    elif not layer_types and t.get("attn_layer_period") is not None:
-        period = config_size(t, ("attn_layer_period",), where, most=layers)
-        offset = config_size(t, ("attn_layer_offset",), where, least=0, most=period - 1, default=0)
+    elif not layer_types and (kind == "jamba" or t.get("attn_layer_period") is not None):
+        period = config_size(t, ("attn_layer_period",), where, most=layers, default=8 if kind == "jamba" else REQUIRED)
+        offset = config_size(t, ("attn_layer_offset",), where, least=0, most=period - 1,
+                             default=min(4, period - 1) if kind == "jamba" else 0)
         layer_types = ["attention" if i % period == offset else "mamba" for i in range(layers)]
     unknown = sorted({str(lt) for lt in layer_types if lt not in LAYER_KINDS})
     if unknown:
@@ -208,26 +228,33 @@ def hybrid_layer_types(t, kind, layers, where):
     return layer_types
 
 
-def recurrent_layers(t, layer_types, where):
+def recurrent_layers(t, kind, layer_types, where):
     """The shape's recurrent layers (catalog.MODELS' linear_layers and linear, mamba_layers and mamba) from the
     config's Gated DeltaNet fields (linear_num_key_heads, linear_num_value_heads, linear_key_head_dim,
     linear_value_head_dim, linear_conv_kernel_dim) or Mamba's (mamba_d_state, mamba_d_conv, mamba_expand,
-    mamba_dt_rank: "auto" is hidden / 16, rounded up), with Qwen3NextConfig's and JambaConfig's defaults."""
-    size = lambda name, default: config_size(t, (name,), where, default=default)
+    mamba_dt_rank: "auto" or missing is hidden / 16, rounded up). Qwen3NextConfig's and JambaConfig's defaults
+    stand in for a missing field of those model types only: another model with such layers must give them."""
     kinds = [LAYER_KINDS[lt] for lt in layer_types]
     out = {}
     if "linear" in kinds:
+        size = lambda name, default: config_size(t, (name,), where, default=default if kind == "qwen3_next"
+                                                  else REQUIRED)
+        key_heads, value_heads = size("linear_num_key_heads", 16), size("linear_num_value_heads", 32)
+        if value_heads % key_heads:   # Gated DeltaNet groups value heads over key heads, as GQA does
+            raise UsageError(f"{where}: linear_num_value_heads {value_heads} is not a multiple of "
+                             f"linear_num_key_heads {key_heads}")
         out.update(linear_layers=kinds.count("linear"),
-                   linear=dict(key_heads=size("linear_num_key_heads", 16), value_heads=size("linear_num_value_heads", 32),
+                   linear=dict(key_heads=key_heads, value_heads=value_heads,
                                key_dim=size("linear_key_head_dim", 128), value_dim=size("linear_value_head_dim", 128),
                                conv=size("linear_conv_kernel_dim", 4)))
     if "mamba" in kinds:
+        size = lambda name, default: config_size(t, (name,), where, default=default if kind == "jamba" else REQUIRED)
         hidden = t["hidden_size"]
-        rank = t.get("mamba_dt_rank", "auto")
+        rank = t.get("mamba_dt_rank")
         out.update(mamba_layers=kinds.count("mamba"),
                    mamba=dict(inner=size("mamba_expand", 2) * hidden, state=size("mamba_d_state", 16),
                               conv=size("mamba_d_conv", 4),
-                              dt_rank=-(-hidden // 16) if rank == "auto" else size("mamba_dt_rank", None)))
+                              dt_rank=-(-hidden // 16) if rank in (None, "auto") else size("mamba_dt_rank", None)))
     return out
 
 

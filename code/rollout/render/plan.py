@@ -24,7 +24,7 @@ from ..workload import SLO_KEYS
 from .words import per_gpu, slo_sentence
 from ..workload import goodput_key, goodput_words, SLO_PERCENTILE, slo_prompts, slo_text
 from .tables import calibration_findings, calibration_headline, mix_blend_sentence, mix_tail_sentence
-from .words import copies_text, trained_draft, trust_sentence, verdict_command, verdict_parts, verdict_steps
+from .words import copies_text, state_text, trained_draft, trust_sentence, verdict_command, verdict_parts, verdict_steps
 from .charts import CHART_FILES
 from ..commands import predicts_gate_pair
 
@@ -692,7 +692,7 @@ def plan_lines(result, dep):
         return plan_front(result, dep, plan) + [
             "## Nothing fits", "",
             f"The weights ({static_bytes(dep) / GIB:.0f} GiB with the draft's) and the KV cache of one sequence of "
-            f"{dep.context} tokens do not fit in the {result.facts.memory_budget_bytes / GIB:.0f} GiB "
+            f"{dep.context} tokens{state_text(dep)} do not fit in the {result.facts.memory_budget_bytes / GIB:.0f} GiB "
             f"{dep.engine.name} gives them ({memory_setting(dep)}), so no command here could run. More "
             "GPUs (`--tp`), smaller weights (`--weights-dtype fp8` or `fp4`), an fp8 KV cache (`--kv-dtype fp8`) or a "
             "larger memory share would: run this program again with them.", ""]

@@ -11,7 +11,7 @@ from ..acceptance import acceptance_length, profile_from_lengths
 from ..deployment import fitted_family
 from ..trust import INTERVAL_LEVEL, span, too_close
 from ..sizing import settings_sentence
-from .words import copies_text, expert_sentence, sim_error_sentence, slow_domains, trained_draft, trust_sentence
+from .words import copies_text, expert_sentence, state_text, sim_error_sentence, slow_domains, trained_draft, trust_sentence
 
 
 # ---------------------------------------------------------------- the verdict, first
@@ -403,7 +403,8 @@ def deployment_head(dep):
 
 def deployment_lines(dep, result):
     return deployment_head(dep) + wrap(
-        f"KV cache {dep.target.kv_bytes_per_token:,} B/token{copies_text(dep)}: {result.facts.max_concurrency} "
+        f"KV cache {dep.target.kv_bytes_per_token:,} B/token{copies_text(dep)}{state_text(dep)}: "
+             f"{result.facts.max_concurrency} "
              f"sequences fit in {result.facts.memory_budget_bytes / GIB:.0f} GiB. Traffic {dep.input_tokens} tokens "
              f"in, {dep.output_tokens} out.", 100, "  ") + wrap(expert_sentence(dep, result.facts), 100, "  ") + wrap(f"Plain step at B=1, {sum(result.facts.plain_b1.values()):.2f} ms = "
              + " + ".join(f"{name} {ms:.2f}" for name, ms in result.facts.plain_b1.items()

@@ -10,7 +10,7 @@ from ..catalog import ENGINES, GIB
 from ..acceptance import alpha_from_length
 from ..schedule import call_of, paying_ranges
 from ..priors import dataset_words
-from ..deployment import draft_kind, kv_copies, non_expert_bytes
+from ..deployment import draft_kind, kv_copies, non_expert_bytes, STATE_COPIES
 from ..workload import SLO_KEYS, SLO_PERCENTILE, slo_text
 from ..trust import MISS_LINE, span, Z_INTERVAL
 from ..commands import bench_lines, can_serve
@@ -238,6 +238,17 @@ def copies_text(dep):
         return ""
     what = "MLA's one latent" if dep.target.kv_groups == 1 else f"its {dep.target.kv_groups} KV heads"
     return f" (x{copies:g}: {what} copied across the {dep.tp} GPUs)"
+
+
+def state_text(dep):
+    """" and a recurrent state of ... a sequence ..." for a hybrid target (its linear-attention or Mamba layers keep
+    a fixed state instead of KV), else ""."""
+    net = dep.target
+    if not net.state_bytes:
+        return ""
+    return (f" and a recurrent state of {net.state_bytes / 2**20:,.1f} MiB a sequence in its {net.state_layers} "
+            f"recurrent layers, held {STATE_COPIES} times (the running state and one per drafted position at "
+            f"K = {STATE_COPIES - 1})")
 
 
 OUTSIDE_WORDS = dict(target="a target of its kind", engine="its engine", draft="its draft method",
