@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "code"))   # rollout imports by name from code/
 import main  # noqa: E402
-from rollout import analysis, cells, records, simulation  # noqa: E402
+from rollout import cells, records, simulation  # noqa: E402
 
 
 def check(margins, seeds=60):

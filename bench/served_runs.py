@@ -119,7 +119,7 @@ def report_gpus():
     """A's baselines: the plain TPOT the model gives each candidate GPU over the measured one, by concurrency."""
     base = sorted((p for p in POINTS if p["source"] == LLAMA and p["baseline"]), key=lambda p: p["concurrency"])
     era = cli.parse_era(VLLM, "0.14")
-    print(f"A's GPUs: the baselines' mean TPOT, predicted / measured, at C = "
+    print("A's GPUs: the baselines' mean TPOT, predicted / measured, at C = "
           + ", ".join(str(p["concurrency"]) for p in base))
     for gpu in LLAMA_GPUS:
         dep = llama_deployment("ngram", era, gpu)

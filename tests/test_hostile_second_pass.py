@@ -93,7 +93,7 @@ class ScrapesAndFiles(Temporary):
                  ("sglang:spec_accept_length", "+Inf", "from 0 to 33"), ("sglang:spec_accept_length", "1e308", "1e308")]
         for name, value, needle in cases:
             with self.subTest(name=name, value=value):
-                text = (f'sglang:spec_accept_length{{model_name="m"}} 2.5\n' if name != "sglang:spec_accept_length"
+                text = ('sglang:spec_accept_length{model_name="m"} 2.5\n' if name != "sglang:spec_accept_length"
                         else "") + f'{name}{{model_name="m"}} {value}\n'
                 path = self.write("s.prom", text)
                 err = self.refused(["--metrics", path, "--engine", "sglang", "--ks", "3", "--no-write",
@@ -177,6 +177,7 @@ class FinalRound(Temporary):
         finally:
             writer.kill()
             writer.wait()
+            writer.stdout.close()
         self.assertEqual(status, 2)
         self.assertIn("is a pipe still sending after 0.3 s", err)
 

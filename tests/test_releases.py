@@ -236,7 +236,7 @@ class TheIssuesCases(unittest.TestCase):
                                   "--no-write"])
             self.assertEqual(status, 2)
             self.assertEqual(err.count("\n"), 1)
-            self.assertIn(f'--dp-attention: SGLang 0.5.23 refuses', err)
+            self.assertIn('--dp-attention: SGLang 0.5.23 refuses', err)
             self.assertIn(message, err)
         # Before NGRAM existed (0.5.3) the refusal is that it does not.
         status, _, err = run(["--engine", "sglang", "--engine-version", "0.5.2", "--draft", "ngram", "--no-write"])

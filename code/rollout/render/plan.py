@@ -626,7 +626,7 @@ def plan_slo_section(at, dep, plan):
            f"{at.alpha:.2f}. Throughputs are per GPU of the {at.gpus}-GPU replica; goodput counts the requests that "
            "meet every bound, as vLLM does. In a closed-loop run every slot starts at once, so the first wave's "
            "prompts queue for prefill: that queue, more than the steady state, sets its P99 TTFT.", "",
-           f"| concurrency | K on | " + " | ".join(f"P{SLO_PERCENTILE} {key.upper()} off / on (ms)" for key in shown)
+           "| concurrency | K on | " + " | ".join(f"P{SLO_PERCENTILE} {key.upper()} off / on (ms)" for key in shown)
            + " | requests/s per GPU off / on | goodput per GPU off / on | within off / on |",
            "|---|---|" + "---|" * (len(shown) + 3)]
     for c in sorted(rows):
