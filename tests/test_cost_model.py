@@ -157,6 +157,43 @@ class Terms(unittest.TestCase):
                                    1, delta=0.01)
 
 
+class MlaSplitsASequence(unittest.TestCase):
+    def test_an_mla_sequence_pays_its_bytes_and_a_gqa_one_its_floor(self):
+        """At batch 1 an MLA model's attention is its latent cache's bytes at the KV bandwidth, no floor: DeepSeek-V3
+        on 8 H200s, bf16 cache, holds 61 layers x 576 x 2 B = 70,272 B a token on each of its 8 GPUs, so 7,168 more
+        tokens of context cost 8 x 7,168 x 70,272 B over 8 x 4.8 TB/s x (0.9049 x 0.916). Llama 3.1 8B on one H100
+        pays the floor instead: 32 layers x 8.1758 ns a token of context (at an H100's 3.35 TB/s)."""
+        fit = costmodel.FIT
+        dsv3 = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", kv_dtype="bf16", draft="mtp")
+        self.assertTrue(costmodel.splits_a_sequence(dsv3.target, dsv3))
+        short, long = (dataclasses.replace(dsv3, context=c) for c in (1024, 8192))
+        grown = (costmodel.pass_parts(long.target, long, 1, 1, 0.0)["attention"]
+                 - costmodel.pass_parts(short.target, short, 1, 1, 0.0)["attention"])
+        by_hand = 8 * 7168 * 61 * 576 * 2 / (8 * 4.8e9 * 0.9049 * 0.916)   # ms
+        self.assertAlmostEqual(grown, by_hand, delta=by_hand * 1e-6)
+        llama = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", kv_dtype="bf16")
+        self.assertFalse(costmodel.splits_a_sequence(llama.target, llama))
+        short, long = (dataclasses.replace(llama, context=c) for c in (1024, 8192))
+        grown = (costmodel.pass_parts(long.target, long, 1, 1, 0.0)["attention"]
+                 - costmodel.pass_parts(short.target, short, 1, 1, 0.0)["attention"])
+        self.assertAlmostEqual(grown, 7168 * 32 * fit.attn_ns / 1e6, delta=1e-9)
+
+    def test_mla_on_the_mi300x_pays_the_floor(self):
+        """aiter cuts an MLA sequence into 16 parts on gfx942 whatever its length: DeepSeek-V3 on 8 MI300Xs with an fp8
+        cache pays the floor, 61 layers x 8.1758 ns a token of context at an H100's 3.35 TB/s, scaled to the MI300X's
+        5.3 and the fp8 cache's dequantising 0.7911; its 576 B a token and layer, read at the MI300X's
+        share of 5.3 TB/s, would cost a thirtieth of that."""
+        dep = build_deployment("deepseek-v3", "mi300x", 8, weights_dtype="fp8", kv_dtype="fp8", draft="mtp")
+        self.assertFalse(costmodel.splits_a_sequence(dep.target, dep))
+        short, long = (dataclasses.replace(dep, context=c) for c in (1024, 8192))
+        grown = (costmodel.pass_parts(long.target, long, 1, 1, 0.0)["attention"]
+                 - costmodel.pass_parts(short.target, short, 1, 1, 0.0)["attention"])
+        by_hand = 7168 * 61 * 8.1758e-6 * 3.35 / 5.3 / 0.7911   # ms
+        self.assertAlmostEqual(grown, by_hand, delta=by_hand * 1e-4)
+        mi355x = build_deployment("deepseek-v3", "mi355x", 8, weights_dtype="fp8", kv_dtype="fp8", draft="mtp")
+        self.assertTrue(costmodel.splits_a_sequence(mi355x.target, mi355x))
+
+
 class PrefillShare(unittest.TestCase):
     def test_a_dense_models_chunks_cost_what_a_flat_charge_per_prompt_token_does(self):
         # With read and math added (overlap 1) every term of a dense pass is linear in its prompt tokens, so P / C

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 import re
+import statistics
 import tempfile
 import unittest
 from pathlib import Path
@@ -121,14 +122,10 @@ class SmallCaps(unittest.TestCase):
 
 
 class RecvInterval(unittest.TestCase):
-    def test_a_request_waits_for_the_scheduler_s_poll(self):
-        """SGLang's --scheduler-recv-interval N: the scheduler looks for new requests every N steps. With steps of
-        10 ms, two long requests decoding and a third sent 5 ms in, it starts at the first poll after it arrives:
-        step 10 (N = 10), so its TTFT is 10 x 10 ms - 5 ms + the request cost + its own step."""
+    def runs(self, deps):
+        """The third request's TTFT (ms) on each deployment: steps of 10 ms, two long requests sent at 0 and the third
+        5 ms in, no request cost."""
         from unittest import mock
-        sglang = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", engine="sglang", input_tokens=512,
-                                           output_tokens=256)
-        polled = dataclasses.replace(sglang, engine=dataclasses.replace(sglang.engine, recv_interval=10))
         work = workload.Workload(num_prompts=3, max_concurrency=None, request_rate=1.0, burstiness=1.0,
                                 input_tokens=512, output_tokens=256, output_spread=0.0)
         fit = costmodel.FIT._replace(request_ms=0.0)
@@ -138,12 +135,51 @@ class RecvInterval(unittest.TestCase):
         with mock.patch.object(serving, "send_times", lambda work, rng: list(times)), \
                 mock.patch.object(serving, "step_cost", lambda dep, d, k, p, fit: 10.0), \
                 mock.patch.object(serving, "STEP_JITTER", [1.0] * serving.JITTER_LEVELS):
-            every = support.simulate_run(sglang, work, fit=fit, plan_batch=3)   # afresh, under the patches
-            tenth = support.simulate_run(polled, work, fit=fit, plan_batch=3)
-        # every step polls: the third is admitted at the end of step 1 (10 ms) and prefilled alone in step 2
-        self.assertAlmostEqual((every.first[2] - every.start[2]) * 1e3, 20.0 - 5.0, places=6)
-        # every tenth: steps 0 and 10 poll; it waits to the end of step 10 (100 ms), then its prefill step
-        self.assertAlmostEqual((tenth.first[2] - tenth.start[2]) * 1e3, 110.0 - 5.0, places=6)
+            runs = [support.simulate_run(dep, work, fit=fit, plan_batch=3) for dep in deps]   # afresh, patched
+        return [(run.first[2] - run.start[2]) * 1e3 for run in runs]
+
+    def test_a_request_waits_for_the_scheduler_s_poll(self):
+        """SGLang's --scheduler-recv-interval N: the scheduler looks for new requests every N steps; its overlap loop
+        plans each step while the one before runs (schedules_ahead). Polled every step, the third request (5 ms in,
+        during step 1 of 0-10 ms) missed step 2, planned at 0 ms: it is admitted at 20 ms and prefilled in step 3,
+        a TTFT of 30 - 5 ms. Polled every tenth step (at 0 and 100 ms), it waits to 100 ms, long after it arrived,
+        and is prefilled in 100-110 ms."""
+        sglang = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", engine="sglang", input_tokens=512,
+                                  output_tokens=256)
+        self.assertTrue(deployment.schedules_ahead(sglang, False))
+        polled = dataclasses.replace(sglang, engine=dataclasses.replace(sglang.engine, recv_interval=10))
+        every, tenth = self.runs([sglang, polled])
+        self.assertAlmostEqual(every, 30.0 - 5.0, places=6)
+        self.assertAlmostEqual(tenth, 110.0 - 5.0, places=6)
+
+    def test_a_synchronous_loop_takes_a_request_into_the_next_step(self):
+        """vLLM 0.10's V1 engine schedules a step when the one before has ended: the third request, 5 ms in, is
+        admitted at 10 ms and prefilled in step 2 (TTFT 20 - 5 ms); vLLM 0.14's async scheduling planned step 2 at
+        0 ms without it, so it waits one more step (30 - 5 ms), as SGLang's overlap loop does."""
+        from rollout.catalog import era_of
+        sync = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512,
+                                output_tokens=256, era=era_of("vllm", "0.10"))
+        ahead = dataclasses.replace(sync, era=era_of("vllm", "0.14"))
+        self.assertEqual([deployment.schedules_ahead(d, False) for d in (sync, ahead)], [False, True])
+        waits = self.runs([sync, ahead])
+        self.assertAlmostEqual(waits[0], 20.0 - 5.0, places=6)
+        self.assertAlmostEqual(waits[1], 30.0 - 5.0, places=6)
+
+    def test_which_rounds_are_planned_ahead_by_release(self):
+        """vLLM plans EAGLE rounds ahead from 0.14 (PR #31998) and a draft model's from 0.28 (PR #48341); SGLang's
+        rounds only from spec v2 (0.5.11); TensorRT-LLM's MTP runs inside the forward its overlap scheduler
+        launches."""
+        from rollout.catalog import era_of
+        cases = (("vllm", "0.14", "eagle3", True), ("vllm", "0.14", "llama-3.2-1b", False),
+                 ("vllm", "0.28", "llama-3.2-1b", True), ("vllm", "0.10", "eagle3", False),
+                 ("sglang", "0.5.10", "eagle3", False), ("sglang", "0.5.11", "eagle3", True),
+                 ("trtllm", "1.2", "eagle3", False))
+        for engine, release, draft, planned in cases:
+            with self.subTest(engine=engine, release=release, draft=draft):
+                dep = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", engine=engine, draft=draft,
+                                       era=era_of(engine, release))
+                self.assertEqual(deployment.schedules_ahead(dep, True), planned)
+                self.assertTrue(deployment.schedules_ahead(dep, False) or release == "0.10")
 
 
 class ChunkCost(unittest.TestCase):
@@ -188,6 +224,19 @@ class RequestCost(unittest.TestCase):
                 fitted, errors = calibration.fit_request_ms(DEP, self.runs(request_ms), costmodel.FIT, **support.replayed())
                 self.assertAlmostEqual(fitted, request_ms, delta=0.005 * request_ms)
                 self.assertLess(max(map(abs, errors)), 0.005)
+
+    def test_a_median_is_fitted_where_a_file_gives_one(self):
+        """A warm-up's few slow requests triple a run's mean TTFT and leave its median: the cost is the median's."""
+        truth = costmodel.FIT._replace(request_ms=37.0)
+        runs = []
+        for r in self.runs(37.0):
+            median = statistics.median(calibration.replayed_ttfts_ms(DEP, r, truth, **support.replayed()))
+            runs.append(dataclasses.replace(r, ttft_ms=3 * r.ttft_ms, median_ttft_ms=median))
+        fitted, errors = calibration.fit_request_ms(DEP, runs, costmodel.FIT, **support.replayed())
+        self.assertAlmostEqual(fitted, 37.0, delta=0.005 * 37.0)
+        self.assertLess(max(map(abs, errors)), 0.005)
+        means_only = [dataclasses.replace(r, median_ttft_ms=None) for r in runs]   # the mean, where a file has no median
+        self.assertGreater(calibration.fit_request_ms(DEP, means_only, costmodel.FIT, **support.replayed())[0], 100.0)
 
     def test_never_below_zero_and_none_without_ttfts(self):
         runs = [dataclasses.replace(r, ttft_ms=r.ttft_ms / 10) for r in self.runs(0.0)]   # faster than no cost at all

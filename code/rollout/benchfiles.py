@@ -274,6 +274,7 @@ class Run:
     decoding: float = None   #: sequences it decoded on average (decoding_batch); None: batch
     noise: float = RUN_NOISE   #: its mean TPOT's own noise, fraction: the least run-to-run spread, or more
     ttft_ms: float = None    #: its measured mean TTFT, ms (None: not in the file)
+    median_ttft_ms: float = None   #: its measured median TTFT, ms (None: not in the file)
     requests: int = None     #: requests it completed
     rate: float = math.inf   #: its request rate (math.inf: all at once, held by max_concurrency)
     burstiness: float = 1.0  #: the gamma shape of its sends' gaps
@@ -342,7 +343,8 @@ def read_calibration_runs(paths, flag="--calibrate"):
                         output_tokens=output_tokens, tpot_ms=tpot, path=str(path), model_id=bench.model_id,
                         decoding=decoding_batch(bench.max_concurrency, output_tokens, tpot,
                                                 bench.latency.get("mean_ttft_ms", 0.0), completed),
-                        noise=max(RUN_NOISE, sampling), ttft_ms=bench.latency.get("mean_ttft_ms"), requests=completed,
+                        noise=max(RUN_NOISE, sampling), ttft_ms=bench.latency.get("mean_ttft_ms"),
+                        median_ttft_ms=bench.latency.get("median_ttft_ms"), requests=completed,
                         rate=run_rate(bench), burstiness=1.0 if bench.raw_burstiness is None else bench.raw_burstiness,
                         total_output=outputs))
     models = {r.model_id for r in runs}

@@ -254,8 +254,9 @@ class Calibration:
     unseparated: list = field(default_factory=list, metadata=OPTIONAL)   #: Separation rows
     disagreeing: str = field(default=None, metadata=NOT_IN_JSON)   #: the run whose leaving out lets the rest fit best
     request_ms: float = field(default=None, metadata=OPTIONAL)   #: a request's cost around its steps, from the runs'
-                                                                 #: mean TTFTs (fit_request_ms; None: none given)
-    ttft_errors: list = field(default_factory=list, metadata=OPTIONAL)   #: mean TTFT at request_ms over measured,
+                                                                 #: TTFTs (fit_request_ms; None: none given)
+    ttft_errors: list = field(default_factory=list, metadata=OPTIONAL)   #: TTFT at request_ms over measured (median,
+                                                                          #: else mean: fitted_ttft),
                                                                           #: minus 1, per run that gives one
 
 
@@ -382,8 +383,8 @@ TTFT_REPLAY_STEPS = 100_000   # a run replayed to fit request_ms: its first requ
                               # measured mean does, which pulls request_ms down: only past 100,000 steps
 
 
-def replayed_ttft_ms(dep, r, fit, *, seed, spread):
-    """A calibration run's mean TTFT as serve_run gives it, replaying its first requests (TTFT_REPLAY_STEPS) at its
+def replayed_ttfts_ms(dep, r, fit, *, seed, spread):
+    """A calibration run's TTFTs as serve_run gives them, ms, replaying its first requests (TTFT_REPLAY_STEPS) at its
     concurrency, rate, lengths and acceptance (requests centred on its tau, as --compare centres them)."""
     n = min(r.requests, max(2 * r.batch, TTFT_REPLAY_STEPS * r.batch // max(1, r.output_tokens)))
     work = Workload(num_prompts=n, max_concurrency=r.batch, request_rate=r.rate, burstiness=r.burstiness,
@@ -391,7 +392,21 @@ def replayed_ttft_ms(dep, r, fit, *, seed, spread):
                     total_output=round(r.total_output * n / r.requests) if r.total_output else None)
     k, alpha, spread = (r.k, *center_requests(r.tau, r.k, spread)) if r.k else (0, 0.0, 0.0)
     run = serve_run(at_lengths(dep, r.input_tokens, r.output_tokens), work, k, alpha, spread, seed, fit, r.batch)
-    return 1e3 * statistics.fmean(f - s for s, f in zip(run.start, run.first))
+    return [1e3 * (f - s) for s, f in zip(run.start, run.first)]
+
+
+def replayed_ttft_ms(dep, r, fit, *, seed, spread):
+    """A calibration run's mean TTFT as serve_run gives it (replayed_ttfts_ms)."""
+    return statistics.fmean(replayed_ttfts_ms(dep, r, fit, seed=seed, spread=spread))
+
+
+def fitted_ttft(r):
+    """(measured ms, statistic) of the TTFT a run's request cost is fitted on: its median where the file gives one,
+    else its mean. A fixed cost moves every request's TTFT alike, so either tells it; but a few slow requests move a
+    mean and not a median, and a server's first requests can take seconds (shapes compiled on first use: InferenceX's
+    DeepSeek-R1 runs' mean TTFTs are 1.1-3.3 times their medians, where the vLLM sources' are 1.02-1.03, and their
+    P99s 4-23 times, bench/FIT.md), which no steady state holds."""
+    return (r.median_ttft_ms, statistics.median) if r.median_ttft_ms else (r.ttft_ms, statistics.fmean)
 
 
 REQUEST_STEPS = 3   # corrections of request_ms after the first guess (each replays every run once)
@@ -399,24 +414,29 @@ REQUEST_STEPS = 3   # corrections of request_ms after the first guess (each repl
 
 def fit_request_ms(dep, runs, fit, *, seed, spread):
     """What a request costs your deployment around its steps (Fit.request_ms: the client, the API server, the hop
-    to the engine), from the runs' mean TTFTs: a request's TTFT grows by about its cost whatever the queue ahead,
-    so from none, each step adds the median of measured minus simulated, REQUEST_STEPS times (the cost also delays
-    the next request of a closed loop, which moves the queue a little). At least 0. Returns (ms, [mean TTFT at that
-    cost over measured, minus 1, per run]), or (None, []) where no run gives a mean TTFT."""
-    given = [r for r in runs if r.ttft_ms and r.requests]
+    to the engine), from the runs' TTFTs (fitted_ttft: their medians, else means): a request's TTFT grows by about
+    its cost whatever the queue ahead, so from none, each step adds the median of measured minus simulated,
+    REQUEST_STEPS times (the cost also delays the next request of a closed loop, which moves the queue a little).
+    At least 0. Returns (ms, [TTFT at that cost over measured, minus 1, per run]), or (None, []) where no run gives
+    a TTFT."""
+    given = [r for r in runs if fitted_ttft(r)[0] and r.requests]
     if not given:
         return None, []
+
+    def simulated(request):
+        return [fitted_ttft(r)[1](replayed_ttfts_ms(dep, r, fit._replace(request_ms=request), seed=seed, spread=spread))
+                for r in given]
+
     request = 0.0
     for _ in range(REQUEST_STEPS + 1):
-        simulated = [replayed_ttft_ms(dep, r, fit._replace(request_ms=request), seed=seed, spread=spread) for r in given]
-        step = statistics.median(r.ttft_ms - ms for r, ms in zip(given, simulated))
+        at = simulated(request)
+        step = statistics.median(fitted_ttft(r)[0] - ms for r, ms in zip(given, at))
         if abs(step) < 0.01 or (request == 0.0 and step < 0):
             break
         request = max(0.0, request + step)
     else:
-        simulated = [replayed_ttft_ms(dep, r, fit._replace(request_ms=request), seed=seed, spread=spread)
-                     for r in given]
-    return request, [ms / r.ttft_ms - 1.0 for r, ms in zip(given, simulated)]
+        at = simulated(request)
+    return request, [ms / fitted_ttft(r)[0] - 1.0 for r, ms in zip(given, at)]
 
 
 # ---------------------------------------------------------------- predicted benchmark files

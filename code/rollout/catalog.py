@@ -25,7 +25,8 @@ GPUS = {
                           bw_rel=0.807),  # aiconfigurator b200_sxm.yaml (sources give 7.7-8 TB/s); bw_rel below
     "l40s":          dict(memory_gib=48,  bandwidth_tbs=0.864, bf16=362,  fp8=733,  family="ada",       link=32),   # NVIDIA L40S datasheet
     "rtx-4090":      dict(memory_gib=24,  bandwidth_tbs=1.008, bf16=165,  fp8=330,  family="ada",       link=32),   # spec table, fp32 accumulate
-    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
+    "mi300x":        dict(memory_gib=192, bandwidth_tbs=5.3,   bf16=1307, fp8=2615, family="cdna",      link=448,
+                          mla_splits=16),  # AMD specs; 8 GPUs fully connected by 7 Infinity Fabric links of 64 GB/s each way
     # The GPUs of the 2026 published runs (bench/published_moe_2026.json). None has a measured point
     # here: each reads at its family's fitted share (GH200 and H20: the H100's; B300: the B200's bw_rel, the same
     # eight HBM3e stacks; MI325X and MI355X: the MI300X's, fitted on 2024's ROCm, CDNA 4 included).
@@ -34,9 +35,16 @@ GPUS = {
     "h20":           dict(memory_gib=96,  bandwidth_tbs=4.0,   bf16=148,  fp8=296,  family="hopper",    link=450),  # aiconfigurator h20_sxm.yaml (commit e9fbc0a5)
     "b300":          dict(memory_gib=288, bandwidth_tbs=7.75,  bf16=2250, fp8=4500, fp4=13500, family="blackwell", link=900,
                           bw_rel=0.807),  # aiconfigurator b300_sxm.yaml (Blackwell Ultra datasheet); fp4: DGX B300's 108 PF dense over 8 (the YAML: 14,000)
-    "mi325x":        dict(memory_gib=256, bandwidth_tbs=6.0,   bf16=1307, fp8=2615, family="cdna",      link=448),  # AMD Instinct MI325X product page
+    "mi325x":        dict(memory_gib=256, bandwidth_tbs=6.0,   bf16=1307, fp8=2615, family="cdna",      link=448,
+                          mla_splits=16),  # AMD Instinct MI325X product page
     "mi355x":        dict(memory_gib=288, bandwidth_tbs=8.0,   bf16=2500, fp8=5000, fp4=10100, family="cdna", link=537.6),  # AMD Instinct MI355X product page; 7 Infinity Fabric links of 76.8 GB/s each way
 }
+# mla_splits: the most parts an MLA decode kernel cuts one sequence's latent cache into on this GPU, where that is
+# fixed (costmodel.splits_a_sequence). The MI300X and MI325X are gfx942, for which aiter's persistent MLA metadata
+# returns 16 splits a sequence whatever its length (ROCm/aiter csrc/kernels/mla/metadata/v1_0_device.cuh,
+# get_local_splits: "#if defined(__gfx942__) return 16;", from aiter PR #1472, 2025-12; SGLang 0.5.12's aiter backend
+# takes that path for an fp8 KV cache, python/sglang/srt/layers/attention/aiter_backend.py), and its non-persistent
+# path picks 1-16 (aiter/mla.py, get_meta_param); gfx950 (MI355X) grows them with the context, one per 196 tokens.
 # bw_rel: the GPU's achieved share of its datasheet bandwidth over the share of the GPU its family's constant is fitted
 # on (H100 for Hopper and for Blackwell, which has no fitted point): measured decode GEMMs, bf16, m = 1-8, of Llama 3
 # 8B and 70B layers, from aiconfigurator's vLLM 0.24 kernel database (`python bench/aiconfigurator_compare.py`:
@@ -184,6 +192,10 @@ class Era:
                                 #: per-token host work is off the critical path: a server's plain steps, and the
                                 #: verify passes of the draft kinds in hides_for (deployment.token_cost_hidden);
                                 #: vLLM from 0.14, SGLang's overlap scheduler
+    ahead_for: tuple = ()    #: what its scheduler plans one step ahead of the GPU: "" for plain decoding, and draft
+                             #: kinds (draft_kind) whose rounds it plans so. A request that reaches the server while a
+                             #: step runs missed the step already planned: it joins the one after (serving.simulate_run,
+                             #: deployment.schedules_ahead)
 
     def saving_ms(self, draft, topk=1):
         """Host time a round of this draft kind (draft_kind) no longer waits for against the fitted era, ms: each
@@ -346,6 +358,10 @@ ENGINES = {
                   what="the V1 engine, rounds scheduled synchronously (the published fit's K sweep, issue #20780)"),
               Era(key="v1-async", first=(0, 14), fitted=True, hidden_basis=VLLM_ASYNC_RUNS,
                   hides_for=("eagle3", "eagle", "mtp"),   # PR #31998: async rounds with EAGLE/MTP, not other methods
+                  # The engine core schedules step n + 1 as soon as it has launched step n, so a request that
+                  # arrives while n runs is first scheduled into n + 2 (tomasruizt's server logs of this era:
+                  # "Asynchronous scheduling is enabled.").
+                  ahead_for=("", "eagle3", "eagle", "mtp"),
                   # Async scheduling on by default for plain decoding (PR #27614, issue #27679's plan), with EAGLE/MTP
                   # from PR #31998; "disabled implicitly for non-EAGLE/MTP types", so a draft-model server steps
                   # synchronously.
@@ -357,6 +373,7 @@ ENGINES = {
               # start, PR #29184, but the plan drafts n-grams with method ngram).
               Era(key="v1-async-drafts", first=(0, 28), fitted=False, hidden_basis=VLLM_ASYNC_RUNS,
                   hides_for=("eagle3", "eagle", "mtp", "model"), async_steps=True,
+                  ahead_for=("", "eagle3", "eagle", "mtp", "model"),
                   what="the V1 engine with async scheduling on for plain decoding, EAGLE/MTP and, from PR #48341, "
                        "draft models, whose rounds' host work is taken as hidden as EAGLE's, not measured"))),
     # SGLang: --mem-fraction-static, a share of all memory for weights and the KV pool, computed at start-up when
@@ -393,10 +410,13 @@ ENGINES = {
         # (managers/scheduler.py, event_loop_overlap). Speculative rounds ran without it before spec v2 ("Speculative
         # Decoding V2 (Overlap Scheduler)", docs/advanced_features/speculative_decoding.md), and spec v2's saving is
         # measured, not a rule: no draft kind's rounds are hidden (hides_for), so a verify pass pays its tokens.
-        eras=(Era(key="spec-v1", first=(0, 4), fitted=True, async_steps=True,
+        # The overlap loop receives requests, schedules and launches batch n + 1, then waits for batch n's result
+        # (event_loop_overlap): a request that arrives while n runs is received after n's result, into n + 2.
+        eras=(Era(key="spec-v1", first=(0, 4), fitted=True, async_steps=True, ahead_for=("",),
                   before="no published measurement here times their rounds",
                   what="EAGLE worker v1, no overlap scheduler (the published fit's batch sweep, SGLang v0.4.4)"),
               Era(key="spec-v2", first=(0, 5, 11), fitted=False, savings=(SGLANG_SPEC_V2,), async_steps=True,
+                  ahead_for=("", "eagle3", "eagle", "mtp"),
                   what="spec v2, draft and verify overlapped with scheduling"))),
     # TensorRT-LLM: kv_cache_config free_gpu_memory_fraction, a share of the memory left free after loading the
     # weights, default 0.9 (tensorrt_llm/llmapi/llm_args.py KvCacheConfig); tensorrt_llm/commands/serve.py for the
@@ -443,7 +463,11 @@ ENGINES = {
         tree_needs_plain_attention=True,   # its speculative-decoding docs
         # One era: its plain steps are fitted on the C++ runtime (0.9) and NIM; its rounds borrow vLLM's fitted
         # costs (no speculative point of its own), so no before/after measurement would have a round to change.
-        eras=(Era(key="pytorch", first=(1, 0), fitted=True,
+        # Its overlap scheduler, on by default, launches step n + 1 before it handles step n's results ("it introduces
+        # one extra decoding step into the pipeline", docs/source/developer-guide/overview.md, Overlap Scheduler), and
+        # MTP's draft and verify run inside the one forward it launches (docs/source/blogs/tech_blog/
+        # blog2_DeepSeek_R1_MTP_Implementation_and_Optimization.md, "compatible with ... overlap scheduler").
+        eras=(Era(key="pytorch", first=(1, 0), fitted=True, ahead_for=("", "mtp"),
                   # PyTorch became trtllm-serve's default backend in 1.0 (PR #5717); --backend pytorch ran it from
                   # 0.17, but with the KV cache's dtype a top-level kv_cache_dtype and no return_perf_metrics (PR
                   # #5497), both of which 1.0 brought ("Unify KvCacheConfig", its release notes).

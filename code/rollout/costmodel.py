@@ -50,8 +50,9 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # dequantises it); attn_ns: ns per layer per token of context that one sequence's attention
 # takes however few bytes it reads (a decode attention kernel spreads one sequence over
 # few SMs), the floor of the KV time at small batch (the fit's 8 ns is 0.26 ms per 1k tokens
-# on the 32-layer 8B, several times its KV read); layer_us: fixed cost per
-# layer per pass (kernel launches, norms, rotary); ar_us, ar_tp_us: one all-reduce's
+# on the 32-layer 8B, several times its KV read; MLA's split kernels pay none, but on the MI300X:
+# splits_a_sequence);
+# layer_us: fixed cost per layer per pass (kernel launches, norms, rotary); ar_us, ar_tp_us: one all-reduce's
 # latency at TP 2 and its growth per further GPU; link_eff: achieved share of the link
 # bandwidth in an all-reduce;
 # pass_fixed_ms_<engine>: fixed cost of one forward pass in that engine, ms (graph launch,
@@ -81,10 +82,11 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # request_ms: what a served request costs around the steps the simulation runs (serving.serve_run), fitted by
 # bench/served_load.py on the served runs' TTFTs: the client's and API server's time from a send to the scheduler,
 # with the first token's way back folded in (HTTP, tokenising, detokenising, the hop between processes); the
-# simulation adds it once, on the way in. --calibrate refits it on your runs' mean TTFTs (calibration.fit_request_ms).
-# 20 ms is the least loss (mean over the three sources of the median |log error| of mean TTFT) on a 5 ms grid, with
-# or without InferenceX's MoE runs; without the forced-alpha runs it is 80 ms, and NIM's whole TTFT at concurrency 1
-# is as little as 9 ms on an H100 (bench/served_load.txt, bench/nim_serving.txt): clients differ, so calibrate.
+# simulation adds it once, on the way in. --calibrate refits it on your runs' median TTFTs (calibration.fit_request_ms).
+# 15 ms is the least loss (mean over the three sources of the median |log error| of median TTFT: a run's few slow first
+# requests move its mean, not its median) on a 5 ms grid; 5-20 ms with any one source left out, and NIM's whole TTFT
+# at concurrency 1 is as little as 9 ms on an H100 (bench/served_load.txt, bench/nim_serving.txt): clients differ,
+# so calibrate.
 # expert_affinity: the share of a token's routed experts the same sequence's next token keeps, so a verify pass's K + 1
 # tokens of a sequence route like 1 + K (1 - affinity) independent tokens (experts.independent_tokens). Set from
 # published routing, not fitted: a K = 3 verify of a 128-expert top-8 MoE touches 20.4 distinct experts where 29.1
@@ -104,7 +106,7 @@ FIT = Fit(bw_hopper=0.9049, bw_ampere=0.7296, bw_ada=0.7856, flop_eff=0.83, fp8_
           pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9443, draft_fixed_ms_vllm=0.6395,
           draft_fixed_ms_sglang=0.45, round_fixed_ms_vllm=1.4307, round_fixed_ms_sglang=2.0518,
           token_us_vllm=17.1484, seq_us_trtllm=46.7773, bw_cdna=0.6575, flop_cdna=0.2942, flop_ampere=0.95,
-          token_us_sglang=17.2656, overlap=2.5, request_ms=20.0, expert_affinity=0.4,
+          token_us_sglang=17.2656, overlap=2.5, request_ms=15.0, expert_affinity=0.4,
           mlp_fixed_share=0.75)
 # What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.93 of the
 # bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
@@ -205,6 +207,24 @@ def attended(net, context):
     return (net.layers - net.window_layers - net.state_layers) * context + net.window_layers * window
 
 
+def splits_a_sequence(net, dep):
+    """Whether the engines' decode attention kernels for this network spread one sequence's KV over every SM, so that
+    a sequence pays no floor of its own (Fit.attn_ns) past its bytes: MLA's. Its decode kernels plan the batch's KV
+    blocks as one list cut evenly across the SMs, a long sequence split into as many parts as it needs (FlashMLA's
+    tile scheduler, deepseek-ai/FlashMLA csrc/kernels/get_mla_metadata.cu: num_sm_parts, num_splits; vLLM's and
+    SGLang's MLA backends on Hopper call it; AMD's aiter MLA plans num_splits per sequence the same way on gfx950,
+    csrc/kernels/mla/metadata; Blackwell's CUTLASS MLA takes a split_kv). GQA's decode kernels give a sequence a
+    thread block per KV head, and NIM's batch-1 context slopes (plain_step.json) show the floor they pay; so does
+    MLA on a GPU whose kernels cut a sequence into a fixed few parts (catalog.GPUS' mla_splits: the gfx942 MI300X
+    and MI325X, 16 of 304 CUs), where a long sequence is walked by those few, however short the batch.
+
+    >>> [splits_a_sequence(d.target, d) for d in (example("deepseek-v3", "h200", 8, weights_dtype="fp8"),
+    ...  example("deepseek-v3", "mi300x", 8, weights_dtype="fp8"), example("llama-3.1-8b", "h100-sxm", 1))]
+    [True, False, False]
+    """
+    return net.query_heads == 0 and net.kv_groups == 1 and not GPUS.get(dep.gpu, {}).get("mla_splits")
+
+
 def rank_sequences(dep, batch):
     """The sequences one GPU's attention and host work serve: all B, or under attention data parallelism the busiest
     rank's ceil(B / tp)."""
@@ -243,9 +263,9 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     copies = kv_copies(net, dep)   # each GPU reads its own copy of heads it shares with others
     history = (mine * dp * copies * kv_reads(net, dep, tokens_per_seq)
                * (dep.context * net.kv_bytes_per_token + window * net.window_kv_bytes) / kv_per_ms)
-    one_sequence = (attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS
-                    / (dep.bandwidth_tbs * bw_rel(dep))
-                    / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
+    one_sequence = 0.0 if splits_a_sequence(net, dep) else (
+        attended(net, dep.context) * fit.attn_ns / 1e6 * ATTN_FLOOR_TBS / (dep.bandwidth_tbs * bw_rel(dep))
+        / (fit.fp8_kv_eff if dep.kv_dtype == "fp8" else 1.0))   # the kernel dequantises each token
     # A recurrent layer reads each sequence's state once a pass and writes it back after every token it keeps
     # a state for: once in a decode, K + 1 times in a verify (a rejection resumes from any position: STATE_COPIES).
     states = mine * dp * net.state_bytes * (1 + tokens_per_seq) / bytes_per_ms

@@ -697,6 +697,13 @@ def token_cost_hidden(dep, tokens_per_seq):
     return dep.era.async_steps and (tokens_per_seq <= 1 or draft_kind(dep.draft) in dep.era.hides_for)
 
 
+def schedules_ahead(dep, speculative):
+    """Whether the server plans each step while the GPU runs the one before (Era.ahead_for): plain decoding, or this
+    deployment's draft kind with speculation on. A request that arrives mid-step then waits for that step and the
+    one already planned before it is first scheduled: its TTFT holds one more step than under a synchronous loop."""
+    return (draft_kind(dep.draft) if speculative else "") in dep.era.ahead_for
+
+
 VOCAB_PADDING = 256   # tokens: vocabularies are padded to a multiple of 64 to 256 for the GPU's matrix shapes
 
 

@@ -19,7 +19,7 @@ from .deployment import draft_kind, runs_a_draft_model, server_seqs, step_budget
 from .releases import accepts
 from .simulation import clip01, LOOP_TOKENS, NORMAL, renewal_draw
 from .records import percentile
-from .deployment import running_cap
+from .deployment import running_cap, schedules_ahead
 from .workload import BENCH_METRICS, BENCH_PERCENTILES, GOODPUT_KEY, SLO_KEYS
 
 
@@ -356,6 +356,9 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     cap = running_cap(dep, k > 0, plan_batch)
     assert cap >= 1, "the caller checks that a sequence fits (parse_bench_flags, compare_file, predicts_gate_pair)"
     budget, mixes, recv = scheduled_budget(dep, k, plan_batch), dep.engine.mixes_prefill, dep.engine.recv_interval
+    # A server that plans a step while the GPU runs the one before (schedules_ahead) admits a request only at a step
+    # boundary whose previous step began after the request reached it, or at once when it is idle.
+    ahead = schedules_ahead(dep, k > 0)
     per_decode = verify_tokens(dep, k) if k else 1
     draws = [work.output_tokens * math.exp(work.output_spread * workload_rng.gauss(0.0, 1.0)
                                            - work.output_spread ** 2 / 2) for _ in range(n)]
@@ -393,7 +396,7 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     stretches = collections.defaultdict(int)    # (step cost, jitter quantiles) -> ITLs of stretches taken in one move
     costs, jitter = step_costs(dep, k, fit), STEP_JITTER
     moments = jitter_moments(jitter)
-    t, done, steps, decode_steps, last_decode, peak = 0.0, 0, 0, 0, 0.0, 0
+    t, done, steps, decode_steps, last_decode, peak, launched = 0.0, 0, 0, 0, 0.0, 0, -math.inf
     # the loop's names bound locally: it runs a few times a request, millions of times a test suite
     inf, ceil, push, pop, tick, levels, tally_add = (math.inf, math.ceil, heapq.heappush, heapq.heappop,
                                                      ITL_TICKS_PER_S, JITTER_LEVELS, tally.add)
@@ -402,8 +405,10 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
             at, i = pop(sends)
             start[i] = at - delay
             waiting.append(i)
-        polled = steps % recv == 0 or not (prefilling or decoding)   # the scheduler sees sent requests on its polls
-        while polled and waiting and len(prefilling) + len(decoding) < cap:
+        busy = bool(prefilling or decoding)
+        polled = steps % recv == 0 or not busy   # the scheduler sees sent requests on its polls
+        while polled and waiting and len(prefilling) + len(decoding) < cap and not (
+                ahead and busy and start[waiting[0]] + delay > launched):
             admitted = waiting.popleft()
             prefilling[admitted] = prompts[admitted]
         if not prefilling and not decoding:
@@ -417,13 +422,15 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
             if key not in costs:
                 costs[key] = chunk_cost(costs, dep, decoders, k, 0, fit)
             cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else inf
-            poll = steps + (-steps) % recv if waiting and decoders < cap else inf   # the next poll that admits
+            after = 1 if ahead and waiting and start[waiting[0]] + delay > launched else 0   # planned without it
+            poll = steps + after + (-(steps + after)) % recv if waiting and decoders < cap else inf   # the next poll that admits
             # as many steps as stay short of the next request's last token and of the next poll, while t < until:
             # the hottest loop of the simulation, its names bound locally
             limit, ran, draw = min(decoding[0][0] - 1 - decode_steps, poll - steps), 0, rng.random
             if until != inf:   # about as many steps as reach the next send
                 limit = min(limit, max(1, ceil((until - t) / cost)))
             while ran < limit and t < until and (ran == 0 or limit - ran < AGGREGATE_STEPS):
+                launched = t
                 t += cost * jitter[int(draw() * levels)]
                 itl[int((t - last_decode) * tick + 0.5)] += decoders
                 tally_add(t, decoders)
@@ -431,7 +438,7 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
                 ran += 1
             if ran < limit and t < until:   # the rest of a long stretch in one move (aggregate_steps)
                 t = aggregate_steps(limit - ran, cost, decoders, t, stretches, tally, rng, moments)
-                last_decode, ran = t, limit
+                last_decode, ran, launched = t, limit, t - cost
             steps += ran
             decode_steps += ran
             if t >= until or steps >= poll:
@@ -451,6 +458,7 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
         key = (decoders, chunk)
         if key not in costs:
             costs[key] = chunk_cost(costs, dep, decoders, k, chunk, fit)
+        launched = t
         t += costs[key] * jitter[int(rng.random() * levels)] / 1e3
         steps += 1
         peak = max(peak, len(prefilling) + len(decoding))

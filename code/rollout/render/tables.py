@@ -135,8 +135,8 @@ def render_calibration(cal):
     if cal.request_ms is not None:
         errors = cal.ttft_errors
         lines += wrap(f"A request costs {cal.request_ms:.1f} ms around its steps (the client, the API server), fitted "
-                      f"on the runs' mean TTFTs: at that cost their simulated mean TTFTs are {pct1(min(errors))} to "
-                      f"{pct1(max(errors))} off." + (
+                      f"on the runs' median TTFTs (means where a file has none): at that cost their simulated TTFTs "
+                      f"are {pct1(min(errors))} to {pct1(max(errors))} off." + (
                           f" They disagree beyond {TTFT_SPREAD:.0%}: this deployment's TTFT, and the SLO's answer, "
                           "are less sure than its TPOT (runs of another deployment, or a queue the simulation leaves "
                           "out)." if max(map(abs, errors)) > TTFT_SPREAD else ""), 100, " ")
@@ -145,7 +145,7 @@ def render_calibration(cal):
     return lines + [""]
 
 
-TTFT_SPREAD = 0.5   # calibration runs whose mean TTFTs one request cost misses by more than this are said to disagree
+TTFT_SPREAD = 0.5   # calibration runs whose TTFTs one request cost misses by more than this are said to disagree
 
 
 def render_gate(g):
