@@ -15,7 +15,7 @@ spread of the sources' means (trust.error_table). tests/test_intervals.py checks
 MODEL_ERROR is this file's table and that the intervals built from it cover 70-90% of points
 they did not see. The reports on standard error: each source's held-out error, by engine era and draft
 kind, the served runs by K, concurrency and load, the served A pairs read as an H100 SXM, and each
-left-out source's share inside its 80% interval. Standard library only.
+left-out source's share inside its 80% interval, overall and by class. Standard library only.
 """
 import json
 import math
@@ -130,6 +130,27 @@ def report_coverage(rows):
         print(f"  {source:46s} {share:5.0%} of {counts[source]}", file=sys.stderr)
 
 
+def report_class_coverage(rows, least=10):
+    """Each class with at least `least` held-out points (the issue's line): its share inside its 80% interval, every
+    point's interval built from the table without the point's source, as source_coverage builds it."""
+    tables = {source: trust.error_table([r for r in rows if r["source"] != source]) for source in {r["source"] for r in rows}}
+    groups = defaultdict(list)
+    for r in rows:
+        groups[tuple(r[key] for key in trust.ERROR_CLASS)].append(r)
+    print(f"{trust.INTERVAL_LEVEL:.0%} intervals by class (at least {least} points), share inside, sources:",
+          file=sys.stderr)
+    held = 0
+    for key, mine in sorted(groups.items()):
+        if len(mine) < least:
+            continue
+        inside = [abs(r["log_error"]) <= trust.Z_INTERVAL * trust.class_error(r, tables[r["source"]]).sd for r in mine]
+        share = sum(inside) / len(inside)
+        held += 0.7 <= share <= 0.9
+        print(f"  {' '.join(k for k in key if k):46s} {share:5.0%} of {len(mine):4d}, {len({r['source'] for r in mine})} "
+              f"source(s)", file=sys.stderr)
+    print(f"  {held} of {sum(len(m) >= least for m in groups.values())} classes inside 70-90%", file=sys.stderr)
+
+
 FITS = HERE / "held_out_fits.json"
 
 
@@ -143,6 +164,7 @@ if __name__ == "__main__":
     report_served(rows)
     report_served_gpu(fits)
     report_coverage(rows)
+    report_class_coverage(rows)
     OUT.write_text(json.dumps(dict(note=__doc__.split("\n\n")[1].replace("\n", " "), rows=rows), indent=1) + "\n")
     print("MODEL_ERROR = {")
     for key, value in trust.error_table(rows).items():

@@ -289,7 +289,7 @@ def main():
         rows, bundle_e = scored(predict, plain, spec, bundle, everything)
         table(f"B. mlp_fixed_share fitted on every GPU's plain runs, alpha on every pair (in sample): "
               f"{described(everything)}", rows, bundle_e)
-        rows, held_out = [], []
+        rows, held_out, tpots = [], [], collections.defaultdict(list)
         for gpu in FAMILY:
             train_plain = [i for i in plain if RUNS[i].gpu != gpu]
             train_spec = [p for p in spec if RUNS[p[0]].gpu != gpu]
@@ -300,12 +300,17 @@ def main():
             more, _ = scored(predict, test_plain, test_spec, [], params)
             rows += more
             timed = [i for i in test_plain if RUNS[i].tpot_ms]
-            held_out += [interval_row(RUNS[i], "tpot", math.log(t / RUNS[i].tpot_ms))
-                         for i, t in zip(timed, predict.tpot(timed, params))]
+            for i, t in zip(timed, predict.tpot(timed, params)):
+                held_out.append(interval_row(RUNS[i], "tpot", math.log(t / RUNS[i].tpot_ms)))
+                tpots[f"GPU {FAMILY[gpu]} ({gpu})"].append(t / RUNS[i].tpot_ms - 1)
             held_out += [interval_row(RUNS[s], "speedup", e) for (s, _), e in zip(test_spec, errors(
                 predict, [], test_spec, params)[1])]
         print()
         table("C. Each GPU at the constants and alphas fitted on the others (leave one GPU out)", rows)
+        print("   the same plain runs' mean TPOT (n, median, worst)")
+        for key in sorted(tpots):
+            print(f"   {key:<26}{summary(tpots[key])}")
+        print()
         print("Rounds at concurrency 4, K = 3 (TensorRT-LLM, 8 x B200): the most a round can cost for the measured "
               "speedup at alpha 0.9, against the model's, each over a plain step")
         for s, b in spec:

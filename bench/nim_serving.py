@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-from rollout import catalog, costmodel, serving, workload  # noqa: E402
+from rollout import catalog, deployment as deployments, serving, workload  # noqa: E402
 from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 DATA = json.loads((HERE / "nim_genai_perf.json").read_text())
 MODELS = {"meta-llama3-8b-instruct": "llama-3.1-8b", "meta-llama3-70b-instruct": "llama-3.3-70b"}
@@ -36,7 +36,7 @@ def deployment(row):
     dtype = "fp8" if row["precision"] == "fp8" else "bf16"
     i, o = row["input_config_tokens"], row["input_config_output"]
     return SETTINGS.deployment.build(MODELS[row["model"]], GPUS[row["gpu"]], row["gpus"], weights_dtype=dtype, kv_dtype=dtype,
-                                context=costmodel.mean_context(i, o), draft="ngram", engine="trtllm", input_tokens=i, output_tokens=o,
+                                context=deployments.mean_context(i, o), draft="ngram", engine="trtllm", input_tokens=i, output_tokens=o,
                                 era=catalog.fitted_era("trtllm"))
 
 

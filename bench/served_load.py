@@ -1,5 +1,5 @@
-"""Whole benchmark runs under load, predicted and measured: mean TTFT, P99 TPOT and output throughput of every
-served run in served_runs.json that reports them, as `--calibrate` then `--predict-bench` would give them.
+"""Whole benchmark runs under load, predicted and measured: mean and median TTFT, P99 TPOT and output throughput of
+every served run in served_runs.json that reports them, as `--calibrate` then `--predict-bench` would give them.
 
 The protocol is a user's: for each deployment in a source (a target, GPU, parallelism, engine and draft), the
 tool is calibrated on five of its runs (calibration.calibrate_on_runs on their mean TPOTs, spread over K and
@@ -7,7 +7,8 @@ concurrency), and every other run of it is simulated step by step (serving.serve
 lengths, concurrency, request rate and acceptance. Only those held-out runs are scored. The constant of the load
 model (costmodel.Fit's request_ms: a request's time around its steps, the client and the API server) is the same for
 every source; --loso refits it with each source left out in turn and scores that source at the value fitted on the
-others (A). As --calibrate does, B refits it on each deployment's five runs' mean TTFTs too.
+others (A), on their median TTFTs (a run's few slow first requests move its mean, not its median). As
+--calibrate does, B refits it on each deployment's five runs' median TTFTs too.
 
 Sources (each with its own caveats in served_runs.json's `sources`):
   llama70b   tomasruizt/vllm-scripts: Llama 3.3 70B bf16 TP 2 on vLLM of 2026-01 (0.14), the GPUs taken as H100 PCIe
@@ -239,12 +240,13 @@ def as_run(case):
     return benchfiles.Run(batch=w.max_concurrency or max(1, round(case.concurrency)), k=case.k or None, tau=tau,
                        input_tokens=w.input_tokens, output_tokens=w.output_tokens, tpot_ms=case.tpot_ms,
                        path=case.point["source_file"], decoding=decoding, ttft_ms=m.get("mean_ttft_ms"),
+                       median_ttft_ms=m.get("median_ttft_ms"),
                        requests=w.num_prompts, rate=w.request_rate, burstiness=w.burstiness)
 
 
 def calibrated(cases, base=costmodel.FIT):
     """{group: (Fit, calibration runs' ids)}: five runs of each group spread over its (K, concurrency) order, their
-    mean TPOTs fitting own_* and their mean TTFTs request_ms (calibration.calibrate_on_runs), from `base`."""
+    mean TPOTs fitting own_* and their median TTFTs request_ms (calibration.calibrate_on_runs), from `base`."""
     groups = defaultdict(list)
     for case in cases:
         groups[case.group].append(case)
@@ -271,7 +273,8 @@ def predicted(case, fit, serve=None):
     return serving.bench_result(run, case.work, case.dep)
 
 
-METRICS = (("mean TTFT", "mean_ttft_ms"), ("P99 TPOT", "p99_tpot_ms"), ("output throughput", "output_throughput"))
+METRICS = (("mean TTFT", "mean_ttft_ms"), ("median TTFT", "median_ttft_ms"), ("P99 TPOT", "p99_tpot_ms"),
+           ("output throughput", "output_throughput"))
 
 
 def scored(cases, fits, serve=None):
@@ -321,18 +324,19 @@ def fit_sample(cases, fits, sources):
     out = []
     for source in sources:
         mine = [c for c in cases if c.source == source and c.group in fits and id(c.point) not in fits[c.group][1]
-                and c.point["metrics"].get("mean_ttft_ms")]
+                and c.point["metrics"].get("median_ttft_ms")]
         step = max(1, len(mine) // FIT_CASES)
         out += mine[::step]
     return out
 
 
 def loss(sample, fits, serve):
-    """The mean over sources of the median |log error| of mean TTFT."""
+    """The mean over sources of the median |log error| of median TTFT: a request's fixed cost moves every TTFT alike,
+    and a median is not moved by a run's few slow first requests (calibration.fitted_ttft)."""
     by = defaultdict(list)
     for case in sample:
         result = predicted(case, fits[case.group][0], serve)
-        by[case.source].append(abs(math.log(result["mean_ttft_ms"] / case.point["metrics"]["mean_ttft_ms"])))
+        by[case.source].append(abs(math.log(result["median_ttft_ms"] / case.point["metrics"]["median_ttft_ms"])))
     return statistics.fmean(statistics.median(v) for v in by.values())
 
 
@@ -352,6 +356,7 @@ def main():
     cases = all_cases()
     fits = calibrated(cases)   # own_* from the five runs' TPOTs, and request_ms from their TTFTs
     if "--loso" in sys.argv:
+        print("# python bench/served_load.py --loso > bench/served_load.txt   (about 20 minutes on 2 cores)")
         folds = {}
         for left in (None, *SOURCES):
             serve, score = fit_serve(fit_sample(cases, fits, [s for s in SOURCES if s != left]), fits)
@@ -365,12 +370,12 @@ def main():
         for left in SOURCES:
             mine = [c for c in cases if c.source == left]
             results += scored(mine, fits)   # request_ms from each deployment's own five runs: no fold's constant
-        report(results, "B. The same, request_ms calibrated too, on the same five runs' mean TTFTs (as --calibrate)")
+        report(results, "B. The same, request_ms calibrated too, on the same five runs' median TTFTs (as --calibrate)")
         return
     global_serve = {name: getattr(costmodel.FIT, name) for name in SERVE_FIELDS}
     report(scored(cases, fits, global_serve), "A. Held-out runs at costmodel.FIT's " + ", ".join(
         f"{name} {value:g}" for name, value in global_serve.items()) + ", TPOT calibrated on five runs")
-    report(scored(cases, fits), "B. The same, request_ms calibrated too, on the five runs' mean TTFTs")
+    report(scored(cases, fits), "B. The same, request_ms calibrated too, on the five runs' median TTFTs")
 
 
 if __name__ == "__main__":
