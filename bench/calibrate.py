@@ -67,9 +67,10 @@ START = costmodel.Fit(bw_hopper=0.8, bw_ampere=0.8, bw_ada=0.8, flop_eff=GEMM_FL
                  seq_us_trtllm=5.0, bw_cdna=0.82, flop_cdna=1.0,
                  flop_ampere=GEMM_FLOP_AMPERE, token_us_sglang=10.0,
                  overlap=GEMM_OVERLAP,
-                 # set elsewhere and held here: routing reuse from published counts, a MoE layer's fixed cost fitted on
+                 # set elsewhere and held here: routing reuse from published counts, a MoE layer's fixed costs fitted on
                  # InferenceX's MoE runs (bench/moe_load.py); no point here is a MoE's, so neither could be fitted here
-                 expert_affinity=costmodel.FIT.expert_affinity, mlp_fixed_share=costmodel.FIT.mlp_fixed_share)
+                 expert_affinity=costmodel.FIT.expert_affinity, mlp_fixed_share=costmodel.FIT.mlp_fixed_share,
+                 mlp_fixed_share_cdna=costmodel.FIT.mlp_fixed_share_cdna)
 
 
 def spec_point(source, what, engine, draft, k, batch, tau, published, model="llama-3.1-8b", gpu="h100-sxm", tp=1,

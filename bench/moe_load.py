@@ -18,7 +18,10 @@ scheduler over the replica (the simulation has no per-rank schedulers; costmodel
 What is fitted:
   mlp_fixed_share   the share of a layer's fixed cost (Fit.layer_us) its MLP's kernels take, which a MoE layer pays
                     as its fused kernel's own latency (Engine.moe_layer_us) instead: on its grid, at the least mean
-                    |log error| of the plain runs' throughputs (a plain step's fixed cost; the speedups are predicted)
+                    |log error| of the plain runs' throughputs (a plain step's fixed cost; the speedups are predicted),
+                    NVIDIA's on the H200 and B200 runs, AMD's (mlp_fixed_share_cdna: ROCm's fused-MoE kernels, not
+                    those the kernel sweeps timed) on the MI300X and MI355X runs; with a GPU left out, its vendor's
+                    share comes from the vendor's other GPU
   alpha_<engine>    MTP's per-token acceptance per engine, on ALPHAS (0.6-0.9: DeepSeek's report gives 85-90% for the
                     first drafted token, SGLang's large-scale EP blog an acceptance length of 2.18-2.44 at K >= 2),
                     on the speedups: a nuisance the product never uses, for these files carry no acceptance.
@@ -27,7 +30,7 @@ Tried and left out: TensorRT-LLM's own round and draft fixed costs (fitted withi
 which it borrows) and a share of peak for the routed experts' grouped GEMMs (at its grid's edge, 0.25; it moved the
 plain median by a point and not the TTFTs it was meant to explain).
 
-Tables: A, the fit without InferenceX (no affinity, mlp_fixed_share 0: leave this source out, though its alphas are
+Tables: A, the fit without InferenceX (no affinity, both shares 0: leave this source out, though its alphas are
 fitted on every pair, in sample); B, in sample; C, each
 GPU at the constants and alphas fitted on the other three (leave one GPU out), whose rows (MTP speedups, and the
 plain runs' mean TPOTs) go to moe_held_out.json for bench/intervals.py. SpecBundle's MoE runs (SGLang EAGLE-3 at batch
@@ -50,13 +53,15 @@ sys.path.insert(0, str(HERE.parent / "code"))
 sys.path.insert(0, str(HERE))
 
 from rollout import acceptance, costmodel, serving, trust  # noqa: E402
+from rollout.deployment import gpu_family  # noqa: E402
 import calibrate  # noqa: E402
 import served_load  # noqa: E402
 
 FAILED_SHARE = 0.5
 PAIR_DAYS = 31
 ALPHAS = tuple(round(0.6 + 0.025 * i, 3) for i in range(13))
-GRID = dict(mlp_fixed_share=(0.0, 0.25, 0.5, 0.75, 1.0), alpha_sglang=ALPHAS, alpha_trtllm=ALPHAS)
+SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+GRID = dict(mlp_fixed_share=SHARES, mlp_fixed_share_cdna=SHARES, alpha_sglang=ALPHAS, alpha_trtllm=ALPHAS)
 FITTED = tuple(name for name in GRID if not name.startswith("alpha"))
 FAMILY = {"h200": "hopper", "b200": "blackwell", "mi300x": "cdna3", "mi355x": "cdna4"}
 
@@ -136,11 +141,16 @@ RUNS = []   # the runs the workers predict, by index (filled before the pool sta
 MODEL = FITTED + ("expert_affinity",)   # the Fit fields a prediction takes from the parameters
 
 
+def share_of(run):
+    """The Fit field of the MoE layer's fixed share on this run's GPU (costmodel.moe_fixed_share): AMD's or NVIDIA's."""
+    return "mlp_fixed_share_cdna" if gpu_family(run.dep) == "cdna" else "mlp_fixed_share"
+
+
 def relevant(run, params):
-    """The parameters a run's prediction depends on: a plain run's only the MoE layer's fixed share (one token a
+    """The parameters a run's prediction depends on: a plain run's only its GPU's MoE layer fixed share (one token a
     sequence: no affinity)."""
     if not run.k:
-        return (params["mlp_fixed_share"],)
+        return (params[share_of(run)],)
     return tuple(params[name] for name in MODEL) + (params["alpha_" + run.engine],)
 
 
@@ -148,7 +158,7 @@ def predict_one(job):
     index, key = job
     run = RUNS[index]
     fit = costmodel.FIT._replace(**dict(zip(MODEL, key[:len(MODEL)]))) if run.k else \
-        costmodel.FIT._replace(mlp_fixed_share=key[0])
+        costmodel.FIT._replace(**{share_of(run): key[0]})
     alpha = key[-1] if run.k else 0.0
     served = serving.serve_run(run.dep, run.work, run.k, alpha, 0.05, 0, fit, run.work.max_concurrency)
     result = serving.bench_result(served, run.work, run.dep)
@@ -197,10 +207,18 @@ def plain_loss(predict, plain, params):
 
 
 def fit_share(predict, plain, params):
-    """mlp_fixed_share at the least plain_loss on its grid: it is a plain step's fixed cost, so the plain runs'
-    throughputs set it and the speedups are predicted, not fitted."""
-    best = min(GRID["mlp_fixed_share"], key=lambda v: plain_loss(predict, plain, dict(params, mlp_fixed_share=v)))
-    return dict(params, mlp_fixed_share=best)
+    """Each vendor's mlp_fixed_share at the least plain_loss of its own GPUs' plain runs on its grid: it is a plain
+    step's fixed cost, so the plain runs' throughputs set it and the speedups are predicted, not fitted. A vendor
+    with no run among them takes the other's."""
+    params = dict(params)
+    for name in ("mlp_fixed_share", "mlp_fixed_share_cdna"):
+        mine = [i for i in plain if share_of(RUNS[i]) == name]
+        if mine:
+            params[name] = min(GRID[name], key=lambda v: plain_loss(predict, mine, dict(params, **{name: v})))
+    for name, other in (("mlp_fixed_share", "mlp_fixed_share_cdna"), ("mlp_fixed_share_cdna", "mlp_fixed_share")):
+        if not any(share_of(RUNS[i]) == name for i in plain):
+            params[name] = params[other]
+    return params
 
 
 def start_params():
@@ -280,14 +298,15 @@ def main():
           f"{len(spec)} MTP runs paired with a baseline within {PAIR_DAYS} days; {len(bundle)} SpecBundle MoE points\n")
     with Pool(2) as pool:
         predict = Predictor(pool)
-        before = nuisance(predict, spec, dict(start_params(), mlp_fixed_share=0.0, expert_affinity=0.0))
+        before = nuisance(predict, spec, dict(start_params(), mlp_fixed_share=0.0, mlp_fixed_share_cdna=0.0,
+                                              expert_affinity=0.0))
         rows, bundle_e = scored(predict, plain, spec, bundle, before)
-        table("A. Before (the fit without InferenceX: no expert affinity, mlp_fixed_share 0), alpha fitted per "
+        table("A. Before (the fit without InferenceX: no expert affinity, both fixed shares 0), alpha fitted per "
               "engine on these pairs (" + described({k: v for k, v in before.items() if k.startswith("alpha")})
               + ")", rows, bundle_e)
         everything = nuisance(predict, spec, fit_share(predict, plain, start_params()))
         rows, bundle_e = scored(predict, plain, spec, bundle, everything)
-        table(f"B. mlp_fixed_share fitted on every GPU's plain runs, alpha on every pair (in sample): "
+        table(f"B. Each vendor's mlp_fixed_share fitted on its GPUs' plain runs, alpha on every pair (in sample): "
               f"{described(everything)}", rows, bundle_e)
         rows, held_out, tpots = [], [], collections.defaultdict(list)
         for gpu in FAMILY:

@@ -71,6 +71,16 @@ class PublishedSmallBatchLoss(unittest.TestCase):
         self.assertAlmostEqual(costmodel.pass_parts(deepseek.target, deepseek, 1, 1, 0.0)["fixed"],
                                (3 * fit.layer_us + 58 * (fit.layer_us * 0.25 + 37.4)) / 1e3, places=9)
 
+    def test_an_amd_gpu_takes_its_own_share(self):
+        # On an MI355X SGLang runs aiter's fused-MoE kernels: the MoE layer keeps AMD's share, 0 (fitted on the AMD
+        # runs apart, bench/moe_load.py), so each of DeepSeek-V3's 58 MoE layers pays its whole layer_us and the
+        # kernel's 37.4 us: 3 x 28.0859 + 58 x (28.0859 + 37.4) us.
+        self.assertEqual(costmodel.FIT.mlp_fixed_share_cdna, 0.0)
+        deepseek = build_deployment("deepseek-v3", "mi355x", 8, weights_dtype="fp8", kv_dtype="fp8", context=2048,
+                                    draft="mtp", engine="sglang")
+        self.assertAlmostEqual(costmodel.pass_parts(deepseek.target, deepseek, 1, 1, 0.0)["fixed"],
+                               (3 * 28.0859 + 58 * (28.0859 + 37.4)) / 1e3, places=9)
+
 
 if __name__ == "__main__":
     unittest.main()

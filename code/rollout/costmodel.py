@@ -40,8 +40,8 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
                         "draft_fixed_ms_sglang round_fixed_ms_vllm round_fixed_ms_sglang token_us_vllm seq_us_trtllm "
                         "bw_cdna flop_cdna flop_ampere token_us_sglang "
                         "overlap "
-                        + " ".join(OWN_TERMS) + " request_ms expert_affinity mlp_fixed_share",
-          defaults=(1.0,) * (1 + len(OWN_TERMS)) + (0.0,) * 3)
+                        + " ".join(OWN_TERMS) + " request_ms expert_affinity mlp_fixed_share mlp_fixed_share_cdna",
+          defaults=(1.0,) * (1 + len(OWN_TERMS)) + (0.0,) * 4)
 # bw_<family>: achieved share of datasheet bandwidth streaming weights and KV, by GPU
 # family (GPUS' "family"; families without calibration data borrow one, BW_FAMILY);
 # flop_eff: achieved share of peak FLOP/s; fp8_eff: the share of that bandwidth an fp8
@@ -98,16 +98,20 @@ Fit = namedtuple("Fit", "bw_hopper bw_ampere bw_ada flop_eff fp8_eff fp8_kv_eff 
 # (bench/moe_load.py); the SpecBundle MoE runs move 13.3% to 12.0% with it.
 # mlp_fixed_share: the share of a layer's fixed cost (layer_us, fitted on dense models) that a MoE layer does not pay:
 # its dense MLP's kernels, which the fused MoE kernel (Engine.moe_layer_us, its own latency measured in kernel sweeps)
-# replaces. Fitted on InferenceX's plain runs (bench/moe_load.py: 0.75 on every GPU, 0.5-1 with one left out); a
-# batch-1 step of Qwen3-30B-A3B bf16 on two H100s (SGLang, sgl-project/SpecForge#339) measures 4.49 ms, against 4.78
-# modelled at 0.75 and 5.79 at 0 at 128 tokens in and 256 out (tests/test_moe_load.py holds it within 10%).
+# replaces. Fitted on InferenceX's plain runs on NVIDIA GPUs (bench/moe_load.py: 0.75 on the H200 and B200 runs, 0.5
+# or 0.75 with one left out); a batch-1 step of Qwen3-30B-A3B bf16 on two H100s (SGLang, sgl-project/SpecForge#339)
+# measures 4.49 ms, against 4.78 modelled at 0.75 and 5.79 at 0 at 128 tokens in and 256 out (tests/test_moe_load.py
+# holds it within 10%). mlp_fixed_share_cdna: the same on an AMD CDNA GPU (moe_fixed_share), where SGLang runs
+# aiter's fused-MoE kernels, not those the sweeps timed: fitted on the MI300X and MI355X runs apart, 0 (0 or 0.25
+# with one left out). Fitted together, the MI300X's runs, slower than the model for reasons of their own (bench/FIT.md),
+# pulled NVIDIA's share down to 0.5, and to 0 with the B200 left out, where the B200's plain TPOT missed by 13.1%.
 FIT = Fit(bw_hopper=0.9049, bw_ampere=0.7296, bw_ada=0.7856, flop_eff=0.83, fp8_eff=0.9348, fp8_kv_eff=0.7911,
           attn_ns=8.1758, layer_us=28.0859, ar_us=15.0, ar_tp_us=2.7949, link_eff=0.4421, pass_fixed_ms_vllm=0.6953,
           pass_fixed_ms_sglang=0.0, pass_fixed_ms_trtllm=0.9443, draft_fixed_ms_vllm=0.6395,
           draft_fixed_ms_sglang=0.45, round_fixed_ms_vllm=1.4307, round_fixed_ms_sglang=2.0518,
           token_us_vllm=17.1484, seq_us_trtllm=46.7773, bw_cdna=0.6575, flop_cdna=0.2942, flop_ampere=0.95,
           token_us_sglang=17.2656, overlap=2.5, request_ms=15.0, expert_affinity=0.4,
-          mlp_fixed_share=0.75)
+          mlp_fixed_share=0.75, mlp_fixed_share_cdna=0.0)
 # What the fit says (bench/calibrate.py prints it): an fp8 weight read keeps 0.93 of the
 # bandwidth, an fp8 KV cache 0.79 (the attention kernel dequantises it); one sequence's
 # attention costs 8.2 ns per layer per token of context on an H100 (0.26 ms per 1k tokens on 8B),
@@ -179,6 +183,12 @@ def bw_rel(dep):
     replaced (the number given is the user's, not the datasheet's). Cached by deployment: every pass asks."""
     spec = GPUS.get(dep.gpu)
     return spec.get("bw_rel", 1.0) if spec and dep.bandwidth_tbs == spec["bandwidth_tbs"] else 1.0
+
+
+def moe_fixed_share(dep, fit=FIT):
+    """The share of a layer's fixed cost a MoE layer does not pay (Fit.mlp_fixed_share): NVIDIA's, or on an AMD CDNA
+    GPU, whose fused-MoE kernels are ROCm's and unmeasured here, its own (mlp_fixed_share_cdna)."""
+    return fit.mlp_fixed_share_cdna if gpu_family(dep) == "cdna" else fit.mlp_fixed_share
 
 
 def bandwidth_share(dep, fit=FIT):
@@ -294,7 +304,7 @@ def pass_parts(net, dep, batch, tokens_per_seq, fixed_cost, fit=FIT, prefill=0.0
     return dict(weights=weights, attention=attention, compute=compute, activations=activations,
                 communication=communication,
                 fixed=(fixed_cost + net.layers * fit.layer_us / 1e3
-                       + net.moe_layers * (dep.engine.moe_layer_us - fit.mlp_fixed_share * fit.layer_us) / 1e3),
+                       + net.moe_layers * (dep.engine.moe_layer_us - moe_fixed_share(dep, fit) * fit.layer_us) / 1e3),
                 engine=(mine * tokens_per_seq * getattr(fit, f"token_us_{dep.engine.token_cost_of}") / 1e3
                         if host and not token_cost_hidden(dep, tokens_per_seq) else 0.0))
 
