@@ -53,7 +53,6 @@ sys.path.insert(0, str(HERE.parent / "code"))
 sys.path.insert(0, str(HERE))
 
 from rollout import acceptance, costmodel, serving, trust  # noqa: E402
-from rollout.deployment import gpu_family  # noqa: E402
 import calibrate  # noqa: E402
 import served_load  # noqa: E402
 
@@ -142,8 +141,8 @@ MODEL = FITTED + ("expert_affinity",)   # the Fit fields a prediction takes from
 
 
 def share_of(run):
-    """The Fit field of the MoE layer's fixed share on this run's GPU (costmodel.moe_fixed_share): AMD's or NVIDIA's."""
-    return "mlp_fixed_share_cdna" if gpu_family(run.dep) == "cdna" else "mlp_fixed_share"
+    """The Fit field of the MoE layer's fixed share on this run's GPU: AMD's or NVIDIA's (costmodel.moe_share_field)."""
+    return costmodel.moe_share_field(run.dep)
 
 
 def relevant(run, params):

@@ -122,9 +122,9 @@ class SmallCaps(unittest.TestCase):
 
 
 class RecvInterval(unittest.TestCase):
-    def runs(self, deps):
-        """The third request's TTFT (ms) on each deployment: steps of 10 ms, two long requests sent at 0 and the third
-        5 ms in, no request cost."""
+    def runs(self, deps, k=0):
+        """The third request's TTFT (ms) on each deployment: steps (rounds at K = k) of 10 ms, two long requests sent
+        at 0 and the third 5 ms in, no request cost."""
         from unittest import mock
         work = workload.Workload(num_prompts=3, max_concurrency=None, request_rate=1.0, burstiness=1.0,
                                 input_tokens=512, output_tokens=256, output_spread=0.0)
@@ -135,7 +135,8 @@ class RecvInterval(unittest.TestCase):
         with mock.patch.object(serving, "send_times", lambda work, rng: list(times)), \
                 mock.patch.object(serving, "step_cost", lambda dep, d, k, p, fit: 10.0), \
                 mock.patch.object(serving, "STEP_JITTER", [1.0] * serving.JITTER_LEVELS):
-            runs = [support.simulate_run(dep, work, fit=fit, plan_batch=3) for dep in deps]   # afresh, patched
+            runs = [support.simulate_run(dep, work, k, 0.7 if k else 0.0, fit=fit, plan_batch=3)
+                    for dep in deps]   # afresh, patched
         return [(run.first[2] - run.start[2]) * 1e3 for run in runs]
 
     def test_a_request_waits_for_the_scheduler_s_poll(self):
@@ -165,6 +166,19 @@ class RecvInterval(unittest.TestCase):
         self.assertAlmostEqual(waits[0], 20.0 - 5.0, places=6)
         self.assertAlmostEqual(waits[1], 30.0 - 5.0, places=6)
 
+    def test_speculative_rounds_planned_ahead_or_not(self):
+        """With speculation on, vLLM 0.14 plans EAGLE-3 rounds ahead (the third request waits 30 - 5 ms, as plain
+        decoding does) and a draft model's synchronously (admitted at 10 ms, prefilled by 20: 20 - 5 ms)."""
+        from rollout.catalog import era_of
+        eagle = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512,
+                                 output_tokens=256, draft="eagle3", era=era_of("vllm", "0.14"))
+        drafter = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512,
+                                   output_tokens=256, draft="llama-3.2-1b", era=era_of("vllm", "0.14"))
+        self.assertEqual([deployment.schedules_ahead(d, True) for d in (eagle, drafter)], [True, False])
+        waits = self.runs([eagle, drafter], k=3)
+        self.assertAlmostEqual(waits[0], 30.0 - 5.0, places=6)
+        self.assertAlmostEqual(waits[1], 20.0 - 5.0, places=6)
+
     def test_which_rounds_are_planned_ahead_by_release(self):
         """vLLM plans EAGLE rounds ahead from 0.14 (PR #31998) and a draft model's from 0.28 (PR #48341); SGLang's
         rounds only from spec v2 (0.5.11); TensorRT-LLM's MTP runs inside the forward its overlap scheduler
@@ -179,7 +193,7 @@ class RecvInterval(unittest.TestCase):
                 dep = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", engine=engine, draft=draft,
                                        era=era_of(engine, release))
                 self.assertEqual(deployment.schedules_ahead(dep, True), planned)
-                self.assertTrue(deployment.schedules_ahead(dep, False) or release == "0.10")
+                self.assertEqual(deployment.schedules_ahead(dep, False), release != "0.10")   # plain steps too
 
 
 class ChunkCost(unittest.TestCase):

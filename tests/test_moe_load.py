@@ -72,14 +72,18 @@ class PublishedSmallBatchLoss(unittest.TestCase):
                                (3 * fit.layer_us + 58 * (fit.layer_us * 0.25 + 37.4)) / 1e3, places=9)
 
     def test_an_amd_gpu_takes_its_own_share(self):
-        # On an MI355X SGLang runs aiter's fused-MoE kernels: the MoE layer keeps AMD's share, 0 (fitted on the AMD
-        # runs apart, bench/moe_load.py), so each of DeepSeek-V3's 58 MoE layers pays its whole layer_us and the
-        # kernel's 37.4 us: 3 x 28.0859 + 58 x (28.0859 + 37.4) us.
+        # On AMD's GPUs SGLang runs aiter's fused-MoE kernels: a MoE layer keeps AMD's share (fitted on the AMD runs
+        # apart, bench/moe_load.py), NVIDIA's GPUs theirs. At shares of 0.5 (AMD) and 0.75 (NVIDIA) each of
+        # DeepSeek-V3's 58 MoE layers pays 28.0859 x 0.5 (or 0.25) us of its layer's fixed cost and the kernel's 37.4;
+        # its 3 dense layers their whole 28.0859 us.
         self.assertEqual(costmodel.FIT.mlp_fixed_share_cdna, 0.0)
-        deepseek = build_deployment("deepseek-v3", "mi355x", 8, weights_dtype="fp8", kv_dtype="fp8", context=2048,
-                                    draft="mtp", engine="sglang")
-        self.assertAlmostEqual(costmodel.pass_parts(deepseek.target, deepseek, 1, 1, 0.0)["fixed"],
-                               (3 * 28.0859 + 58 * (28.0859 + 37.4)) / 1e3, places=9)
+        fit = costmodel.FIT._replace(mlp_fixed_share_cdna=0.5)
+        for gpu, kept in (("mi300x", 0.5), ("mi355x", 0.5), ("h200", 0.25)):
+            with self.subTest(gpu=gpu):
+                dep = build_deployment("deepseek-v3", gpu, 8, weights_dtype="fp8", kv_dtype="fp8", context=2048,
+                                       draft="mtp", engine="sglang")
+                self.assertAlmostEqual(costmodel.pass_parts(dep.target, dep, 1, 1, 0.0, fit)["fixed"],
+                                       (3 * 28.0859 + 58 * (28.0859 * kept + 37.4)) / 1e3, places=9)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,30 @@ def bench_file(folder, batch, k=None, fit=TRUE, scale=1.0):
     return str(path)
 
 
+class MedianTtft(unittest.TestCase):
+    def test_a_files_median_ttft_is_what_the_request_cost_is_fitted_on(self):
+        """vllm bench serve writes median_ttft_ms beside mean_ttft_ms: a run carries both, and its request cost is
+        fitted on the median (calibration.fitted_ttft); a file without one is fitted on its mean."""
+        runs = {}
+        with tempfile.TemporaryDirectory() as d:
+            for kept in (True, False):
+                paths = []
+                for batch in (1, 11, 128):
+                    path = Path(bench_file(d, batch))
+                    data = dict(json.loads(path.read_text()), mean_ttft_ms=3 * 41.5, median_ttft_ms=41.5)
+                    if not kept:
+                        del data["median_ttft_ms"]
+                    path.write_text(json.dumps(data))
+                    paths.append(str(path))
+                runs[kept] = benchfiles.read_calibration_runs(paths)
+        for r in runs[True]:
+            self.assertEqual((r.ttft_ms, r.median_ttft_ms), (124.5, 41.5))
+            self.assertEqual(calibration.fitted_ttft(r), (41.5, statistics.median))
+        for r in runs[False]:
+            self.assertEqual((r.ttft_ms, r.median_ttft_ms), (124.5, None))
+            self.assertEqual(calibration.fitted_ttft(r), (124.5, statistics.fmean))
+
+
 class OwnRuns(unittest.TestCase):
     """The runs the plan asks for at a target of 128 and K = 3: baselines at 1, 11 and 128; K = 1 and 3 at 1 and 128."""
     TARGET, K = 128, 3

@@ -185,10 +185,15 @@ def bw_rel(dep):
     return spec.get("bw_rel", 1.0) if spec and dep.bandwidth_tbs == spec["bandwidth_tbs"] else 1.0
 
 
+def moe_share_field(dep):
+    """The Fit field of the share of a layer's fixed cost a MoE layer does not pay on this GPU: NVIDIA's
+    (mlp_fixed_share), or on an AMD CDNA GPU, whose fused-MoE kernels are ROCm's and unmeasured here, its own."""
+    return "mlp_fixed_share_cdna" if gpu_family(dep) == "cdna" else "mlp_fixed_share"
+
+
 def moe_fixed_share(dep, fit=FIT):
-    """The share of a layer's fixed cost a MoE layer does not pay (Fit.mlp_fixed_share): NVIDIA's, or on an AMD CDNA
-    GPU, whose fused-MoE kernels are ROCm's and unmeasured here, its own (mlp_fixed_share_cdna)."""
-    return fit.mlp_fixed_share_cdna if gpu_family(dep) == "cdna" else fit.mlp_fixed_share
+    """The share of a layer's fixed cost a MoE layer does not pay on this GPU (moe_share_field)."""
+    return getattr(fit, moe_share_field(dep))
 
 
 def bandwidth_share(dep, fit=FIT):

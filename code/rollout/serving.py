@@ -438,6 +438,7 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
                 ran += 1
             if ran < limit and t < until:   # the rest of a long stretch in one move (aggregate_steps)
                 t = aggregate_steps(limit - ran, cost, decoders, t, stretches, tally, rng, moments)
+                # its last step began about a mean step before its end: the stretch is drawn as a sum, not step by step
                 last_decode, ran, launched = t, limit, t - cost
             steps += ran
             decode_steps += ran
