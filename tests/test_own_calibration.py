@@ -82,6 +82,23 @@ class MedianTtft(unittest.TestCase):
             self.assertEqual((r.ttft_ms, r.median_ttft_ms), (124.5, None))
             self.assertEqual(calibration.fitted_ttft(r), (124.5, statistics.fmean))
 
+    def test_a_median_stands_in_for_a_missing_mean_in_the_decoding_batch(self):
+        """A slot holds a request for its TTFT, then decodes (readers.decoding_batch): a file with a median TTFT and no
+        mean is read with the median's 41.5 ms, not with none. At C = 11, 300 tokens out at TPOT t: 11 x 299 t /
+        (299 t + 41.5) x (1 - 11 / 2N)."""
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for batch in (1, 11, 128):
+                path = Path(bench_file(d, batch))
+                data = json.loads(path.read_text())
+                del data["mean_ttft_ms"]
+                path.write_text(json.dumps(dict(data, median_ttft_ms=41.5)))
+                paths.append(str(path))
+            r = benchfiles.read_calibration_runs(paths)[1]
+        tpot, n = r.tpot_ms, r.requests
+        self.assertEqual((r.batch, r.output_tokens), (11, OUTPUT))
+        self.assertAlmostEqual(r.decoding, 11 * 299 * tpot / (299 * tpot + 41.5) * (1 - 11 / (2 * n)), places=9)
+
 
 class OwnRuns(unittest.TestCase):
     """The runs the plan asks for at a target of 128 and K = 3: baselines at 1, 11 and 128; K = 1 and 3 at 1 and 128."""

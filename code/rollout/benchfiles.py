@@ -338,11 +338,13 @@ def read_calibration_runs(paths, flag="--calibrate"):
                                  "spec_decode_* keys: run it on vLLM with a fixed num_speculative_tokens")
             k, tau = measured.k, measured.acceptance_length
         tpot, output_tokens = bench.latency["mean_tpot_ms"], round(outputs / completed)
+        # the TTFT a slot holds before it decodes: the mean, a median standing in where a file gives only that
+        slot_ttft = bench.latency.get("mean_ttft_ms") or bench.latency.get("median_ttft_ms") or 0.0
         sampling = bench.latency.get("std_tpot_ms", 0.0) / math.sqrt(completed) / tpot   # s.e. of the mean
         runs.append(Run(batch=bench.max_concurrency, k=k, tau=tau, input_tokens=round(prompts / completed),
                         output_tokens=output_tokens, tpot_ms=tpot, path=str(path), model_id=bench.model_id,
-                        decoding=decoding_batch(bench.max_concurrency, output_tokens, tpot,
-                                                bench.latency.get("mean_ttft_ms", 0.0), completed),
+                        decoding=decoding_batch(bench.max_concurrency, output_tokens, tpot, slot_ttft,
+                                                completed),
                         noise=max(RUN_NOISE, sampling), ttft_ms=bench.latency.get("mean_ttft_ms"),
                         median_ttft_ms=bench.latency.get("median_ttft_ms"), requests=completed,
                         rate=run_rate(bench), burstiness=1.0 if bench.raw_burstiness is None else bench.raw_burstiness,
