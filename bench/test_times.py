@@ -3,8 +3,9 @@ times every test and every class's setUpClass, then prints the total and the slo
 
     python bench/test_times.py [N]     # N slowest (default 10); a pattern after it picks test files, e.g. "test_s*.py"
 
-Wall time of the whole suite is what the README's bound is on: time it with `time python -m unittest discover -s tests`.
-This script says where it goes. Standard library only.
+Wall time of the README's command, `python tests/run.py` (these modules over every core), is what its bound is on:
+time that. This script, in one process, says where the time goes.
+Standard library only.
 """
 import sys
 import time

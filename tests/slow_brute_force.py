@@ -3,7 +3,7 @@ swept over deployments: MoE expert reads against sampled routing, the closed loo
 loop, and the verdict, the best-K table and the schedule over a sweep of deployments. Run by .ci/run after the
 README's command, and by hand:
 
-    python -m unittest discover -s tests -p "slow_*.py"
+    python tests/run.py -p "slow_*.py"
 """
 import random
 import unittest

@@ -1,7 +1,7 @@
 """The slow tier: the repository installs with pip and its command, eagle3-rollout, runs the same main() as
 `python code/main.py`. Run by .ci/run after the README's command, and by hand:
 
-    python -m unittest discover -s tests -p "slow_*.py"
+    python tests/run.py -p "slow_*.py"
 
 In a fresh virtual environment (python -m venv, in a temporary folder), `pip install COPY`, where COPY is a copy of
 the repository without .git and without any earlier build's leftovers: the build writes build/ and

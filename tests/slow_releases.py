@@ -2,7 +2,7 @@
 release's default deployment, every variant at the newest and every refusal). Run by .ci/run after the README's
 command, and by hand:
 
-    python -m unittest discover -s tests -p "slow_*.py"
+    python tests/run.py -p "slow_*.py"
 """
 import unittest
 

@@ -3,7 +3,7 @@ fitted constants against the published points' loss. Each compares against an in
 loop, the fit script's loss), too costly for the suite a developer runs before each commit. Run by .ci/run after the
 README's command, and by hand:
 
-    python -m unittest discover -s tests -p "slow_*.py"
+    python tests/run.py -p "slow_*.py"
 """
 import json
 import random

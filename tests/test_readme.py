@@ -202,8 +202,25 @@ class Commands(unittest.TestCase):
     def test_the_run_the_tests_and_the_slow_tier(self):
         text = readme()
         self.assertIn("\npython code/main.py ", text)
-        self.assertIn("\npython -m unittest discover -s tests ", text)
-        self.assertIn('python -m unittest discover -s tests -p "slow_*.py"', " ".join(text.split()))
+        self.assertIn("\npython tests/run.py ", text)
+        self.assertIn('python tests/run.py -p "slow_*.py"', " ".join(text.split()))
+
+    def test_ci_runs_the_readmes_commands(self):
+        ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+        self.assertIn("\npython tests/run.py 2>&1", ci)
+        self.assertIn('\npython tests/run.py -p "slow_*.py" 2>&1', ci)
+        self.assertIn("\npython code/main.py ", ci)
+
+    def test_the_runner_runs_what_unittest_discovers(self):
+        import run
+        discovered = {test.id().split(".")[0] for test in iterate(unittest.defaultTestLoader.discover(str(ROOT / "tests")))}
+        self.assertEqual({name for name in run.modules("test*.py")}, discovered)
+
+
+def iterate(suite):
+    """The test cases of a suite, its nested suites opened."""
+    for item in suite:
+        yield from iterate(item) if isinstance(item, unittest.TestSuite) else (item,)
 
 
 if __name__ == "__main__":
