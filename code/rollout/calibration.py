@@ -395,11 +395,6 @@ def replayed_ttfts_ms(dep, r, fit, *, seed, spread):
     return [1e3 * (f - s) for s, f in zip(run.start, run.first)]
 
 
-def replayed_ttft_ms(dep, r, fit, *, seed, spread):
-    """A calibration run's mean TTFT as serve_run gives it (replayed_ttfts_ms)."""
-    return statistics.fmean(replayed_ttfts_ms(dep, r, fit, seed=seed, spread=spread))
-
-
 def fitted_ttft(r):
     """(measured ms, statistic) of the TTFT a run's request cost is fitted on: its median where the file gives one,
     else its mean. A fixed cost moves every request's TTFT alike, so either tells it; but a few slow requests move a
@@ -419,24 +414,24 @@ def fit_request_ms(dep, runs, fit, *, seed, spread):
     REQUEST_STEPS times (the cost also delays the next request of a closed loop, which moves the queue a little).
     At least 0. Returns (ms, [TTFT at that cost over measured, minus 1, per run]), or (None, []) where no run gives
     a TTFT."""
-    given = [r for r in runs if fitted_ttft(r)[0] and r.requests]
+    given = [(r, *fitted_ttft(r)) for r in runs if fitted_ttft(r)[0] and r.requests]   # (run, measured, statistic)
     if not given:
         return None, []
 
     def simulated(request):
-        return [fitted_ttft(r)[1](replayed_ttfts_ms(dep, r, fit._replace(request_ms=request), seed=seed, spread=spread))
-                for r in given]
+        return [statistic(replayed_ttfts_ms(dep, r, fit._replace(request_ms=request), seed=seed, spread=spread))
+                for r, _, statistic in given]
 
     request = 0.0
     for _ in range(REQUEST_STEPS + 1):
         at = simulated(request)
-        step = statistics.median(fitted_ttft(r)[0] - ms for r, ms in zip(given, at))
+        step = statistics.median(measured - ms for (_, measured, _), ms in zip(given, at))
         if abs(step) < 0.01 or (request == 0.0 and step < 0):
             break
         request = max(0.0, request + step)
     else:
         at = simulated(request)
-    return request, [ms / fitted_ttft(r)[0] - 1.0 for r, ms in zip(given, at)]
+    return request, [ms / measured - 1.0 for (_, measured, _), ms in zip(given, at)]
 
 
 # ---------------------------------------------------------------- predicted benchmark files

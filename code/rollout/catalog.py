@@ -45,6 +45,8 @@ GPUS = {
 # get_local_splits: "#if defined(__gfx942__) return 16;", from aiter PR #1472, 2025-12; SGLang 0.5.12's aiter backend
 # takes that path for an fp8 KV cache, python/sglang/srt/layers/attention/aiter_backend.py), and its non-persistent
 # path picks 1-16 (aiter/mla.py, get_meta_param); gfx950 (MI355X) grows them with the context, one per 196 tokens.
+# The cost model reads only that the count is fixed: such a GPU pays the dense models' fitted floor (Fit.attn_ns),
+# not one scaled by the count, which no measurement here separates.
 # bw_rel: the GPU's achieved share of its datasheet bandwidth over the share of the GPU its family's constant is fitted
 # on (H100 for Hopper and for Blackwell, which has no fitted point): measured decode GEMMs, bf16, m = 1-8, of Llama 3
 # 8B and 70B layers, from aiconfigurator's vLLM 0.24 kernel database (`python bench/aiconfigurator_compare.py`:
@@ -358,9 +360,11 @@ ENGINES = {
                   what="the V1 engine, rounds scheduled synchronously (the published fit's K sweep, issue #20780)"),
               Era(key="v1-async", first=(0, 14), fitted=True, hidden_basis=VLLM_ASYNC_RUNS,
                   hides_for=("eagle3", "eagle", "mtp"),   # PR #31998: async rounds with EAGLE/MTP, not other methods
-                  # The engine core schedules step n + 1 as soon as it has launched step n, so a request that
-                  # arrives while n runs is first scheduled into n + 2 (tomasruizt's server logs of this era:
-                  # "Asynchronous scheduling is enabled.").
+                  # The engine core schedules step n + 1 as soon as it has launched step n ("fulfilling the batch
+                  # queue has a higher priority than getting model outputs": vllm/v1/engine/core.py,
+                  # step_with_batch_queue, two batches in flight under async scheduling, whose scheduler is
+                  # vllm/v1/core/sched/async_scheduler.py), so a request that arrives while n runs is first
+                  # scheduled into n + 2 (tomasruizt's server logs of this era: "Asynchronous scheduling is enabled.").
                   ahead_for=("", "eagle3", "eagle", "mtp"),
                   # Async scheduling on by default for plain decoding (PR #27614, issue #27679's plan), with EAGLE/MTP
                   # from PR #31998; "disabled implicitly for non-EAGLE/MTP types", so a draft-model server steps
