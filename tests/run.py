@@ -7,6 +7,7 @@ The workers are forked once the package is imported (support imports main), so e
 off one queue, the largest files first: a module's tests run in one process, in order, as they do under unittest's
 own runner. A line a module says how long it took; a failing module's report is printed whole. Standard library only.
 """
+import gc
 import io
 import multiprocessing
 import os
@@ -43,6 +44,7 @@ def main(argv):
     started = time.perf_counter()
     totals = [0, 0, 0, 0]
     workers = max(1, min(WORKERS, os.cpu_count() or 1, len(names)))
+    gc.freeze()   # the imported package outlives every test: the collector need not walk it in each worker
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"   # no fork on Windows
     with multiprocessing.get_context(method).Pool(workers) as pool:
         for name, seconds, *counts, report in pool.imap_unordered(run_module, names):
