@@ -33,14 +33,17 @@ writes no default of its own: main.py's constants reach it as a flags.Settings.
     commands      the engines' server and benchmark commands, by engine and release
     exercises     the lesson's five exercises, answered
     calibration   fitting the cost model on your runs; the benchmark files a run should write
+    choose        --choose: every candidate deployment at the SLO, priced; the cheapest, off and on
     decide        decide(inputs, grid loop) -> Report: the fits, the plan, the verdict, the predictions, before any text
     render/       render(report) -> Output: the text and the files, from the Report alone (its modules, in order:
                   words, the sentences several parts share (the verdict in words first); tables, the printed
-                  tables' parts and the summary; exercises, the five exercises answered; charts, the four SVG charts; plan,
+                  tables' parts and the summary; exercises, the five exercises answered; charts, the four SVG charts; choice,
+                  --choose's ranked deployments and their chart; plan,
                   the staged rollout plan in Markdown; export, --json, predicted benchmark files, --compare;
                   terminal, the printed report)
     writes        where a run may write; its files all or none; signals and the output streams
     flags         the flags and their syntax, the settings a run falls back on (Settings: main.py's constants)
+    deployflags   the deployment's flags -> one Deployment, every rule checked; --choose's candidates built alike
     cli           parse(argv, settings) -> Inputs: the flags together, the files they name, every rule between them
 
 The docstrings' examples run as tests (tests/test_formulas.py); in them example(...) is the reference deployment:
@@ -51,9 +54,9 @@ make_deployment on main.py's constants (flags.DeploymentSettings.build), any key
     (2.533, 2.111)
 """
 
-RENDER = ("words", "tables", "exercises", "charts", "plan", "export", "terminal")   # render/'s modules, bottom to top
+RENDER = ("words", "tables", "exercises", "charts", "choice", "plan", "export", "terminal")   # render/'s modules, bottom to top
 LAYERS = ("records", "report", "catalog", "experts", "acceptance", "schedule", "priors", "deployment", "costmodel", "sizing", "releases", "workload", "simulation", "serving", "goodput", "bounded", "readers", "benchfiles", "hfconfig", "trust",
-          "cells", "bestk", "mix", "analysis", "commands", "exercises", "calibration", "decide", "render", "writes",
-          "flags", "cli")
+          "cells", "bestk", "mix", "analysis", "commands", "exercises", "calibration", "choose", "decide", "render", "writes",
+          "flags", "deployflags", "cli")
 MODULES = tuple(name for layer in LAYERS   # every module, bottom to top, render/'s as render.<name> before render
                 for name in ([f"render.{r}" for r in RENDER] + ["render"] if layer == "render" else [layer]))

@@ -58,6 +58,24 @@ GPUS = {
 # stream share at 0.976 of the H200's, a check on the fitted one.
 GPU_FAMILY = {name: spec["family"] for name, spec in GPUS.items()}
 
+# On-demand list prices, USD a GPU-hour (--choose; --gpu-price NAME=USD replaces one): (price, source, date). One
+# provider for all, so that the ranking compares GPUs and not providers: Oracle Cloud's bare-metal shapes, each
+# shape's price over its GPUs (8; the L40S shape 4), as SkyPilot's catalog of OCI generates it from Oracle's public
+# price list (skypilot-org/skypilot-catalog catalogs/v8/oci/vms.csv at 0588751183820cf2dab5c8a89447e8aac9f73fd5,
+# "Price" column, region af-casablanca-1; PR #194 of 2026-09-18 quotes the same shape prices). OCI names the H100
+# shape's GPU "H100": the SXM part of its 8-GPU HGX shape. Neoclouds list lower (Lambda's catalog in the same
+# repository: H100 SXM 3.99 a GPU-hour in its 8-GPU shape, B200 6.69): the ranking holds where every GPU moves alike.
+GPU_PRICES = {
+    "a100-sxm-80gb": (32 / 8, "OCI BM.GPU.A100-v2.8 at $32/h", "2026-09"),
+    "h100-sxm":      (80 / 8, "OCI BM.GPU.H100.8 at $80/h", "2026-09"),
+    "h200":          (80 / 8, "OCI BM.GPU.H200.8 at $80/h", "2026-09"),
+    "b200":          (112 / 8, "OCI BM.GPU.B200.8 at $112/h", "2026-09"),
+    "b300":          (120 / 8, "OCI BM.GPU.B300.8 at $120/h", "2026-09"),
+    "l40s":          (14 / 4, "OCI BM.GPU.L40S.4 at $14/h", "2026-09"),
+    "mi300x":        (48 / 8, "OCI BM.GPU.MI300X.8 at $48/h", "2026-09"),
+    "mi355x":        (68.8 / 8, "OCI BM.GPU.MI355X.8 at $68.8/h", "2026-09"),
+}
+
 # Target models: the shapes in each HF config.json (the publishers' model cards for the totals; the MoE
 # rows from the stored copies in ai-dynamo/aiconfigurator model_configs and its forks).
 # Keys: hidden, layers, heads, kv_heads, head_dim, vocab, tied (embeddings shared with the

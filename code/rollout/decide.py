@@ -28,6 +28,7 @@ from .exercises import LESSON_MIX, solve_exercises
 from .calibration import (
     calibrate_on_runs, OWN_HELD_OUT, OWN_WORST, plan_benchmark, predict_bench, predicted_benches, replay_pair,
 )
+from .choose import choose, plan_deployment
 from .report import Report
 
 
@@ -155,6 +156,16 @@ def decide(inputs, grid_cells, fit, progress=None):
     run_model with main.py's grid loop (grid_cells) at the fitted constants (`fit`, refitted on the runs), the
     exercises, the predicted benchmark files and the --compare replays. progress: called as the grid's (alpha, K)
     pairs are simulated."""
+    choice = None
+    if inputs.choose is not None:   # --choose: the cheapest deployment first, then its plan as for any deployment
+        ask = inputs.choose
+        choice = choose(ask.options, ask.demand, inputs.traffic.slo, ask.prices, evidence=inputs.evidence,
+                        traffic=inputs.traffic, settings=inputs.settings, grid=inputs.grid, fit=fit)
+        if choice.chosen is not None:
+            inputs = replace(inputs, dep=plan_deployment(choice),
+                             evidence=replace(inputs.evidence, target_concurrency=choice.chosen.concurrency,
+                                              target_from="the chosen deployment's most concurrent requests within "
+                                                          "the SLO (--choose)"))
     grid, dep, evidence, traffic, settings = inputs.grid, inputs.dep, inputs.evidence, inputs.traffic, inputs.settings
     prior = assumed_acceptance(dep, evidence, traffic)
     assumed = evidence.expected_alpha or (prior.alpha if prior else settings.expected_fallback)
@@ -175,4 +186,4 @@ def decide(inputs, grid_cells, fit, progress=None):
                                 output_spread=bench.output_spread, plan_batch=plan.shown_batch, slo=traffic.slo) if bench.folder else None
     comparisons = [compared(replay, dep, trust, traffic, fit) for replay in inputs.replays]
     return replace(report, inputs=inputs, calibration=calibration, exercises=exercises, benches=benches,
-                   comparisons=comparisons or None)
+                   comparisons=comparisons or None, choice=choice)

@@ -170,13 +170,22 @@ def build_parser(settings):
                                    "the plan alone to standard output, without its charts)")
     out.add_argument("--no-write", action="store_true", help="do not write the rollout plan")
     out.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    pick = p.add_argument_group("choosing the deployment: the cheapest to serve the traffic within the SLO")
+    pick.add_argument("--choose", action="store_true", help="search GPUs, TP and expert layouts, engines and drafts (and "
+                      "none) for the cheapest way to serve --request-rate (or --target-concurrency) within --slo; the "
+                      "plan is then the chosen deployment's")
+    pick.add_argument("--gpus", help="with --choose: the GPUs to search, comma list (default: every GPU with a price "
+                                     "in the catalog)")
+    pick.add_argument("--engines", help=f"with --choose: the engines to search, comma list (default: {', '.join(ENGINES)})")
+    pick.add_argument("--gpu-price", help="with --choose: USD a GPU-hour, NAME=USD,... (default: the catalog's "
+                                          "on-demand list prices, catalog.GPU_PRICES)")
     bench = p.add_argument_group("benchmark files: predicted before they are run, and held against the measured")
     bench.add_argument("--predict-bench", metavar="DIR", help="write the `vllm bench serve --save-result` file of "
                        "each run: a baseline and one per --ks at each --concurrency (or --request-rate)")
     bench.add_argument("--num-prompts", help="prompts a predicted run sends (default: the plan's, 10 a concurrent "
                        f"slot and at least 200; {BENCH_OPEN_PROMPTS} in open loop)")
     bench.add_argument("--request-rate", help="open loop instead: requests/s, comma list (vllm bench serve's "
-                       "--request-rate)")
+                       "--request-rate); with --choose, the one rate to serve")
     bench.add_argument("--burstiness", help="gamma shape of an open loop's gaps (default 1: Poisson)")
     bench.add_argument("--compare", help="measured `vllm bench serve` results, comma list: each key against the "
                        "prediction of its own run")

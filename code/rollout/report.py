@@ -47,6 +47,7 @@ class Inputs:
     runs: tuple = None       #: readers.CalibrationRun per --calibrate file (None: none given)
     bench: object = None     #: cli.BenchFlags: --predict-bench, --compare and their flags
     replays: tuple = ()      #: Replay per --compare file
+    choose: object = None    #: cli.ChooseAsk: the deployments --choose searches (None: one deployment, as given)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class Report:
     comparisons: list = None   #: (path, PredictedBench, rows, notes) per --compare file
     verdict: object = None   #: analysis.Verdict: on or off, at which K by batch size, the gain and its range
     at_slo: object = None    #: goodput.AtSlo: the most each GPU serves within the SLO, off and at the K
+    choice: object = None    #: choose.Choice: the cheapest deployment for the traffic (--choose), whose plan this is
     lesson: list = field(default=None, metadata=NOT_IN_JSON)   #: main.py's walk of the lesson, its printed lines
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .records import BENCH_LIMIT_BYTES, shown, UsageError
 from .workload import PREDICTION_KEY
-from .render.charts import CHART_FILES, CHART_MARK
+from .render.charts import ALL_CHARTS, CHART_MARK
 from .records import printable
 
 
@@ -88,7 +88,7 @@ def checked_out_path(text):
     if text.endswith(("/", os.sep)) or path.is_dir():
         raise UsageError(f"--out: {shown(text)} is a folder: name the plan's file in it, e.g. "
                          f"{shown(str(path / 'plan.md'))}")
-    if path.name in CHART_FILES.values():
+    if path.name in ALL_CHARTS:
         raise UsageError(f"--out: {shown(path.name)} is the name of a chart the plan links to: name the plan otherwise")
     folder = path.parent
     if not folder.is_dir():
@@ -103,7 +103,7 @@ def checked_out_path(text):
                          f"takes {longest})")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"--out: cannot write in the folder {shown(str(folder))}")
-    for target in [path] + [folder / name for name in CHART_FILES.values()]:
+    for target in [path] + [folder / name for name in ALL_CHARTS]:
         try:
             mode = os.lstat(target).st_mode
         except FileNotFoundError:
@@ -117,7 +117,7 @@ def checked_out_path(text):
 def check_out_owned(path):
     """--out, once the inputs are known not to be among its files: each of the plan and its charts that exists is
     one this tool wrote (its mark), never a file of the user's it would replace (its own source included)."""
-    for target, kind in [(path, PLAN_MARK)] + [(path.parent / name, "<svg") for name in CHART_FILES.values()]:
+    for target, kind in [(path, PLAN_MARK)] + [(path.parent / name, "<svg") for name in ALL_CHARTS]:
         if os.path.lexists(target) and not written_here(target, kind):
             raise UsageError(f"--out: {shown(str(target))} exists and is not a plan or chart this tool wrote: it "
                              "would be replaced; name another file or folder")
@@ -142,7 +142,7 @@ def checked_bench_folder(text, names, reads, out):
         raise UsageError(f"--predict-bench: cannot write in the folder {shown(text)}")
     used = {os.path.realpath(p) for p in reads if p}
     if out is not None:
-        used |= {os.path.realpath(out.parent / name) for name in [out.name, *CHART_FILES.values()]}
+        used |= {os.path.realpath(out.parent / name) for name in [out.name, *ALL_CHARTS]}
     for name in names:
         check_bench_target(folder / name, used)
     return folder

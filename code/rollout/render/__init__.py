@@ -11,7 +11,8 @@ from ..records import printable, STANDARD_OUTPUT
 from ..report import Output
 from .tables import deployment_head, render_gate
 from .exercises import render_exercises
-from .charts import render_charts
+from .charts import CHOICE_CHART, render_charts
+from .choice import render_choice, render_choice_chart
 from .plan import render_plan
 from .export import render_bench_file, render_benches, render_compare, render_json
 from .terminal import render_tables, wrote_line
@@ -29,7 +30,8 @@ def render(report):
         text = "\n".join(deployment_head(dep) + [""] + render_exercises(report.exercises, dep)
                          + (render_gate(report.gate) if inputs.as_gate else [])) + "\n"
     else:
-        text = render_tables(report, dep, grid)
+        text = ("\n".join(render_choice(report.choice)) + "\n" if report.choice is not None else "") + render_tables(
+            report, dep, grid)
         if report.benches:
             text += "\n".join(render_benches(report.benches, bench.folder)) + "\n"
         if report.comparisons:
@@ -39,6 +41,8 @@ def render(report):
         text = render_plan(report, dep, charts=False) + "\n"
     charts = ({out.parent / name: svg for name, svg in render_charts(report, dep).items()}
               if out is not None and not to_stdout else {})
+    if report.choice is not None and report.choice.candidates and out is not None and not to_stdout:
+        charts[out.parent / CHOICE_CHART] = render_choice_chart(report.choice)
     files = dict(charts)
     if out is not None and not to_stdout:
         files[out] = render_plan(report, dep)

@@ -20,6 +20,8 @@ LINE_STYLES = [("#111111", ""), ("#d95f02", "9 5"), ("#1f78b4", "2 4"), ("#33a02
                ("#6a3d9a", "6 3"), ("#a6761d", "1 2")]
 CHART_FILES = {"speedup": "chart-speedup.svg", "best_k": "chart-best-k.svg", "itl": "chart-itl-cdf.svg",
                "slo": "chart-slo.svg"}
+CHOICE_CHART = "chart-choose.svg"   # --choose's chart (render/choice.py): cost per million tokens by candidate
+ALL_CHARTS = (*CHART_FILES.values(), CHOICE_CHART)   # every chart a run may write beside the plan
 CHART_MARK = "<!-- written by eagle3-rollout: python code/main.py -->"   # a chart this tool may replace
 
 

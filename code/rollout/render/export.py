@@ -95,6 +95,8 @@ def render_json(result, dep, grid):
     data = dict(verdict=verdict, deployment=deployment, interval_level=result.trust.level, trust=result.trust,
                 cells=result.cells,
                 breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)
+    if result.choice is not None:   # --choose: the search across deployments first, every candidate
+        data = dict(choice=result.choice, **data)
     for key in ("at_slo", "measured", "gate", "exercises", "calibration"):   # the JSON's keys, in order, where there is one
         if getattr(result, key) is not None:
             data[key] = getattr(result, key)

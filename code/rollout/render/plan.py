@@ -25,7 +25,8 @@ from .words import per_gpu, slo_sentence
 from ..workload import goodput_key, goodput_words, SLO_PERCENTILE, slo_prompts, slo_text
 from .tables import calibration_findings, calibration_headline, mix_blend_sentence, mix_tail_sentence
 from .words import copies_text, state_text, trained_draft, trust_sentence, verdict_command, verdict_parts, verdict_steps
-from .charts import CHART_FILES
+from .charts import ALL_CHARTS, CHART_FILES
+from .choice import render_choice_markdown
 from ..commands import predicts_gate_pair
 
 
@@ -178,6 +179,7 @@ def plan_front(result, dep, plan):
         "Written by `python code/main.py`. Every number here comes from that run's cost model and simulated",
         "requests; change the deployment constants or flags and run it again.",
         "",
+        *(render_choice_markdown(result.choice) if result.choice is not None else []),
         *plan_verdict(result.verdict, dep),
         "## The deployment this plan is for",
         "",
@@ -665,7 +667,7 @@ def plan_slo_section(at, dep, plan):
 def without_charts(lines):
     """The plan's lines less its chart images (each a paragraph of its own) and the blank line after each: the plan
     as --out - prints it, its charts unwritten."""
-    images = {f"]({name})" for name in CHART_FILES.values()}
+    images = {f"]({name})" for name in ALL_CHARTS}
     out = []
     for line in lines:
         if out and out[-1] is None:   # the blank line after an image

@@ -1,0 +1,142 @@
+"""--choose: the cheapest deployment for a traffic within an SLO. Costs checked by hand from each candidate's own
+simulated run, every candidate listed re-simulated afresh within the SLO, the candidate set across GPUs, engines,
+layouts and speculation off and on, and the refusals."""
+import json
+import math
+import unittest
+
+from support import main, run
+
+from rollout import catalog, choose, costmodel, goodput, serving
+
+SLO = "ttft:2000,tpot:50"
+# Short requests keep each search to a fraction of a second (the suite runs them in one process).
+SMALL = ["--input-tokens", "512", "--output-tokens", "256", "--slo", SLO, "--no-write", "--json"]
+DENSE = ["--choose", "--model", "llama-3.1-8b", "--gpus", "h100-sxm,h200,mi300x", "--engines", "vllm,sglang",
+         "--tp", "1", "--request-rate", "20"] + SMALL
+MOE = ["--choose", "--model", "qwen3-30b-a3b", "--gpus", "h200", "--engines", "vllm", "--request-rate", "40",
+       "--gpu-price", "h200=3.5"] + SMALL
+_ANSWERS = {}
+
+
+def answer(argv):
+    """The --json choice of a run (each asked once in this module)."""
+    key = tuple(argv)
+    if key not in _ANSWERS:
+        status, out, err = run(argv)
+        assert status == 0, err
+        _ANSWERS[key] = json.loads(out)
+    return _ANSWERS[key]
+
+
+class TheCost(unittest.TestCase):
+    def test_two_candidates_cost_their_price_over_the_tokens_they_serve(self):
+        choice = answer(DENSE)["choice"]
+        prices = {gpu: usd for gpu, usd, *_ in choice["prices"]}
+        self.assertEqual(prices, {gpu: catalog.GPU_PRICES[gpu][0] for gpu in ("h100-sxm", "h200", "mi300x")})
+        picked = [choice["candidates"][0], choice["candidates"][-1]]
+        for c in picked:
+            with self.subTest(gpu=c["gpu"], engine=c["engine"], draft=c["draft"]):
+                replicas = math.ceil(20.0 / c["request_throughput"])   # requests/s to serve over one replica's
+                self.assertEqual(c["replicas"], replicas)
+                self.assertEqual(c["gpus"], replicas * c["tp"])
+                self.assertAlmostEqual(c["cost_per_hour"], replicas * c["tp"] * prices[c["gpu"]], places=4)
+                tokens_an_hour = 20.0 * c["output_throughput"] / c["request_throughput"] * 3600
+                self.assertAlmostEqual(c["tokens_per_hour"] / tokens_an_hour, 1.0, places=5)
+                self.assertAlmostEqual(c["cost_per_million"] / (c["cost_per_hour"] / tokens_an_hour * 1e6), 1.0,
+                                       places=4)
+                low, high = c["cost_per_hour_interval"]
+                self.assertLessEqual(low, c["cost_per_hour"] + 1e-9)
+                self.assertGreaterEqual(high, c["cost_per_hour"] - 1e-9)
+
+    def test_a_given_price_replaces_the_catalogs(self):
+        choice = answer(MOE)["choice"]
+        self.assertEqual([(gpu, usd, source) for gpu, usd, source, _ in choice["prices"]], [("h200", 3.5, "--gpu-price")])
+        for c in choice["candidates"]:
+            self.assertAlmostEqual(c["cost_per_hour"], c["gpus"] * 3.5, places=4)
+
+    def test_the_chosen_is_the_cheapest_and_the_table_is_ranked(self):
+        choice = answer(DENSE)["choice"]
+        costs = [c["cost_per_hour"] for c in choice["candidates"]]
+        self.assertEqual(costs, sorted(costs))
+        self.assertEqual(choice["chosen"], choice["candidates"][0])
+        self.assertEqual(choice["cheapest_off"], next(c for c in choice["candidates"] if c["draft"] == "off"))
+        self.assertEqual(choice["cheapest_on"], next(c for c in choice["candidates"] if c["draft"] != "off"))
+        runner = choice["runner_up"]
+        self.assertEqual(choice["too_close"], runner["cost_per_hour_interval"][0]
+                         <= choice["chosen"]["cost_per_hour_interval"][1])
+
+
+class EveryCandidateMeetsTheSlo(unittest.TestCase):
+    def test_each_candidates_own_run_simulated_afresh_is_within_every_bound(self):
+        inputs = main.parse(DENSE, main.SETTINGS)
+        traffic = inputs.traffic
+        deployments = {(dep.gpu, dep.engine.key, dep.draft if speculative else "off"): dep
+                       for dep, speculative, _ in (o for o in inputs.choose.options
+                                                   if not isinstance(o, choose.Unserved))}
+        for c in answer(DENSE)["choice"]["candidates"]:
+            with self.subTest(gpu=c["gpu"], engine=c["engine"], draft=c["draft"]):
+                for memo in (goodput.RUN_MEMO, serving.RUN_MEMO, serving.COST_TABLES, costmodel.COST_MEMO):
+                    memo.clear()
+                dep = deployments[c["gpu"], c["engine"], c["draft"]]
+                if c["draft"] == "off":
+                    self.assertEqual(c["k"], 0)
+                else:   # the schedule's K at its concurrency (past the schedule's rows: the best K with it on)
+                    at = [k for lo, hi, k in c["k_schedule"] if lo <= c["concurrency"] <= hi]
+                    self.assertEqual([c["k"]], at or [c["k"]])
+                    self.assertTrue(at or c["k"] > 0)
+                point = goodput.simulated_point(dep, c["k"], c["request_alpha"] or 0.0, c["request_spread"] or 0.0,
+                                                c["concurrency"], traffic.slo, traffic, costmodel.FIT)
+                for key, bound in traffic.slo:
+                    self.assertLessEqual(point.tail_ms[key], bound)
+                    self.assertAlmostEqual(point.tail_ms[key], c["tails_ms"][key], places=5)
+                self.assertAlmostEqual(point.request_throughput, c["request_throughput"], places=5)
+
+
+class TheCandidates(unittest.TestCase):
+    def test_three_gpus_two_engines_speculation_off_and_on(self):
+        candidates = answer(DENSE)["choice"]["candidates"]
+        self.assertEqual({c["gpu"] for c in candidates}, {"h100-sxm", "h200", "mi300x"})
+        self.assertEqual({c["engine"] for c in candidates}, {"vllm", "sglang"})
+        self.assertEqual({c["draft"] for c in candidates}, {"off", "eagle3"})
+        self.assertEqual(len(candidates), 12)   # 3 GPUs x 2 engines x (off, EAGLE-3) at TP 1
+
+    def test_a_moe_target_is_searched_with_experts_and_attention_data_parallel(self):
+        choice = answer(MOE)["choice"]
+        layouts = {(c["tp"], c["ep"], c["dp_attention"]) for c in choice["candidates"]}
+        self.assertTrue(any(ep == 1 for _, ep, _ in layouts))
+        self.assertTrue(any(ep == tp > 1 and not dp for tp, ep, dp in layouts))
+        self.assertTrue(any(ep == tp > 1 and dp for tp, ep, dp in layouts))
+        self.assertEqual({c["draft"] for c in choice["candidates"]}, {"off", "eagle3"})
+
+    def test_the_plan_is_the_chosen_deployments(self):
+        data = answer(DENSE)
+        chosen, deployment = data["choice"]["chosen"], data["deployment"]
+        self.assertEqual((deployment["gpu"], deployment["tp"], deployment["engine"]),
+                         (chosen["gpu"], chosen["tp"], chosen["engine"]))
+        self.assertEqual(data["verdict"]["concurrency"], chosen["concurrency"])
+
+
+class Refusals(unittest.TestCase):
+    def refused(self, argv, words):
+        status, out, err = run(argv)
+        self.assertEqual(status, 2)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn(words, err)
+
+    def test_what_choose_refuses(self):
+        base = ["--choose", "--model", "llama-3.1-8b", "--no-write"]
+        self.refused(base, "--request-rate R")
+        self.refused(base + ["--request-rate", "5", "--slo", "none"], "needs one")
+        self.refused(base + ["--request-rate", "5", "--target-concurrency", "8"], "one way")
+        self.refused(base + ["--request-rate", "5", "--gpu", "h200"], "--gpus")
+        self.refused(base + ["--request-rate", "5", "--gpus", "gh200"], "--gpu-price gh200=USD")
+        self.refused(base + ["--request-rate", "5", "--gpu-price", "h200=-1"], "--gpu-price")
+        self.refused(base + ["--request-rate", "5", "--gpu-price", "h200=1,h200=2"], "twice")
+        self.refused(base + ["--request-rate", "5", "--engines", "tgi"], "--engines")
+        self.refused(["--gpus", "h200", "--no-write"], "give --choose too")
+
+
+if __name__ == "__main__":
+    unittest.main()
