@@ -4,6 +4,7 @@ layouts and speculation off and on, and the refusals."""
 import json
 import math
 import unittest
+from unittest import mock
 
 from support import main, run
 
@@ -14,8 +15,8 @@ SLO = "ttft:2000,tpot:50"
 SMALL = ["--input-tokens", "512", "--output-tokens", "256", "--slo", SLO, "--no-write", "--json"]
 DENSE = ["--choose", "--model", "llama-3.1-8b", "--gpus", "h100-sxm,h200,mi300x", "--engines", "vllm,sglang",
          "--tp", "1", "--request-rate", "20"] + SMALL
-MOE = ["--choose", "--model", "qwen3-30b-a3b", "--gpus", "h200", "--engines", "vllm", "--request-rate", "40",
-       "--gpu-price", "h200=3.5"] + SMALL
+MOE = ["--choose", "--model", "qwen3-30b-a3b", "--gpus", "h200", "--engines", "vllm", "--tp", "2", "--request-rate",
+       "40", "--gpu-price", "h200=3.5"] + SMALL + ["--slo", "ttft:1000,tpot:25"]   # the last --slo wins
 _ANSWERS = {}
 
 
@@ -67,6 +68,19 @@ class TheCost(unittest.TestCase):
                          <= choice["chosen"]["cost_per_hour_interval"][1])
 
 
+    def test_a_candidate_left_unsearched_costs_more_as_one_replica_than_any_range_found(self):
+        with mock.patch.object(choose, "ROUND", 4):   # the bound moves after every 4 of the 8 candidates
+            choice = answer(["--choose", "--model", "llama-3.1-8b", "--gpus", "h200,b200", "--engines", "vllm",
+                             "--request-rate", "2"] + SMALL)["choice"]
+        prices = {gpu: usd for gpu, usd, *_ in choice["prices"]}
+        skipped = [u for u in choice["unserved"] if not u["searched"]]
+        self.assertTrue(skipped)   # at 2 requests/s one GPU serves it: TP 2 is dearer than any range's end
+        dearest_end = min(c["cost_per_hour_interval"][1] for c in choice["candidates"])
+        for u in skipped:
+            self.assertGreater(u["tp"] * prices[u["gpu"]], dearest_end)
+        self.assertEqual({c["tp"] for c in choice["candidates"]}, {1})
+
+
 class EveryCandidateMeetsTheSlo(unittest.TestCase):
     def test_each_candidates_own_run_simulated_afresh_is_within_every_bound(self):
         inputs = main.parse(DENSE, main.SETTINGS)
@@ -76,8 +90,8 @@ class EveryCandidateMeetsTheSlo(unittest.TestCase):
                                                    if not isinstance(o, choose.Unserved))}
         for c in answer(DENSE)["choice"]["candidates"]:
             with self.subTest(gpu=c["gpu"], engine=c["engine"], draft=c["draft"]):
-                for memo in (goodput.RUN_MEMO, serving.RUN_MEMO, serving.COST_TABLES, costmodel.COST_MEMO):
-                    memo.clear()
+                goodput.RUN_MEMO.clear()   # the run itself simulated again (a step's cost is a pure function)
+                serving.RUN_MEMO.clear()
                 dep = deployments[c["gpu"], c["engine"], c["draft"]]
                 if c["draft"] == "off":
                     self.assertEqual(c["k"], 0)

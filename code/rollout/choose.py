@@ -84,6 +84,7 @@ class Unserved:
     engine: str
     draft: str
     why: str
+    searched: bool = True    #: False: left out by the bound on cost, never simulated (choose)
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,7 @@ def choose(options, demand, slo, prices, *, evidence, traffic, settings, grid, f
         for (dep, speculative, _), *_ in (job for job in batch if job[0][0].tp * job[2] > bound):
             unserved.append(Unserved(gpu=dep.gpu, tp=dep.tp, ep=dep.ep, dp_attention=dep.dp_attention,
                                      engine=dep.engine.key, draft=draft_kind(dep.draft) if speculative else "off",
-                                     why=f"not searched: one replica costs ${dep.tp * prices[dep.gpu][0]:,.2f} an hour, "
+                                     searched=False, why=f"not searched: one replica costs ${dep.tp * prices[dep.gpu][0]:,.2f} an hour, "
                                          f"more than the dear end of the cheapest found (${bound:,.2f})"))
         for (option, *_), result in zip(live, evaluated(live)):
             if isinstance(result, Candidate):

@@ -129,9 +129,11 @@ def render_choice(choice):
                       "replica's most concurrent requests within the SLO; req/s, its requests a second there; "
                       "tok/s/GPU, its output tokens a second a GPU; GPUs, $/h and $/Mtok: for the whole traffic.",
                       100, "")
+    skipped = sum(1 for u in choice.unserved if not u.searched)
     if choice.unserved:
-        lines += [f"{len(choice.unserved)} candidate{'s do' if len(choice.unserved) > 1 else ' does'} not serve it "
-                  "(--json says why)."]
+        lines += wrap(f"Not listed ({len(choice.unserved)}, --json says why): {skipped} not searched, one replica "
+                      "dearer than the dear end of the cheapest range found; "
+                      f"{len(choice.unserved) - skipped} that cannot run or meet the SLO.", 100, "")
     lines += ["Prices (on-demand list prices, catalog.GPU_PRICES; --gpu-price NAME=USD replaces one):"]
     lines += price_lines(choice) + [""]
     return lines
