@@ -197,9 +197,10 @@ def evaluate_job(index):
 
 def quiet_worker():
     """A worker leaves a stop signal to the run, which ends the pool (writes.py: nothing is written)."""
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C reaches the group: the run ends the pool, by SIGTERM
+    for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):   # left at their defaults: pool.terminate() ends a worker so
         if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_IGN)
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 def evaluated(jobs):
