@@ -135,6 +135,8 @@ ENGINE_VERSION = None          # ENGINE's release, e.g. "0.13" (numbering per en
 TEMPERATURE = 0.7              # sampling temperature of the plan's benchmark runs: use your traffic's own
 SLO = "ttft:2000,tpot:50"      # the service level you serve at: a bound in ms on the P99 of each of TTFT, TPOT and
                                # E2EL it names (vllm bench serve's --goodput keys); "none": no SLO. An example: set yours
+NUM_PROMPTS = 1000             # requests of each open-loop run at the SLO: vllm bench serve's default --num-prompts
+BURSTINESS = 1.0               # the gamma shape of the gaps between its requests: 1, Poisson arrivals
 
 
 # ---------------------------------------------------------------- the lesson, walked once on this deployment

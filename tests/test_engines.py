@@ -22,7 +22,8 @@ BENCH_FLAGS = {"--backend", "--endpoint", "--port", "--model", "--dataset-name",
                "--max-concurrency", "--temperature", "--percentile-metrics", "--metric-percentiles",
                "--save-result", "--result-filename", "--random-input-len", "--random-output-len", "--ignore-eos",
                "--sharegpt-output-len",
-               "--goodput"}   # vllm/benchmarks/serve.py from 0.8.0 (nargs="+", KEY:VALUE in ms); TensorRT-LLM's copy too
+               "--goodput",   # vllm/benchmarks/serve.py from 0.8.0 (nargs="+", KEY:VALUE in ms); TensorRT-LLM's copy too
+               "--request-rate", "--burstiness"}   # vllm/benchmarks/serve.py in 0.8.0, 0.9.2, 0.11.0 and 0.34.0
 KNOWN_FLAGS = {
     "vllm serve": {"--tensor-parallel-size", "--quantization", "--kv-cache-dtype", "--gpu-memory-utilization",
                    "--speculative-config"},

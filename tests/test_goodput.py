@@ -96,29 +96,109 @@ class PromptSpread(unittest.TestCase):
         self.assertGreater(sum(long), sum(short))
 
 
-class SmallCaps(unittest.TestCase):
-    def test_a_server_capped_below_the_first_rung(self):
-        """A cap of 2 (the KV cache of two sequences): the search runs 2 where the SLO is loose and stops there (the
-        cap), 1 where it is tight and stops there (past it alone); never more than fits."""
-        from unittest import mock
-        traffic = support.traffic(output_spread=0.0)
-        with mock.patch.object(goodput, "running_cap", lambda dep, speculative, batch=None: 2):
-            loose = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), traffic)
-            tight = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("ttft", 1e-3),), traffic)
-        self.assertEqual([p.concurrency for p in loose.baseline.points], [2])
-        self.assertEqual(loose.baseline.best.concurrency, 2)
-        self.assertEqual(loose.baseline.stopped_by, ())   # the cap stops it, not a bound
-        self.assertEqual([p.concurrency for p in tight.baseline.points], [1])
-        self.assertIsNone(tight.baseline.best)
-        self.assertEqual(tight.baseline.stopped_by, ("ttft",))
+class GrowingQueue(unittest.TestCase):
+    """goodput.growing, on runs whose waits, TTFTs and E2ELs are counted by hand: 20 requests, tenths of two (the
+    middle tenth: requests 8 and 9; the last: 18 and 19)."""
 
-    def test_both_arms_stay_within_what_fits_with_the_draft(self):
-        """The plan's every command runs at most at what fits beside the draft: the search's caps are that too."""
-        at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.0, (("tpot", 1e5),), support.traffic(output_spread=0.0))
-        fits = deployment.max_concurrency(DEP)
-        self.assertEqual(at.baseline.cap, min(deployment.running_cap(DEP, False), fits))
-        self.assertEqual(at.speculative.cap, min(deployment.running_cap(DEP, True), fits))
-        self.assertLessEqual(max(p.concurrency for a in (at.baseline, at.speculative) for p in a.points), fits)
+    def run_of(self, waits, ttfts, e2els):
+        start = [float(i) for i in range(len(ttfts))]
+        rows = [(s, s + t, s + e, 10) for s, t, e in zip(start, ttfts, e2els)]
+        return dataclasses.replace(hand_run(rows), admitted=tuple(s + w for s, w in zip(start, waits)))
+
+    def test_a_steady_run_does_not_grow(self):
+        ttfts = [0.1] * 8 + [0.2, 0.3] + [0.2] * 10   # the middle tenth's median TTFT: 0.25
+        waits = [0.0] * 18 + [0.2, 0.28]              # the last tenth's median wait: 0.24 < 0.25
+        self.assertFalse(goodput.growing(self.run_of(waits, ttfts, [5.0] * 20)))
+
+    def test_a_last_tenth_waiting_past_a_first_token_grows(self):
+        ttfts = [0.1] * 8 + [0.2, 0.3] + [0.2] * 10
+        waits = [0.0] * 18 + [0.2, 0.32]              # 0.26 > 0.25
+        self.assertTrue(goodput.growing(self.run_of(waits, ttfts, [5.0] * 20)))
+
+    def test_a_batch_that_piles_up_grows(self):
+        e2els = [5.0] * 18 + [7.4, 7.7]   # median 7.55 > 1.5 x 5.0, no wait
+        self.assertTrue(goodput.growing(self.run_of([0.0] * 20, [0.1] * 20, e2els)))
+        self.assertFalse(goodput.growing(self.run_of([0.0] * 20, [0.1] * 20, [5.0] * 18 + [7.4, 7.5])))   # 7.45
+
+    def test_a_growing_queue_is_past_the_slo(self):
+        """Past what the server holds (a cap of 4 sequences), the queue grows at any bound: the run is not within."""
+        from unittest import mock
+        traffic = support.traffic(output_spread=0.0, input_spread=0.0, num_prompts=200)
+        cap = lambda dep, speculative, batch=None: 4   # noqa: E731
+        with mock.patch.object(goodput, "running_cap", cap), mock.patch.object(serving, "running_cap", cap):
+            serving.RUN_MEMO.clear()
+            self.addCleanup(serving.RUN_MEMO.clear)
+            loose = (("ttft", 1e7), ("tpot", 1e5))
+            point = goodput.simulated_point(DEP, 0, 0.0, 0.0, 500.0, loose, traffic, costmodel.FIT, plan_batch=4)
+        self.assertTrue(point.growing)
+        self.assertFalse(point.within)
+        self.assertEqual(point.past, ("queue",))
+
+
+class Search(unittest.TestCase):
+    SLO = (("ttft", 400.0), ("tpot", 8.0))
+
+    @classmethod
+    def setUpClass(cls):
+        traffic = support.traffic(output_spread=0.8, num_prompts=300)
+        cls.table = goodput.KTable(((1, 16, 4), (17, 64, 3)), 2)
+        cls.at = goodput.at_slo(DEP, cls.table, 0.7, 0.11, cls.SLO, traffic)
+        cls.traffic = traffic
+
+    def test_the_best_is_within_and_a_run_five_percent_above_it_past(self):
+        for arm in (self.at.baseline, self.at.speculative):
+            with self.subTest(speculative=arm.speculative):
+                self.assertIsNotNone(arm.best)
+                # Checked against runs the test makes itself, past the search's memo.
+                ks = self.table if arm.speculative else 0
+                spread = 0.11 if arm.speculative else 0.0
+                best = goodput.simulated_point(DEP, ks, 0.7, spread, arm.best.rate, self.SLO, self.traffic,
+                                               costmodel.FIT)
+                self.assertTrue(best.tail_ms["ttft"] <= 400.0 and best.tail_ms["tpot"] <= 8.0 and not best.growing)
+                past = min(p.rate for p in arm.points if p.rate > arm.best.rate)
+                self.assertLessEqual(past, arm.best.rate * (1 + goodput.RATE_RESOLUTION) * 1.001)
+                above = goodput.simulated_point(DEP, ks, 0.7, spread, arm.best.rate * 1.10, self.SLO, self.traffic,
+                                                costmodel.FIT)
+                self.assertFalse(above.within)
+                self.assertLessEqual(len(arm.points), goodput.SEARCH_RUNS)
+                # Little's law: the requests in the replica are the rate times the mean E2EL
+                self.assertGreater(arm.best.concurrency, arm.best.rate * arm.best.tail_ms["ttft"] / 1e3)
+
+    def test_the_gain_is_the_ratio_of_the_capacities(self):
+        self.assertEqual(self.at.gain, self.at.speculative.best.rate / self.at.baseline.best.rate)
+        self.assertEqual(self.at.speculative.served, self.table)
+
+    def test_nothing_meets_an_slo_below_one_request_alone(self):
+        at = goodput.at_slo(DEP, self.table, 0.7, 0.11, (("tpot", 0.5),), self.traffic)
+        self.assertIsNone(at.baseline.best)
+        self.assertIsNone(at.gain)
+        self.assertEqual(len(at.baseline.points), 1)   # the least rate is past it: no more runs
+
+
+class ServedK(unittest.TestCase):
+    """What the speculative server runs at the SLO: vLLM's table from 0.24 (not under data parallelism from 0.26),
+    else one K, the table's at the load its capacity holds."""
+    SCHEDULE = [[1, 20, 5], [21, 80, 3], [81, 1024, 2]]
+
+    def test_by_engine_and_release(self):
+        from rollout.catalog import era_of, release_of
+        table = goodput.KTable.of(self.SCHEDULE, 2)
+        for engine, release, runs in (("vllm", "0.24", True), ("vllm", "0.23", False), ("sglang", None, False),
+                                      ("trtllm", None, False)):
+            with self.subTest(engine=engine, release=release):
+                dep = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", engine=engine,
+                                       input_tokens=512, output_tokens=256,
+                                       **({"era": era_of(engine, release)} if release else {}))
+                if release:
+                    dep = dataclasses.replace(dep, release=release_of(release))
+                self.assertEqual(goodput.runs_table(dep), runs)
+                arm = goodput.speculative_arm(dep, table, 0.7, 0.1, (("ttft", 2000.0), ("tpot", 50.0)),
+                                              support.traffic(num_prompts=200), costmodel.FIT)
+                if runs:
+                    self.assertEqual(arm.served, table)
+                else:   # one K: the table's at the requests its capacity holds
+                    self.assertEqual(arm.served.rows, ())
+                    self.assertEqual(arm.served.fallback, table.at(round(arm.best.concurrency)))
 
 
 class RecvInterval(unittest.TestCase):
@@ -279,39 +359,6 @@ class SloFlag(unittest.TestCase):
         self.assertIn("--slo", err)
 
 
-class Search(unittest.TestCase):
-    SLO = (("ttft", 400.0), ("tpot", 8.0))
-
-    @classmethod
-    def setUpClass(cls):
-        traffic = support.traffic(output_spread=0.8)
-        cls.at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.11, cls.SLO, traffic)
-        cls.traffic = traffic
-
-    def test_the_best_is_within_and_the_next_run_past_it(self):
-        for arm in (self.at.baseline, self.at.speculative):
-            with self.subTest(speculative=arm.speculative):
-                self.assertIsNotNone(arm.best)
-                # Checked against runs the test makes itself, not the search's own records.
-                k = 3 if arm.speculative else 0
-                best = goodput.run_at(DEP, k, 0.7, 0.11 if k else 0.0, arm.best.concurrency, self.SLO, self.traffic,
-                                      costmodel.FIT)
-                self.assertLessEqual(best.tail_ms["ttft"], 400.0)
-                self.assertLessEqual(best.tail_ms["tpot"], 8.0)
-                past = min(p.concurrency for p in arm.points if p.concurrency > arm.best.concurrency)
-                after = goodput.run_at(DEP, k, 0.7, 0.11 if k else 0.0, past, self.SLO, self.traffic, costmodel.FIT)
-                self.assertTrue(after.tail_ms["ttft"] > 400.0 or after.tail_ms["tpot"] > 8.0)
-                # the search settled the edge to its resolution: a tenth of the best
-                self.assertLessEqual(past - arm.best.concurrency, max(1, arm.best.concurrency // 10))
-                self.assertLessEqual(len(arm.points), goodput.SEARCH_RUNS)
-
-    def test_nothing_meets_an_slo_below_one_request_alone(self):
-        at = goodput.at_slo(DEP, lambda c: 3, 0.7, 0.11, (("tpot", 0.5),), self.traffic)
-        self.assertIsNone(at.baseline.best)
-        self.assertIsNone(at.gain)
-        self.assertEqual([p.concurrency for p in at.baseline.points], [1])   # one at a time is past it: no more runs
-
-
 class InThePlan(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -324,36 +371,40 @@ class InThePlan(unittest.TestCase):
 
     def test_the_verdict_gain_is_the_table_s(self):
         self.assertEqual(self.status, 0, self.err)
-        rows = [line.split(" | ") for line in self.plan.splitlines() if re.match(r"\| \d+ \| ", line)]
-        within = {int(r[0][2:]): r for r in rows}
-        base = max(c for c, r in within.items() if r[6].split(" / ")[0] == "yes")
-        spec = max(c for c, r in within.items() if r[6].split(" / ")[1].rstrip(" |") == "yes")
-        gain = float(within[spec][4].split(" / ")[1]) / float(within[base][4].split(" / ")[0])
+        rows = [line.strip("| ").split(" | ") for line in self.plan.splitlines() if re.match(r"\| (off|on) \| ", line)]
+        capacity = {arm: max(float(r[1]) for r in rows if r[0] == arm and r[-1] == "yes") for arm in ("off", "on")}
         said = float(re.search(r"([\d.]+)x the traffic per GPU", self.plan).group(1))
-        self.assertAlmostEqual(said, gain, delta=0.01 * gain)   # the table's 3 digits against the sentence's
-        self.assertIn(f"--max-concurrency {spec} ", self.plan)
+        self.assertAlmostEqual(said, capacity["on"] / capacity["off"], delta=0.01 * said)   # 3 digits against 3
+        self.assertIn(f"--request-rate {capacity['on']:g} ", self.plan)
+        self.assertIn(f"--request-rate {capacity['off']:g} ", self.plan)
         self.assertIn("--goodput ttft:400 tpot:8 ", self.plan)
+        self.assertNotIn("--max-concurrency", self.plan[self.plan.index("## Serving at the SLO"):
+                                                         self.plan.index("## Stage 2")])
 
     def test_the_chart_is_the_predicted_data(self):
-        """Each polyline read back through the chart's own tick labels is the JSON's points."""
+        """Each polyline read back through the chart's own tick labels is the JSON's points: a P99 over its bound
+        against the rate per GPU, one line per arm and bound, and the bound at 1."""
         left, top, right, bottom = charts.PLOT_BOX
         x_ticks = [float(v) for v in re.findall(rf'<text x="[\d.]+" y="{bottom + 18:.1f}"[^>]*>([\d.e+-]+)</text>',
                                                 self.svg)]
         y_ticks = [float(v) for v in re.findall(rf'<text x="{left - 8:.1f}" y="[\d.]+"[^>]*>([\d.e+-]+)</text>',
                                                 self.svg)]
         lines = re.findall(r'<polyline class="series" points="([^"]+)"', self.svg)
-        self.assertEqual(len(lines), 3)   # plain, speculative, the SLO's TPOT bound
-        for line, arm in zip(lines, (self.at["baseline"], self.at["speculative"])):
+        self.assertEqual(len(lines), 5)   # off TTFT and TPOT, on TTFT and TPOT, the bound
+        expected_lines = [(arm, key, ms) for arm in (self.at["baseline"], self.at["speculative"])
+                          for key, ms in (("ttft", 400.0), ("tpot", 8.0))]
+        x0, x1, y1 = x_ticks[0], x_ticks[-1], y_ticks[-1]
+        for line, (arm, key, ms) in zip(lines, expected_lines):
             points = [tuple(map(float, p.split(","))) for p in line.split()]
-            data = [((x - left) / (right - left) * x_ticks[-1], (bottom - y) / (bottom - top) * y_ticks[-1])
+            data = [(x0 + (x - left) / (right - left) * (x1 - x0), (bottom - y) / (bottom - top) * y1)
                     for x, y in points]
-            expected = [(p["output_throughput"] / self.at["gpus"], p["tail_ms"]["tpot"]) for p in arm["points"]]
+            expected = [(p["rate"] / self.at["gpus"], min(p["tail_ms"][key] / ms, y1)) for p in arm["points"]]
             self.assertEqual(len(data), len(expected))
             for (x, y), (ex, ey) in zip(data, expected):
-                self.assertAlmostEqual(x, ex, delta=0.01 * ex + 0.002 * x_ticks[-1])
-                self.assertAlmostEqual(y, ey, delta=0.01 * ey + 0.002 * y_ticks[-1])
-        bound = [tuple(map(float, p.split(","))) for p in lines[2].split()]
-        self.assertAlmostEqual((bottom - bound[0][1]) / (bottom - top) * y_ticks[-1], 8.0, delta=0.05)
+                self.assertAlmostEqual(x, ex, delta=0.002 * (x1 - x0))
+                self.assertAlmostEqual(y, ey, delta=0.002 * y1)
+        bound = [tuple(map(float, p.split(","))) for p in lines[4].split()]
+        self.assertAlmostEqual((bottom - bound[0][1]) / (bottom - top) * y1, 1.0, delta=0.005)
 
     def test_no_slo_no_section(self):
         status, out, err = run([*SMALL, "--slo", "none", "--no-write"])

@@ -180,8 +180,8 @@ class Decisions(unittest.TestCase):
         verdict = plan.split("## Verdict")[1].split("\n## ")[0]
         self.assertLess(plan.index("## Verdict"), plan.index("## The deployment this plan is for"))
         self.assertIn("**Too close to call at B = 384 (the plan's batch: the grid's largest concurrency; "
-                      "--target-concurrency sets it): K = 1 gives 1.10x output throughput in the plan's benchmark "
-                      "(0.96-1.25 at 80%); decoding alone, 1.13x (0.99-1.29); the range holds 1.0x.",
+                      "--target-concurrency sets it): K = 1 gives 1.14x output throughput in the plan's benchmark "
+                      "(1.00-1.30 at 80%); decoding alone, 1.13x (0.99-1.29); the range holds 1.0x.",
                       " ".join(verdict.split()))
         self.assertIn("sharegpt_baseline_c384.json", verdict)
         self.assertIn("--max-concurrency 384", verdict)

@@ -150,12 +150,12 @@ def holds_a_value(node):
     return True
 
 
-# Names a setting shares with something else, whose default is that other thing's. Workload's and the predicted
-# runs' spreads are a benchmark's own lengths (0: `--dataset-name random` prompts, every one of a length), not the
-# traffic's; Counters.engine is the format of the /metrics text its counters were read from.
-NOT_THE_SETTING = {("workload", "Workload", "input_spread"), ("calibration", "bench_workload", "output_spread"),
-                   ("calibration", "bench_workload", "input_spread"), ("cli", "BenchFlags", "output_spread"),
-                   ("readers", "Counters", "engine")}
+# Names a setting shares with something else, whose default is that other thing's. A Workload's prompt spread is a
+# benchmark's own lengths (0: `--dataset-name random` prompts, every one of a length), not the traffic's;
+# Counters.engine is the format of the /metrics text its counters were read from; Run.burstiness is a measured
+# file's own.
+NOT_THE_SETTING = {("workload", "Workload", "input_spread"), ("readers", "Counters", "engine"),
+                   ("benchfiles", "Run", "burstiness")}
 
 
 def package_defaults(sources):

@@ -320,17 +320,21 @@ class PredictBench(unittest.TestCase):
             self.assertIn("is not a prediction this tool wrote", err)
             self.assertEqual(json.loads((Path(tmp) / "baseline_c1.json").read_text()), {"completed": 1})
 
-    def test_answers_of_spread_length_when_asked(self):
-        # By default the files are the plan's random-prompt runs (--ignore-eos: every answer as long); with
-        # --output-spread their answers spread, and P99 TPOT parts from the mean (TheTail).
+    def test_answers_of_the_traffic_s_lengths(self):
+        # The files send the traffic's workload, as the SLO search does: answers spread (OUTPUT_SPREAD) around a
+        # mean that is --output-tokens after the cut; with --output-spread 0 and --input-spread 0, the plan's
+        # random-prompt runs (--ignore-eos: every answer and prompt as long).
         with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
             self.assertEqual(run(SMALL + ["--predict-bench", a])[0], 0)
-            self.assertEqual(run(SMALL + ["--predict-bench", b, "--output-spread", "1.0"])[0], 0)
-            fixed, spread = (json.loads((Path(d) / "baseline_c8.json").read_text()) for d in (a, b))
-        self.assertEqual((fixed[workload.PREDICTION_KEY]["output_spread"], spread[workload.PREDICTION_KEY]["output_spread"]),
-                         (0.0, 1.0))
+            self.assertEqual(run(SMALL + ["--predict-bench", b, "--output-spread", "0", "--input-spread", "0"])[0], 0)
+            spread, fixed = (json.loads((Path(d) / "baseline_c8.json").read_text()) for d in (a, b))
+        self.assertEqual((spread[workload.PREDICTION_KEY]["output_spread"], fixed[workload.PREDICTION_KEY]["output_spread"]),
+                         (support.main.SETTINGS.output_spread, 0.0))
         self.assertEqual(fixed["total_output_tokens"], 64 * fixed["completed"])
+        self.assertEqual(fixed["total_input_tokens"], 512 * fixed["completed"])
         self.assertNotEqual(spread["total_output_tokens"], 64 * spread["completed"])
+        self.assertAlmostEqual(spread["total_output_tokens"] / spread["completed"], 64, delta=0.02 * 64)
+        self.assertAlmostEqual(spread["total_input_tokens"] / spread["completed"], 512, delta=0.02 * 512)
 
     def test_same_seed_same_bytes(self):
         with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
@@ -353,12 +357,15 @@ class PredictBench(unittest.TestCase):
         self.assertLessEqual(spec[workload.PREDICTION_KEY]["peak_running"], spec[workload.PREDICTION_KEY]["running_cap"])
 
     def test_flags_that_need_predict_bench(self):
-        for flags in (["--num-prompts", "10"], ["--request-rate", "2"], ["--burstiness", "0.5"]):
-            status, _, err = run(SMALL + flags)
-            self.assertEqual(status, 2)
-            self.assertIn("give --predict-bench DIR too", err)
+        status, _, err = run(SMALL + ["--request-rate", "2"])
+        self.assertEqual(status, 2)
+        self.assertIn("give --predict-bench DIR too", err)
+        for flags, words in ((["--num-prompts", "9"], "an integer from 10 to"), (["--burstiness", "0"], "0.01 to 100")):
+            status, _, err = run(SMALL + ["--no-write"] + flags)   # they shape the SLO search's runs too
+            self.assertEqual(status, 2, flags)
+            self.assertIn(words, err)
         with tempfile.TemporaryDirectory() as tmp:
-            for flags, words in ((["--request-rate", "0"], "a rate from 0.001"), (["--num-prompts", "0"], "1 to"),
+            for flags, words in ((["--request-rate", "0"], "a rate from 0.001"), (["--num-prompts", "0"], "10 to"),
                                  (["--burstiness", "nan"], "0.01 to 100")):
                 status, _, err = run(SMALL + ["--predict-bench", tmp] + flags)
                 self.assertEqual(status, 2, flags)
@@ -374,7 +381,8 @@ class Compare(unittest.TestCase):
         # TTFT spreads and keeps its total; P99 TPOT, set by the short requests that meet prefills, comes back
         # within 10% (the draws are others than the original's), mean TPOT within 2%.
         dep = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512, output_tokens=256)
-        work = calibration.bench_workload(dep, 64, output_spread=1.0)
+        work = workload.Workload(num_prompts=640, max_concurrency=64, request_rate=math.inf, burstiness=1.0,
+                                 input_tokens=512, output_tokens=256, output_spread=1.0)
         pb = calibration.predict_bench(dep, "x.json", work, k=0, alpha=0.0, trust=trust.trust_in(dep),
                                      fit=costmodel.FIT, **support.replayed())
         with tempfile.TemporaryDirectory() as tmp:

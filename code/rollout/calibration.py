@@ -20,14 +20,14 @@ from .records import OWN_TERMS
 from .deployment import at_lengths, draft_kind, max_concurrency, runs_a_draft_model, verify_tokens
 from .releases import bench_records_acceptance
 from .serving import bench_result, serve_run
-from .workload import bench_prompts, Workload
+from .workload import Workload
 from .deployment import running_cap, simulated_layout
 from .readers import RUN_NOISE
 from .benchfiles import length_note
 from .trust import interval
 from .analysis import center_requests
-from .schedule import K_MAX
-from .workload import bench_names, BENCH_OPEN_PROMPTS, bench_tags
+from .schedule import K_MAX, KTable
+from .workload import bench_names, bench_tags, PLAN_KS, traffic_workload
 
 
 # ---------------------------------------------------------------- calibrating on your runs
@@ -457,16 +457,7 @@ class PredictedBench:
     result: dict             #: the file's keys, as vllm bench serve writes them
     intervals: dict = field(default_factory=dict)   #: key -> [low, high] at the trust level
     sd: float = 0.0          #: the s.d. in log behind the intervals
-
-
-def bench_workload(dep, batch=None, rate=math.inf, prompts=None, burstiness=1.0, output_spread=0.0, output_cap=None,
-                   input_spread=0.0):
-    """A run's Workload: closed loop at `batch` (the plan's --num-prompts, bench_prompts) or open loop at `rate`."""
-    prompts = prompts or (bench_prompts(batch) if batch else BENCH_OPEN_PROMPTS)
-    return Workload(num_prompts=prompts, max_concurrency=batch, request_rate=rate, burstiness=burstiness,
-                    input_tokens=dep.input_tokens, output_tokens=dep.output_tokens, output_spread=output_spread,
-                    input_spread=input_spread,
-                    output_cap=output_cap)
+    k_rows: tuple = ()       #: a run at K by batch size: its table's rows (k: the K most of its steps ran)
 
 
 def predict_bench(dep, name, work, *, k, alpha, trust, seed, fit, spread, plan_batch=None, slo=()):
@@ -480,21 +471,21 @@ def predict_bench(dep, name, work, *, k, alpha, trust, seed, fit, spread, plan_b
     # exp(+-z sd) around a time, and so around its inverse, a throughput
     intervals = {key: interval(value, sd) for key, value in result.items()
                  if value is not None and (BENCH_TIMES.match(key) or key in BENCH_RATES)}
-    return PredictedBench(name=name, k=k, alpha=alpha if k else 0.0, workload=work, cap=run.cap,
-                          peak_running=run.peak_running, steps=run.steps, result=result, intervals=intervals, sd=sd)
+    return PredictedBench(name=name, k=run.k, alpha=alpha if k else 0.0, workload=work, cap=run.cap,
+                          peak_running=run.peak_running, steps=run.steps, result=result, intervals=intervals, sd=sd,
+                          k_rows=k.rows if isinstance(k, KTable) else ())
 
 
 def plan_benchmark(dep, batch, k, alpha, spread, trust, traffic, fit=FIT):
     """The benchmark the plan asks for at its batch, predicted: the ShareGPT pair sharegpt_baseline_cB.json and
-    sharegpt_spec_cB.json (its prompts and answers log-normal around the deployment's lengths with the traffic's
-    spreads, none past its output length, as --sharegpt-output-len caps them), speculation off and at K, requests
+    sharegpt_spec_cB.json (the traffic's workload: prompts and answers log-normal around the deployment's lengths
+    with the traffic's spreads, answers cut at answer_cap), speculation off and at K, requests
     around per-token `alpha` (s.d. `spread`): [baseline, speculative], or None where the simulation cannot run it (a
     tree, attention data parallelism, K = 0, no sequence fits). One computation wherever it is printed: the verdict's
     headline, stage 1's files and stage 4's expectations (serving.RUN_MEMO)."""
     if not (k and simulated_layout(dep) and running_cap(dep, True, batch) >= 1):
         return None
-    work = bench_workload(dep, batch, output_spread=traffic.output_spread, output_cap=dep.output_tokens,
-                          input_spread=traffic.input_spread)
+    work = traffic_workload(dep, traffic, concurrency=batch)
     return [predict_bench(dep, name, work, k=kk, alpha=alpha, trust=trust, seed=traffic.seed, fit=fit, spread=spread)
             for name, kk in ((f"sharegpt_baseline_c{batch}.json", 0), (f"sharegpt_spec_c{batch}.json", k))]
 
@@ -511,16 +502,20 @@ def replay_pair(dep, work, k, requests, trust, seed, fit):
             for name, kk in (("--bench-baseline", 0), ("--bench-spec", k))]
 
 
-def predicted_benches(dep, ks, alpha, *, trust, concurrencies=(), rates=(), prompts=None, burstiness=1.0, seed,
-                      fit, spread, output_spread, plan_batch=None, slo=()):
+def predicted_benches(dep, ks, alpha, *, trust, traffic, fit, spread, concurrencies=(), rates=(), prompts=None,
+                      plan_batch=None):
     """The files --predict-bench writes: per concurrency (closed loop) or, given rates, per request rate (open
-    loop), a baseline and one run a K, named as the plan names its runs (bench_names; _r2.5 for a rate). An open
-    loop's server is the plan's, capped at plan_batch where its command sets a cap; slo: their --goodput bounds."""
+    loop), a baseline and one run a K (an int, or a KTable named PLAN_KS: the plan's K by batch size), named as the
+    plan names its runs (bench_names; _r2.5 for a rate), each sending the traffic's workload (traffic_workload).
+    An open loop's server is the plan's, capped at plan_batch where its command sets a cap; their --goodput bounds
+    are the traffic's SLO."""
     out = []
+    names = [k if isinstance(k, int) else PLAN_KS for k in ks]
     for batch, rate, tag in bench_tags(concurrencies, rates):
-        work = bench_workload(dep, batch, rate, prompts, burstiness, output_spread)
-        for name, k in zip(bench_names(ks, tag), (0,) + tuple(ks)):
-            out.append(predict_bench(dep, name, work, k=k, alpha=alpha, trust=trust, seed=seed, fit=fit, spread=spread, plan_batch=batch or plan_batch, slo=slo))
+        work = traffic_workload(dep, traffic, concurrency=batch, rate=rate, prompts=prompts)
+        for name, k in zip(bench_names(names, tag), (0,) + tuple(ks)):
+            out.append(predict_bench(dep, name, work, k=k, alpha=alpha, trust=trust, seed=traffic.seed, fit=fit,
+                                     spread=spread, plan_batch=batch or plan_batch, slo=traffic.slo))
     return out
 
 

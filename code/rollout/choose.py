@@ -1,15 +1,16 @@
 """Choosing the deployment (--choose): the cheapest way to serve a traffic within an SLO, speculation off or on.
 
 Every candidate (a GPU, its TP and expert layout, an engine, a draft or none; cli.choose_candidates builds and checks
-them) is simulated as the plan's SLO search simulates one (goodput.search: `vllm bench serve` runs at rising
-concurrency): the most a replica serves within every bound of the SLO. From it, the replicas the traffic needs, the
-GPUs, the cost an hour at the catalog's (or the user's) GPU-hour prices, and the cost per million output tokens; each
-with its 80% range, the replica's throughput taken as uncertain as the model's held-out error for its class
-(trust.trust_in: a mean TPOT's for speculation off, a speculative one's, widened by an assumed acceptance, for on).
+them) is searched as the plan's SLO search searches one (goodput.search: `vllm bench serve --request-rate` runs of
+the traffic's workload at rising rates): its capacity, the most requests a second a replica serves within every bound
+of the SLO with no growing queue. From it, the replicas the traffic needs (its rate over the capacity), the GPUs, the
+cost an hour at the catalog's (or the user's) GPU-hour prices, and the cost per million output tokens; each with its
+80% range, the replica's capacity taken as uncertain as the model's held-out error for its class (trust.trust_in: a
+mean TPOT's for speculation off, a speculative one's, widened by an assumed acceptance, for on).
 
-The throughput a replica serves is closed-loop at its best concurrency, as the SLO search runs it; the traffic's
-request rate is split evenly over the replicas, each below that throughput. A replica is TP GPUs of one node:
-candidates past a node (pipeline stages) and disaggregated prefill are not searched.
+A replica is TP GPUs of one node: candidates past a node (pipeline stages) and disaggregated prefill are not
+searched; attention data parallel candidates are listed unranked, as the plan's own SLO search cannot run them
+(goodput.skip_reason).
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from .analysis import plan_input
 from .bestk import best_on_k, k_schedule
 from .costmodel import FIT
 from .deployment import draft_kind, max_concurrency
-from .goodput import off, schedule_k, search
+from .goodput import run_at, search, skip_reason, speculative_arm
+from .schedule import KTable
 from .priors import plan_acceptance
 from .commands import draft_head
 from .records import NOT_IN_JSON
@@ -55,12 +57,11 @@ class Candidate:
     request_alpha: float     #: the mean per-token alpha of its simulated requests (None: off)
     request_spread: float    #: their s.d. (None: off)
     k_schedule: list         #: [first B, last B, K] rows the server runs (None: off)
-    concurrency: int         #: the most concurrent requests a replica serves within the SLO
-    k: int                   #: the K its run there ran (0: off)
+    capacity: float          #: requests/s one replica serves within the SLO (its open-loop rate)
+    concurrency: float       #: requests in a replica at that rate (Little's law: the rate x the mean E2EL)
+    k: int                   #: the K most steps of its run there ran (0: off)
     tails_ms: dict           #: that run's P99 of each key the SLO names, ms
-    request_throughput: float   #: requests/s one replica completes there
-    output_throughput: float    #: output tokens/s one replica completes there
-    per_gpu: float           #: output tokens/s a GPU serves there
+    per_gpu: float           #: output tokens/s a GPU serves at its capacity: the capacity x the mean answer / TP
     per_gpu_interval: list   #: its 80% range
     price: float             #: USD a GPU-hour
     replicas: int            #: replicas the traffic needs
@@ -72,6 +73,7 @@ class Candidate:
     cost_per_million: float  #: USD per million output tokens served: cost_per_hour / tokens_per_hour x 1e6
     cost_per_million_interval: list
     dep: object = field(default=None, metadata=NOT_IN_JSON)   #: the Deployment itself
+    served: object = None    #: what its server ran: a KTable (rows, and the K past them; no rows: one K), 0: off
 
 
 @dataclass(frozen=True)
@@ -102,49 +104,52 @@ class Choice:
                              #: arm misses the SLO there, or the chosen runs none)
     runner_up: Candidate = None   #: the cheapest candidate on another deployment than the chosen
     too_close: bool = None   #: whether the runner-up's cost range overlaps the chosen's: the model cannot rank them
+    at_traffic: tuple = ()   #: where off and on need as many replicas at the chosen deployment: ((draft, {key: P99
+                             #: ms}), ...) of each at the traffic's rate a replica, what speculation buys there
 
 
-def replicas_for(demand, request_throughput, concurrency):
-    """Replicas a traffic needs of one that serves request_throughput requests/s at `concurrency` concurrent ones.
+def replicas_for(demand, capacity, concurrency):
+    """Replicas a traffic needs of one that serves `capacity` requests/s within the SLO, `concurrency` requests in it.
 
     >>> replicas_for(Demand(request_rate=20.0), 8.0, 64), replicas_for(Demand(concurrency=100), 8.0, 64)
     (3, 2)
     """
     if demand.request_rate is not None:
-        return max(1, math.ceil(demand.request_rate / request_throughput - 1e-9))
+        return max(1, math.ceil(demand.request_rate / capacity - 1e-9))
     return max(1, math.ceil(demand.concurrency / concurrency - 1e-9))
 
 
-def demand_tokens_per_hour(demand, best):
-    """Output tokens an hour the traffic asks for, at the answers' mean length in the replica's run (`best`, a
-    LoadPoint): the rate's requests, or (a concurrency) as many replicas' worth of the run's throughput as the
-    concurrency is of the run's."""
-    per_request = best.output_throughput / best.request_throughput
+def demand_tokens_per_hour(demand, output_tokens, best):
+    """Output tokens an hour the traffic asks for: its rate's requests at the mean answer (every simulation's answers
+    average it: workload.traffic_workload), one number for every candidate; a concurrency's, as many replicas' worth
+    of the run at the SLO (`best`, a LoadPoint) as the concurrency is of the run's."""
     if demand.request_rate is not None:
-        return demand.request_rate * per_request * 3600.0
-    return demand.concurrency / best.concurrency * best.output_throughput * 3600.0
+        return demand.request_rate * output_tokens * 3600.0
+    return demand.concurrency / best.concurrency * best.rate * output_tokens * 3600.0
 
 
-def priced(demand, best, tp, price, sd):
+def priced(demand, best, dep, price, sd):
     """(replicas, [fewest, most], gpus, cost an hour, its range, tokens an hour, cost per million, its range) of a
-    replica whose run at the SLO is `best`, its throughput uncertain by s.d. `sd` in log."""
-    replicas = replicas_for(demand, best.request_throughput, best.concurrency)
-    low, high = interval(best.request_throughput, sd)
-    most = replicas_for(demand, low, max(1, math.floor(best.concurrency * low / best.request_throughput)))
-    fewest = replicas_for(demand, high, max(1, math.floor(best.concurrency * high / best.request_throughput)))
-    tokens = demand_tokens_per_hour(demand, best)
+    replica whose run at the SLO is `best`, its capacity uncertain by s.d. `sd` in log."""
+    replicas = replicas_for(demand, best.rate, best.concurrency)
+    low, high = interval(best.rate, sd)
+    most = replicas_for(demand, low, best.concurrency * low / best.rate)
+    fewest = replicas_for(demand, high, best.concurrency * high / best.rate)
+    tokens = demand_tokens_per_hour(demand, dep.output_tokens, best)
+    tp = dep.tp
     hourly = replicas * tp * price
     return (replicas, [fewest, most], replicas * tp, hourly, [fewest * tp * price, most * tp * price], tokens,
             hourly / tokens * 1e6, [fewest * tp * price / tokens * 1e6, most * tp * price / tokens * 1e6])
 
 
 def arm_of(dep, speculative, evidence, traffic, settings, grid, fit):
-    """(Arm, alpha, (requests' alpha, spread), schedule, s.d. of the throughput's log) of a deployment at the traffic's SLO: speculation off, or
-    on at the plan's K by batch size (bestk.k_schedule) on the acceptance the plan assumes (priors.plan_acceptance of
-    the traffic's mix for this head, else the expected alpha)."""
+    """(Arm, alpha, (requests' alpha, spread), schedule, s.d. of the capacity's log, what the server ran) of a
+    deployment at the traffic's SLO: speculation off, or on as the engine runs the plan's K by batch size
+    (goodput.speculative_arm of bestk.k_schedule) on the acceptance the plan assumes (priors.plan_acceptance of the
+    traffic's mix for this head, else the expected alpha)."""
     trust = trust_in(dep)
     if not speculative:
-        return search(dep, off, 0.0, 0.0, traffic.slo, traffic, fit), None, (None, None), None, trust.tpot_sd
+        return search(dep, 0, 0.0, 0.0, traffic.slo, traffic, fit), None, (None, None), None, trust.tpot_sd, 0
     prior = plan_acceptance(evidence.mix, draft_kind(dep.draft), draft_head(dep)[0], dep.shape.get("hf"),
                             dep.shape.get("family"), traffic.alpha_spread, dep.temperature)
     if prior is not None and evidence.expected_alpha is None and prior.acceptance_sd:
@@ -154,31 +159,43 @@ def arm_of(dep, speculative, evidence, traffic, settings, grid, fit):
     schedule = k_schedule(dep, inputs.acceptance, fit)
     fallback = best_on_k(dep, inputs.acceptance, max(1, max_concurrency(dep)), fit)[0]
     alpha, spread = inputs.requests
-    arm = search(dep, schedule_k(schedule, fallback), alpha, spread, traffic.slo, traffic, fit)
-    return arm, inputs.alpha, (alpha, spread), schedule, trust.spec_tpot_sd
+    arm = speculative_arm(dep, KTable.of(schedule, fallback), alpha, spread, traffic.slo, traffic, fit)
+    return arm, inputs.alpha, (alpha, spread), schedule, trust.spec_tpot_sd, arm.served
+
+
+def unserved(dep, speculative, why, searched=True):
+    """An Unserved of a deployment, speculation off or on."""
+    return Unserved(gpu=dep.gpu, tp=dep.tp, ep=dep.ep, dp_attention=dep.dp_attention, engine=dep.engine.key,
+                    draft=draft_kind(dep.draft) if speculative else "off", why=why, searched=searched)
 
 
 def evaluate(dep, speculative, demand, price, *, evidence, traffic, settings, grid, release, fit=FIT):
-    """A Candidate of one deployment with speculation off or on, or an Unserved where no replica meets the SLO."""
-    arm, alpha, requests, schedule, sd = arm_of(dep, speculative, evidence, traffic, settings, grid, fit)
-    name = draft_kind(dep.draft) if speculative else "off"
+    """A Candidate of one deployment with speculation off or on, or an Unserved where no replica meets the SLO, the
+    plan's SLO search cannot run it (goodput.skip_reason), or its server runs K 0 at that load (the off row)."""
+    skipped = skip_reason(dep)
+    if skipped:
+        return unserved(dep, speculative, f"not ranked: {skipped}")
+    arm, alpha, requests, schedule, sd, ks = arm_of(dep, speculative, evidence, traffic, settings, grid, fit)
     if arm.best is None:
-        past = ", ".join(f"P99 {key.upper()}" for key in arm.points[0].past) if arm.points else "every bound"
-        return Unserved(gpu=dep.gpu, tp=dep.tp, ep=dep.ep, dp_attention=dep.dp_attention, engine=dep.engine.key,
-                        draft=name, why=f"one request at a time is past the SLO ({past})")
+        past = ", ".join(f"P99 {key.upper()}" if key != "queue" else "a growing queue"
+                         for key in arm.points[0].past) if arm.points else "every bound"
+        return unserved(dep, speculative, f"even {arm.points[0].rate:g} requests/s is past the SLO ({past})"
+                        if arm.points else "past the SLO at every rate")
     best = arm.best
+    if speculative and not best.k:
+        return unserved(dep, speculative, "its server runs K 0 at its capacity: the off candidate's row")
     replicas, replica_range, gpus, hourly, hourly_range, tokens, per_million, per_million_range = priced(
-        demand, best, dep.tp, price, sd)
-    per_gpu = best.output_throughput / dep.tp
+        demand, best, dep, price, sd)
+    per_gpu = best.rate * dep.output_tokens / dep.tp
     return Candidate(gpu=dep.gpu, tp=dep.tp, ep=dep.ep, dp_attention=dep.dp_attention, engine=dep.engine.key,
-                     release=release, weights_dtype=dep.weights_dtype, draft=name,
-                     draft_model=draft_head(dep)[0] if speculative else None, alpha=alpha,
+                     release=release, weights_dtype=dep.weights_dtype, draft=draft_kind(dep.draft) if speculative
+                     else "off", draft_model=draft_head(dep)[0] if speculative else None, alpha=alpha,
                      request_alpha=requests[0], request_spread=requests[1], k_schedule=schedule,
-                     concurrency=best.concurrency, k=best.k, tails_ms=dict(best.tail_ms), request_throughput=best.request_throughput,
-                     output_throughput=best.output_throughput, per_gpu=per_gpu, per_gpu_interval=interval(per_gpu, sd),
+                     capacity=best.rate, concurrency=best.concurrency, k=best.k, tails_ms=dict(best.tail_ms),
+                     per_gpu=per_gpu, per_gpu_interval=interval(per_gpu, sd),
                      price=price, replicas=replicas, replicas_interval=replica_range, gpus=gpus, cost_per_hour=hourly,
                      cost_per_hour_interval=hourly_range, tokens_per_hour=tokens, cost_per_million=per_million,
-                     cost_per_million_interval=per_million_range, dep=dep)
+                     cost_per_million_interval=per_million_range, dep=dep, served=ks)
 
 
 ROUND = 16          # candidates searched between two moves of the bound (choose)
@@ -243,7 +260,7 @@ def rank_key(c):
 def choose(options, demand, slo, prices, *, evidence, traffic, settings, grid, fit=FIT):
     """The Choice over `options` ((deployment, speculative, release text) for every candidate cli built; a
     deployment that cannot run is an Unserved already): each evaluated, ranked, the verdict's comparisons made."""
-    unserved = [option for option in options if isinstance(option, Unserved)]
+    unserved_list = [option for option in options if isinstance(option, Unserved)]
     jobs = [(option, demand, prices[option[0].gpu][0], evidence, traffic, settings, grid, fit)
             for option in options if not isinstance(option, Unserved)]
     # Branch and bound: the cheapest replica first (a candidate costs at least one replica, TP GPUs at their price);
@@ -256,35 +273,40 @@ def choose(options, demand, slo, prices, *, evidence, traffic, settings, grid, f
         batch = jobs[start:start + ROUND]
         live = [job for job in batch if job[0][0].tp * job[2] <= bound]
         for (dep, speculative, _), *_ in (job for job in batch if job[0][0].tp * job[2] > bound):
-            unserved.append(Unserved(gpu=dep.gpu, tp=dep.tp, ep=dep.ep, dp_attention=dep.dp_attention,
-                                     engine=dep.engine.key, draft=draft_kind(dep.draft) if speculative else "off",
-                                     searched=False, why=f"not searched: one replica costs ${dep.tp * prices[dep.gpu][0]:,.2f} an hour, "
-                                         f"more than the dear end of the cheapest found (${bound:,.2f})"))
+            unserved_list.append(unserved(dep, speculative, f"not searched: one replica costs "
+                                          f"${dep.tp * prices[dep.gpu][0]:,.2f} an hour, more than the dear end of "
+                                          f"the cheapest found (${bound:,.2f})", searched=False))
         for (option, *_), result in zip(live, evaluated(live)):
             if isinstance(result, Candidate):
                 candidates.append(replace(result, dep=option[0]))
                 bound = min(bound, result.cost_per_hour_interval[1])
             else:
-                unserved.append(result)
+                unserved_list.append(result)
     candidates.sort(key=rank_key)
     chosen = candidates[0] if candidates else None
     cheapest_off = next((c for c in candidates if c.draft == "off"), None)
     cheapest_on = next((c for c in candidates if c.draft != "off"), None)
-    saving = None
+    saving, at_traffic = None, ()
     if chosen is not None:
         here = [c for c in candidates if layout(c) == layout(chosen)]
         base = next((c for c in here if c.draft == "off"), None)
         spec = next((c for c in here if c.draft != "off"), None)
         if base is not None and spec is not None:
             saving = 1.0 - spec.cost_per_hour / base.cost_per_hour
+            if base.replicas == spec.replicas and demand.request_rate is not None:   # what speculation buys there
+                rate = demand.request_rate / base.replicas
+                at_traffic = tuple((c.draft, dict(run_at(c.dep, c.served, c.request_alpha or 0.0,
+                                                         c.request_spread or 0.0, rate, slo, traffic, fit).tail_ms))
+                                   for c in (base, spec))
     # The runner-up is the cheapest other deployment: speculation off and on at the chosen one are weighed by saving.
     runner = next((c for c in candidates[1:] if layout(c) != layout(chosen)), None) if chosen else None
     too_close = runner is not None and runner.cost_per_hour_interval[0] <= chosen.cost_per_hour_interval[1]
     return Choice(demand=demand, slo=slo,
                   prices=tuple((gpu, *prices[gpu]) for gpu in sorted({o[0].gpu if not isinstance(o, Unserved)
                                                                        else o.gpu for o in options})),
-                  candidates=tuple(candidates), unserved=tuple(unserved), chosen=chosen, cheapest_off=cheapest_off,
-                  cheapest_on=cheapest_on, saving=saving, runner_up=runner, too_close=too_close if chosen else None)
+                  candidates=tuple(candidates), unserved=tuple(unserved_list), chosen=chosen,
+                  cheapest_off=cheapest_off, cheapest_on=cheapest_on, saving=saving, runner_up=runner,
+                  too_close=too_close if chosen else None, at_traffic=at_traffic)
 
 
 def plan_deployment(choice):

@@ -30,7 +30,7 @@ from .benchfiles import (
     bench_acceptance, bench_comparison, distinct_files, read_bench, read_calibration_runs, run_totals, same_workload,
 )
 from .report import Evidence, Inputs, Replay
-from .workload import bench_names, BENCH_OPEN_PROMPTS, bench_tags, length_spread, SAME_LENGTHS
+from .workload import bench_names, bench_tags, length_spread, MIN_PROMPTS, PLAN_KS, SAME_LENGTHS
 from .render.charts import ALL_CHARTS
 from .writes import bench_folder, check_out_owned, out_path
 from .records import STANDARD_OUTPUT
@@ -257,10 +257,8 @@ class BenchFlags:
     folder: Path = None      #: --predict-bench
     prompts: int = None      #: --num-prompts (None: the plan's)
     rates: tuple = ()        #: --request-rate: open-loop runs instead of closed-loop ones
-    burstiness: float = 1.0  #: --burstiness
+    ks: tuple = ()           #: the Ks of the speculative runs (PLAN_KS: the plan's K by batch size, --ks plan)
     compare: tuple = ()      #: --compare paths
-    output_spread: float = 0.0   #: the predicted runs' s.d. of ln(output tokens): 0 (random prompts with
-                                 #: --ignore-eos, as the plan's calibration runs), or --output-spread when given
     spec_path: str = None    #: the real path of --bench-spec: a --compare file without spec_decode_* keys that is
                              #: this one is replayed at the acceptance the scrapes measured
     simulated: int = 0       #: the --predict-bench runs' work, in SIMULATED_WORK_LIMIT's units
@@ -268,27 +266,24 @@ class BenchFlags:
                              #: predicted at (its file does not record them)
 
 
-def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
-    """--predict-bench, --num-prompts, --request-rate, --burstiness and --compare, checked before anything runs;
-    output_spread: the predicted runs' (--output-spread if given, else 0: the plan's random-prompt runs)."""
+def parse_bench_flags(args, grid, dep, out, read_paths, traffic, ks):
+    """--predict-bench, --num-prompts, --request-rate and --compare, checked before anything runs; traffic: what
+    the predicted runs send (its lengths, spreads, --num-prompts and --burstiness); ks: their Ks (PLAN_KS: the plan's
+    K by batch size)."""
     asked = args.predict_bench is not None or args.compare is not None
-    for flag, value in (("--num-prompts", args.num_prompts), ("--request-rate", args.request_rate),
-                        ("--burstiness", args.burstiness)):
-        if value is not None and args.predict_bench is None:
-            raise UsageError(f"{flag}: shapes the runs --predict-bench writes; give --predict-bench DIR too")
+    if args.request_rate is not None and args.predict_bench is None:
+        raise UsageError("--request-rate: the rates of the runs --predict-bench writes (with --choose, the traffic's "
+                         "rate); give --predict-bench DIR too")
     if asked and not simulated_layout(dep):
         raise UsageError("--predict-bench, --compare: " + ("a tree's rounds are not a chain's: predict chains only"
                          if dep.topk > 1 else "attention data parallelism runs a scheduler on every rank, which the "
                          "simulation does not: predict without --dp-attention"))
-    prompts = parse_one("--num-prompts", args.num_prompts, int, f"an integer from 1 to {MAX_BENCH_PROMPTS:,}",
-                        lambda n: 1 <= n <= MAX_BENCH_PROMPTS) if args.num_prompts is not None else None
+    prompts = traffic.num_prompts if args.num_prompts is not None else None
     rates = parse_list("--request-rate", args.request_rate, _finite,
                        f"a rate from {MIN_RATE:g} to {CONCURRENCY_LIMIT:,} requests/s",
                        lambda r: MIN_RATE <= r <= CONCURRENCY_LIMIT) if args.request_rate is not None else ()
     if len({f"{r:g}" for r in rates}) < len(rates):   # two rates, one file name
         raise UsageError(f"--request-rate: each rate once; got {args.request_rate!r}")
-    burstiness = parse_one("--burstiness", args.burstiness, _finite, "a number from 0.01 to 100",
-                           lambda b: 0.01 <= b <= 100) if args.burstiness is not None else 1.0
     compare = ()
     if args.compare is not None:
         compare = tuple(file_list("--compare", args.compare))
@@ -308,8 +303,8 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
     if args.predict_bench is not None:   # every file it writes is simulated: bounded in steps' work
         budget, simulated, runs, most = step_budget(dep), 0, 0, 0
         for batch, rate, tag in bench_tags(grid.concurrencies, rates):
-            sent = prompts or (bench_prompts(batch) if batch else BENCH_OPEN_PROMPTS)
-            files = len(bench_names(grid.ks, tag))
+            sent = prompts or (bench_prompts(batch) if batch else traffic.num_prompts)
+            files = len(bench_names(ks, tag))
             simulated += files * run_work(sent, dep.input_tokens, budget)
             runs, most = runs + files, max(most, sent)
         if simulated > SIMULATED_WORK_LIMIT:
@@ -320,12 +315,12 @@ def parse_bench_flags(args, grid, dep, out, read_paths, output_spread):
     reads = compare + tuple(read_paths) + tuple(getattr(args, flag) for flag in (
         "metrics", "metrics_before", "bench_baseline", "bench_spec", "model_config", "draft_config"))
     folder = bench_folder(args.predict_bench, [name for _, _, tag in bench_tags(grid.concurrencies, rates)
-                                               for name in bench_names(grid.ks, tag)],
+                                               for name in bench_names(ks, tag)],
                           reads, out) if args.predict_bench is not None else None
-    return BenchFlags(folder=folder, prompts=prompts, rates=rates, burstiness=burstiness, compare=compare,
+    return BenchFlags(folder=folder, prompts=prompts, rates=rates, ks=tuple(ks), compare=compare,
                       slo=parse_slo(args.slo) if args.slo is not None and args.compare is not None else (),
                       simulated=simulated if args.predict_bench is not None else 0,
-                      output_spread=output_spread, spec_path=os.path.realpath(args.bench_spec) if args.bench_spec
+                      spec_path=os.path.realpath(args.bench_spec) if args.bench_spec
                       else None)
 
 
@@ -356,6 +351,12 @@ def parse_args(argv, settings):
                          "writes its own: give one, or --out a file")
     out = (None if args.no_write else STANDARD_OUTPUT if args.out == STANDARD_OUTPUT else
            out_path(args.out) if args.out is not None else settings.out_path)
+    plan_ks = (args.ks or "").strip().lower() == PLAN_KS
+    if plan_ks and args.predict_bench is None:
+        raise UsageError(f"--ks {PLAN_KS}: the speculative runs --predict-bench writes at the plan's K by batch size; "
+                         "give --predict-bench DIR too")
+    if plan_ks:
+        args = argparse_copy(args, ks=None)   # the grid at main.py's Ks; the predicted runs at the plan's table
     grid = parse_grid(args, settings)
     benches = read_benches(args)   # read once: a pipe cannot be read again
     target, target_from = parse_target(args, settings, grid, benches[1])
@@ -399,8 +400,14 @@ def parse_args(argv, settings):
                               lambda s: 0.0 <= s <= 2.0) if args.output_spread is not None else settings.output_spread
     input_spread = parse_one("--input-spread", args.input_spread, _finite, "a number in [0, 2]",
                              lambda s: 0.0 <= s <= 2.0) if args.input_spread is not None else settings.input_spread
+    prompts = parse_one("--num-prompts", args.num_prompts, int, f"an integer from {MIN_PROMPTS} to "
+                        f"{MAX_BENCH_PROMPTS:,}", lambda n: MIN_PROMPTS <= n <= MAX_BENCH_PROMPTS
+                        ) if args.num_prompts is not None else settings.num_prompts
+    burstiness = parse_one("--burstiness", args.burstiness, _finite, "a number from 0.01 to 100",
+                           lambda b: 0.01 <= b <= 100) if args.burstiness is not None else settings.burstiness
     traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread, input_spread=input_spread,
-                      slo=parse_slo(args.slo if args.slo is not None else settings.slo))
+                      slo=parse_slo(args.slo if args.slo is not None else settings.slo), num_prompts=prompts,
+                      burstiness=burstiness)
     paths = file_list("--calibrate", args.calibrate) if args.calibrate is not None else list(settings.calibration_files)
     runs = read_calibration_runs(paths) if paths else None
     for r in runs or ():   # runs of another model would bend the fit to fit them: refused, as --compare refuses them
@@ -414,8 +421,8 @@ def parse_args(argv, settings):
             if path and os.path.realpath(path) in written:
                 raise UsageError(f"--out: would overwrite {path}, which {flag} reads: write the plan elsewhere")
         check_out_owned(out)
-    bench = parse_bench_flags(args, grid, dep, out if isinstance(out, Path) else None, paths,
-                              output_spread if args.output_spread is not None else 0.0)
+    bench = parse_bench_flags(args, grid, dep, out if isinstance(out, Path) else None, paths, traffic,
+                              (PLAN_KS,) if plan_ks else grid.ks)
     check_bench_bytes(distinct_files([*bench.compare, *paths, *(p for p in (args.bench_baseline, args.bench_spec) if p)]))
     target = evidence.target_concurrency or max(grid.concurrencies)
     compared = replays(bench.compare, dep, traffic, served=evidence.served_model, scraped=evidence.measured, spec_path=bench.spec_path,

@@ -287,8 +287,11 @@ def legacy_client_words(dep):
     return words
 
 
-def bench_lines(dep, batch, filename, realistic=False, width=100, prompts=None, goodput=None):
-    """A closed-loop benchmark at `batch` concurrency through the chat endpoint, saved as JSON.
+def bench_lines(dep, batch, filename, realistic=False, width=100, prompts=None, goodput=None, *, rate=None,
+                burstiness=None):
+    """A closed-loop benchmark at `batch` concurrency through the chat endpoint, saved as JSON; given `rate`, an open
+    loop instead: --request-rate (and --burstiness, where given and not 1), no --max-concurrency (vllm/benchmarks/serve.py:
+    both flags in every release from 0.8.0, gamma gaps of shape burstiness, Poisson at 1).
 
     vLLM and SGLang: `vllm bench serve` (vllm/benchmarks/serve.py, datasets/datasets.py). TensorRT-LLM: its own
     copy, tensorrt_llm/serve/scripts/benchmark_serving.py, with the same flags and result keys. EAGLE heads are
@@ -297,7 +300,10 @@ def bench_lines(dep, batch, filename, realistic=False, width=100, prompts=None, 
     default, and --ignore-eos keeps an answer from ending early); TensorRT-LLM's random dataset cuts real
     ShareGPT text to those lengths given --dataset-path (benchmark_dataset.py, RandomDataset). A realistic run
     has ShareGPT's prompts and answers capped at the deployment's output length (--sharegpt-output-len), ended
-    by EOS as real ones are: its acceptance is real text's. prompts: --num-prompts (default bench_prompts);
+    by EOS as real ones are: its acceptance is real text's. A cap above it would empty the run: vLLM's ShareGPT
+    sampler skips a sample whose prompt and output lengths add up past 2,048 tokens (datasets.py,
+    is_valid_sequence, max_total_len; 0.9.2 to 0.34.0 read), so its answers average less than the simulated runs'
+    (workload.traffic_workload), and --compare replays the file's own lengths. prompts: --num-prompts (default bench_prompts);
     goodput: --goodput's KEY:MS words (workload.goodput_words), which `vllm bench serve` has taken in every release
     from 0.8.0 (vllm/benchmarks/serve.py: nargs="+", "KEY:VALUE" in ms, keys ttft, tpot, e2el). TensorRT-LLM's copy
     has it at the commits read, but no release of it was checked: against TensorRT-LLM the run is vLLM's newest
@@ -320,7 +326,10 @@ def bench_lines(dep, batch, filename, realistic=False, width=100, prompts=None, 
     samples = tool != LEGACY_CLIENT or accepts(dep, "benchmark_serving.py --temperature")
     return shell_lines([tool, chat, "--endpoint /v1/chat/completions",
                         f"--port {engine.port}", f"--model {shlex.quote(served_model(dep))}", *data,
-                        f"--num-prompts {prompts or bench_prompts(batch)}", f"--max-concurrency {batch}",
+                        f"--num-prompts {prompts or bench_prompts(batch)}",
+                        *([f"--request-rate {rate:g}"] + ([f"--burstiness {burstiness:g}"]
+                                                          if burstiness not in (None, 1) else [])
+                          if rate else [f"--max-concurrency {batch}"]),
                         *([f"--temperature {dep.temperature:g}"] if samples else []),
                         f"--percentile-metrics {','.join(BENCH_METRICS)}",
                         f"--metric-percentiles {','.join(map(str, BENCH_PERCENTILES))}",

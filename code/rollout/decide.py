@@ -22,7 +22,8 @@ from .mix import mix_result
 from .bestk import best_k_table
 from .cells import decoder
 from .priors import plan_acceptance
-from .goodput import search_slo
+from .goodput import search_slo, served_k
+from .workload import PLAN_KS
 from .commands import draft_head, predicts_gate_pair
 from .exercises import LESSON_MIX, solve_exercises
 from .calibration import (
@@ -163,7 +164,7 @@ def decide(inputs, grid_cells, fit, progress=None):
                         traffic=inputs.traffic, settings=inputs.settings, grid=inputs.grid, fit=fit)
         if choice.chosen is not None:
             inputs = replace(inputs, dep=plan_deployment(choice),
-                             evidence=replace(inputs.evidence, target_concurrency=choice.chosen.concurrency,
+                             evidence=replace(inputs.evidence, target_concurrency=max(1, round(choice.chosen.concurrency)),
                                               target_from="the chosen deployment's most concurrent requests within "
                                                           "the SLO (--choose)"))
     grid, dep, evidence, traffic, settings = inputs.grid, inputs.dep, inputs.evidence, inputs.traffic, inputs.settings
@@ -181,9 +182,13 @@ def decide(inputs, grid_cells, fit, progress=None):
                                  output_spread=traffic.output_spread)
                  if inputs.exercises else None)
     bench, plan = inputs.bench, report.plan
-    benches = predicted_benches(dep, grid.ks, plan.request_alpha, trust=trust, concurrencies=grid.concurrencies, rates=bench.rates,
-                                prompts=bench.prompts, burstiness=bench.burstiness, seed=traffic.seed, fit=fit, spread=plan.request_spread,
-                                output_spread=bench.output_spread, plan_batch=plan.shown_batch, slo=traffic.slo) if bench.folder else None
+    at = report.at_slo   # the plan's K as the SLO search found the server runs it, else as the release runs it
+    served = (at.speculative.served if at is not None and at.speculative is not None and at.speculative.served
+              else served_k(dep, plan.schedule, plan.k))
+    ks = [served if k == PLAN_KS else k for k in bench.ks]
+    benches = predicted_benches(dep, ks, plan.request_alpha, trust=trust, traffic=traffic, fit=fit,
+                                spread=plan.request_spread, concurrencies=grid.concurrencies, rates=bench.rates,
+                                prompts=bench.prompts, plan_batch=plan.shown_batch) if bench.folder else None
     comparisons = [compared(replay, dep, trust, traffic, fit) for replay in inputs.replays]
     return replace(report, inputs=inputs, calibration=calibration, exercises=exercises, benches=benches,
                    comparisons=comparisons or None, choice=choice)

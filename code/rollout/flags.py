@@ -3,7 +3,7 @@ Settings), each value's form and range (parse_one, parse_list, parse_grid, parse
 files, and the progress meter. What the flags mean together, and the files they name, are cli's."""
 from __future__ import annotations
 
-from .workload import BENCH_OPEN_PROMPTS, SLO_KEYS, Traffic
+from .workload import SLO_KEYS, Traffic
 from .records import (
     CONCURRENCY_LIMIT, EPS_LIMIT, GRID_CELL_LIMIT, GRID_PAIR_LIMIT, GRID_WORK_LIMIT, K_LIMIT, shown, TOKENS_LIMIT,
     UNPRINTABLE, UsageError,
@@ -182,11 +182,14 @@ def build_parser(settings):
     bench = p.add_argument_group("benchmark files: predicted before they are run, and held against the measured")
     bench.add_argument("--predict-bench", metavar="DIR", help="write the `vllm bench serve --save-result` file of "
                        "each run: a baseline and one per --ks at each --concurrency (or --request-rate)")
-    bench.add_argument("--num-prompts", help="prompts a predicted run sends (default: the plan's, 10 a concurrent "
-                       f"slot and at least 200; {BENCH_OPEN_PROMPTS} in open loop)")
+    bench.add_argument("--num-prompts", help="requests of each open-loop run, the SLO search's and those "
+                       f"--predict-bench writes at a --request-rate (default {settings.num_prompts}, as vllm bench "
+                       "serve's); of a closed-loop predicted run (default: the plan's, 10 a concurrent slot and at "
+                       "least 200)")
     bench.add_argument("--request-rate", help="open loop instead: requests/s, comma list (vllm bench serve's "
                        "--request-rate); with --choose, the one rate to serve")
-    bench.add_argument("--burstiness", help="gamma shape of an open loop's gaps (default 1: Poisson)")
+    bench.add_argument("--burstiness", help="gamma shape of an open loop's gaps, the SLO search's and "
+                       f"--predict-bench's (default {settings.burstiness:g}; 1: Poisson)")
     bench.add_argument("--compare", help="measured `vllm bench serve` results, comma list: each key against the "
                        "prediction of its own run")
     return p
@@ -345,6 +348,8 @@ class Settings:
     calibration_files: tuple
     deployment: DeploymentSettings   #: the deployment's constants
     slo: str
+    num_prompts: int
+    burstiness: float
     target_concurrency: int
     chart_alphas: tuple
     expected_fallback: float
@@ -352,7 +357,8 @@ class Settings:
     def traffic(self, **changes):
         """The Traffic these constants draw requests from (slo: as parse_slo reads SLO), with changes."""
         given = dict(seed=self.seed, alpha_spread=self.alpha_spread, output_spread=self.output_spread,
-                     input_spread=self.input_spread, slo=parse_slo(self.slo, "SLO in main.py"))
+                     input_spread=self.input_spread, slo=parse_slo(self.slo, "SLO in main.py"),
+                     num_prompts=self.num_prompts, burstiness=self.burstiness)
         return Traffic(**{**given, **changes})
 
     def evidence(self, **changes):

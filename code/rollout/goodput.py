@@ -1,54 +1,68 @@
-"""Serving at an SLO: how much traffic each GPU serves with every percentile the SLO names within its bound, with
-speculation off and at the plan's K, found by simulating `vllm bench serve` runs (serving.serve_run) at rising
-concurrency. Its goodput is vLLM's (--goodput: serving.good_requests).
+"""Serving at an SLO: the most traffic a replica serves with every percentile the SLO names within its bound, with
+speculation off and on as the engine release runs it, found as `vllm bench serve --request-rate R --goodput ...`
+would find it: runs of --num-prompts requests sent at gamma gaps of shape --burstiness (1: Poisson), each simulated
+step by step (serving.serve_run), at rising rates. Traffic arrives as an open loop; a closed loop's first wave of
+prompts queues at once, which production traffic never sends.
+
+A rate is served when every P99 the SLO names is within its bound and the server keeps up (growing): past the
+capacity the queue grows with every request sent, so that a longer run would miss any bound; below it, the requests
+sent last see the steady state the middle ones do. Its goodput is vLLM's (--goodput:
+serving.good_requests).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import statistics
+from dataclasses import dataclass, field
 
 
 from .acceptance import round_moments
 from .costmodel import FIT
-from .deployment import max_concurrency, step_budget
+from .deployment import max_concurrency, running_cap, simulated_layout, step_budget
+from .records import NOT_IN_JSON
+from .releases import accepts, offers
+from .schedule import KTable
 from .simulation import NORMAL
-from .serving import bench_result, good_requests, serve_run, step_cost
-from .workload import SLO_KEYS, Workload
-from .deployment import running_cap, simulated_layout
-from .workload import SLO_PERCENTILE, slo_prompts
+from .serving import bench_result, chunk_cost, good_requests, serve_run, step_costs
+from .workload import SLO_KEYS, SLO_PERCENTILE, traffic_workload
 
-RESOLUTION = 10       # the search settles the best concurrency to a tenth of it (resolution): finer than a run's own
-                      # noise moves its P99s (ten prompts a slot)
+RATE_RESOLUTION = 0.05   # the search settles a capacity to 5%: a run past the SLO at most 5% above the best within
+                         # (a rate 10% above the best is past it, one 5% below within, where P99s rise with the rate)
+RATE_DIGITS = 3          # rates tried are rounded to 3 significant digits: what a user types into --request-rate
 SLOW_Z = NORMAL.inv_cdf(SLO_PERCENTILE / 100)   # the slowest 1% of requests accept this many s.d.s below the mean
-SEARCH_RUNS = 8       # runs an arm at most: the closed forms are rarely off by enough to need more than four
-SLO_CONCURRENCY_LIMIT = 1024   # the most concurrent requests the search tries: ten prompts a slot past it take seconds
-SLO_OUTPUT_LIMIT = 16_384   # answers longer than this are not searched: a run costs a step per token of its slowest
-                            # slot, so ten answers a slot at each of ~15 concurrencies take seconds each past it
+SEARCH_RUNS = 10         # runs an arm makes at most
+MIN_RATE = 1e-3          # requests/s: the least rate the search tries
+GROWTH_E2EL = 1.5        # the last tenth's median E2EL past this many times the middle tenth's: a growing batch
+SLO_OUTPUT_LIMIT = 16_384   # answers longer than this are not searched: each run costs a step per round of its
+                            # longest answer, and a search a dozen runs
 
 
 @dataclass(frozen=True)
 class LoadPoint:
-    """One simulated closed-loop run of the search at one concurrency."""
-    concurrency: int         #: --max-concurrency
-    k: int                   #: K the server ran (0: speculation off)
-    prompts: int             #: --num-prompts (slo_prompts)
+    """One simulated open-loop run of the search at one request rate."""
+    rate: float              #: --request-rate, requests/s sent
+    k: int                   #: the K most of its decode steps ran (0: speculation off)
+    prompts: int             #: --num-prompts
     tail_ms: dict            #: {"ttft", "tpot", "e2el": its P99 in ms}
-    request_throughput: float   #: requests/s the replica completed
+    request_throughput: float   #: requests/s the replica completed (vLLM's: the drain at the run's end included)
     output_throughput: float    #: output tokens/s
     request_goodput: float   #: requests/s that met every bound (vLLM's request_goodput)
-    within: bool             #: whether every P99 the SLO names is within its bound
-    past: tuple = ()         #: the keys whose P99 is past its bound
+    concurrency: float       #: requests in the server on average: the rate x the mean E2EL (Little's law)
+    growing: bool            #: whether its queue grows (the module's note)
+    within: bool             #: whether every P99 the SLO names is within its bound and the queue does not grow
+    past: tuple = ()         #: the keys whose P99 is past its bound, and "queue" where it grows
+    slo: tuple = field(default=(), metadata=NOT_IN_JSON)   #: the bounds it was held to, ((key, ms), ...)
 
 
 @dataclass(frozen=True)
 class Arm:
-    """Speculation off or on at the plan's K by batch size: the runs the search simulated, by concurrency, and the best
-    within the SLO."""
+    """Speculation off or on: the runs the search simulated, by rate, and the best within the SLO."""
     speculative: bool
-    points: tuple            #: LoadPoint, by concurrency
-    best: LoadPoint = None   #: the highest concurrency within the SLO (None: not even one request at a time)
+    points: tuple            #: LoadPoint, by rate
+    best: LoadPoint = None   #: the highest rate within the SLO (None: not even the least rate tried)
     cap: int = 0             #: the server's running cap (running_cap)
-    top: int = 0             #: the most the search tried: the cap, or SLO_CONCURRENCY_LIMIT below it
-    stopped_by: tuple = ()   #: the keys past their bound at the least concurrency past the best: what stops it
+    stopped_by: tuple = ()   #: the keys past their bound at the least rate past the best: what stops it
+    served: KTable = None    #: what the speculative server ran: a K-by-batch table, or one K (no rows); None: off
 
 
 @dataclass(frozen=True)
@@ -56,193 +70,257 @@ class AtSlo:
     """Both arms at the SLO, per GPU of the replica."""
     slo: tuple               #: ((key, ms), ...) in SLO_KEYS' order
     percentile: int          #: SLO_PERCENTILE
-    gpus: int                #: GPUs of one replica (throughputs are divided by it)
+    gpus: int                #: GPUs of one replica (rates are divided by it)
     alpha: float             #: per-token alpha the speculative runs centre on
+    prompts: int = None      #: --num-prompts of each run
+    burstiness: float = None   #: --burstiness of each run
     baseline: Arm = None     #: None where the search is skipped
     speculative: Arm = None
-    gain: float = None       #: speculative over baseline requests/s per GPU at their best (None: either has none)
-    skipped: str = None      #: why the SLO was not searched (plan_at_slo), in words; None: it was
+    gain: float = None       #: speculative over baseline capacity (None: either has none)
+    skipped: str = None      #: why the SLO was not searched (search_slo), in words; None: it was
 
 
-RUN_MEMO = {}   # run_at's inputs -> its LoadPoint: both arms run K = 0 alike at their lower concurrencies, and a
-                # process that plans the same deployment again (main.main called twice, the tests) simulates it once
+RUN_MEMO = {}   # run_at's inputs -> its LoadPoint: a process that plans the same deployment again (main.main called
+                # twice, the tests) simulates it once
 
 
-def run_at(dep, k, alpha, spread, concurrency, slo, traffic, fit):
-    """One closed-loop run at `concurrency`: its LoadPoint, simulated once for each set of inputs (RUN_MEMO; without
+def run_at(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_batch=None):
+    """One open-loop run at `rate`: its LoadPoint, simulated once for each set of inputs (RUN_MEMO; without
     speculation alpha and its spread draw nothing in serve_run, so they are not part of the key)."""
-    key = (dep.physics, k, alpha if k else 0.0, spread if k else 0.0, concurrency, slo, traffic.seed,
-           traffic.output_spread, traffic.input_spread, fit)
+    key = (dep.physics, ks, alpha if ks else 0.0, spread if ks else 0.0, rate, slo, traffic, fit, plan_batch)
     if key not in RUN_MEMO:
         if len(RUN_MEMO) > 4096:
             RUN_MEMO.clear()
-        RUN_MEMO[key] = simulated_point(dep, k, alpha, spread, concurrency, slo, traffic, fit)
+        RUN_MEMO[key] = simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, plan_batch=plan_batch)
     return RUN_MEMO[key]
 
 
-def simulated_point(dep, k, alpha, spread, concurrency, slo, traffic, fit):
-    """One closed-loop run at `concurrency`, simulated. Answers log-normal with the traffic's spread and none past
-    the deployment's output length, as the plan's ShareGPT runs (gate_runs)."""
-    work = Workload(num_prompts=slo_prompts(concurrency), max_concurrency=concurrency, request_rate=float("inf"),
-                    burstiness=1.0, input_tokens=dep.input_tokens, output_tokens=dep.output_tokens,
-                    output_spread=traffic.output_spread, output_cap=dep.output_tokens,
-                    input_spread=traffic.input_spread)
-    run = serve_run(dep, work, k, alpha, spread, traffic.seed, fit, concurrency)
+def growing(run):
+    """Whether a run's queue grows: its last tenth of requests (in the order sent) waits in the server's queue (from
+    its send to its admission) longer than its middle tenth (40-50% in, past the ramp-up) takes to its first token,
+    at the median; or takes GROWTH_E2EL times as long end to end as the middle tenth (sequences pile up in the batch
+    short of the cap). A steady queue's wait is a fraction of a first token's time; a growing one's, by the end,
+    all it has gathered. (False for runs of fewer than 10 requests.)"""
+    tenth = len(run.start) // 10
+    if tenth < 1:
+        return False
+    def median(values, lo):
+        return statistics.median(values[lo:lo + tenth])
+    ttft = [f - s for s, f in zip(run.start, run.first)]
+    wait = [a - s for s, a in zip(run.start, run.admitted)]
+    e2el = [e - s for s, e in zip(run.start, run.end)]
+    middle, last = 4 * tenth, len(ttft) - tenth
+    return median(wait, last) > median(ttft, middle) or median(e2el, last) > GROWTH_E2EL * median(e2el, middle)
+
+
+def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_batch=None):
+    """One open-loop run at `rate`, simulated: the traffic's workload (traffic_workload) sent at that rate."""
+    work = traffic_workload(dep, traffic, rate=rate)
+    run = serve_run(dep, work, ks, alpha, spread, traffic.seed, fit, plan_batch)
     result = bench_result(run, work, dep, dict(slo))
     tail = {key: result[f"p{SLO_PERCENTILE}_{key}_ms"] for key in SLO_KEYS}
-    return LoadPoint(concurrency=concurrency, k=k, prompts=work.num_prompts, tail_ms=tail,
+    grows = growing(run)
+    past = tuple(key for key, ms in slo if tail[key] > ms) + (("queue",) if grows else ())
+    return LoadPoint(rate=rate, k=run.k, prompts=work.num_prompts, tail_ms=tail,
                      request_throughput=result["request_throughput"], output_throughput=result["output_throughput"],
                      request_goodput=good_requests(run, dict(slo)) / result["duration"],
-                     within=all(tail[key] <= ms for key, ms in slo),
-                     past=tuple(key for key, ms in slo if tail[key] > ms))
+                     concurrency=rate * result["mean_e2el_ms"] / 1e3, growing=grows, within=not past, past=past,
+                     slo=slo)
 
 
-def mean_answer(dep, spread):
-    """Mean output tokens of the search's answers: log-normal of mean output_tokens and s.d. `spread` in log, capped at
-    output_tokens (E min(X, L) = 2 L Phi(-s / 2) for X of mean L)."""
-    return dep.output_tokens * 2.0 * NORMAL.cdf(-spread / 2.0) if spread else float(dep.output_tokens)
-
-
-def estimated_tails(dep, k, alpha, spread, concurrency, traffic, fit):
-    """{"ttft", "tpot", "e2el": ms} a closed-loop run at `concurrency` shows at its P99, by closed forms: what the
-    search starts from and steers by (search), never what it reports.
-
-    TTFT: every slot sends at once, so the P99 of ten requests a slot is the first wave's 0.9 c-th prompt, after
-    0.9 c prompts' tokens are prefilled in chunks of the step's budget. TPOT: the steady state, c sequences each
-    decoding a round a step, the step carrying the prompts of the requests that replace the finished ones (c I
-    tokens every request's rounds); the P99 request accepts at alpha 2.33 s.d.s below the mean (`spread`), so its
-    round delivers tau there (acceptance.round_moments). E2EL: the two added over an answer.
-    """
-    c, prompt = concurrency, dep.input_tokens
+def estimated_tails(dep, k, alpha, spread, rate, traffic, fit):
+    """{"ttft", "tpot", "e2el": ms} and the concurrency an open-loop run at `rate` shows, by closed forms: what the
+    search starts from and steers by (search), never what it reports. The requests in the server are the rate times
+    their E2EL (Little's law, solved by iteration); each step carries their decodes and the prompts of the requests
+    that arrive meanwhile; the P99 request accepts at alpha 2.33 s.d.s below the mean (`spread`) and its prompt is
+    the P99 prompt. Past what the server can hold, every tail is infinite."""
     tau = round_moments(alpha, k)[0] if k else 1.0
     slow = round_moments(max(0.0, alpha - SLOW_Z * spread), k)[0] if k else 1.0
-    answer = mean_answer(dep, traffic.output_spread)
-    rounds = max(1.0, (answer - 1.0) / tau)
-    budget = step_budget(dep)
-    share = c * prompt / rounds   # prompt tokens a step, on average
-    if dep.engine.mixes_prefill:
-        step = step_cost(dep, c, k, round(min(share, budget)), fit)
-    else:   # prompts prefilled alone: the decodes wait out their share of prefill steps
-        step = step_cost(dep, c, k, 0, fit) + share / budget * step_cost(dep, 0, k, round(min(budget, c * prompt)), fit)
-    tpot = step / slow
-    wave = max(1.0, 0.9 * c) * prompt
-    ttft = fit.request_ms + max(1.0, wave / budget) * step_cost(dep, 0, k, round(min(wave, budget)), fit)
-    return {"ttft": ttft, "tpot": tpot, "e2el": ttft + (dep.output_tokens - 1) * step / tau}
+    answer, prompt = dep.output_tokens, dep.input_tokens
+    longest = prompt * math.exp(SLOW_Z * traffic.input_spread - traffic.input_spread ** 2 / 2)
+    budget, cap = step_budget(dep), max(1, running_cap(dep, bool(k)))
+    c, step, ttft, costs = 1.0, 0.0, 0.0, step_costs(dep, k, fit)   # the simulation's own table of step costs
+    for _ in range(30):   # to 1%: the concurrency its own step implies
+        share = rate * prompt * step / 1e3   # prompt tokens arriving in one step
+        step = chunk_cost(costs, dep, max(1, round(c)), k, round(min(share, budget)), fit)
+        if not dep.engine.mixes_prefill:   # prompts prefilled alone: the decodes wait out their share of prefill steps
+            step += share / budget * chunk_cost(costs, dep, 0, k, round(min(budget, max(1.0, share))), fit)
+        ttft = fit.request_ms + math.ceil(longest / budget) * step
+        settled = rate * (ttft + (answer - 1) * step / tau) / 1e3
+        if settled > cap or rate * prompt * step / 1e3 > budget:   # more than the server holds or prefills a step
+            return {"ttft": math.inf, "tpot": math.inf, "e2el": math.inf}, settled
+        if abs(settled - c) <= 0.01 * c:
+            break
+        c = (c + settled) / 2
+    return {"ttft": ttft, "tpot": step / slow, "e2el": ttft + (answer - 1) * step / tau}, settled
+
+
+def rounded(rate):
+    """A rate at RATE_DIGITS significant digits."""
+    return float(f"{rate:.{RATE_DIGITS}g}")
 
 
 def between(low, high, slo):
-    """The concurrency between two runs (LoadPoint) where every tail, linear in concurrency between them, is within
-    its bound: the first run's within and the second's past."""
-    reach = min((ms - low.tail_ms[key]) / (high.tail_ms[key] - low.tail_ms[key])
-                for key, ms in slo if high.tail_ms[key] > ms and high.tail_ms[key] > low.tail_ms[key])
-    return low.concurrency + int(reach * (high.concurrency - low.concurrency))
+    """The rate between two runs (LoadPoint) where every tail, linear in the rate between them, is within its bound:
+    the first run's within and the second's past (a growing queue alone: the middle)."""
+    reaches = [(ms - low.tail_ms[key]) / (high.tail_ms[key] - low.tail_ms[key])
+               for key, ms in slo if high.tail_ms[key] > ms and high.tail_ms[key] > low.tail_ms[key]]
+    return low.rate + min(reaches, default=0.5) * (high.rate - low.rate)
 
 
-def resolution(concurrency):
-    """How close the search settles the best concurrency: a run past the SLO at most this far above it."""
-    return max(1, concurrency // RESOLUTION)
+def bracket(run, start, resolution, runs, guide):
+    """{rate: LoadPoint} of runs (run(rate) -> LoadPoint) from `start` until one within the SLO and one past it at most
+    `resolution` above it bracket the edge (or `runs` runs, or the least rate past it).
+
+    One side only: where guide(point) -> rate puts the edge from the nearest run (the closed forms scaled to it), at
+    least a step beyond it: 1 + resolution, squared after each run on the same side (1.05, 1.10, 1.22, 1.48), so that
+    a guide that keeps falling short cannot creep. Bracketed: where the two runs' tails, linear between them, meet the
+    bounds, kept within the middle half of the bracket (in log), so that it narrows by a quarter at least."""
+    points, side, rate = {}, 0, rounded(start)
+    while len(points) < runs:
+        points[rate] = point = run(rate)
+        best = max((r for r, p in points.items() if p.within), default=0.0)
+        high = min((r for r, p in points.items() if not p.within and r > best), default=math.inf)
+        if high <= best * (1 + resolution) * (1 + 1e-9) or (not best and high <= MIN_RATE):
+            break
+        same = 1 if point.within else -1
+        side = side + same if side * same > 0 else same
+        step = (1 + resolution) ** (2 ** (abs(side) - 1))
+        if best and math.isfinite(high):
+            guess = between(points[best], points[high], point.slo)
+            span = math.log(high / best)
+            guess = (min(max(guess, best * math.exp(span / 4)), best * math.exp(3 * span / 4))
+                     if span > 2 * math.log(1 + resolution) else math.sqrt(best * high))
+        else:
+            guess = guide(points[best] if best else points[high])
+            guess = min(max(guess, best * step), best * 4) if best else max(min(guess, high / step), high / 4, MIN_RATE)
+        rate = rounded(guess)
+        if rate in points:   # rounding lands on a rate run: one digit finer
+            rate = float(f"{guess:.{RATE_DIGITS + 2}g}")
+            if rate in points:
+                break
+    return points
 
 
-def search(dep, ks, alpha, spread, slo, traffic, fit):
-    """The arm's runs, K = ks(concurrency) at each (0: off), up to the server's cap (past it requests only queue in
-    the server) or SLO_CONCURRENCY_LIMIT: the best concurrency within the SLO with a run past it at most
-    resolution(best) above (or the best at the top, or none when one request at a time is past it).
+def search(dep, ks, alpha, spread, slo, traffic, fit, plan_batch=None):
+    """The arm's runs, the server at `ks` (a KTable, or 0: off): the highest rate within the SLO with a run of
+    --num-prompts requests past it at most RATE_RESOLUTION above (or none when the least rate tried is past it).
 
-    Each run is a simulated benchmark (run_at); the closed forms (estimated_tails) only choose where to run. The
-    first run is where they put the SLO's edge; after each run every bound's estimate is scaled by what that run
-    simulated against what they said there, and the next run is where the scaled estimates put the edge, a
-    resolution beyond the last run within. Once runs within and past bracket the edge, the next is where their
-    tails, linear between them, meet the bounds. Three or four runs an arm where a ladder and bisections took
-    seven."""
-    speculative = ks is not off
-    # the server's cap, and what fits in memory with the draft loaded, for both arms: every command of the plan stays
-    # within it, so off and on are compared on the same slots (stage 0's server alone would fit a few more)
-    cap = min(running_cap(dep, speculative), max_concurrency(dep))
-    top = min(cap, SLO_CONCURRENCY_LIMIT)
-    keys = [key for key, _ in slo]
+    Each run is a simulated benchmark (run_at); the closed forms (estimated_tails) only choose where to run (bracket):
+    the first run is where they put the SLO's edge; while every run is on one side of it, each bound's estimate is
+    scaled by what the nearest run simulated against what they said there, and the next run is where the scaled
+    estimates put the edge."""
+    speculative = isinstance(ks, KTable)
+    table = ks if isinstance(ks, KTable) else KTable((), 0)
+    cap = running_cap(dep, speculative, plan_batch)
 
-    def estimate(c):
-        k = ks(c)
-        return estimated_tails(dep, k, alpha if k else 0.0, spread if k else 0.0, c, traffic, fit)
+    def estimate(rate):
+        if not speculative:
+            return estimated_tails(dep, 0, 0.0, 0.0, rate, traffic, fit)[0]
+        k = table.at(1)
+        for _ in range(2):   # the table's K at the concurrency that K runs at
+            tails, c = estimated_tails(dep, k, alpha, spread if k else 0.0, rate, traffic, fit)
+            k = table.at(max(1, round(c))) if math.isfinite(c) else k
+        return tails
 
-    def edge(scale, low, high):
-        """The largest concurrency in [low, high] whose scaled estimates are within every bound (low - 1: none)."""
-        def fits(c):
-            tails = estimate(c)
-            return all(tails[key] * scale[key] <= ms for key, ms in slo)
-        if not fits(low):
-            return low - 1
-        while low < high:   # the estimates rise with concurrency: bisect on them
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    def guide(near):
+        estimated = estimate(near.rate)
+        return highest_within(estimate, slo, {key: near.tail_ms[key] / estimated[key]
+                                              if 0 < estimated[key] < math.inf else 1.0 for key, _ in slo})
+    points = bracket(lambda rate: run_at(dep, ks, alpha, spread, rate, slo, traffic, fit, plan_batch=plan_batch),
+                     highest_within(estimate, slo, {key: 1.0 for key, _ in slo}), RATE_RESOLUTION, SEARCH_RUNS, guide)
+    ordered = tuple(points[r] for r in sorted(points))
+    best = max((p for p in ordered if p.within), key=lambda p: p.rate, default=None)
+    after = [p for p in ordered if best is None or p.rate > best.rate]
+    return Arm(speculative=speculative, points=ordered, best=best, cap=cap, stopped_by=after[0].past if after else (),
+               served=table if speculative else None)
+
+
+def runs_table(dep):
+    """Whether the server runs the plan's K-by-batch table step by step: vLLM from 0.24
+    (num_speculative_tokens_per_batch_size, PR #32374; commands.vllm_k_by_batch writes it), unless it runs attention
+    data parallel, where 0.26 and later ignore the table (vllm/config/vllm.py). SGLang's --speculative-adaptive moves
+    its step count with the acceptance it measures and TensorRT-LLM's draft_len_schedule is pasted by hand (the plan
+    says how): neither is simulated, and such a server runs one K (speculative_arm)."""
+    return offers(dep, "num_speculative_tokens_per_batch_size") and not (
+        dep.dp_attention and accepts(dep, "table off under data parallelism"))
+
+
+def served_k(dep, schedule, k):
+    """What the speculative server runs without an SLO search to say which K: the table where the release runs it
+    (runs_table), else the plan's one K."""
+    return KTable.of(schedule, k) if runs_table(dep) else KTable((), k)
+
+
+def speculative_arm(dep, table, alpha, spread, slo, traffic, fit, plan_batch=None):
+    """The speculative arm (search) as the engine runs the plan's table (a KTable): the table itself where it runs
+    one (runs_table); else one K, the one an operator sets for the load: the table's K at the concurrency the closed
+    forms put at their capacity, then, where the simulated capacity holds a concurrency the table gives another K,
+    that K's search too, the better of the two kept."""
+    if runs_table(dep):
+        return search(dep, table, alpha, spread, slo, traffic, fit, plan_batch)
+    def estimate(rate, k):
+        return estimated_tails(dep, k, alpha, spread if k else 0.0, rate, traffic, fit)
+    k = table.at(1)
+    rate = highest_within(lambda r: estimate(r, k)[0], slo, {key: 1.0 for key, _ in slo})
+    c = estimate(rate, k)[1]
+    k = table.at(max(1, min(round(c), running_cap(dep, True, plan_batch)))) if math.isfinite(c) else k
+    arm = search(dep, KTable((), k), alpha, spread, slo, traffic, fit, plan_batch)
+    if arm.best is not None and table.at(max(1, round(arm.best.concurrency))) != k:
+        other = search(dep, KTable((), table.at(max(1, round(arm.best.concurrency)))), alpha, spread, slo, traffic,
+                       fit, plan_batch)
+        if other.best is not None and other.best.rate > arm.best.rate:
+            arm = other
+    return arm
+
+
+def highest_within(estimate, slo, scale):
+    """The highest rate whose estimated tails (estimate(rate) -> {key: ms}), each times scale[key], are within every
+    bound of `slo`: doubling, then bisection in log (the estimates rise with the rate)."""
+    def fits(rate):
+        tails = estimate(rate)
+        return all(tails[key] * scale[key] <= ms for key, ms in slo)
+    low, high = MIN_RATE, MIN_RATE
+    if not fits(low):
         return low
-
-    points = {}
-    c = max(1, edge({key: 1.0 for key in keys}, 1, top))
-    while True:
-        points[c] = run_at(dep, ks(c), alpha, spread, c, slo, traffic, fit)
-        best = max((q for q, p in points.items() if p.within), default=0)
-        high = min((q for q, p in points.items() if not p.within and q > best), default=top + 1)
-        if best >= top or high == 1 or high - best <= resolution(best) or len(points) >= SEARCH_RUNS:
-            break
-        if best and high <= top:   # bracketed: where the two runs' tails, linear between them, meet the bounds
-            c = between(points[best], points[high], slo)
-            c = min(max(c, best + resolution(best)), max(best + resolution(best), high - resolution(best)))
-        else:   # one side only: where the estimates, scaled to the nearest run, put the edge, a step beyond it
-            near = points[best] if best else points[high]
-            estimated = estimate(near.concurrency)
-            scale = {key: near.tail_ms[key] / estimated[key] if estimated[key] > 0 else 1.0 for key in keys}
-            guess = edge(scale, 1, top)
-            c = min(max(guess, best + resolution(best)), top) if best else max(1, min(guess, high - resolution(high)))
-        if c in points:
-            break
-    ordered = tuple(points[c] for c in sorted(points))
-    best = max((p for p in ordered if p.within), key=lambda p: p.concurrency, default=None)
-    after = [p for p in ordered if best is None or p.concurrency > best.concurrency]
-    return Arm(speculative=speculative, points=ordered, best=best, cap=cap, top=top,
-               stopped_by=after[0].past if after else ())
+    while fits(high) and high < 1e6:
+        low, high = high, high * 4
+    while high > low * 1.01:   # to 1%: the search's runs, not this, settle the edge
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
 
 
-def off(concurrency):
-    """The baseline arm's K at every concurrency: speculation off."""
-    return 0
+def at_slo(dep, table, alpha, spread, slo, traffic, fit=FIT, plan_batch=None):
+    """Both arms at the SLO (AtSlo), speculation as the engine runs the K-by-batch `table` (speculative_arm) around
+    per-token `alpha`."""
+    base = search(dep, 0, 0.0, 0.0, slo, traffic, fit, plan_batch)
+    spec = speculative_arm(dep, table, alpha, spread, slo, traffic, fit, plan_batch)
+    gain = spec.best.rate / base.best.rate if base.best is not None and spec.best is not None else None
+    return AtSlo(slo=slo, percentile=SLO_PERCENTILE, gpus=dep.tp, alpha=alpha, prompts=traffic.num_prompts,
+                 burstiness=traffic.burstiness, baseline=base, speculative=spec, gain=gain)
 
 
-def schedule_k(schedule, fallback):
-    """K at a concurrency from the plan's K by batch size ((first B, last B, K) rows); past its rows, `fallback`."""
-    def ks(concurrency):
-        return next((k for lo, hi, k in schedule if lo <= concurrency <= hi), fallback)
-    return ks
-
-
-def at_slo(dep, ks, alpha, spread, slo, traffic, fit=FIT):
-    """Both arms at the SLO (AtSlo), speculation at K = ks(concurrency) around per-token `alpha`."""
-    base = search(dep, off, 0.0, 0.0, slo, traffic, fit)
-    spec = search(dep, ks, alpha, spread, slo, traffic, fit)
-    gain = (spec.best.request_throughput / base.best.request_throughput
-            if base.best is not None and spec.best is not None else None)
-    return AtSlo(slo=slo, percentile=SLO_PERCENTILE, gpus=dep.tp, alpha=alpha, baseline=base, speculative=spec,
-                 gain=gain)
+def skip_reason(dep):
+    """Why the SLO cannot be searched for this deployment, in words, or None."""
+    return ("a tree's rounds are measured, not simulated" if dep.topk > 1 else
+            "attention data parallelism runs a scheduler on every rank, which the simulation does not"
+            if not simulated_layout(dep) else
+            f"answers of {dep.output_tokens:,} tokens take too long to simulate at every rate (the search "
+            f"runs up to {SLO_OUTPUT_LIMIT:,}): run the --goodput benchmark at your rate instead"
+            if dep.output_tokens > SLO_OUTPUT_LIMIT else
+            "not one sequence fits beside the weights" if min(running_cap(dep, False), running_cap(dep, True)) < 1
+            or max_concurrency(dep) < 1 else None)
 
 
 def search_slo(dep, plan, traffic, fit=FIT):
-    """The plan's K by batch size at the traffic's SLO (at_slo): None without an SLO; an AtSlo that says why it is
-    skipped where the simulation cannot run it (a tree or attention data parallelism: simulated_layout; answers past
-    SLO_OUTPUT_LIMIT; no sequence fits)."""
+    """The traffic's SLO searched (at_slo), speculation as the engine runs the plan: None without an
+    SLO; an AtSlo that says why it is skipped where the simulation cannot run it (skip_reason)."""
     if not traffic.slo:
         return None
-    skipped = ("a tree's rounds are measured, not simulated" if dep.topk > 1 else
-               "attention data parallelism runs a scheduler on every rank, which the simulation does not"
-               if not simulated_layout(dep) else
-               f"answers of {dep.output_tokens:,} tokens take too long to simulate at every concurrency (the search "
-               f"runs up to {SLO_OUTPUT_LIMIT:,}): run the --goodput benchmark at your concurrency instead"
-               if dep.output_tokens > SLO_OUTPUT_LIMIT else
-               "not one sequence fits beside the weights" if min(running_cap(dep, False), running_cap(dep, True)) < 1
-               else None)
+    skipped = skip_reason(dep)
     if skipped:
         return AtSlo(slo=traffic.slo, percentile=SLO_PERCENTILE, gpus=dep.tp, alpha=plan.request_alpha,
-                     skipped=skipped)
-    return at_slo(dep, schedule_k(plan.schedule, plan.k), plan.request_alpha, plan.request_spread, traffic.slo,
-                  traffic, fit)
-
-
+                     prompts=traffic.num_prompts, burstiness=traffic.burstiness, skipped=skipped)
+    return at_slo(dep, KTable.of(plan.schedule, plan.k), plan.request_alpha, plan.request_spread, traffic.slo,
+                  traffic, fit, plan.shown_batch)

@@ -151,6 +151,12 @@ def accepts(dep, key):
                                and (feature.until is None or at < release_at(feature.until)))
 
 
+def offers(dep, key):
+    """Whether the deployment's engine has a feature at all (a FEATURES entry of its own) and its release accepts it:
+    accepts() less the keys only other engines have."""
+    return (dep.engine.releases_of, key) in FEATURES and accepts(dep, key)
+
+
 def since(dep, key):
     """A feature's first release and source, as a sentence's end: "0.24.0 (PR #32374, ...)"."""
     feature = FEATURES[dep.engine.releases_of, key]

@@ -3,6 +3,8 @@ where speculation pays, where it is off, the calls a range makes. Pure functions
 renderers both read them."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 K_MAX = 8   # the best-K search tries K = 0 (speculation off) .. K_MAX
 
@@ -55,3 +57,32 @@ def call_of(bounds):
     """on / off / benchmark first, from where a ratio's range lies against 1.0x."""
     low, high = bounds
     return "on" if low > 1.0 else "off" if high < 1.0 else "benchmark first"
+
+
+@dataclass(frozen=True)
+class KTable:
+    """K by batch size as a server runs it, step by step: rows ((first B, last B, K), ...) and the K past the last.
+    A server that runs one K whatever the batch is a table of no rows (KTable((), K)).
+
+    >>> table = KTable(((1, 3, 5), (4, 40, 3)), 2)
+    >>> [table.at(b) for b in (1, 3, 4, 40, 41)], table.ks()
+    ([5, 5, 3, 3, 2], (2, 3, 5))
+    """
+    rows: tuple              #: ((first B, last B, K), ...), ascending
+    fallback: int            #: K past the rows
+
+    def at(self, batch):
+        """K at `batch` running requests."""
+        for lo, hi, k in self.rows:
+            if lo <= batch <= hi:
+                return k
+        return self.fallback
+
+    def ks(self):
+        """Every K the table runs, ascending."""
+        return tuple(sorted({k for _, _, k in self.rows} | {self.fallback}))
+
+    @classmethod
+    def of(cls, schedule, fallback):
+        """The table of a plan's [start, end, K] rows."""
+        return cls(tuple(tuple(row) for row in schedule), fallback)

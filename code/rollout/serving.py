@@ -13,14 +13,15 @@ import random
 from dataclasses import dataclass
 
 from .catalog import served_model
-from .acceptance import JITTER_MU, ROUND_JITTER
+from .acceptance import JITTER_MU, ROUND_JITTER, round_moments
+from .schedule import KTable
 from .costmodel import decode_step_ms, FIT, fixed_ms, pass_ms, round_ms, target_pass_ms
 from .deployment import draft_kind, runs_a_draft_model, server_seqs, step_budget, verify_tokens
 from .releases import accepts
 from .simulation import clip01, LOOP_TOKENS, NORMAL, renewal_draw
 from .records import percentile
 from .deployment import running_cap, schedules_ahead
-from .workload import BENCH_METRICS, BENCH_PERCENTILES, GOODPUT_KEY, SLO_KEYS
+from .workload import BENCH_METRICS, BENCH_PERCENTILES, GOODPUT_KEY, SLO_KEYS, stratified_lengths
 
 
 # What `vllm bench serve` would print for one run, step by step as the engine serves it. The
@@ -278,13 +279,24 @@ def request_rounds(alpha, k, tokens, rng):
 
 
 def prompt_lengths(work, seed):
-    """Each request's prompt tokens: all input_tokens, or log-normal around that mean with s.d. input_spread in log,
-    drawn from a stream of their own (the answers' and the send times' draws stay as they were without a spread)."""
-    if not work.input_spread:
-        return [work.input_tokens] * work.num_prompts
-    rng, s = random.Random(f"serve:{seed}:prompts"), work.input_spread
-    return [max(1, round(work.input_tokens * math.exp(s * rng.gauss(0.0, 1.0) - s * s / 2)))
-            for _ in range(work.num_prompts)]
+    """Each request's prompt tokens: all input_tokens, or log-normal around that mean with s.d. input_spread in log
+    (stratified_lengths: they average input_tokens), drawn from a stream of their own (the answers' and the send
+    times' draws stay as they were without a spread)."""
+    return stratified_lengths(work.num_prompts, work.input_tokens, work.input_spread,
+                              random.Random(f"serve:{seed}:prompts"))
+
+
+def answer_lengths(work, rng):
+    """Each request's output tokens: a replayed file's, log-normal around its mean and scaled to add up to its total;
+    else stratified_lengths, averaging output_tokens after the cut at output_cap."""
+    if not work.total_output:
+        return stratified_lengths(work.num_prompts, work.output_tokens, work.output_spread, rng, work.output_cap)
+    draws = [work.output_tokens * math.exp(work.output_spread * rng.gauss(0.0, 1.0) - work.output_spread ** 2 / 2)
+             for _ in range(work.num_prompts)]
+    if work.output_cap:
+        draws = [min(d, work.output_cap) for d in draws]
+    drawn = sum(draws)
+    return whole_lengths([d * work.total_output / drawn for d in draws], work.total_output)
 
 
 @dataclass(frozen=True)
@@ -305,6 +317,74 @@ class ServedRun:
     cap: int              #: sequences the server ran at most (running_cap)
     steps: int            #: scheduler steps
     peak_running: int     #: most sequences running at once
+    admitted: tuple = ()  #: when the scheduler took each request in (its wait in the server's queue ends)
+    draft_tokens: float = None   #: tokens drafted, summed (None: drafts x k, one K throughout)
+    k_steps: tuple = ()   #: ((K, decode steps at it), ...) of a run at K by batch size (a KTable), ascending K
+
+
+class KSwitch:
+    """A run at K by batch size (KTable): each decoding request's last round moved when the step's K changes.
+
+    A request drew its rounds at the table's largest K (request_rounds), and carries that draw's luck, the drawn
+    rounds over the rounds its tokens need on average at its alpha (N / tau), through every K it decodes at. When
+    the K changes at a step, its tokens left are (rounds left) x tau at the old K over its luck, and its rounds left
+    those tokens x its luck over tau at the new K (plain steps at K = 0: one a token), rounded up or down at random
+    by the fraction. A round at K drafts K tokens and accepts position p with the request's alpha^(p + 1), counted
+    as its rounds at each K end."""
+
+    def __init__(self, table, alphas, needed, lengths, rng, accepted_at):
+        self.table, self.alphas, self.rng, self.accepted_at = table, alphas, rng, accepted_at
+        self.drawn = max(table.ks())
+        self.luck = [rounds * round_moments(a, self.drawn)[0] / (length - 1) if length > 1 else 1.0
+                     for rounds, a, length in zip(needed, alphas, lengths)]
+        self.needed, self.begun = needed, {}
+        self.k, self.drafts, self.draft_tokens = None, 0.0, 0.0
+        self.steps = collections.Counter()
+
+    def tokens_per_round(self, i, k):
+        """A round's tokens at K over request i's luck (1 at K = 0: a plain step, one token)."""
+        return round_moments(self.alphas[i], k)[0] / self.luck[i] if k else 1.0
+
+    def rounds(self, i, now):
+        """Request i's rounds at the current K, from its first decode step `now`."""
+        self.begun[i] = now
+        return self.whole(self.needed[i] * self.tokens_per_round(i, self.drawn) / self.tokens_per_round(i, self.k))
+
+    def whole(self, rounds):
+        """At least one round: the fraction up with its own chance."""
+        low = int(rounds)
+        return max(1, low + (self.rng.random() < rounds - low))
+
+    def count(self, i, rounds, k):
+        """Request i's rounds at K: its drafts and accepted positions."""
+        if k and rounds > 0:
+            a = self.alphas[i]
+            self.drafts += rounds
+            self.draft_tokens += rounds * k
+            for position in range(k):
+                self.accepted_at[position] += rounds * a ** (position + 1)
+
+    def ended(self, i, now):
+        if i in self.begun:
+            self.count(i, now - self.begun.pop(i), self.k)
+
+    def to(self, k, decoding, now):
+        """Switch to K at decode step `now`: every decoding request's last round (the heap `decoding`, rebuilt in
+        place) moved to the new K. Returns K."""
+        moved = []
+        for last, i in decoding:
+            self.count(i, now - self.begun[i], self.k)
+            self.begun[i] = now
+            left = (last - now) * self.tokens_per_round(i, self.k)
+            moved.append((now + self.whole(left / self.tokens_per_round(i, k)), i))
+        decoding[:] = moved
+        heapq.heapify(decoding)
+        self.k = k
+        return k
+
+    def most_run(self):
+        """The K most decode steps ran (the table's at batch 1 where none did)."""
+        return max(self.steps.items(), key=lambda item: (item[1], item[0]))[0] if self.steps else self.k
 
 
 COST_TABLES = {}   # (Deployment.physics, K, fit) -> {(decoders, prompt tokens): a step's ms}: the runs of one deployment and K
@@ -350,39 +430,44 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     before the run, and the loop is over steps, not tokens.
     """
     # The workload's draws (answer lengths, send times) are the seed's alone, so the baseline and every K serve the
-    # same requests; acceptance and jitter come from a stream of each K's own.
-    workload_rng, rng = random.Random(f"serve:{seed}"), random.Random(f"serve:{seed}:{k}")
+    # same requests; acceptance and jitter come from a stream of each K's own (a table's: of its rows).
+    table = k if isinstance(k, KTable) else None
+    if table is not None and len(table.ks()) == 1:   # one K at every batch: a fixed K
+        k, table = table.ks()[0], None
+    workload_rng = random.Random(f"serve:{seed}")
+    rng = random.Random(f"serve:{seed}:{k}" if table is None else f"serve:{seed}:{table.rows}:{table.fallback}")
     n = work.num_prompts
-    cap = running_cap(dep, k > 0, plan_batch)
+    speculative = bool(k) if table is None else True
+    cap = running_cap(dep, speculative, plan_batch)
     assert cap >= 1, "the caller checks that a sequence fits (parse_bench_flags, compare_file, predicts_gate_pair)"
-    budget, mixes, recv = scheduled_budget(dep, k, plan_batch), dep.engine.mixes_prefill, dep.engine.recv_interval
+    budget = scheduled_budget(dep, max(table.ks()) if table else k, plan_batch)
+    mixes, recv = dep.engine.mixes_prefill, dep.engine.recv_interval
     # A server that plans a step while the GPU runs the one before (schedules_ahead) admits a request only at a step
     # boundary whose previous step began after the request reached it, or at once when it is idle.
-    ahead = schedules_ahead(dep, k > 0)
-    per_decode = verify_tokens(dep, k) if k else 1
-    draws = [work.output_tokens * math.exp(work.output_spread * workload_rng.gauss(0.0, 1.0)
-                                           - work.output_spread ** 2 / 2) for _ in range(n)]
-    if work.output_cap:
-        draws = [min(d, work.output_cap) for d in draws]
-    if work.total_output:   # the replayed file's own total
-        drawn = sum(draws)
-        draws = [d * work.total_output / drawn for d in draws]
-    lengths = whole_lengths(draws, work.total_output)
+    ahead = schedules_ahead(dep, speculative)
+    lengths = answer_lengths(work, workload_rng)
     prompts = prompt_lengths(work, seed)
-    needed, accepted_at = [], [0.0] * k
+    drawn_k = max(table.ks()) if table else k   # a table's requests draw their rounds at its largest K (KSwitch)
+    needed, alphas, accepted_at = [], [], [0.0] * drawn_k
     for length in lengths:
-        if not k:
+        if not drawn_k:
             needed.append(length - 1)
             continue
         a = clip01(alpha + spread * rng.gauss(0.0, 1.0))
-        rounds = request_rounds(a, k, length - 1, rng)
+        rounds = request_rounds(a, drawn_k, length - 1, rng)
         needed.append(rounds)
-        for position in range(k):   # a round accepts position p when its first p + 1 drafts are kept
-            accepted_at[position] += rounds * a ** (position + 1)
+        alphas.append(a)
+        if table is None:
+            for position in range(k):   # a round accepts position p when its first p + 1 drafts are kept
+                accepted_at[position] += rounds * a ** (position + 1)
+    switch = KSwitch(table, alphas, needed, lengths, rng, accepted_at) if table else None
+    if switch:
+        k = switch.k = table.at(1)
+    per_decode = verify_tokens(dep, k) if k else 1
     arrivals = send_times(work, workload_rng)
     begin = arrivals[0]   # the first send: vLLM's one-second buckets start there
     limit = min(work.max_concurrency or n, n)
-    start, first, end = [0.0] * n, [0.0] * n, [0.0] * n
+    start, first, end, taken = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
     delay = fit.request_ms / 1e3   # a request reaches the scheduler this long after the client sends it
     sends = [(arrivals[i] + delay, i) for i in range(limit)]   # the client's next sends reaching the server, by time
     heapq.heapify(sends)
@@ -411,9 +496,13 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
                 ahead and busy and start[waiting[0]] + delay > launched):
             admitted = waiting.popleft()
             prefilling[admitted] = prompts[admitted]
+            taken[admitted] = t
         if not prefilling and not decoding:
             t = sends[0][0]
             continue
+        if switch and switch.table.at(len(prefilling) + len(decoding)) != k:   # the table's K at this step's batch
+            k = switch.to(switch.table.at(len(prefilling) + len(decoding)), decoding, decode_steps)
+            costs, per_decode = step_costs(dep, k, fit), verify_tokens(dep, k) if k else 1
         if not prefilling and not newcomers:
             # Only decodes until the next request ends or (with room for it) the next is sent: the same step over
             # and over, each with its own jitter. The general step below runs the one that ends a request.
@@ -442,6 +531,8 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
                 last_decode, ran, launched = t, limit, t - cost
             steps += ran
             decode_steps += ran
+            if switch:
+                switch.steps[k] += ran
             if t >= until or steps >= poll:
                 continue
         prefill_only = bool(prefilling) and not mixes
@@ -466,6 +557,8 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
         ended = []
         if decoders:
             decode_steps += 1
+            if switch:
+                switch.steps[k] += 1
             continuing = decoders - len(newcomers)
             if continuing:
                 itl[int((t - last_decode) * tick + 0.5)] += continuing
@@ -480,11 +573,13 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
             first[i] = t
             tally_add(t, 1)
             if needed[i]:
-                push(decoding, (decode_steps + needed[i], i))
+                push(decoding, (decode_steps + (switch.rounds(i, decode_steps) if switch else needed[i]), i))
                 newcomers.append(i)
             else:
                 ended.append(i)
         for i in ended:
+            if switch:
+                switch.ended(i, decode_steps)
             end[i] = t
             done += 1
             if held < n:
@@ -494,8 +589,11 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     return ServedRun(arrival=tuple(arrivals), start=tuple(start), first=tuple(first), end=tuple(end),
                      output_tokens=tuple(lengths), input_tokens=tuple(prompts),
                      itl=tuple((gap / ITL_TICKS_PER_S, count) for gap, count in sorted(itl.items())),
-                     peak_per_second=tally.result(), k=k, drafts=float(sum(needed)) if k else 0.0,
-                     accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak)
+                     peak_per_second=tally.result(), k=switch.most_run() if switch else k,
+                     drafts=switch.drafts if switch else float(sum(needed)) if k else 0.0,
+                     accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak,
+                     admitted=tuple(taken), draft_tokens=switch.draft_tokens if switch else None,
+                     k_steps=tuple(sorted(switch.steps.items())) if switch else ())
 
 
 def bench_stats(values):
@@ -580,10 +678,11 @@ def bench_result(run, work, dep, slo=None):
               "max_output_tokens_per_s": float(run.peak_per_second),
               "max_concurrent_requests": max(itertools.accumulate(delta for _, delta in events)), "rtfx": 0.0}
     drafts, accepted = round(run.drafts), round(sum(run.accepted_at))
-    if run.k and drafts:   # vLLM writes them only when drafts were counted, from the integer counts
-        result.update({"spec_decode_acceptance_rate": 100.0 * accepted / (drafts * run.k),
+    drafted = drafts * run.k if run.draft_tokens is None else round(run.draft_tokens)
+    if drafted and drafts:   # vLLM writes them only when drafts were counted, from the integer counts
+        result.update({"spec_decode_acceptance_rate": 100.0 * accepted / drafted,
                        "spec_decode_acceptance_length": 1.0 + accepted / drafts,
-                       "spec_decode_num_drafts": drafts, "spec_decode_draft_tokens": drafts * run.k,
+                       "spec_decode_num_drafts": drafts, "spec_decode_draft_tokens": drafted,
                        "spec_decode_accepted_tokens": accepted,
                        "spec_decode_per_position_acceptance_rates": [round(a) / drafts for a in run.accepted_at]})
     per = {"ttft": [f - s for s, f in zip(run.start, run.first)], "e2el": [e - s for s, e in zip(run.start, run.end)],

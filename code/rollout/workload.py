@@ -5,6 +5,7 @@ No simulation: the commands, the flags and the simulation all read these.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 from .releases import accepts
@@ -36,6 +37,70 @@ def run_work(requests, input_tokens, budget):
     return requests * (REQUEST_WORK + -(-input_tokens // budget))
 
 
+# One workload per flag set: --output-tokens and --input-tokens are the means of what every simulated run sends (the
+# SLO search, the plan's benchmark pair, --predict-bench, --choose), after any cap. A spread draws each request's
+# length log-normal, one from each of n equally likely strata in random order, so that 50 requests average what
+# 1,000 do; an answer is cut at ANSWER_CAP means (a long tail, not a wall at the mean), and the log-normal's own mean
+# is raised so that the cut answers still average the mean asked. (The plan's ShareGPT runs cap max_tokens at the mean
+# itself, --sharegpt-output-len: vLLM's sampler drops prompt + output past 2,048 tokens; commands.bench_lines.)
+ANSWER_CAP = 4   # the longest answer a run with spread lengths sends, in means: P(cut) = 1.7% at spread 0.8
+NORMAL = statistics.NormalDist()
+
+
+def answer_cap(output_tokens):
+    """max_tokens of a run whose answers average `output_tokens`: ANSWER_CAP of them."""
+    return ANSWER_CAP * output_tokens
+
+
+def capped_mean(mean, spread, cap):
+    """E min(X, cap) for X log-normal of mean `mean` and s.d. `spread` in log.
+    >>> round(capped_mean(100.0, 0.8, 1e9), 6), round(capped_mean(100.0, 0.0, 50.0), 6)
+    (100.0, 50.0)
+    """
+    if spread <= 0:
+        return min(mean, cap)
+    edge = math.log(cap / mean)
+    return (mean * NORMAL.cdf((edge - spread * spread / 2) / spread)
+            + cap * (1.0 - NORMAL.cdf((edge + spread * spread / 2) / spread)))
+
+
+def uncut_mean(mean, spread, cap):
+    """The mean a log-normal of s.d. `spread` in log needs for its draws cut at `cap` to average `mean` (< cap):
+    capped_mean solved by bisection (it rises with the mean).
+    >>> m = uncut_mean(1024.0, 0.8, 4096.0)
+    >>> round(capped_mean(m, 0.8, 4096.0), 6), m > 1024
+    (1024.0, True)
+    """
+    low, high = mean, mean
+    while capped_mean(high, spread, cap) < mean:
+        high *= 2.0
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if capped_mean(middle, spread, cap) < mean else (low, middle)
+    return (low + high) / 2
+
+
+def stratified_lengths(n, mean, spread, rng, cap=None):
+    """n lengths of at least 1, log-normal of s.d. `spread` in log, cut at `cap`, averaging `mean` (to a rounding):
+    one draw from each of n equally likely strata, in an order `rng` shuffles, scaled so their sum is n x mean.
+    >>> import random
+    >>> lengths = stratified_lengths(50, 1024, 0.8, random.Random(0), cap=4096)
+    >>> abs(sum(lengths) / 50 - 1024) < 1, max(lengths) <= 4096, len(set(lengths)) > 40
+    (True, True, True)
+    """
+    if not spread or n < 1:
+        return [max(1, round(mean))] * n
+    centre = uncut_mean(mean, spread, cap) if cap else mean
+    order = list(range(n))
+    rng.shuffle(order)
+    draws = [centre * math.exp(spread * NORMAL.inv_cdf(min(max((i + rng.random()) / n, 1e-12), 1 - 1e-12))
+                               - spread * spread / 2) for i in order]
+    if cap:
+        draws = [min(d, cap) for d in draws]
+    scale = n * mean / math.fsum(draws)   # within a percent of 1: the strata's draws average their mean
+    return [max(1, min(round(d * scale), cap or math.inf)) for d in draws]
+
+
 BENCH_PERCENTILES = (50, 99)   # the plan's --metric-percentiles
 
 
@@ -54,12 +119,6 @@ def bench_prompts(batch):
 
 
 SLO_PERCENTILE = 99   # the percentile of each metric an SLO bounds: "P99 TPOT under 50 ms" (the plan's runs write p99)
-
-
-def slo_prompts(concurrency):
-    """Prompts of one run of the search, and of the plan's --goodput command: ten per concurrent slot, at least 50
-    (a P99 over fewer is the worst request or two)."""
-    return max(50, 10 * concurrency)
 
 
 def ms_text(ms):
@@ -93,9 +152,21 @@ class Traffic:
     output_spread: float     #: s.d. of ln(output tokens) over requests
     input_spread: float      #: s.d. of ln(prompt tokens) over the plan's ShareGPT-like runs' requests
     slo: tuple               #: the SLO they are served at: ((key, ms), ...), keys as --goodput's (() none)
+    num_prompts: int         #: requests of each open-loop run (the SLO search's, --predict-bench's at a rate)
+    burstiness: float        #: the gamma shape of an open loop's gaps (1: Poisson)
 
 
-BENCH_OPEN_PROMPTS = 1000   # vllm bench serve's default --num-prompts (vllm/benchmarks/serve.py): an open loop's
+def traffic_workload(dep, traffic, *, concurrency=None, rate=math.inf, prompts=None):
+    """The one Workload every simulation of the traffic sends (the SLO search, the plan's benchmark pair,
+    --predict-bench, --choose): lengths averaging the deployment's input and output tokens with the traffic's
+    spreads, answers cut at answer_cap where they spread; closed loop at `concurrency` (bench_prompts of them) or
+    open loop at `rate` (the traffic's --num-prompts and --burstiness). prompts: --num-prompts given."""
+    return Workload(num_prompts=prompts or (bench_prompts(concurrency) if concurrency else traffic.num_prompts),
+                    max_concurrency=concurrency, request_rate=rate,
+                    burstiness=1.0 if concurrency else traffic.burstiness, input_tokens=dep.input_tokens,
+                    output_tokens=dep.output_tokens, output_spread=traffic.output_spread,
+                    output_cap=answer_cap(dep.output_tokens) if traffic.output_spread else None,
+                    input_spread=traffic.input_spread)
 
 
 SAME_LENGTHS = 0.05   # a spread of ln(output tokens) below this, read from a file, is taken as equal answers: a TPOT
@@ -132,6 +203,14 @@ def bench_tags(concurrencies, rates):
     return [(batch, math.inf, f"c{batch}") for batch in concurrencies]
 
 
+PLAN_KS = "plan"   # --ks plan: the predicted speculative run at the plan's K by batch size, as its server runs it
+MIN_PROMPTS = 10   # the fewest requests a run sends: a tenth of them is one request (goodput.growing)
+
+
 def bench_names(ks, tag):
-    """The files of one tag: the baseline, then one a K (the plan's names: baseline_c32.json, spec_k3_c32.json)."""
+    """The files of one tag: the baseline, then one a K (the plan's names: baseline_c32.json, spec_k3_c32.json;
+    spec_kplan_r6.json at the plan's K by batch size).
+    >>> bench_names([3, PLAN_KS], "r6")
+    ['baseline_r6.json', 'spec_k3_r6.json', 'spec_kplan_r6.json']
+    """
     return [f"baseline_{tag}.json"] + [f"spec_k{k}_{tag}.json" for k in ks]

@@ -1,5 +1,5 @@
-"""Rendering: the plan's SVG charts (speedup by alpha, best K by batch, the ITL distribution, and with an SLO, P99
-TPOT against throughput per GPU).
+"""Rendering: the plan's SVG charts (speedup by alpha, best K by batch, the ITL distribution, and with an SLO, each
+P99 over its bound against the request rate per GPU).
 """
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import math
 from ..trust import INTERVAL_LEVEL, Z_INTERVAL
 from ..schedule import K_MAX
 from .words import ratio_span
-from ..workload import ms_text
 
 
 # Hand-written SVG (it is text): fixed size, fixed number formats, so the same run gives
@@ -170,42 +169,38 @@ def render_itl_chart(charts, dep):
 
 
 def slo_series(at):
-    """The SLO chart's lines: per arm, (output tokens/s per GPU, P99 TPOT ms) at each concurrency simulated."""
-    return [(arm, [(p.output_throughput / at.gpus, p.tail_ms["tpot"]) for p in arm.points])
-            for arm in (at.baseline, at.speculative)]
+    """The SLO chart's lines: per arm and per bound the SLO names, (requests/s per GPU, P99 over its bound) at each
+    rate simulated: the bound that binds is the line that crosses 1 first."""
+    return [(arm, key, [(p.rate / at.gpus, p.tail_ms[key] / ms) for p in arm.points])
+            for arm in (at.baseline, at.speculative) for key, ms in at.slo]
 
 
 def render_slo_chart(at, dep):
-    """P99 TPOT against output throughput per GPU, plain and speculative, each point a simulated run at one
-    concurrency; the SLO's TPOT bound drawn across, and each arm's most within the whole SLO circled."""
+    """Each P99 the SLO names over its bound against the request rate per GPU, plain and speculative, each point a
+    simulated open-loop run; the bound (1) drawn across, and each arm's capacity marked with what stops it."""
     lines = slo_series(at)
-    xs = [x for _, points in lines for x, _ in points]
-    ys = [y for _, points in lines for _, y in points]
-    bound = dict(at.slo).get("tpot")
-    far = bound is not None and bound > 3 * max(ys)   # drawn, it would flatten the curves: said in a note instead
-    if far:
-        bound = None
-    x_step = nice_step(max(xs))
-    x_high = x_step * math.ceil(max(xs) / x_step)
-    y_top = max(ys + [bound or 0.0]) * 1.1
+    xs = [x for _, _, points in lines for x, _ in points]
+    ys = [y for _, _, points in lines for _, y in points]
+    x_step = nice_step(max(xs) - min(xs) * 0.9)   # the axis spans the rates run, which sit near the capacities
+    x_low, x_high = x_step * math.floor(min(xs) * 0.9 / x_step), x_step * math.ceil(max(xs) * 1.05 / x_step)
+    y_top = min(max(ys + [1.0]) * 1.1, 3.0)   # runs far past the SLO are cut at 3x their bound
     y_step = nice_step(y_top)
     y_high = y_step * math.ceil(y_top / y_step)
-    series = [(("speculation" if arm.speculative else "plain decoding"), points, i)
-              for i, (arm, points) in enumerate(lines)]
-    if bound:
-        series.append((f"SLO: TPOT {ms_text(bound)} ms", [(0.0, bound), (x_high, bound)], 5))
-    markers = [(arm.best.output_throughput / at.gpus, arm.best.tail_ms["tpot"],
-                f"C = {arm.best.concurrency}, " + (f"{'+'.join(k.upper() for k in arm.stopped_by)} binds"
-                                                   if arm.stopped_by else
-                                                   "the server's cap" if arm.top == arm.cap else "search's top"))
-               for arm, _ in lines if arm.best is not None]
-    notes = [f"{dep.model} on {dep.tp} x {dep.gpu}, per GPU; each point a simulated benchmark run at one concurrency.",
-             "Circles: the most concurrent within the whole SLO, and what stops them"
-             + ("; its TPOT bound is off the chart." if far else " there.")]
-    return svg_chart("P99 TPOT against output throughput per GPU", "output tokens/s per GPU",
-                     f"P{at.percentile} TPOT (ms)", x_axis=(0.0, x_high, ticks(0, x_high, x_step), False),
+    series = [(f"{'speculation' if arm.speculative else 'plain'}: P{at.percentile} {key.upper()}",
+               [(x, min(y, y_high)) for x, y in points], 2 * arm.speculative + (key != "tpot"))
+              for arm, key, points in lines]
+    series.append(("the SLO's bound", [(x_low, 1.0), (x_high, 1.0)], 5))
+    markers = [(arm.best.rate / at.gpus, max(arm.best.tail_ms[key] / ms for key, ms in at.slo),
+                f"{arm.best.rate / at.gpus:.3g}/s" + (f", {'+'.join(k.upper() for k in arm.stopped_by)} binds"
+                                                       if arm.stopped_by else ""))
+               for arm in (at.baseline, at.speculative) if arm.best is not None]
+    notes = [f"{dep.model} on {dep.tp} x {dep.gpu}; each point a simulated run of {at.prompts:,} requests at one "
+             "rate (Poisson arrivals)." if at.burstiness == 1 else f"{dep.model} on {dep.tp} x {dep.gpu}; each "
+             f"point a simulated run of {at.prompts:,} requests at one rate.",
+             "Marks: each arm's capacity, the most within every bound with no growing queue, and what stops it."]
+    return svg_chart("P99 over its SLO bound against the request rate", "requests/s per GPU",
+                     f"P{at.percentile} / its bound", x_axis=(x_low, x_high, ticks(x_low, x_high, x_step), False),
                      y_axis=(0.0, y_high, ticks(0, y_high, y_step), False), series=series, markers=markers, notes=notes)
-
 
 
 def render_charts(result, dep):

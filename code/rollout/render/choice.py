@@ -56,7 +56,14 @@ def choice_sentence(choice):
              f"{slo_words(choice.slo)} for {money(c.cost_per_hour)} an hour (80%: {money_range(c.cost_per_hour_interval)}),"
              f" {money(c.cost_per_million)} per million output tokens.")
     if choice.saving is not None and abs(choice.saving) < 0.005:
-        words += " Speculation changes nothing of the cost there: as many replicas either way."
+        words += " Speculation changes nothing of the cost there: as many replicas either way"
+        if choice.at_traffic:
+            (_, off_ms), (_, on_ms) = choice.at_traffic
+            rate = choice.demand.request_rate / c.replicas
+            words += (f"; at the traffic's {rate:.3g} requests/s a replica it takes P99 TPOT from {off_ms['tpot']:,.1f} "
+                      f"to {on_ms['tpot']:,.1f} ms and P99 E2EL from {off_ms['e2el'] / 1e3:,.1f} to "
+                      f"{on_ms['e2el'] / 1e3:,.1f} s")
+        words += "."
     elif choice.saving is not None:
         words += (f" Speculation {'saves' if choice.saving > 0 else 'adds'} {abs(choice.saving) * 100:.0f}% of the "
                   "cost there.")
@@ -89,7 +96,7 @@ def short_speculation(c):
 def choice_rows(candidates):
     """The ranked table's rows: each candidate's deployment, its speculation, its best concurrency and throughput per
     replica, output tokens a second a GPU, GPUs for the traffic, and its cost an hour (range) and per million tokens."""
-    return [(str(i), short_deployment(c), short_speculation(c), f"{c.concurrency:,}", f"{c.request_throughput:.1f}",
+    return [(str(i), short_deployment(c), short_speculation(c), f"{c.concurrency:,.0f}", f"{c.capacity:.3g}",
              f"{c.per_gpu:,.0f}", f"{c.gpus:,}", money(c.cost_per_hour), money_range(c.cost_per_hour_interval),
              money(c.cost_per_million))
             for i, c in enumerate(candidates, 1)]
@@ -125,10 +132,10 @@ def render_choice(choice):
     if choice.candidates:
         ranked = shown_candidates(choice)
         lines += table([row for row, c in zip(choice_rows(choice.candidates), choice.candidates) if c in ranked])
-        lines += wrap(f"{len(choice.candidates)} candidates serve the traffic (--json lists every one). conc: a "
-                      "replica's most concurrent requests within the SLO; req/s, its requests a second there; "
-                      "tok/s/GPU, its output tokens a second a GPU; GPUs, $/h and $/Mtok: for the whole traffic.",
-                      100, "")
+        lines += wrap(f"{len(choice.candidates)} candidates serve the traffic (--json lists every one). req/s: a "
+                      "replica's capacity, the most requests a second it serves within the SLO with no growing queue "
+                      "(Poisson arrivals); conc, the requests in it at that rate (Little's law); tok/s/GPU, its output "
+                      "tokens a second a GPU there; GPUs, $/h and $/Mtok: for the whole traffic.", 100, "")
     skipped = sum(1 for u in choice.unserved if not u.searched)
     if choice.unserved:
         lines += wrap(f"Not listed ({len(choice.unserved)}, --json says why): {skipped} not searched, one replica "

@@ -22,7 +22,7 @@ from ..commands import (
 )
 from ..workload import SLO_KEYS
 from .words import per_gpu, slo_sentence
-from ..workload import goodput_key, goodput_words, SLO_PERCENTILE, slo_prompts, slo_text
+from ..workload import goodput_key, goodput_words, SLO_PERCENTILE, slo_text
 from .tables import calibration_findings, calibration_headline, mix_blend_sentence, mix_tail_sentence
 from .words import copies_text, state_text, trained_draft, trust_sentence, verdict_command, verdict_parts, verdict_steps
 from .charts import ALL_CHARTS, CHART_FILES
@@ -605,62 +605,65 @@ def plan_next(dep, plan):
 
 
 def plan_slo_section(at, dep, plan):
-    """The plan's "Serving at the SLO" section: both arms by concurrency, the most each serves per GPU within the
-    SLO, the chart, and the two benchmarks with --goodput that check it."""
+    """The plan's "Serving at the SLO" section: both arms by request rate, the capacity each serves per GPU within
+    the SLO, the chart, and the two open-loop benchmarks with --goodput that check it."""
     if at is None:
         return []
     if at.skipped:
-        return ["## Serving at the SLO", "", md(slo_sentence(at, plan.shown_batch)), ""]
-    rows = {}
-    for arm in (at.baseline, at.speculative):
-        for p in arm.points:
-            rows.setdefault(p.concurrency, {})[arm.speculative] = p
-
+        return ["## Serving at the SLO", "", md(slo_sentence(at)), ""]
     shown = [key for key in SLO_KEYS if key in dict(at.slo) or key == "tpot"]   # the SLO's, and the chart's TPOT
 
-    def pair(base, spec, show):
-        return " / ".join("-" if p is None else show(p) for p in (base, spec))
-
+    def row(p, arm):
+        return " | ".join([f"| {'on' if arm.speculative else 'off'}", f"{p.rate:.3g}", f"{per_gpu(at, p):.3g}",
+                           str(p.k) if arm.speculative else "-", f"{p.concurrency:.0f}",
+                           *(f"{p.tail_ms[key]:,.{1 if key == 'tpot' else 0}f}" for key in shown),
+                           f"{p.request_goodput / at.gpus:.3g}", "yes" if p.growing else "no",
+                           "yes" if p.within else "no"]) + " |"
     out = ["## Serving at the SLO", "",
-           f"The SLO: {slo_text(at.slo)} (`--slo`, vLLM's `--goodput` keys). Each row is a `vllm bench serve` run "
-           f"simulated step by step at that concurrency ({slo_prompts(1)} prompts or ten a slot, whichever is more; "
-           "answers as the gate's ShareGPT runs), speculation off and on at the plan's K by batch size, around alpha "
-           f"{at.alpha:.2f}. Throughputs are per GPU of the {at.gpus}-GPU replica; goodput counts the requests that "
-           "meet every bound, as vLLM does. In a closed-loop run every slot starts at once, so the first wave's "
-           "prompts queue for prefill: that queue, more than the steady state, sets its P99 TTFT.", "",
-           "| concurrency | K on | " + " | ".join(f"P{SLO_PERCENTILE} {key.upper()} off / on (ms)" for key in shown)
-           + " | requests/s per GPU off / on | goodput per GPU off / on | within off / on |",
-           "|---|---|" + "---|" * (len(shown) + 3)]
-    for c in sorted(rows):
-        base, spec = rows[c].get(False), rows[c].get(True)
-        out.append(" | ".join([f"| {c}", "-" if spec is None else str(spec.k),
-                               *(pair(base, spec, lambda p, key=key: f"{p.tail_ms[key]:.{1 if key == 'tpot' else 0}f}")
-                                 for key in shown),
-                               pair(base, spec, lambda p: f"{per_gpu(at, p):.3g}"),
-                               pair(base, spec, lambda p: f"{p.request_goodput / at.gpus:.3g}"),
-                               pair(base, spec, lambda p: "yes" if p.within else "no")]) + " |")
-    out += ["", md(slo_sentence(at, plan.shown_batch)), "",
-            f"![P99 TPOT against output tokens/s per GPU]({CHART_FILES['slo']})", ""]
+           f"The SLO: {slo_text(at.slo)} (`--slo`, vLLM's `--goodput` keys). Each row is a `vllm bench serve "
+           f"--request-rate` run simulated step by step: {at.prompts:,} requests sent at random "
+           f"({'Poisson' if at.burstiness == 1 else f'gamma gaps of shape {at.burstiness:g}'} arrivals, "
+           "`--num-prompts`, `--burstiness`), the traffic's lengths, speculation off and on "
+           + ("at the plan's K by batch size as the server runs it (K: the one most steps ran)" if at.speculative.served.rows
+              else "at one K") + f", around alpha {at.alpha:.2f}. A rate is served when every P{SLO_PERCENTILE} the "
+           "SLO names is within its bound and the queue does not grow (the last tenth of the requests sent waits at "
+           "most twice as long for its first token as the middle tenth, at the median). In: the requests in the "
+           "replica at that rate (Little's law); rates and goodput are per GPU of the "
+           f"{at.gpus}-GPU replica where the column says so.", "",
+           "| arm | req/s a replica | req/s per GPU | K | in | "
+           + " | ".join(f"P{SLO_PERCENTILE} {key.upper()} (ms)" for key in shown)
+           + " | goodput per GPU | queue grows | within |",
+           "|---|---|---|---|---|" + "---|" * (len(shown) + 3)]
+    for arm in (at.baseline, at.speculative):
+        out += [row(p, arm) for p in arm.points]
+    out += ["", md(slo_sentence(at)), "",
+            f"![P99 TPOT and TTFT against requests/s a replica]({CHART_FILES['slo']})", ""]
     base, spec = at.baseline.best, at.speculative.best
     if base is None and spec is None:
-        return out + ["Neither arm meets the SLO at one request at a time: no concurrency to check.", ""]
+        return out + ["Neither arm meets the SLO at the least rate tried: no rate to check.", ""]
     client = ("" if dep.engine.bench_tool == GOODPUT_CLIENT else
               f" {dep.engine.name}'s own client is not checked for `--goodput` at its releases, so these run vLLM's "
               f"(`{GOODPUT_CLIENT}`, 0.9.2 or newer: older ones save the key as `request_goodput:`) against the same "
               "OpenAI endpoint.")
-    out += [f"Check it with `--goodput`: each file's `{goodput_key(dep)}` over its `request_throughput` is the share of "
-            "requests within the SLO, and each P99 the SLO names should be within its bound." + client, ""]
+    out += [f"Check it with `--goodput` at each capacity: each file's `{goodput_key(dep)}` over its "
+            "`request_throughput` is the share of requests within the SLO, and each P99 the SLO names should be within "
+            "its bound; 10% more traffic should miss it." + client, ""]
     if base is not None:
         out += ["Plain decoding, against stage 0's server:", "", "```"]
-        out += bench_lines(dep, base.concurrency, f"sharegpt_baseline_slo_c{base.concurrency}.json", realistic=True,
-                           prompts=base.prompts, goodput=goodput_words(at.slo)) + ["```", ""]
+        out += bench_lines(dep, None, f"sharegpt_baseline_slo_r{base.rate:g}.json", realistic=True,
+                           prompts=base.prompts, goodput=goodput_words(at.slo), rate=base.rate,
+                           burstiness=at.burstiness) + ["```", ""]
     if spec is not None and spec.k:
-        restart = spec.k != plan.k and can_serve(dep)
-        out += ([f"Speculation, against a server started as stage 1's but at K = {spec.k}, the plan's K at "
-                 f"{spec.concurrency} concurrent:", "", "```"] + serve_lines(dep, plan.shown_batch, spec.k)
-                if restart else [f"Speculation, against stage 1's server (K = {spec.k}):", "", "```"])
-        out += bench_lines(dep, spec.concurrency, f"sharegpt_spec_slo_c{spec.concurrency}.json", realistic=True,
-                           prompts=spec.prompts, goodput=goodput_words(at.slo)) + ["```", ""]
+        table = bool(at.speculative.served.rows)
+        restart = not table and spec.k != plan.k and can_serve(dep)
+        out += (["Speculation, against the server of the K-by-batch section (its table):", "", "```"] if table else
+                [f"Speculation, against a server started as stage 1's but at K = {spec.k}, the K the table gives at "
+                 f"the {spec.concurrency:.0f} requests a replica holds at this rate:", "", "```"]
+                + serve_lines(dep, plan.shown_batch, spec.k) if restart else
+                [f"Speculation, against stage 1's server (K = {spec.k}):", "", "```"])
+        out += bench_lines(dep, None, f"sharegpt_spec_slo_r{spec.rate:g}.json", realistic=True,
+                           prompts=spec.prompts, goodput=goodput_words(at.slo), rate=spec.rate,
+                           burstiness=at.burstiness) + ["```", ""]
     return out
 
 

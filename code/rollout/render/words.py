@@ -119,7 +119,7 @@ def verdict_parts(v, dep):
                             f"{'high' if e.bias > 0 else 'low'}): the call allows for it, and the benchmark decides."))
     out.append(("steps", f"K by batch size (decode-only speedups): {'; '.join(verdict_steps(v))}."))
     if v.at_slo is not None:
-        out.append(("slo", slo_sentence(v.at_slo, b)))
+        out.append(("slo", slo_sentence(v.at_slo)))
     if v.k_best and v.k_best != k:
         out.append(("best", f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs "
                             f"K = {k}."))
@@ -293,40 +293,40 @@ def slow_domains(mix):
 
 
 def per_gpu(at, point):
-    """A point's requests/s per GPU of the replica."""
-    return point.request_throughput / at.gpus
+    """A point's request rate per GPU of the replica."""
+    return point.rate / at.gpus
 
 
-def slo_sentence(at, batch=None):
-    """The verdict's line on the SLO: what each arm serves per GPU within it, which bound stops it, the gain, and
-    whether the plan's batch is past it (plain text)."""
+def stop_words(keys):
+    """What stops an arm, in words: "P99 TTFT", "P99 TPOT and a growing queue"."""
+    words = [f"P{SLO_PERCENTILE} {key.upper()}" for key in SLO_KEYS if key in keys]
+    return " and ".join(words + (["a growing queue"] if "queue" in keys else []))
+
+
+def slo_sentence(at):
+    """The verdict's line on the SLO: the capacity of each arm per GPU as traffic arrives (an open loop), the
+    requests in a replica there, the gain, and what binds (plain text)."""
     if at.skipped:
         return f"The SLO ({slo_text(at.slo)}) is not searched: {at.skipped}."
     def arm(a, name):
         if a.best is None:
-            return f"{name} meets it at no concurrency, not even one request at a time"
-        capped = (", the server's cap" if a.best.concurrency >= a.cap else
-                  ", the most the search tries: it may serve more" if a.best.concurrency >= a.top else "")
-        return (f"{name} serves {per_gpu(at, a.best):.3g} requests/s per GPU within it "
-                f"(at most {a.best.concurrency} concurrent{capped})")
-    spec = at.speculative.best
-    name = ("speculation" if spec is None else f"speculation (K = {spec.k} there, the plan's K by batch size)"
-            if spec.k else "the plan's K by batch size (speculation off there)")
-    words = f"At the SLO ({slo_text(at.slo)}): " + arm(at.speculative, name) + "; " + arm(at.baseline,
-                                                                                          "plain decoding")
+            return f"{name} meets it at no rate, not even {a.points[0].rate:g} requests/s a replica"
+        return (f"{name} serves {per_gpu(at, a.best):.3g} requests/s per GPU ({a.best.rate:.3g} a replica, about "
+                f"{a.best.concurrency:.0f} in it)")
+    spec = at.speculative
+    name = ("speculation" if spec.best is None else
+            f"speculation (the plan's K by batch size, K = {spec.best.k} on most steps)" if spec.served.rows else
+            f"speculation (one K, the table's at that load: K = {spec.best.k})" if spec.best.k else
+            "the table's K at that load (0: speculation off)")
+    arrivals = "Poisson" if at.burstiness == 1 else f"gamma gaps of shape {at.burstiness:g}"
+    words = (f"At the SLO ({slo_text(at.slo)}), requests arriving at random ({arrivals}, runs of {at.prompts:,}): "
+             + arm(spec, name) + "; " + arm(at.baseline, "plain decoding"))
     if at.gain is not None:
         words += f": {at.gain:.2f}x the traffic per GPU with speculation"
     words += "."
     stopped = [a for a in (at.speculative, at.baseline) if a.stopped_by]
     if stopped:
-        stops = sorted({key for a in stopped for key in a.stopped_by}, key=SLO_KEYS.index)
+        stops = {key for a in stopped for key in a.stopped_by}
         which = "it" if len(stopped) == 1 else "both"
-        words += (f" The bound that stops {which} is P{SLO_PERCENTILE} {stops[0].upper()}" if len(stops) == 1 else
-                  f" The bounds that stop them are P{SLO_PERCENTILE} {' and '.join(k.upper() for k in stops)}")
-        words += "."
-    spec = at.speculative
-    if batch is not None and spec.best is not None and batch > spec.best.concurrency and spec.stopped_by:
-        words += (f" At the plan's B = {batch} speculation misses it: to keep it, run each replica at most "
-                  f"{spec.best.concurrency} concurrent (its max-concurrency or running cap).")
-    return words + (" These are the benchmark's numbers, a closed loop whose first wave of prompts queues at once."
-                    if "ttft" in dict(at.slo) else "")
+        words += f" What stops {which}: {stop_words(stops)}."
+    return words
