@@ -135,8 +135,10 @@ class ReplayAgainstItsPrediction(unittest.TestCase):
         # a slot, 2,000 in all.
         with tempfile.TemporaryDirectory() as tmp:
             # One domain at alpha 0.7, so the requests spread by --alpha-spread alone, as the replay below draws them.
-            self.assertEqual(run(SMALL + ["--predict-bench", tmp, "--num-prompts", "2000", "--mix", "chat:1:0.7"])[0],
-                             0)
+            # Lengths as the plan's random-prompt runs have them (every prompt and answer as long), as the replay
+            # reads them back from the file's totals.
+            self.assertEqual(run(SMALL + ["--predict-bench", tmp, "--num-prompts", "2000", "--mix", "chat:1:0.7",
+                                          "--output-spread", "0", "--input-spread", "0"])[0], 0)
             paths = []
             for name in ("baseline_c8.json", "spec_k3_c8.json"):
                 data = json.loads((Path(tmp) / name).read_text())

@@ -537,16 +537,18 @@ class EngineTables(unittest.TestCase):
         catalog.ENGINES["vlm4"] = dataclasses.replace(catalog.ENGINES["vllm"], key="vlm4")
         commands.ENGINE_PLANS["vlm4"] = commands.ENGINE_PLANS["vllm"]
         # and vLLM's published errors as its own, as bench/intervals.py would print them had vLLM's runs its name
-        saved = dict(trust.MODEL_ERROR)
+        saved, rows = dict(trust.MODEL_ERROR), list(trust.HELD_OUT)
         renamed = {key[:2] + ("vlm4" if key[2] == "vllm" else key[2],) + key[3:]: value for key, value in saved.items()}
         trust.MODEL_ERROR.clear()
         trust.MODEL_ERROR.update(renamed)
+        trust.HELD_OUT[:] = [dict(r, engine="vlm4") if r["engine"] == "vllm" else r for r in rows]
         try:
             fourth_plan = main.stages(argv + ["--engine", "vlm4"]).files[out]
         finally:
             del catalog.ENGINES["vlm4"], commands.ENGINE_PLANS["vlm4"]
             trust.MODEL_ERROR.clear()
             trust.MODEL_ERROR.update(saved)
+            trust.HELD_OUT[:] = rows
         self.assertIn("--engine vlm4", fourth_plan)
         self.assertEqual(fourth_plan.replace("vlm4", "vllm"), vllm_plan)
 

@@ -16,6 +16,7 @@ from support import ROOT, build_deployment, model, run
 
 from rollout import acceptance, bestk, calibration, catalog, costmodel, report, schedule, trust
 from rollout.render.words import ranges_words, subtract
+from rollout.records import percentile
 
 
 Z80 = statistics.NormalDist().inv_cdf(0.9)                 # 1.2816: an 80% interval's half-width in s.d.
@@ -180,8 +181,8 @@ class Decisions(unittest.TestCase):
         verdict = plan.split("## Verdict")[1].split("\n## ")[0]
         self.assertLess(plan.index("## Verdict"), plan.index("## The deployment this plan is for"))
         self.assertIn("**Too close to call at B = 384 (the plan's batch: the grid's largest concurrency; "
-                      "--target-concurrency sets it): K = 1 gives 1.14x output throughput in the plan's benchmark "
-                      "(1.00-1.30 at 80%); decoding alone, 1.13x (0.99-1.29); the range holds 1.0x.",
+                      "--target-concurrency sets it): K = 1 gives 1.12x output throughput in the plan's benchmark "
+                      "(0.98-1.27 at 80%); decoding alone, 1.11x (0.98-1.27); the range holds 1.0x.",
                       " ".join(verdict.split()))
         self.assertIn("sharegpt_baseline_c384.json", verdict)
         self.assertIn("--max-concurrency 384", verdict)
@@ -205,10 +206,22 @@ class Decisions(unittest.TestCase):
                 gain = costmodel.tpot_speedup(dep, 256, 1.0 / tau, costmodel.round_ms(dep, 256, k, costmodel.FIT))
                 width = math.exp(1.2815516 * result.trust.speedup_sd)
                 self.assertEqual((v.call, v.concurrency, v.k), (call, 256, k))
-                self.assertAlmostEqual(v.speedup, gain, places=12)
-                self.assertAlmostEqual(v.speedup_interval[0], v.speedup / width, places=5)
-                self.assertEqual(v.speedup_interval[0] < 1.0 < v.speedup_interval[1], call == "benchmark first")
-                self.assertEqual(v.speedup_interval[1] < 1.0, call == "off")
+                # the class's held-out errors move it: the median divides it, the 10th-90th percentiles bound it,
+                # widened to hold the model's own range moved alike (trust.corrected), read from the rows by hand
+                errors = sorted(math.expm1(r["log_error"]) for r in trust.HELD_OUT if r["what"] == "speedup"
+                                and (r["target"], r["engine"], r["draft"], r["family"]) == ("dense", "vllm", "eagle3",
+                                                                                            "hopper"))
+                bias, q10, q90 = (statistics.median(errors), percentile(errors, 0.1), percentile(errors, 0.9))
+                self.assertAlmostEqual(v.modelled["decode_speedup"], gain, places=12)
+                self.assertAlmostEqual(v.decode_speedup, gain / (1 + bias), places=12)
+                self.assertAlmostEqual(v.decode_speedup_interval[0], min(gain / (1 + q90), gain / width / (1 + bias)),
+                                       places=5)
+                self.assertAlmostEqual(v.decode_speedup_interval[1], max(gain / (1 + q10), gain * width / (1 + bias)),
+                                       places=5)
+                bounds = v.speedup_interval   # the call is the headline's (the plan's benchmark)
+                self.assertEqual(v.speedup_of, "benchmark output throughput")
+                self.assertEqual(bounds[0] < 1.0 < bounds[1], call == "benchmark first")
+                self.assertEqual(bounds[1] < 1.0, call == "off")
                 # K by batch size is the plan's schedule, each row's speedups best_k's at its ends.
                 self.assertEqual([row[:3] for row in v.by_batch], result.plan.schedule)
                 lo, hi, kk, first, last = v.by_batch[-1]

@@ -22,7 +22,7 @@ from .simulation import clip01, itl_parts, ItlMixtures, mixture_quantile, mixtur
 from .readers import Measurement
 from .benchfiles import length_note
 from .priors import K_REFERENCE, Mixture
-from .trust import breakeven_alpha_range, breakeven_range, interval, INTERVAL_LEVEL, MISS_LINE, too_close
+from .trust import breakeven_alpha_range, breakeven_range, corrected, interval, INTERVAL_LEVEL, known, too_close
 from .schedule import call_of, k_zero_at
 from .cells import evaluate_cell, grid_alphas
 from .bestk import best_k, best_on_k, close_calls, k_schedule, round_costs, run_k
@@ -332,24 +332,26 @@ class Verdict:
     measured: bool           #: whether that alpha was measured (else assumed until stage 2 measures it)
     k: int                   #: the K the call is for: the plan's (Plan.k; where the best at this batch is off, the best
                              #: K with speculation on here: what "off" gives up)
-    speedup: float           #: decode-only speedup at that K and batch: steady-state mean TPOT, plain over speculative
-                             #: (None: no fit)
+    speedup: float           #: the headline's gain (speedup_of): the plan's benchmark, speculative over baseline output
+                             #: throughput, where simulated, else the decode-only speedup; corrected by the class's
+                             #: known error where there is one (trust.corrected; None: no fit)
     speedup_interval: list   #: [low, high] at level (None: no interval, or no fit)
+    speedup_of: str          #: what speedup is: "benchmark output throughput" or "decode-only"
+    decode_speedup: float    #: decode-only speedup at that K and batch: steady-state mean TPOT, plain over
+                             #: speculative, corrected alike (None: no fit)
+    decode_speedup_interval: list   #: its [low, high]
     level: float             #: the share of outcomes the interval holds
     k_best: int              #: the best K at that batch (0: speculation off), where it is not k
     speedup_best: float      #: its speedup
     by_batch: list           #: [first B, last B, K, speedup at first, speedup at last] per schedule row (K 0: off)
     close_calls: list        #: [first B, last B] stretches where the range holds 1.0x
-    throughput_ratio: float = None   #: the plan's benchmark, speculative over baseline output throughput (None: not
-                                     #: simulated: a tree, attention data parallelism, nothing fits)
-    throughput_interval: list = None   #: [low, high] of it at level
     benchmark: dict = None   #: the plan's benchmark pair: files, prompts, concurrency, each run's throughput and P99 TPOT
     gate: str = None         #: the gate's verdict when measurements were given ("pass", "fail", "too close to call")
     gate_failed: list = None   #: the checks the gate failed (GateCheck.check), in its order
     acceptance: object = None   #: the published acceptance the assumed alpha comes from (priors.PlanAcceptance)
     model_error: object = None   #: the model's held-out error for this class of deployment (trust.ModelError)
-    miss_interval: list = None   #: [low, high] the call was made on where the class's held-out error is past
-                                 #: trust.MISS_LINE: the range widened by that error (None: not widened)
+    modelled: dict = None    #: where the class's errors corrected the numbers: {"speedup", "speedup_interval",
+                             #: "decode_speedup", "decode_speedup_interval"} as the model gives them (None: not)
     measured_ratio: float = None   #: the user's benchmark pair's measured output-throughput ratio
     measured_predicted: list = None   #: [ratio, low, high]: the model's for that pair's own run, replayed (None: not
                                       #: replayed)
@@ -373,15 +375,16 @@ def verdict(dep, plan, acceptance, *, level, fit=FIT, measured_gate=None, pair=N
     benchmark lies (pair: calibration.plan_benchmark's [baseline, speculative] at the plan's K), else the range of the
     decode-only speedup; the schedule with its speedups; the acceptance prior and the class's held-out error: a
     Verdict. acceptance is what best K ran on (plan_input); error, the class's held-out error (trust.ModelError):
-    past trust.MISS_LINE the call is made on the range widened by it; measured_pair: the user's benchmark pair
+    where it is known (trust.known), the numbers and the call follow it (trust.corrected); measured_pair: the user's benchmark pair
     (benchfiles.Comparison, and its own run replayed: calibration.replay_pair, or None), whose measured ratio the
     verdict sets beside the model's for that run."""
     batch = plan.shown_batch
     common = dict(target=plan.target, target_from=target_from, alpha=plan.alpha, measured=plan.measured, level=level,
                   acceptance=prior, model_error=error)
     if max_concurrency(dep) < 1:
-        return Verdict(call="no fit", concurrency=None, k=0, speedup=None, speedup_interval=None, k_best=0,
-                       speedup_best=None, by_batch=[], close_calls=[], **common)
+        return Verdict(call="no fit", concurrency=None, k=0, speedup=None, speedup_interval=None, speedup_of=None,
+                       decode_speedup=None, decode_speedup_interval=None, k_best=0, speedup_best=None, by_batch=[],
+                       close_calls=[], **common)
     k = plan.k
     rounds = round_costs(dep, batch, fit)
     gain = tpot_speedup(dep, batch, 1.0 / tau_for(acceptance, k), rounds[k] if k in rounds
@@ -395,19 +398,22 @@ def verdict(dep, plan, acceptance, *, level, fit=FIT, measured_gate=None, pair=N
         benchmark = dict(files=[base.name, spec.name], prompts=base.workload.num_prompts, concurrency=batch, k=spec.k,
                          **{f"{name}_{key}": pb.result[key] for name, pb in (("baseline", base), ("spec", spec))
                             for key in ("output_throughput", "mean_tpot_ms", "p99_tpot_ms")})
-    bounds_called = ratio_bounds or bounds or ((ratio or gain),) * 2
-    widened = None
-    if error is not None and error.median > MISS_LINE and (ratio_bounds or bounds):   # a known miss: widen by it
-        widened = [bounds_called[0] / (1 + error.median), bounds_called[1] * (1 + error.median)]
-    call = call_of(widened or bounds_called)
+    headline, headline_bounds = (ratio, ratio_bounds) if ratio is not None else (gain, bounds)
+    # A class whose held-out errors are known moves the numbers by them: one that ran high is pulled down.
+    decode, decode_bounds = corrected(gain, bounds, error)
+    said, said_bounds = corrected(headline, headline_bounds, error)
+    call = call_of(said_bounds or (said, said))
     if measured_gate is not None:
         call = GATE_CALLS[measured_gate.verdict]
-    return Verdict(call=call, concurrency=batch, k=k, speedup=gain, speedup_interval=bounds, k_best=plan.k_target,
+    return Verdict(call=call, concurrency=batch, k=k, speedup=said, speedup_interval=said_bounds,
+                   speedup_of="benchmark output throughput" if ratio is not None else "decode-only",
+                   decode_speedup=decode, decode_speedup_interval=decode_bounds, k_best=plan.k_target,
                    speedup_best=plan.speedup_target,
                    by_batch=[[lo, hi, kk, first, last] for (lo, hi, kk), (first, last)
                              in zip(plan.schedule, plan.schedule_speedups)],
-                   close_calls=plan.close_calls or [], throughput_ratio=ratio, throughput_interval=ratio_bounds,
-                   benchmark=benchmark, miss_interval=widened,
+                   close_calls=plan.close_calls or [], benchmark=benchmark,
+                   modelled=dict(speedup=headline, speedup_interval=headline_bounds, decode_speedup=gain,
+                                 decode_speedup_interval=bounds) if known(error) else None,
                    measured_ratio=measured_pair[0].throughput_speedup if measured_pair else None,
                    measured_predicted=replayed_ratio(measured_pair[1], plan.speedup_sd) if measured_pair else None,
                    gate=measured_gate.verdict if measured_gate else None,

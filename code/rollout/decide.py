@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .records import finite_number, UsageError
 from .deployment import at_lengths, draft_kind
-from .trust import interval, model_error, trust_in, widened
+from .trust import corrected, interval, known, model_error, trust_in, widened
 from .cells import with_intervals
 from .analysis import (
     center_requests, chart_data, deployment_facts, gate, measured_predictions, plan_choices, plan_input, verdict,
@@ -79,13 +79,17 @@ def run_model(grid, dep, *, grid_cells, evidence, traffic, fit, settings, progre
         mix = replace(mix, blended_speedup_interval=interval(mix.blended_speedup, trust.speedup_sd))
     checked = gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None
     served = search_slo(dep, plan, traffic, fit)
+    error = model_error(dep)
+    if served is not None and served.gain is not None:   # the capacity ratio is a speedup: its range and correction
+        gain, bounds = corrected(served.gain, interval(served.gain, trust.speedup_sd), error)
+        served = replace(served, gain=gain, gain_interval=bounds, modelled_gain=served.gain if known(error) else None)
     # The plan's benchmark at its batch and K: the verdict's headline, stage 1's predicted pair and stage 4's tail.
     pair = plan_benchmark(dep, plan.shown_batch, plan.k, plan.request_alpha, plan.request_spread, trust, traffic, fit)
     replayed = (replay_pair(dep, evidence.pair_workload, measured.k, inputs.requests, trust, traffic.seed, fit)
                 if measured and evidence.comparison and evidence.pair_workload and not measured.varying_k
                 else None)   # the measured pair's own run, replayed (it runs one K)
     called = verdict(dep, plan, inputs.acceptance, level=trust.level, fit=fit, measured_gate=checked, pair=pair,
-                     target_from=evidence.target_from, error=model_error(dep),
+                     target_from=evidence.target_from, error=error,
                      prior=prior if not measured and evidence.expected_alpha is None else None,
                      measured_pair=(evidence.comparison, replayed) if evidence.comparison else None)
     return Report(cells=[with_intervals(c, trust) for c in cells.cells], breakeven=cells.breakeven,

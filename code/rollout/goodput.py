@@ -76,7 +76,10 @@ class AtSlo:
     burstiness: float = None   #: --burstiness of each run
     baseline: Arm = None     #: None where the search is skipped
     speculative: Arm = None
-    gain: float = None       #: speculative over baseline capacity (None: either has none)
+    gain: float = None       #: speculative over baseline capacity (None: either has none); decide corrects it as the
+                             #: verdict's speedup (trust.corrected)
+    gain_interval: list = None   #: its [low, high] at the trust level (decide)
+    modelled_gain: float = None   #: the simulated ratio, where the class's known error corrected gain (None: not)
     skipped: str = None      #: why the SLO was not searched (search_slo), in words; None: it was
 
 

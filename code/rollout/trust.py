@@ -15,6 +15,7 @@ from .costmodel import FIT, round_ms
 from .deployment import draft_kind, gpu_family
 from .simulation import NORMAL
 from .readers import RUN_NOISE
+from .records import percentile
 
 
 # Every predicted speedup and TPOT carries an interval at INTERVAL_LEVEL. Before calibration its
@@ -90,6 +91,8 @@ class ModelError:
     bias: float              #: median of predicted / measured - 1: above 0, the model ran high
     n: int                   #: held-out points
     sources: list            #: the sources they come from
+    low: float = 0.0         #: the 10th percentile of predicted / measured - 1 (KNOWN_QUANTILES)
+    high: float = 0.0        #: the 90th
 
 
 MISS_LINE = 0.15   # a class whose median held-out error is past this is a known miss: the verdict says so
@@ -103,9 +106,42 @@ def model_error(dep, what="speedup", rows=None):
     if not mine:
         return None
     errors = sorted(abs(math.expm1(r["log_error"])) for r in mine)
+    signed = sorted(math.expm1(r["log_error"]) for r in mine)
+    low, high = (percentile(signed, q) for q in KNOWN_QUANTILES)
     return ModelError(**{key: cls[key] for key in ERROR_CLASS}, median=statistics.median(errors), worst=errors[-1],
-                      bias=statistics.median(math.expm1(r["log_error"]) for r in mine),
-                      n=len(errors), sources=sorted({r["source"] for r in mine}))
+                      bias=statistics.median(signed), n=len(errors), sources=sorted({r["source"] for r in mine}),
+                      low=low, high=high)
+
+
+KNOWN_POINTS = 5   # held-out points a class needs before its errors move the numbers (known): fewer say little
+KNOWN_QUANTILES = (0.1, 0.9)   # the class's errors a known range spans: the 80% interval's
+
+
+def known(error):
+    """Whether a class's held-out errors (a ModelError, or None) are known well enough to correct its numbers."""
+    return error is not None and error.n >= KNOWN_POINTS
+
+
+def corrected(value, bounds, error):
+    """(value, [low, high]) of a prediction where its class's held-out errors are known (known): the value divided by
+    one plus their median (a class that ran high is pulled down), and the range the value divided by one plus
+    their 90th and 10th percentiles, widened where needed to hold `bounds` (the model's own 80% range) moved with
+    the value. As given where the class is not known.
+
+    >>> e = ModelError("speedup", "moe", "sglang", "mtp", "hopper", median=0.28, worst=0.4, bias=0.25, n=6,
+    ...                sources=["x"], low=0.1, high=0.4)
+    >>> v, (lo, hi) = corrected(1.5, [1.4, 1.6], e)
+    >>> round(v, 3), round(lo, 3), round(hi, 3)
+    (1.2, 1.071, 1.364)
+    """
+    if not known(error) or value is None:
+        return value, bounds
+    shift = 1.0 + error.bias
+    low, high = value / (1.0 + error.high), value / (1.0 + error.low)
+    if bounds is not None:
+        low, high = min(low, bounds[0] / shift), max(high, bounds[1] / shift)
+    return value / shift, [low, high]
+
 
 
 @dataclass(frozen=True)

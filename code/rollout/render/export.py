@@ -90,8 +90,8 @@ def render_json(result, dep, grid):
     error = result.verdict.model_error
     if error is not None:   # {class, median, worst, n}: the class as error_class names it
         verdict["model_error"] = dict({"class": {key: getattr(error, key) for key in ERROR_CLASS}},
-                                      **{key: clean(getattr(error, key)) for key in ("median", "worst", "bias", "n",
-                                                                                     "sources")})
+                                      **{key: clean(getattr(error, key)) for key in ("median", "worst", "bias", "low",
+                                                                                     "high", "n", "sources")})
     data = dict(verdict=verdict, deployment=deployment, interval_level=result.trust.level, trust=result.trust,
                 cells=result.cells,
                 breakeven=result.breakeven, best_k=result.best_k, plan=result.plan, mix=result.mix)

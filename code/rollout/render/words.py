@@ -13,6 +13,8 @@ from ..priors import dataset_words
 from ..deployment import draft_kind, kv_copies, non_expert_bytes, STATE_COPIES
 from ..workload import SLO_KEYS, SLO_PERCENTILE, slo_text
 from ..trust import MISS_LINE, span, Z_INTERVAL
+
+MOVED = 0.05   # a class's median error that moves the verdict's numbers by this much or more is said ("miss")
 from ..commands import bench_lines, can_serve
 
 
@@ -29,11 +31,11 @@ def batch_words(v):
 
 def gain_words(v):
     """What K gives at the plan's batch: the plan's benchmark's output throughput first, then decoding alone."""
-    decode = f"{v.speedup:.2f}x" + (f" ({span(v.speedup_interval)})" if v.speedup_interval else "")
-    if v.throughput_ratio is None:
+    decode = f"{v.decode_speedup:.2f}x" + (f" ({span(v.decode_speedup_interval)})" if v.decode_speedup_interval else "")
+    if v.speedup_of == "decode-only":
         return f"{decode} decoding alone (the plan's benchmark is not simulated for this deployment)"
-    bench = f"{v.throughput_ratio:.2f}x output throughput in the plan's benchmark" + (
-        f" ({span(v.throughput_interval)} at {v.level:.0%})" if v.throughput_interval else "")
+    bench = f"{v.speedup:.2f}x output throughput in the plan's benchmark" + (
+        f" ({span(v.speedup_interval)} at {v.level:.0%})" if v.speedup_interval else "")
     return f"{bench}; decoding alone, {decode}"
 
 
@@ -93,12 +95,10 @@ def verdict_parts(v, dep):
                        + ("; no K gains there." if not v.k_best else "."),
                 "benchmark first": f"Too close to call at {where}: K = {k}{best} gives {gives}; the range holds "
                                    "1.0x. Benchmark it before turning it on."}[v.call]
-        if v.miss_interval and call_of(v.miss_interval) != call_of(v.throughput_interval or v.speedup_interval):
-            call = call.replace("the range holds 1.0x", f"widened by this class's known miss (below), the range, "
-                                f"{span(v.miss_interval)}, holds 1.0x")
     out = [("call", call)]
-    decode_call = call_of(v.speedup_interval) if v.speedup_interval else None
-    if v.throughput_interval and decode_call and decode_call != call_of(v.throughput_interval):
+    decode_call = call_of(v.decode_speedup_interval) if v.decode_speedup_interval else None
+    if v.speedup_of != "decode-only" and v.speedup_interval and decode_call and decode_call != call_of(
+            v.speedup_interval):
         out.append(("differ", "The two differ: the benchmark's time holds every prompt's prefill and the run's first "
                               "wave and drain, which speculation does not speed up; the benchmark is what you will "
                               "measure."))
@@ -111,12 +111,15 @@ def verdict_parts(v, dep):
                                 "outside its range, so your measurement is the better guide; --calibrate on your runs "
                                 "fits the model to them.")))
     out.append(("basis", acceptance_sentence(v)))
-    if v.model_error is not None and v.model_error.median > MISS_LINE:
+    if v.modelled is not None and (v.model_error.median > MISS_LINE or abs(v.model_error.bias) >= MOVED):
         e = v.model_error
         out.append(("miss", f"Known miss: on {e.n} published runs of this class ({CLASS_WORDS(e)}: "
                             f"{', '.join(e.sources)}), each predicted without its source, the model's speedup was "
-                            f"{e.median:.0%} off in the median ({e.worst:.0%} worst, running "
-                            f"{'high' if e.bias > 0 else 'low'}): the call allows for it, and the benchmark decides."))
+                            f"{e.median:.0%} off in the median ({e.worst:.0%} worst), running "
+                            f"{'high' if e.bias > 0 else 'low'} by {abs(e.bias):.0%} in the median "
+                            f"({e.low:+.0%} to {e.high:+.0%} at the 10th and 90th percentiles). The numbers above are "
+                            f"the model's divided by those errors (the model alone: {v.modelled['speedup']:.2f}x, "
+                            f"decoding alone {v.modelled['decode_speedup']:.2f}x); the benchmark decides."))
     out.append(("steps", f"K by batch size (decode-only speedups): {'; '.join(verdict_steps(v))}."))
     if v.at_slo is not None:
         out.append(("slo", slo_sentence(v.at_slo)))
@@ -323,6 +326,10 @@ def slo_sentence(at):
              + arm(spec, name) + "; " + arm(at.baseline, "plain decoding"))
     if at.gain is not None:
         words += f": {at.gain:.2f}x the traffic per GPU with speculation"
+        words += f" ({span(at.gain_interval)} at 80%" if at.gain_interval else ""
+        moved = at.modelled_gain and abs(at.modelled_gain / at.gain - 1) >= MOVED
+        words += (f"; the runs above give {at.modelled_gain:.2f}x, less this class's known miss)" if moved
+                  else ")" if at.gain_interval else "")
     words += "."
     stopped = [a for a in (at.speculative, at.baseline) if a.stopped_by]
     if stopped:
