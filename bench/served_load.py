@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))
 sys.path.insert(0, str(HERE))
 
-from rollout import benchfiles, calibration, catalog, cli, costmodel, deployment, readers, serving, workload  # noqa: E402
+from rollout import benchfiles, calibration, catalog, cli, costmodel, deployflags, deployment, readers, serving, workload  # noqa: E402,F401
 from rollout.acceptance import alpha_from_length, acceptance_length  # noqa: E402
 from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 import served_runs  # noqa: E402
@@ -77,7 +77,7 @@ class Case:
 
 
 def llama_cases():
-    era = cli.parse_era(served_runs.VLLM, "0.14")
+    era = deployflags.parse_era(served_runs.VLLM, "0.14")
     deps = {d: served_runs.llama_deployment(d, era) for d in ("eagle3", "llama-3.2-1b")}
     for p in (p for p in POINTS if p["source"] == served_runs.LLAMA):
         m, c = p["metrics"], p["concurrency"]
@@ -94,7 +94,7 @@ def llama_cases():
 
 
 def scaling_cases():
-    era = cli.parse_era(served_runs.VLLM, "0.10")
+    era = deployflags.parse_era(served_runs.VLLM, "0.10")
     deps = served_runs.scaling_deployments(era)
     for p in (p for p in POINTS if p["source"] == served_runs.SCALING):
         m = p["metrics"]
@@ -129,7 +129,7 @@ def inferencex_runs():
         count, gpu, tp, ep, dp = GPU.fullmatch(p["gpu"]).groups()
         engine = ENGINES[p["engine"]]
         version = VERSION.search(p["engine_version"])
-        era = cli.parse_era(catalog.ENGINES[engine], version.group(1) if version else None)
+        era = deployflags.parse_era(catalog.ENGINES[engine], version.group(1) if version else None)
         dtype = "fp4" if "(fp4)" in p["model"] else "fp8"
         inp, out = round(p["input_tokens"] * (1 + RANGE) / 2), round(p["output_tokens"] * (1 + RANGE) / 2)
         dep = SETTINGS.deployment.build("deepseek-v3", GPUS[gpu], int(tp), weights_dtype=dtype, kv_dtype=inferencex_kv(engine, GPUS[gpu]),

@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "code"))   # main.py's package, rollout, imports by name from code/
 
-from rollout import benchfiles, calibration, catalog, cli, costmodel, hfconfig, readers
+from rollout import benchfiles, calibration, catalog, cli, costmodel, deployflags, hfconfig, readers
 from main import SETTINGS  # noqa: E402  (main.py's constants: the reference deployment)
 
 POINTS = json.loads((HERE / "served_runs.json").read_text())["points"]
@@ -118,7 +118,7 @@ def llama_run(point, k, tau, decoding=True):
 def report_gpus():
     """A's baselines: the plain TPOT the model gives each candidate GPU over the measured one, by concurrency."""
     base = sorted((p for p in POINTS if p["source"] == LLAMA and p["baseline"]), key=lambda p: p["concurrency"])
-    era = cli.parse_era(VLLM, "0.14")
+    era = deployflags.parse_era(VLLM, "0.14")
     print("A's GPUs: the baselines' mean TPOT, predicted / measured, at C = "
           + ", ".join(str(p["concurrency"]) for p in base))
     for gpu in LLAMA_GPUS:
@@ -132,7 +132,7 @@ def report_gpus():
 def report_llama(gpu=LLAMA_GPU):
     points = [p for p in POINTS if p["source"] == LLAMA]
     baselines = {p["source_file"]: p for p in points if p["baseline"]}
-    era = cli.parse_era(VLLM, "0.14")
+    era = deployflags.parse_era(VLLM, "0.14")
     deps = {draft: llama_deployment(draft, era, gpu) for draft in ("eagle3", "llama-3.2-1b")}
     errors, plain = defaultdict(list), []   # plain: every batch taken as C (no decoding_batch), a sensitivity check
     for p in points:
@@ -217,7 +217,7 @@ def scaling_points():
 
 
 def report_scaling():
-    era = cli.parse_era(VLLM, "0.10")
+    era = deployflags.parse_era(VLLM, "0.10")
     deps = scaling_deployments(era)
     deps["Qwen/Qwen3-32B"] = SETTINGS.deployment.build("qwen3-32b", "a100-sxm-80gb", 1, weights_dtype="bf16", kv_dtype="bf16",
                                                        draft="eagle", engine="vllm", era=era)
