@@ -1,6 +1,7 @@
 """Capacity as traffic arrives: the SLO search's capacities are the open loop's edge, as --predict-bench's files of
 the same workload show them; every simulation sends the mean lengths asked; a server that runs K by batch size
 drafts as its table says."""
+import dataclasses
 import json
 import math
 import tempfile
@@ -10,7 +11,7 @@ from pathlib import Path
 import support
 from support import build_deployment, run
 
-from rollout import costmodel, serving, workload
+from rollout import costmodel, goodput, serving, workload
 from rollout.acceptance import round_moments
 from rollout.schedule import KTable
 
@@ -140,6 +141,43 @@ class KBySize(unittest.TestCase):
         fixed = serving.simulate_run(self.DEP, self.work(8), 3, 0.7, 0.1, 0)
         table = serving.simulate_run(self.DEP, self.work(8), KTable((), 3), 0.7, 0.1, 0)
         self.assertEqual(fixed, table)
+
+
+class DataParallelRanks(unittest.TestCase):
+    """Attention data parallelism: one rank simulated for all (serving.simulate_run's ranks, goodput.others_of)."""
+    DEP = build_deployment("deepseek-v3", "h200", 8, weights_dtype="fp8", ep=8, dp_attention=True, input_tokens=256,
+                           output_tokens=128)
+
+    def test_one_request_a_rank_decodes_at_the_replica_s_pass_of_all_ranks(self):
+        """One request at a time on a rank: every decode step is the replica's pass with each of the 8 ranks holding
+        one (step_cost at B = 8), times a jitter of mean 1: its mean TPOT within 2%; one scheduler at B = 1, the
+        pass of one sequence."""
+        work = workload.Workload(num_prompts=200, max_concurrency=1, request_rate=math.inf, burstiness=1.0,
+                                 input_tokens=256, output_tokens=128, output_spread=0.0)
+        for ranks, batch in ((8, 8), (1, 1)):
+            with self.subTest(ranks=ranks):
+                run_ = serving.simulate_run(self.DEP, work, 0, 0.0, 0.0, 0, ranks=ranks)
+                tpot = serving.bench_result(run_, work, self.DEP)["mean_tpot_ms"]
+                self.assertAlmostEqual(tpot / serving.step_cost(self.DEP, batch, 0, 0, costmodel.FIT), 1.0, delta=0.02)
+
+    def test_the_others_prefill_as_often_as_this_rank(self):
+        """p = 30 of 120 steps prefilled: another of 7 ranks prefills in a step with 1 - 0.75^7 = 0.867, their
+        chunk 9,000 / 30 = 300 tokens."""
+        run_ = dataclasses.replace(serving.simulate_run(self.DEP, self.work(), 0, 0.0, 0.0, 0, ranks=8), steps=120,
+                                   prefill_steps=30, prefilled=9000)
+        self.assertEqual(goodput.others_of(run_, 8), (round(1 - 0.75 ** 7, 3), 300))
+        self.assertIsNone(goodput.others_of(dataclasses.replace(run_, prefill_steps=0), 8))
+
+    def work(self):
+        return workload.Workload(num_prompts=20, max_concurrency=4, request_rate=math.inf, burstiness=1.0,
+                                 input_tokens=256, output_tokens=128, output_spread=0.0)
+
+    def test_the_slo_is_searched(self):
+        at = at_slo(["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--engine", "sglang", "--draft", "mtp",
+                     "--ep", "8", "--dp-attention"] + SHORT)
+        self.assertIsNone(at["skipped"])
+        self.assertIsNotNone(at["baseline"]["best"])
+        self.assertIsNotNone(at["speculative"]["best"])
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .acceptance import round_moments
 from .costmodel import FIT
-from .deployment import max_concurrency, running_cap, simulated_layout, step_budget
+from .deployment import max_concurrency, running_cap, step_budget
 from .records import NOT_IN_JSON
 from .releases import accepts, offers
 from .schedule import KTable
@@ -116,17 +116,42 @@ def growing(run):
     return median(wait, last) > median(ttft, middle) or median(e2el, last) > GROWTH_E2EL * median(e2el, middle)
 
 
+def others_of(run, ranks):
+    """(chance, tokens) of one rank's run (serving.ServedRun) for its second run (serving.simulate_run's others):
+    the chance that one of the other ranks prefills in a step, 1 - (1 - p)^(ranks - 1) with p this rank's share of
+    steps that prefilled, and their mean chunk; None where none prefilled."""
+    if not run.prefill_steps or ranks < 2:
+        return None
+    share = run.prefill_steps / run.steps
+    return round(1 - (1 - share) ** (ranks - 1), 3), round(run.prefilled / run.prefill_steps)
+
+
+def dp_ranks(dep):
+    """The schedulers a replica runs: one, or under attention data parallelism one a rank (its TP GPUs)."""
+    return dep.tp if dep.dp_attention else 1
+
+
 def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_batch=None):
-    """One open-loop run at `rate`, simulated: the traffic's workload (traffic_workload) sent at that rate."""
-    work = traffic_workload(dep, traffic, rate=rate)
-    run = serve_run(dep, work, ks, alpha, spread, traffic.seed, fit, plan_batch)
+    """One open-loop run at `rate`, simulated: the traffic's workload (traffic_workload) sent at that rate. Under
+    attention data parallelism each rank schedules its own requests: one rank is simulated at its share of the rate
+    (the router spreads requests over the ranks), its steps priced with every rank as busy (serving.simulate_run's
+    ranks) and, on a second run, paced by the others' prefills as often as the first run prefilled (others_of), for
+    as many requests as the run sends, whose percentiles are the replica's (its ranks alike) and whose throughputs,
+    times the ranks, the replica's (bench/dp_attention.py checks it on InferenceX's 58 DP-attention runs)."""
+    ranks = dp_ranks(dep)
+    work = traffic_workload(dep, traffic, rate=rate / ranks)
+    run = serve_run(dep, work, ks, alpha, spread, traffic.seed, fit, plan_batch, ranks=ranks)
+    if ranks > 1:   # the ranks step together: a step waits for another's prefill, as often as the first run says
+        run = serve_run(dep, work, ks, alpha, spread, traffic.seed, fit, plan_batch, ranks=ranks,
+                        others=others_of(run, ranks))
     result = bench_result(run, work, dep, dict(slo))
     tail = {key: result[f"p{SLO_PERCENTILE}_{key}_ms"] for key in SLO_KEYS}
     grows = growing(run)
     past = tuple(key for key, ms in slo if tail[key] > ms) + (("queue",) if grows else ())
     return LoadPoint(rate=rate, k=run.k, prompts=work.num_prompts, tail_ms=tail,
-                     request_throughput=result["request_throughput"], output_throughput=result["output_throughput"],
-                     request_goodput=good_requests(run, dict(slo)) / result["duration"],
+                     request_throughput=ranks * result["request_throughput"],
+                     output_throughput=ranks * result["output_throughput"],
+                     request_goodput=ranks * good_requests(run, dict(slo)) / result["duration"],
                      concurrency=rate * result["mean_e2el_ms"] / 1e3, growing=grows, within=not past, past=past,
                      slo=slo)
 
@@ -141,11 +166,12 @@ def estimated_tails(dep, k, alpha, spread, rate, traffic, fit):
     slow = round_moments(max(0.0, alpha - SLOW_Z * spread), k)[0] if k else 1.0
     answer, prompt = dep.output_tokens, dep.input_tokens
     longest = prompt * math.exp(SLOW_Z * traffic.input_spread - traffic.input_spread ** 2 / 2)
-    budget, cap = step_budget(dep), max(1, running_cap(dep, bool(k)))
+    ranks = dp_ranks(dep)   # each rank its own budget and a share of the prompts
+    budget, cap = step_budget(dep) * ranks, max(1, running_cap(dep, bool(k)))
     c, step, ttft, costs = 1.0, 0.0, 0.0, step_costs(dep, k, fit)   # the simulation's own table of step costs
     for _ in range(30):   # to 1%: the concurrency its own step implies
         share = rate * prompt * step / 1e3   # prompt tokens arriving in one step
-        step = chunk_cost(costs, dep, max(1, round(c)), k, round(min(share, budget)), fit)
+        step = chunk_cost(costs, dep, max(1, round(c)), k, round(min(share, budget) / ranks), fit)
         if not dep.engine.mixes_prefill:   # prompts prefilled alone: the decodes wait out their share of prefill steps
             step += share / budget * chunk_cost(costs, dep, 0, k, round(min(budget, max(1.0, share))), fit)
         ttft = fit.request_ms + math.ceil(longest / budget) * step
@@ -307,8 +333,6 @@ def at_slo(dep, table, alpha, spread, slo, traffic, fit=FIT, plan_batch=None):
 def skip_reason(dep):
     """Why the SLO cannot be searched for this deployment, in words, or None."""
     return ("a tree's rounds are measured, not simulated" if dep.topk > 1 else
-            "attention data parallelism runs a scheduler on every rank, which the simulation does not"
-            if not simulated_layout(dep) else
             f"answers of {dep.output_tokens:,} tokens take too long to simulate at every rate (the search "
             f"runs up to {SLO_OUTPUT_LIMIT:,}): run the --goodput benchmark at your rate instead"
             if dep.output_tokens > SLO_OUTPUT_LIMIT else

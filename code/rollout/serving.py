@@ -320,6 +320,8 @@ class ServedRun:
     admitted: tuple = ()  #: when the scheduler took each request in (its wait in the server's queue ends)
     draft_tokens: float = None   #: tokens drafted, summed (None: drafts x k, one K throughout)
     k_steps: tuple = ()   #: ((K, decode steps at it), ...) of a run at K by batch size (a KTable), ascending K
+    prefill_steps: int = 0   #: steps that prefilled prompt tokens
+    prefilled: int = 0    #: prompt tokens they prefilled
 
 
 class KSwitch:
@@ -391,10 +393,11 @@ COST_TABLES = {}   # (Deployment.physics, K, fit) -> {(decoders, prompt tokens):
                   # (the SLO search's concurrencies, a benchmark pair) meet the same steps, each computed once
 
 
-def step_costs(dep, k, fit):
+def step_costs(dep, k, fit, ranks=1, others=None):
     """The step-cost table simulate_run fills and reads ({(decoders, prompt tokens): ms}), one per (deployment, K,
-    fit) in a process: a step's cost is a pure function of its key."""
-    key = (dep.physics, k, fit)
+    fit) in a process: a step's cost is a pure function of its key. ranks, others: a rank's table under attention
+    data parallelism, keyed by the rank's own decoders and prompt tokens (simulate_run)."""
+    key = (dep.physics, k, fit) + ((ranks, others) if ranks > 1 else ())
     if key not in COST_TABLES:
         if len(COST_TABLES) > 64:
             COST_TABLES.clear()
@@ -407,13 +410,13 @@ RUN_MEMO = {}   # serve_run's inputs -> its ServedRun: one run the plan prints i
                 # headline, stage 1's predicted files, stage 4's expectations, the SLO search) is one computation
 
 
-def serve_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
+def serve_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None, *, ranks=1, others=None):
     """simulate_run, once for each set of inputs in a process (RUN_MEMO; without speculation alpha and its spread draw
     nothing, so they are not part of the key). A ServedRun is frozen: every caller reads the same one."""
-    key = (dep.physics, work, k, alpha if k else 0.0, spread if k else 0.0, seed, fit, plan_batch)
+    key = (dep.physics, work, k, alpha if k else 0.0, spread if k else 0.0, seed, fit, plan_batch, ranks, others)
     if key in RUN_MEMO:
         return RUN_MEMO[key]
-    run = simulate_run(dep, work, k, alpha, spread, seed, fit, plan_batch)
+    run = simulate_run(dep, work, k, alpha, spread, seed, fit, plan_batch, ranks=ranks, others=others)
     if work.num_prompts <= MEMO_PROMPTS:   # a larger run is a file of its own (--predict-bench): not held after it
         if len(RUN_MEMO) > 64:
             RUN_MEMO.clear()
@@ -421,9 +424,17 @@ def serve_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     return run
 
 
-def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
+def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None, *, ranks=1, others=None):
     """Simulate one benchmark run of `work` on `dep`, speculation off (k = 0) or at K with per-token alpha around
     `alpha` (s.d. `spread` over requests), the server started as the plan starts it for plan_batch: a ServedRun.
+
+    ranks: one rank of attention data parallelism (dep.dp_attention), its share of the traffic in `work`: it admits
+    to its own cap (the server's over the ranks: each scheduler holds max_running_requests / dp_size) and budget
+    (step_budget, a rank's), and every step of it costs the replica's pass with each rank as busy as this one (the
+    MoE layers run over all ranks' tokens in step: costmodel prices the attention and host work of the busiest
+    rank), a mean field of identical ranks. others: (chance, tokens), the chance that another rank prefills in a
+    step and its chunk, which then paces the step (the ranks step together): each step costs its own pass and, with
+    that chance, the pass with that chunk where it is the larger (goodput.rank_run measures them on a first run).
 
     Every running decode advances at every step that decodes, so a request's chunks are the decode steps from
     its first token to its last: it needs its own count of rounds (request_rounds; L - 1 plain steps), drawn
@@ -438,7 +449,8 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     rng = random.Random(f"serve:{seed}:{k}" if table is None else f"serve:{seed}:{table.rows}:{table.fallback}")
     n = work.num_prompts
     speculative = bool(k) if table is None else True
-    cap = running_cap(dep, speculative, plan_batch)
+    cap = max(1, running_cap(dep, speculative, plan_batch) // ranks) if ranks > 1 else running_cap(dep, speculative,
+                                                                                                     plan_batch)
     assert cap >= 1, "the caller checks that a sequence fits (parse_bench_flags, compare_file, predicts_gate_pair)"
     budget = scheduled_budget(dep, max(table.ks()) if table else k, plan_batch)
     mixes, recv = dep.engine.mixes_prefill, dep.engine.recv_interval
@@ -479,9 +491,19 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
     itl = collections.defaultdict(int)          # ITL ticks -> chunks
     tally = PeakPerSecond(begin)   # chunks a second
     stretches = collections.defaultdict(int)    # (step cost, jitter quantiles) -> ITLs of stretches taken in one move
-    costs, jitter = step_costs(dep, k, fit), STEP_JITTER
+    # A step's cost from the deployment's grid of passes (chunk_cost on `grid`), at the replica's decoders; the run's
+    # own cache by its steps' keys (`costs`): one table on one scheduler, two where a rank stands for all of them.
+    costs, grid, jitter = step_costs(dep, k, fit, ranks, others), step_costs(dep, k, fit), STEP_JITTER
+    chance, theirs = others or (0.0, 0)
+
+    def priced(decoders, chunk):   # a step of this rank, the others' prefill with its chance
+        own = chunk_cost(grid, dep, decoders * ranks, k, chunk, fit)
+        if not chance or theirs <= chunk:
+            return own
+        return (1 - chance) * own + chance * chunk_cost(grid, dep, decoders * ranks, k, theirs, fit)
     moments = jitter_moments(jitter)
     t, done, steps, decode_steps, last_decode, peak, launched = 0.0, 0, 0, 0, 0.0, 0, -math.inf
+    prefill_steps, prefilled_tokens = 0, 0
     # the loop's names bound locally: it runs a few times a request, millions of times a test suite
     inf, ceil, push, pop, tick, levels, tally_add = (math.inf, math.ceil, heapq.heappush, heapq.heappop,
                                                      ITL_TICKS_PER_S, JITTER_LEVELS, tally.add)
@@ -502,14 +524,15 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
             continue
         if switch and switch.table.at(len(prefilling) + len(decoding)) != k:   # the table's K at this step's batch
             k = switch.to(switch.table.at(len(prefilling) + len(decoding)), decoding, decode_steps)
-            costs, per_decode = step_costs(dep, k, fit), verify_tokens(dep, k) if k else 1
+            costs, grid, per_decode = (step_costs(dep, k, fit, ranks, others), step_costs(dep, k, fit),
+                                       verify_tokens(dep, k) if k else 1)
         if not prefilling and not newcomers:
             # Only decodes until the next request ends or (with room for it) the next is sent: the same step over
             # and over, each with its own jitter. The general step below runs the one that ends a request.
             decoders = len(decoding)
             key = (decoders, -1)   # a decode-only step, interpolated as chunk_cost's are
             if key not in costs:
-                costs[key] = chunk_cost(costs, dep, decoders, k, 0, fit)
+                costs[key] = priced(decoders, 0)
             cost, until = costs[key] / 1e3, sends[0][0] if sends and decoders < cap else inf
             after = 1 if ahead and waiting and start[waiting[0]] + delay > launched else 0   # planned without it
             poll = steps + after + (-(steps + after)) % recv if waiting and decoders < cap else inf   # the next poll that admits
@@ -549,10 +572,12 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
                 prefilled.append(i)
         key = (decoders, chunk)
         if key not in costs:
-            costs[key] = chunk_cost(costs, dep, decoders, k, chunk, fit)
+            costs[key] = priced(decoders, chunk)
         launched = t
         t += costs[key] * jitter[int(rng.random() * levels)] / 1e3
         steps += 1
+        if chunk:
+            prefill_steps, prefilled_tokens = prefill_steps + 1, prefilled_tokens + chunk
         peak = max(peak, len(prefilling) + len(decoding))
         ended = []
         if decoders:
@@ -593,7 +618,8 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None):
                      drafts=switch.drafts if switch else float(sum(needed)) if k else 0.0,
                      accepted_at=tuple(accepted_at), cap=cap, steps=steps, peak_running=peak,
                      admitted=tuple(taken), draft_tokens=switch.draft_tokens if switch else None,
-                     k_steps=tuple(sorted(switch.steps.items())) if switch else ())
+                     k_steps=tuple(sorted(switch.steps.items())) if switch else (), prefill_steps=prefill_steps,
+                     prefilled=prefilled_tokens)
 
 
 def bench_stats(values):
