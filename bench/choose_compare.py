@@ -8,8 +8,9 @@ every answer the same length (--input-spread 0 --output-spread 0, as aiconfigura
 the rate aiconfigurator's pick serves on its 8 GPUs. Printed: each tool's choice with speculation off (TP, replicas,
 concurrent requests a replica, output tokens/s a GPU) and this tool's choice with speculation on beside it.
 
-aiconfigurator's TTFT is a request's own prefill (its static estimate); this tool's is the P99 of a closed-loop
-benchmark, where the first wave of prompts queues at once: the bound binds sooner here.
+aiconfigurator's TTFT is a request's own prefill (its static estimate); this tool's is the P99 of an open-loop
+benchmark at the replica's capacity (Poisson arrivals, 1,000 requests), its concurrency the requests in a replica
+there (Little's law) and its tokens a GPU the capacity's.
 
     python bench/choose_compare.py > bench/choose_compare.txt   # standard library only; about a minute
 """
@@ -40,7 +41,7 @@ def ours(backend, isl, osl, rate):
 
 
 def row(tool, tp, replicas, concurrency, per_gpu, speculation="off"):
-    return f"{tool:16s} {speculation:14s} {tp:>3} {replicas:>9} {concurrency:>12} {per_gpu:>10,.0f}"
+    return f"{tool:16s} {speculation:14s} {tp:>3} {replicas:>9} {concurrency:>12,.0f} {per_gpu:>10,.0f}"
 
 
 def main_compare():

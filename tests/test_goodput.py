@@ -135,6 +135,24 @@ class GrowingQueue(unittest.TestCase):
         self.assertEqual(point.past, ("queue",))
 
 
+    def test_a_rate_that_holds_more_than_the_cap_queues_in_a_longer_run(self):
+        """200 requests sent within 0.4 s to a server of 1,000 slots: all run at once, no queue in this run; but the
+        rate times their mean E2EL (Little's law) is past the 1,000 slots, so a longer run would queue: not within."""
+        from unittest import mock
+        traffic = support.traffic(output_spread=0.0, input_spread=0.0, num_prompts=200)
+        cap = lambda dep, speculative, batch=None: 1000   # noqa: E731
+        with mock.patch.object(goodput, "running_cap", cap), mock.patch.object(serving, "running_cap", cap):
+            serving.RUN_MEMO.clear()
+            self.addCleanup(serving.RUN_MEMO.clear)
+            loose = (("ttft", 1e7), ("tpot", 1e5))
+            point = goodput.simulated_point(DEP, 0, 0.0, 0.0, 500.0, loose, traffic, costmodel.FIT)
+            run_ = serving.serve_run(DEP, workload.traffic_workload(DEP, traffic, rate=500.0), 0, 0.0, 0.0,
+                                     traffic.seed, costmodel.FIT)
+        self.assertFalse(goodput.growing(run_))   # no queue within the run
+        self.assertGreater(point.concurrency, 1000)
+        self.assertEqual((point.growing, point.within, point.past), (True, False, ("queue",)))
+
+
 class Search(unittest.TestCase):
     SLO = (("ttft", 400.0), ("tpot", 8.0))
 

@@ -4,9 +4,11 @@ would find it: runs of --num-prompts requests sent at gamma gaps of shape --burs
 step by step (serving.serve_run), at rising rates. Traffic arrives as an open loop; a closed loop's first wave of
 prompts queues at once, which production traffic never sends.
 
-A rate is served when every P99 the SLO names is within its bound and the server keeps up (growing): past the
-capacity the queue grows with every request sent, so that a longer run would miss any bound; below it, the requests
-sent last see the steady state the middle ones do. Its goodput is vLLM's (--goodput:
+A rate is served when every P99 the SLO names is within its bound and the server keeps up: the queue does not grow
+within the run (growing), and the requests the rate keeps in the server (Little's law: the rate times the mean E2EL)
+fit its running cap, as they must for a longer run not to queue (a run whose last request leaves before its first
+ones end shows no queue yet). Past the capacity the queue grows with every request sent, so that a longer run would
+miss any bound; below it, the requests sent last see the steady state the middle ones do. Its goodput is vLLM's (--goodput:
 serving.good_requests).
 """
 from __future__ import annotations
@@ -146,14 +148,16 @@ def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_bat
                         others=others_of(run, ranks))
     result = bench_result(run, work, dep, dict(slo))
     tail = {key: result[f"p{SLO_PERCENTILE}_{key}_ms"] for key in SLO_KEYS}
-    grows = growing(run)
+    held = rate * result["mean_e2el_ms"] / 1e3   # Little's law: the requests the rate keeps in the server
+    # A rate that keeps more requests in the server than it runs at once queues them without end, though a run too
+    # short to reach that state (its last request sent before the first ones end) shows no queue yet.
+    grows = growing(run) or held > run.cap * ranks
     past = tuple(key for key, ms in slo if tail[key] > ms) + (("queue",) if grows else ())
     return LoadPoint(rate=rate, k=run.k, prompts=work.num_prompts, tail_ms=tail,
                      request_throughput=ranks * result["request_throughput"],
                      output_throughput=ranks * result["output_throughput"],
                      request_goodput=ranks * good_requests(run, dict(slo)) / result["duration"],
-                     concurrency=rate * result["mean_e2el_ms"] / 1e3, growing=grows, within=not past, past=past,
-                     slo=slo)
+                     concurrency=held, growing=grows, within=not past, past=past, slo=slo)
 
 
 def estimated_tails(dep, k, alpha, spread, rate, traffic, fit):
