@@ -97,28 +97,26 @@ class PromptSpread(unittest.TestCase):
 
 
 class GrowingQueue(unittest.TestCase):
-    """goodput.growing, on runs whose waits, TTFTs and E2ELs are counted by hand: 20 requests, tenths of two (the
-    middle tenth: requests 8 and 9; the last: 18 and 19)."""
+    """goodput.growing, on runs whose waits for admission are counted by hand: 20 requests, tenths of two (the middle
+    tenth: requests 8 and 9; the last: 18 and 19)."""
 
-    def run_of(self, waits, ttfts, e2els):
-        start = [float(i) for i in range(len(ttfts))]
-        rows = [(s, s + t, s + e, 10) for s, t, e in zip(start, ttfts, e2els)]
+    def run_of(self, waits, e2els=None):
+        start = [float(i) for i in range(len(waits))]
+        rows = [(s, s + 0.5, s + e, 10) for s, e in zip(start, e2els or [5.0] * len(waits))]
         return dataclasses.replace(hand_run(rows), admitted=tuple(s + w for s, w in zip(start, waits)))
 
     def test_a_steady_run_does_not_grow(self):
-        ttfts = [0.1] * 8 + [0.2, 0.3] + [0.2] * 10   # the middle tenth's median TTFT: 0.25
-        waits = [0.0] * 18 + [0.2, 0.28]              # the last tenth's median wait: 0.24 < 0.25
-        self.assertFalse(goodput.growing(self.run_of(waits, ttfts, [5.0] * 20)))
+        waits = [0.01] * 8 + [0.02, 0.03] + [0.02] * 8 + [0.04, 0.058]   # medians 0.025 (middle), 0.049 (last)
+        self.assertFalse(goodput.growing(self.run_of(waits)))
 
-    def test_a_last_tenth_waiting_past_a_first_token_grows(self):
-        ttfts = [0.1] * 8 + [0.2, 0.3] + [0.2] * 10
-        waits = [0.0] * 18 + [0.2, 0.32]              # 0.26 > 0.25
-        self.assertTrue(goodput.growing(self.run_of(waits, ttfts, [5.0] * 20)))
+    def test_a_last_tenth_waiting_twice_as_long_grows(self):
+        waits = [0.01] * 8 + [0.02, 0.03] + [0.02] * 8 + [0.04, 0.062]   # 0.051 > 2 x 0.025
+        self.assertTrue(goodput.growing(self.run_of(waits)))
 
-    def test_a_batch_that_piles_up_grows(self):
-        e2els = [5.0] * 18 + [7.4, 7.7]   # median 7.55 > 1.5 x 5.0, no wait
-        self.assertTrue(goodput.growing(self.run_of([0.0] * 20, [0.1] * 20, e2els)))
-        self.assertFalse(goodput.growing(self.run_of([0.0] * 20, [0.1] * 20, [5.0] * 18 + [7.4, 7.5])))   # 7.45
+    def test_a_longer_end_to_end_is_no_queue(self):
+        """The last tenth taking 50% longer end to end (a batch still filling in a run shorter than its answers)
+        with no more wait for admission: not growing."""
+        self.assertFalse(goodput.growing(self.run_of([0.02] * 20, [5.0] * 18 + [7.4, 7.7])))
 
     def test_a_growing_queue_is_past_the_slo(self):
         """Past what the server holds (a cap of 4 sequences), the queue grows at any bound: the run is not within."""

@@ -102,6 +102,17 @@ class OneWorkload(unittest.TestCase):
             self.assertEqual(c["tokens_per_hour"], 5 * 256 * 3600)
 
 
+class SearchReadsTheBenchmark(unittest.TestCase):
+    def test_the_search_s_numbers_are_bench_result_s(self):
+        """goodput.run_tails is vLLM's arithmetic as serving.bench_result does it, key for key."""
+        dep = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=512, output_tokens=256)
+        work = workload.traffic_workload(dep, support.traffic(), rate=20.0)
+        run_ = serving.serve_run(dep, work, 3, 0.7, 0.1, 0, costmodel.FIT)
+        full = serving.bench_result(run_, work, dep)
+        for key, value in goodput.run_tails(run_).items():
+            self.assertEqual(value, full[key], key)
+
+
 class KBySize(unittest.TestCase):
     """A run at K by batch size (serving.KSwitch): its rounds, drafts and K as the table says, against closed forms."""
     DEP = build_deployment("llama-3.1-8b", "h100-sxm", 1, weights_dtype="bf16", input_tokens=256, output_tokens=200)

@@ -25,7 +25,8 @@ from .records import NOT_IN_JSON
 from .releases import accepts, offers
 from .schedule import KTable
 from .simulation import NORMAL
-from .serving import bench_result, chunk_cost, good_requests, serve_run, step_costs
+from .records import percentile
+from .serving import chunk_cost, good_requests, serve_run, step_costs
 from .workload import SLO_KEYS, SLO_PERCENTILE, traffic_workload
 
 RATE_RESOLUTION = 0.05   # the search settles a capacity to 5%: a run past the SLO at most 5% above the best within
@@ -33,8 +34,10 @@ RATE_RESOLUTION = 0.05   # the search settles a capacity to 5%: a run past the S
 RATE_DIGITS = 3          # rates tried are rounded to 3 significant digits: what a user types into --request-rate
 SLOW_Z = NORMAL.inv_cdf(SLO_PERCENTILE / 100)   # the slowest 1% of requests accept this many s.d.s below the mean
 SEARCH_RUNS = 10         # runs an arm makes at most
+HOLD_MARGIN = 0.9        # below the edge, a run is tried at this share of the rate that fills the server at its
+                         # E2EL, which grows with the batch (bracket)
 MIN_RATE = 1e-3          # requests/s: the least rate the search tries
-GROWTH_E2EL = 1.5        # the last tenth's median E2EL past this many times the middle tenth's: a growing batch
+GROWTH = 2.0             # the last tenth's median wait for admission past this many times the middle tenth's: a queue
 SLO_OUTPUT_LIMIT = 16_384   # answers longer than this are not searched: each run costs a step per round of its
                             # longest answer, and a search a dozen runs
 
@@ -92,6 +95,8 @@ RUN_MEMO = {}   # run_at's inputs -> its LoadPoint: a process that plans the sam
 def run_at(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_batch=None):
     """One open-loop run at `rate`: its LoadPoint, simulated once for each set of inputs (RUN_MEMO; without
     speculation alpha and its spread draw nothing in serve_run, so they are not part of the key)."""
+    if isinstance(ks, KTable) and ks.ks() == (0,):   # a server that never drafts runs as one without a draft
+        ks = 0
     key = (dep.physics, ks, alpha if ks else 0.0, spread if ks else 0.0, rate, slo, traffic, fit, plan_batch)
     if key not in RUN_MEMO:
         if len(RUN_MEMO) > 4096:
@@ -102,20 +107,17 @@ def run_at(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_batch=None):
 
 def growing(run):
     """Whether a run's queue grows: its last tenth of requests (in the order sent) waits in the server's queue (from
-    its send to its admission) longer than its middle tenth (40-50% in, past the ramp-up) takes to its first token,
-    at the median; or takes GROWTH_E2EL times as long end to end as the middle tenth (sequences pile up in the batch
-    short of the cap). A steady queue's wait is a fraction of a first token's time; a growing one's, by the end,
-    all it has gathered. (False for runs of fewer than 10 requests.)"""
+    its send to its admission: the hop to the scheduler, the step it arrives in and any queue) more than GROWTH times
+    as long as its middle tenth (40-50% in, past the ramp-up), at the median. Without a queue a request waits out a
+    step or two, and a step slows by less than half while the batch fills; a growing queue's wait is, by the end,
+    all it has gathered. (False for runs of fewer than 10 requests.) A batch that would outgrow the server's cap in
+    a longer run is the Little's-law test's (simulated_point)."""
     tenth = len(run.start) // 10
     if tenth < 1:
         return False
-    def median(values, lo):
-        return statistics.median(values[lo:lo + tenth])
-    ttft = [f - s for s, f in zip(run.start, run.first)]
     wait = [a - s for s, a in zip(run.start, run.admitted)]
-    e2el = [e - s for s, e in zip(run.start, run.end)]
-    middle, last = 4 * tenth, len(ttft) - tenth
-    return median(wait, last) > median(ttft, middle) or median(e2el, last) > GROWTH_E2EL * median(e2el, middle)
+    last, middle = len(wait) - tenth, 4 * tenth
+    return statistics.median(wait[last:last + tenth]) > GROWTH * statistics.median(wait[middle:middle + tenth])
 
 
 def others_of(run, ranks):
@@ -133,6 +135,19 @@ def dp_ranks(dep):
     return dep.tp if dep.dp_attention else 1
 
 
+def run_tails(run):
+    """What the search reads of a run, as serving.bench_result computes it (the same numbers, without the keys the
+    search does not read): the P99 of each SLO key, the mean E2EL (ms), duration, and request and output
+    throughputs."""
+    duration = max(run.end)
+    per = {"ttft": [f - s for s, f in zip(run.start, run.first)], "e2el": [e - s for s, e in zip(run.start, run.end)],
+           "tpot": [(e - f) / (n - 1) for f, e, n in zip(run.first, run.end, run.output_tokens) if n > 1]}
+    out = {f"p{SLO_PERCENTILE}_{key}_ms": percentile(sorted(values) or [0.0], SLO_PERCENTILE / 100) * 1e3
+           for key, values in per.items()}
+    return dict(out, mean_e2el_ms=math.fsum(per["e2el"]) / len(per["e2el"]) * 1e3, duration=duration,
+                request_throughput=len(run.start) / duration, output_throughput=sum(run.output_tokens) / duration)
+
+
 def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_batch=None):
     """One open-loop run at `rate`, simulated: the traffic's workload (traffic_workload) sent at that rate. Under
     attention data parallelism each rank schedules its own requests: one rank is simulated at its share of the rate
@@ -146,7 +161,7 @@ def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_bat
     if ranks > 1:   # the ranks step together: a step waits for another's prefill, as often as the first run says
         run = serve_run(dep, work, ks, alpha, spread, traffic.seed, fit, plan_batch, ranks=ranks,
                         others=others_of(run, ranks))
-    result = bench_result(run, work, dep, dict(slo))
+    result = run_tails(run)
     tail = {key: result[f"p{SLO_PERCENTILE}_{key}_ms"] for key in SLO_KEYS}
     held = rate * result["mean_e2el_ms"] / 1e3   # Little's law: the requests the rate keeps in the server
     # A rate that keeps more requests in the server than it runs at once queues them without end, though a run too
@@ -160,7 +175,7 @@ def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_bat
                      concurrency=held, growing=grows, within=not past, past=past, slo=slo)
 
 
-def estimated_tails(dep, k, alpha, spread, rate, traffic, fit):
+def estimated_tails(dep, k, alpha, spread, rate, traffic, fit, *, plan_batch=None):
     """{"ttft", "tpot", "e2el": ms} and the concurrency an open-loop run at `rate` shows, by closed forms: what the
     search starts from and steers by (search), never what it reports. The requests in the server are the rate times
     their E2EL (Little's law, solved by iteration); each step carries their decodes and the prompts of the requests
@@ -171,7 +186,7 @@ def estimated_tails(dep, k, alpha, spread, rate, traffic, fit):
     answer, prompt = dep.output_tokens, dep.input_tokens
     longest = prompt * math.exp(SLOW_Z * traffic.input_spread - traffic.input_spread ** 2 / 2)
     ranks = dp_ranks(dep)   # each rank its own budget and a share of the prompts
-    budget, cap = step_budget(dep) * ranks, max(1, running_cap(dep, bool(k)))
+    budget, cap = step_budget(dep) * ranks, max(1, running_cap(dep, bool(k), plan_batch))
     c, step, ttft, costs = 1.0, 0.0, 0.0, step_costs(dep, k, fit)   # the simulation's own table of step costs
     for _ in range(30):   # to 1%: the concurrency its own step implies
         share = rate * prompt * step / 1e3   # prompt tokens arriving in one step
@@ -180,7 +195,8 @@ def estimated_tails(dep, k, alpha, spread, rate, traffic, fit):
             step += share / budget * chunk_cost(costs, dep, 0, k, round(min(budget, max(1.0, share))), fit)
         ttft = fit.request_ms + math.ceil(longest / budget) * step
         settled = rate * (ttft + (answer - 1) * step / tau) / 1e3
-        if settled > cap or rate * prompt * step / 1e3 > budget:   # more than the server holds or prefills a step
+        # More than the server holds (holds) or prefills in a step.
+        if settled > holds(cap) or rate * prompt * step / 1e3 > budget:
             return {"ttft": math.inf, "tpot": math.inf, "e2el": math.inf}, settled
         if abs(settled - c) <= 0.01 * c:
             break
@@ -193,22 +209,35 @@ def rounded(rate):
     return float(f"{rate:.{RATE_DIGITS}g}")
 
 
-def between(low, high, slo):
-    """The rate between two runs (LoadPoint) where every tail, linear in the rate between them, is within its bound:
-    the first run's within and the second's past (a growing queue alone: the middle)."""
+def between(low, high, slo, held=math.inf):
+    """The rate between two runs (LoadPoint) where every tail, linear in the rate between them, is within its bound,
+    and the requests in the server (LoadPoint.concurrency) within `held`: the first run's within and the second's
+    past (a growing queue alone, short of `held`: the middle)."""
     reaches = [(ms - low.tail_ms[key]) / (high.tail_ms[key] - low.tail_ms[key])
                for key, ms in slo if high.tail_ms[key] > ms and high.tail_ms[key] > low.tail_ms[key]]
+    if high.concurrency > held > low.concurrency:
+        reaches.append((held - low.concurrency) / (high.concurrency - low.concurrency))
     return low.rate + min(reaches, default=0.5) * (high.rate - low.rate)
 
 
-def bracket(run, start, resolution, runs, guide):
-    """{rate: LoadPoint} of runs (run(rate) -> LoadPoint) from `start` until one within the SLO and one past it at most
-    `resolution` above it bracket the edge (or `runs` runs, or the least rate past it).
+def holds(cap):
+    """The requests a server of `cap` slots holds on average before it turns some away: about Poisson around their
+    mean, the cap less two s.d.s."""
+    return cap - 2 * math.sqrt(cap)
 
-    One side only: where guide(point) -> rate puts the edge from the nearest run (the closed forms scaled to it), at
-    least a step beyond it: 1 + resolution, squared after each run on the same side (1.05, 1.10, 1.22, 1.48), so that
-    a guide that keeps falling short cannot creep. Bracketed: where the two runs' tails, linear between them, meet the
-    bounds, kept within the middle half of the bracket (in log), so that it narrows by a quarter at least."""
+
+def bracket(run, start, resolution, runs, guide, held=math.inf):
+    """{rate: LoadPoint} of runs (run(rate) -> LoadPoint) from `start` until one within the SLO and one past it at most
+    `resolution` above it bracket the edge (or `runs` runs, or the least rate past it); held: the requests the
+    server holds before a queue forms (holds).
+
+    One side only: below the edge, where guide(point) -> rate puts it from the best run (the closed forms scaled to
+    it) or where the best run's requests in the server, in proportion to the rate, fill what it holds (HOLD_MARGIN
+    of it), whichever is further, and at least a step beyond it: 1 + resolution, squared after each run on the same side (1.05, 1.10, 1.22, 1.48),
+    so that a guide that keeps falling short cannot creep; past it, a step below the least run, for a run past the
+    edge by a queue says little of how far (its TTFT leaps at the cap). Bracketed: where the two runs' tails, linear between them, meet the
+    bounds, kept within the middle half of the bracket (in log), so that it narrows by a quarter at least; after two
+    runs on the same side of it (the tails bend, as a queue's TTFT does at the cap), the bracket's middle in log."""
     points, side, rate = {}, 0, rounded(start)
     while len(points) < runs:
         points[rate] = point = run(rate)
@@ -220,13 +249,15 @@ def bracket(run, start, resolution, runs, guide):
         side = side + same if side * same > 0 else same
         step = (1 + resolution) ** (2 ** (abs(side) - 1))
         if best and math.isfinite(high):
-            guess = between(points[best], points[high], point.slo)
+            guess = between(points[best], points[high], point.slo, held)
             span = math.log(high / best)
             guess = (min(max(guess, best * math.exp(span / 4)), best * math.exp(3 * span / 4))
-                     if span > 2 * math.log(1 + resolution) else math.sqrt(best * high))
+                     if span > 2 * math.log(1 + resolution) and abs(side) < 2 else math.sqrt(best * high))
         else:
-            guess = guide(points[best] if best else points[high])
-            guess = min(max(guess, best * step), best * 4) if best else max(min(guess, high / step), high / 4, MIN_RATE)
+            near = points[best] if best else None   # below the edge: the rate at which its requests fill the server,
+            filling = near.rate * held / near.concurrency * HOLD_MARGIN if best and near.concurrency else 0.0
+            guess = (min(max(guide(near), best * step, filling), best * 4) if best else   # were they the rate's share
+                     max(high / step, MIN_RATE))
         rate = rounded(guess)
         if rate in points:   # rounding lands on a rate run: one digit finer
             rate = float(f"{guess:.{RATE_DIGITS + 2}g}")
@@ -249,10 +280,10 @@ def search(dep, ks, alpha, spread, slo, traffic, fit, plan_batch=None):
 
     def estimate(rate):
         if not speculative:
-            return estimated_tails(dep, 0, 0.0, 0.0, rate, traffic, fit)[0]
+            return estimated_tails(dep, 0, 0.0, 0.0, rate, traffic, fit, plan_batch=plan_batch)[0]
         k = table.at(1)
         for _ in range(2):   # the table's K at the concurrency that K runs at
-            tails, c = estimated_tails(dep, k, alpha, spread if k else 0.0, rate, traffic, fit)
+            tails, c = estimated_tails(dep, k, alpha, spread if k else 0.0, rate, traffic, fit, plan_batch=plan_batch)
             k = table.at(max(1, round(c))) if math.isfinite(c) else k
         return tails
 
@@ -261,7 +292,8 @@ def search(dep, ks, alpha, spread, slo, traffic, fit, plan_batch=None):
         return highest_within(estimate, slo, {key: near.tail_ms[key] / estimated[key]
                                               if 0 < estimated[key] < math.inf else 1.0 for key, _ in slo})
     points = bracket(lambda rate: run_at(dep, ks, alpha, spread, rate, slo, traffic, fit, plan_batch=plan_batch),
-                     highest_within(estimate, slo, {key: 1.0 for key, _ in slo}), RATE_RESOLUTION, SEARCH_RUNS, guide)
+                     highest_within(estimate, slo, {key: 1.0 for key, _ in slo}), RATE_RESOLUTION, SEARCH_RUNS, guide,
+                     holds(cap))
     ordered = tuple(points[r] for r in sorted(points))
     best = max((p for p in ordered if p.within), key=lambda p: p.rate, default=None)
     after = [p for p in ordered if best is None or p.rate > best.rate]
@@ -293,7 +325,7 @@ def speculative_arm(dep, table, alpha, spread, slo, traffic, fit, plan_batch=Non
     if runs_table(dep):
         return search(dep, table, alpha, spread, slo, traffic, fit, plan_batch)
     def estimate(rate, k):
-        return estimated_tails(dep, k, alpha, spread if k else 0.0, rate, traffic, fit)
+        return estimated_tails(dep, k, alpha, spread if k else 0.0, rate, traffic, fit, plan_batch=plan_batch)
     k = table.at(1)
     rate = highest_within(lambda r: estimate(r, k)[0], slo, {key: 1.0 for key, _ in slo})
     c = estimate(rate, k)[1]

@@ -626,9 +626,10 @@ def plan_slo_section(at, dep, plan):
            "`--num-prompts`, `--burstiness`), the traffic's lengths, speculation off and on "
            + ("at the plan's K by batch size as the server runs it (K: the one most steps ran)" if at.speculative.served.rows
               else "at one K") + f", around alpha {at.alpha:.2f}. A rate is served when every P{SLO_PERCENTILE} the "
-           "SLO names is within its bound and the queue does not grow (the last tenth of the requests sent waits at "
-           "most twice as long for its first token as the middle tenth, at the median). In: the requests in the "
-           "replica at that rate (Little's law); rates and goodput are per GPU of the "
+           "SLO names is within its bound and the queue does not grow: the last tenth of the requests sent waits for "
+           "admission at most twice as long as the middle tenth (at the median), and the "
+           "requests the rate keeps in the replica (in: the rate times the mean E2EL, Little's law) fit its "
+           f"running cap ({at.baseline.cap:,} off, {at.speculative.cap:,} on). Rates and goodput are per GPU of the "
            f"{at.gpus}-GPU replica where the column says so.", "",
            "| arm | req/s a replica | req/s per GPU | K | in | "
            + " | ".join(f"P{SLO_PERCENTILE} {key.upper()} (ms)" for key in shown)
@@ -637,7 +638,7 @@ def plan_slo_section(at, dep, plan):
     for arm in (at.baseline, at.speculative):
         out += [row(p, arm) for p in arm.points]
     out += ["", md(slo_sentence(at)), "",
-            f"![P99 TPOT and TTFT against requests/s a replica]({CHART_FILES['slo']})", ""]
+            f"![Each P99 over its bound against requests/s per GPU, plain and speculative]({CHART_FILES['slo']})", ""]
     base, spec = at.baseline.best, at.speculative.best
     if base is None and spec is None:
         return out + ["Neither arm meets the SLO at the least rate tried: no rate to check.", ""]
