@@ -141,6 +141,31 @@ class TheCandidates(unittest.TestCase):
         self.assertEqual(data["verdict"]["concurrency"], round(chosen["concurrency"]))
 
 
+class WhatSpeculationBuys(unittest.TestCase):
+    def test_where_the_replicas_tie_the_sentence_gives_the_tail_at_the_traffic(self):
+        """At 5 requests/s one H200 serves it either way: the sentence gives P99 TPOT and E2EL off and on at 5
+        requests/s a replica, each the run simulated afresh at that rate."""
+        argv = ["--choose", "--model", "llama-3.1-8b", "--gpus", "h200", "--engines", "vllm", "--tp", "1",
+                "--request-rate", "5"] + SMALL
+        choice = answer(argv)["choice"]
+        self.assertEqual(choice["chosen"]["replicas"], 1)
+        self.assertAlmostEqual(choice["saving"], 0.0, places=9)
+        bought = choice["at_traffic"]
+        self.assertEqual(bought["rate"], 5.0)
+        inputs = main.parse(argv, main.SETTINGS)
+        for arm, (dep, speculative, _) in zip(("off", "on"), sorted(
+                (o for o in inputs.choose.options if not isinstance(o, choose.Unserved)), key=lambda o: o[1])):
+            c = next(c for c in choice["candidates"] if (c["draft"] != "off") == speculative)
+            ks = goodput.KTable(tuple(map(tuple, c["served"]["rows"])), c["served"]["fallback"]) if speculative else 0
+            point = goodput.simulated_point(dep, ks, c["request_alpha"] or 0.0, c["request_spread"] or 0.0, 5.0,
+                                            inputs.traffic.slo, inputs.traffic, costmodel.FIT)
+            for key in ("tpot", "e2el"):
+                self.assertAlmostEqual(bought[arm][key] / point.tail_ms[key], 1.0, delta=1e-4)
+        status, text, _ = run([a for a in argv if a != "--json"])
+        first = " ".join(text.split("\n\n")[0].split())
+        self.assertIn(f"from {bought['off']['tpot']:,.1f} to {bought['on']['tpot']:,.1f} ms", first)
+
+
 class Refusals(unittest.TestCase):
     def refused(self, argv, words):
         status, out, err = run(argv)

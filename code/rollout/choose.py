@@ -104,8 +104,8 @@ class Choice:
                              #: arm misses the SLO there, or the chosen runs none)
     runner_up: Candidate = None   #: the cheapest candidate on another deployment than the chosen
     too_close: bool = None   #: whether the runner-up's cost range overlaps the chosen's: the model cannot rank them
-    at_traffic: tuple = ()   #: where off and on need as many replicas at the chosen deployment: ((draft, {key: P99
-                             #: ms}), ...) of each at the traffic's rate a replica, what speculation buys there
+    at_traffic: dict = None  #: where off and on need as many replicas at the chosen deployment, what speculation buys
+                             #: there: {"rate": the traffic's rate a replica, "off", "on": {key: P99 ms} at it}
 
 
 def replicas_for(demand, capacity, concurrency):
@@ -286,7 +286,7 @@ def choose(options, demand, slo, prices, *, evidence, traffic, settings, grid, f
     chosen = candidates[0] if candidates else None
     cheapest_off = next((c for c in candidates if c.draft == "off"), None)
     cheapest_on = next((c for c in candidates if c.draft != "off"), None)
-    saving, at_traffic = None, ()
+    saving, at_traffic = None, None
     if chosen is not None:
         here = [c for c in candidates if layout(c) == layout(chosen)]
         base = next((c for c in here if c.draft == "off"), None)
@@ -295,9 +295,9 @@ def choose(options, demand, slo, prices, *, evidence, traffic, settings, grid, f
             saving = 1.0 - spec.cost_per_hour / base.cost_per_hour
             if base.replicas == spec.replicas and demand.request_rate is not None:   # what speculation buys there
                 rate = demand.request_rate / base.replicas
-                at_traffic = tuple((c.draft, dict(run_at(c.dep, c.served, c.request_alpha or 0.0,
-                                                         c.request_spread or 0.0, rate, slo, traffic, fit).tail_ms))
-                                   for c in (base, spec))
+                at_traffic = dict(rate=rate, **{arm: dict(run_at(c.dep, c.served, c.request_alpha or 0.0,
+                                                                 c.request_spread or 0.0, rate, slo, traffic, fit).tail_ms)
+                                                for arm, c in (("off", base), ("on", spec))})
     # The runner-up is the cheapest other deployment: speculation off and on at the chosen one are weighed by saving.
     runner = next((c for c in candidates[1:] if layout(c) != layout(chosen)), None) if chosen else None
     too_close = runner is not None and runner.cost_per_hour_interval[0] <= chosen.cost_per_hour_interval[1]

@@ -276,8 +276,9 @@ def parse_bench_flags(args, grid, dep, out, read_paths, traffic, ks):
                          "rate); give --predict-bench DIR too")
     if asked and not simulated_layout(dep):
         raise UsageError("--predict-bench, --compare: " + ("a tree's rounds are not a chain's: predict chains only"
-                         if dep.topk > 1 else "attention data parallelism runs a scheduler on every rank, which the "
-                         "simulation does not: predict without --dp-attention"))
+                         if dep.topk > 1 else "attention data parallelism runs a scheduler on every rank; the SLO "
+                         "search simulates one rank for all, a whole run's file is not predicted: predict without "
+                         "--dp-attention"))
     prompts = traffic.num_prompts if args.num_prompts is not None else None
     rates = parse_list("--request-rate", args.request_rate, _finite,
                        f"a rate from {MIN_RATE:g} to {CONCURRENCY_LIMIT:,} requests/s",

@@ -58,8 +58,7 @@ def choice_sentence(choice):
     if choice.saving is not None and abs(choice.saving) < 0.005:
         words += " Speculation changes nothing of the cost there: as many replicas either way"
         if choice.at_traffic:
-            (_, off_ms), (_, on_ms) = choice.at_traffic
-            rate = choice.demand.request_rate / c.replicas
+            off_ms, on_ms, rate = choice.at_traffic["off"], choice.at_traffic["on"], choice.at_traffic["rate"]
             words += (f"; at the traffic's {rate:.3g} requests/s a replica it takes P99 TPOT from {off_ms['tpot']:,.1f} "
                       f"to {on_ms['tpot']:,.1f} ms and P99 E2EL from {off_ms['e2el'] / 1e3:,.1f} to "
                       f"{on_ms['e2el'] / 1e3:,.1f} s")
