@@ -128,7 +128,8 @@ class Bounds(Temporary):
         # each counting as REQUEST_WORK steps and one for its chunk, whatever its answer's length.
         concurrencies = ",".join(str(c) for c in range(1, 21))
         err = self.refused(["--no-write", "--output-tokens", "2", "--input-tokens", "1", "--num-prompts", "100000",
-                            "--concurrency", concurrencies, "--ks", "1,2", "--predict-bench", str(self.dir)],
+                            "--slo", "none", "--concurrency", concurrencies, "--ks", "1,2", "--predict-bench",
+                            str(self.dir)],
                            "--predict-bench")
         self.assertIn(f"{60 * 100_000 * (cli.REQUEST_WORK + 1):,} steps' work", err)
 

@@ -360,7 +360,8 @@ class PredictBench(unittest.TestCase):
         status, _, err = run(SMALL + ["--request-rate", "2"])
         self.assertEqual(status, 2)
         self.assertIn("give --predict-bench DIR too", err)
-        for flags, words in ((["--num-prompts", "9"], "an integer from 10 to"), (["--burstiness", "0"], "0.01 to 100")):
+        for flags, words in ((["--num-prompts", "9"], "an integer from 10 to"), (["--burstiness", "0"], "0.01 to 100"),
+                             (["--num-prompts", "5001"], "at most 5,000 here")):   # the SLO search's runs send them
             status, _, err = run(SMALL + ["--no-write"] + flags)   # they shape the SLO search's runs too
             self.assertEqual(status, 2, flags)
             self.assertIn(words, err)

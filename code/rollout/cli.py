@@ -243,6 +243,9 @@ def parse_evidence(args, grid, dep, settings, target, target_from, benches=(None
 
 
 MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is simulated
+SLO_PROMPTS_LIMIT = 5_000     # --num-prompts with an SLO: each of the search's runs sends them (about a second's work
+CHOOSE_SLOWER = 5             # a thousand a run for the default deployment); --choose searches every candidate so, and
+                              # takes a fifth as many (bench/worst_inputs.py)
 SIMULATED_WORK_LIMIT = 600_000   # what one run simulates over every predicted and replayed file, in steps' work
                                  # (workload.run_work: a request counts REQUEST_WORK, a prompt chunk one): 3-5 s
                                  # on 2 cores at the limit (bench/worst_inputs.py); past it the run is refused
@@ -409,6 +412,11 @@ def parse_args(argv, settings):
     traffic = Traffic(seed=seed, alpha_spread=spread, output_spread=output_spread, input_spread=input_spread,
                       slo=parse_slo(args.slo if args.slo is not None else settings.slo), num_prompts=prompts,
                       burstiness=burstiness)
+    most = SLO_PROMPTS_LIMIT // (CHOOSE_SLOWER if ask is not None else 1)
+    if traffic.slo and prompts > most:   # every run of the SLO search sends them: bounded as a run's time is
+        raise UsageError(f"--num-prompts: the SLO search simulates about ten runs of {prompts:,} requests an arm"
+                         f"{' for every candidate' if ask is not None else ''}; at most {most:,} here (with --slo "
+                         "none, --predict-bench writes larger runs)")
     paths = file_list("--calibrate", args.calibrate) if args.calibrate is not None else list(settings.calibration_files)
     runs = read_calibration_runs(paths) if paths else None
     for r in runs or ():   # runs of another model would bend the fit to fit them: refused, as --compare refuses them
