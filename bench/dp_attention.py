@@ -4,8 +4,9 @@ DeepSeek-R1-0528 on TensorRT-LLM, 8 x B200 and 8 x H200, with and without MTP), 
   one   one scheduler over the replica (its budget and batch the ranks' sum), each pass priced per rank: what
         bench/moe_load.py scored these runs with before per-rank schedulers
   ranks one rank simulated at its share of the load (serving.simulate_run's ranks: its own cap and budget, every step
-        the replica's pass with each rank as busy), its throughput times the ranks that hold requests: what the SLO
-        search and --choose run (goodput.simulated_point)
+        the replica's pass with each rank as busy), its throughput times the ranks that hold requests
+  coupled  the same, on a second run paced by the other ranks' prefills as often as the first run prefilled
+        (goodput.others_of): what the SLO search and --choose run (goodput.simulated_point)
 
 A closed loop of C concurrent requests (10 C prompts, as InferenceX sends them) keeps min(C, ranks) ranks busy,
 C / that many each. MTP's acceptance is served_load's assumed per-token alpha (0.75). Each run's servers are as
@@ -31,10 +32,12 @@ METRICS = (("output tok/s", "output_throughput"), ("mean TPOT", "mean_tpot_ms"),
 
 
 def per_rank(dep, ranks):
-    """The deployment as one rank's scheduler sees it: TensorRT-LLM's budget is each rank's (served_load summed the
-    ranks' for the one-scheduler simulation)."""
+    """The deployment as one rank's scheduler sees it: TensorRT-LLM's budget and max_batch_size are each rank's, as
+    the launch scripts set them (served_load summed the ranks' for the one-scheduler simulation)."""
     (least, budget), = dep.engine.prefill_budget
-    return dataclasses.replace(dep, engine=dataclasses.replace(dep.engine, prefill_budget=((least, budget // ranks),)))
+    running = tuple((gib, seqs // ranks) for gib, seqs in dep.engine.running_limit)
+    return dataclasses.replace(dep, engine=dataclasses.replace(dep.engine, prefill_budget=((least, budget // ranks),),
+                                                               running_limit=running))
 
 
 def predicted(p, dep, work, how):
@@ -49,11 +52,10 @@ def predicted(p, dep, work, how):
     share = dataclasses.replace(work, max_concurrency=max(1, round(work.max_concurrency / busy)),
                                 num_prompts=max(10, round(work.num_prompts / busy)))
     rank = per_rank(dep, ranks)
-    run = serving.serve_run(rank, share, k, alpha, 0.05, 0, costmodel.FIT, work.max_concurrency, ranks=ranks)
+    run = serving.serve_run(rank, share, k, alpha, 0.05, 0, costmodel.FIT, None, ranks=ranks)
     if how == "coupled":
         others = goodput.others_of(run, busy)
-        run = serving.serve_run(rank, share, k, alpha, 0.05, 0, costmodel.FIT, work.max_concurrency, ranks=ranks,
-                                others=others)
+        run = serving.serve_run(rank, share, k, alpha, 0.05, 0, costmodel.FIT, None, ranks=ranks, others=others)
     result = serving.bench_result(run, share, rank)
     return dict(result, output_throughput=busy * result["output_throughput"])
 
@@ -77,7 +79,7 @@ def main():
     for how in ("one", "ranks", "coupled"):
         for group in sorted({g for h, g in errors if h == how}, key=lambda g: (g != ("all",), g)):
             cells = errors[(how, group)]
-            line = f"{how:6}{' '.join(group):24}"
+            line = f"{how:8}{' '.join(group):22}"
             for name, _ in METRICS:
                 e = cells.get(name, [])
                 line += (f"{len(e):>7} {statistics.median(map(abs, e)) * 100:7.1f}% {statistics.fmean(e) * 100:+7.1f}%"

@@ -139,13 +139,18 @@ def main():
         grid = ["--acceptance-rates", rates, "--ks", str(records.K_LIMIT), "--output-tokens", "64"]
         timed(f"the grid at {count} pairs of K = {records.K_LIMIT}, 64-token answers",
               grid + ["--concurrency", "1", "--verify-overheads", "0", "--no-write"])
-        # The SLO's search at its widest: the most concurrency it tries (a small model's server caps at thousands),
-        # and the longest answers it searches.
-        timed(f"--slo at {goodput.SLO_CONCURRENCY_LIMIT:,} concurrent (8B on 8 x B200, SGLang, 64 in / 64 out)",
+        # The SLO's search at its widest: the most requests a run sends, on a server of thousands of slots (a small
+        # model on 8 GPUs: the highest rates), the longest answers it searches, and attention data parallelism (two
+        # runs a rate).
+        timed(f"--slo, --num-prompts {cli.SLO_PROMPTS_LIMIT:,} (8B on 8 x B200, SGLang, 64 in / 64 out)",
               ["--slo", "ttft:1e7,tpot:1e5", "--engine", "sglang", "--model", "llama-3.1-8b", "--gpu", "b200", "--tp",
-               "8", "--input-tokens", "64", "--output-tokens", "64", "--no-write"])
-        timed(f"--slo with {goodput.SLO_OUTPUT_LIMIT:,}-token answers, every concurrency within it",
+               "8", "--input-tokens", "64", "--output-tokens", "64", "--num-prompts", str(cli.SLO_PROMPTS_LIMIT),
+               "--no-write"])
+        timed(f"--slo with {goodput.SLO_OUTPUT_LIMIT:,}-token answers, loose bounds (the cap binds)",
               ["--slo", "ttft:1e7,tpot:1e5", "--output-tokens", str(goodput.SLO_OUTPUT_LIMIT), "--no-write"])
+        timed("--slo, DeepSeek-V3 on 8 x H200, SGLang, MTP, attention data parallel",
+              ["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--engine", "sglang", "--draft", "mtp", "--ep",
+               "8", "--dp-attention", "--no-write"])
         # Every limit at once: the longest grid; predictions and comparisons sharing their work limit (the results
         # read at theirs); the calibration; both scrapes.
         shared = ["--predict-bench", str(runs), "--num-prompts", str(work // 2 // (2 * (request + 1))),

@@ -8,7 +8,7 @@ from unittest import mock
 
 from support import main, run
 
-from rollout import catalog, choose, costmodel, goodput
+from rollout import catalog, choose, costmodel, goodput, serving
 
 SLO = "ttft:2000,tpot:50"
 # Short requests keep each search to a fraction of a second (the suite runs them in one process).
@@ -99,6 +99,8 @@ class EveryCandidateMeetsTheSlo(unittest.TestCase):
         for c in answer(DENSE)["choice"]["candidates"]:
             with self.subTest(gpu=c["gpu"], engine=c["engine"], draft=c["draft"]):
                 dep = deployments[c["gpu"], c["engine"], c["draft"]]
+                goodput.RUN_MEMO.clear()   # the run itself simulated again (a step's cost is a pure function)
+                serving.RUN_MEMO.clear()
                 ks = 0 if c["draft"] == "off" else goodput.KTable(tuple(map(tuple, c["served"]["rows"])),
                                                                    c["served"]["fallback"])
                 if c["draft"] != "off" and c["engine"] == "vllm":   # vLLM runs the plan's table
@@ -138,7 +140,10 @@ class TheCandidates(unittest.TestCase):
         chosen, deployment = data["choice"]["chosen"], data["deployment"]
         self.assertEqual((deployment["gpu"], deployment["tp"], deployment["engine"]),
                          (chosen["gpu"], chosen["tp"], chosen["engine"]))
-        self.assertEqual(data["verdict"]["concurrency"], round(chosen["concurrency"]))
+        # the plan's batch: what a replica holds at its capacity, with room for two s.d.s of their Poisson number
+        held = chosen["concurrency"]
+        self.assertEqual(data["verdict"]["concurrency"], min(math.ceil(held + 2 * math.sqrt(held)),
+                                                             data["deployment"]["max_concurrency"]))
 
 
 class WhatSpeculationBuys(unittest.TestCase):
@@ -157,6 +162,8 @@ class WhatSpeculationBuys(unittest.TestCase):
                 (o for o in inputs.choose.options if not isinstance(o, choose.Unserved)), key=lambda o: o[1])):
             c = next(c for c in choice["candidates"] if (c["draft"] != "off") == speculative)
             ks = goodput.KTable(tuple(map(tuple, c["served"]["rows"])), c["served"]["fallback"]) if speculative else 0
+            goodput.RUN_MEMO.clear()
+            serving.RUN_MEMO.clear()
             point = goodput.simulated_point(dep, ks, c["request_alpha"] or 0.0, c["request_spread"] or 0.0, 5.0,
                                             inputs.traffic.slo, inputs.traffic, costmodel.FIT)
             for key in ("tpot", "e2el"):

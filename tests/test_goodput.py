@@ -165,7 +165,9 @@ class Search(unittest.TestCase):
         for arm in (self.at.baseline, self.at.speculative):
             with self.subTest(speculative=arm.speculative):
                 self.assertIsNotNone(arm.best)
-                # Checked against runs the test makes itself, past the search's memo.
+                # Checked against runs the test makes itself, past the search's memos.
+                goodput.RUN_MEMO.clear()
+                serving.RUN_MEMO.clear()
                 ks = self.table if arm.speculative else 0
                 spread = 0.11 if arm.speculative else 0.0
                 best = goodput.simulated_point(DEP, ks, 0.7, spread, arm.best.rate, self.SLO, self.traffic,
@@ -177,8 +179,10 @@ class Search(unittest.TestCase):
                                                 costmodel.FIT)
                 self.assertFalse(above.within)
                 self.assertLessEqual(len(arm.points), goodput.SEARCH_RUNS)
-                # Little's law: the requests in the replica are the rate times the mean E2EL
+                # the requests in the replica are at least the rate times a request's first-token time, and what a
+                # replica holds (goodput.holds) bounds them
                 self.assertGreater(arm.best.concurrency, arm.best.rate * arm.best.tail_ms["ttft"] / 1e3)
+                self.assertLessEqual(arm.best.concurrency, arm.cap)
 
     def test_the_gain_is_the_ratio_of_the_capacities(self):
         self.assertEqual(self.at.gain, self.at.speculative.best.rate / self.at.baseline.best.rate)

@@ -317,7 +317,8 @@ class Engine:
     moe_layer_us: float      #: its fused-MoE kernel's own latency per MoE layer and pass, us (MOE_KERNEL_US)
     prefill_budget: tuple    #: prompt tokens a scheduler step prefills at most by default: ((least GiB, tokens), ...)
     prefill_budget_small: tuple   #: GPUs it keeps at its smallest defaults whatever their memory (budget, running cap)
-    prefill_budget_per_dp: bool   #: under attention data parallelism each rank's budget is the budget over the DP size
+    prefill_budget_per_dp: bool   #: under attention data parallelism each rank's budget and running cap are the
+                                  #: server's over the DP size (else each rank has the server's: deployment.rank_cap)
     running_limit: tuple     #: sequences it runs at once by default: ((least GiB, sequences), ...), like prefill_budget
     plan_sets_running: bool  #: the plan's server command sets that cap to the batch it benchmarks (serve_lines)
     mixes_prefill: bool      #: a step carries prompt chunks beside the decodes (else a prefill batch runs alone first)
@@ -411,7 +412,8 @@ ENGINES = {
         unshared_kv_families=(),   # its attention backends are not FlashAttention 2's varlen kernel (kv_reads)
         moe_layer_us=MOE_KERNEL_US["sglang"],
         prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
-        prefill_budget_per_dp=True,   # server_args.py _handle_data_parallelism: chunked_prefill_size //= dp_size
+        prefill_budget_per_dp=True,   # server_args.py _handle_data_parallelism: chunked_prefill_size //= dp_size;
+                                      # tp_worker.py: max_running_requests // dp_size under DP attention
         # max_running_requests: the plan sets it (speculation resets an unset one to 48,
         # arg_groups/speculative_hook.py); unset, at most the request pool's 4,096
         # (model_runner_kv_cache_mixin.py). The scheduler runs a waiting prefill batch before decoding ("Run

@@ -9,8 +9,8 @@ cost an hour at the catalog's (or the user's) GPU-hour prices, and the cost per 
 mean TPOT's for speculation off, a speculative one's, widened by an assumed acceptance, for on).
 
 A replica is TP GPUs of one node: candidates past a node (pipeline stages) and disaggregated prefill are not
-searched; attention data parallel candidates are listed unranked, as the plan's own SLO search cannot run them
-(goodput.skip_reason).
+searched; attention data parallel candidates are searched as the plan's own SLO search runs them, one rank for all
+(goodput.simulated_point).
 """
 from __future__ import annotations
 

@@ -80,7 +80,8 @@ def run_model(grid, dep, *, grid_cells, evidence, traffic, fit, settings, progre
     checked = gate(measured, evidence.comparison, dep, plan, evidence.budget) if measured else None
     served = search_slo(dep, plan, traffic, fit)
     error = model_error(dep)
-    if served is not None and served.gain is not None:   # the capacity ratio is a speedup: its range and correction
+    drafts = served is not None and served.speculative is not None and served.speculative.served.ks() != (0,)
+    if drafts and served.gain is not None:   # the capacity ratio is a speedup: its range and correction
         gain, bounds = corrected(served.gain, interval(served.gain, trust.speedup_sd), error)
         served = replace(served, gain=gain, gain_interval=bounds, modelled_gain=served.gain if known(error) else None)
     # The plan's benchmark at its batch and K: the verdict's headline, stage 1's predicted pair and stage 4's tail.
@@ -166,11 +167,12 @@ def decide(inputs, grid_cells, fit, progress=None):
         ask = inputs.choose
         choice = choose(ask.options, ask.demand, inputs.traffic.slo, ask.prices, evidence=inputs.evidence,
                         traffic=inputs.traffic, settings=inputs.settings, grid=inputs.grid, fit=fit)
-        if choice.chosen is not None:
+        if choice.chosen is not None:   # the plan's batch: what a replica holds at its capacity, and their spread
+            held = choice.chosen.concurrency
             inputs = replace(inputs, dep=plan_deployment(choice),
-                             evidence=replace(inputs.evidence, target_concurrency=max(1, round(choice.chosen.concurrency)),
-                                              target_from="the chosen deployment's most concurrent requests within "
-                                                          "the SLO (--choose)"))
+                             evidence=replace(inputs.evidence, target_concurrency=max(1, math.ceil(held + 2 * math.sqrt(held))),
+                                              target_from="the requests a replica of the chosen deployment holds at "
+                                                          "its capacity, with room for two s.d.s more (--choose)"))
     grid, dep, evidence, traffic, settings = inputs.grid, inputs.dep, inputs.evidence, inputs.traffic, inputs.settings
     prior = assumed_acceptance(dep, evidence, traffic)
     assumed = evidence.expected_alpha or (prior.alpha if prior else settings.expected_fallback)

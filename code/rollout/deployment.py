@@ -679,6 +679,22 @@ def running_cap(dep, speculative, plan_batch=None):
     return max(0, min(limit, fits))
 
 
+def rank_cap(dep, speculative, plan_batch=None):
+    """Sequences one rank of attention data parallelism runs at once: its share of what fits beside the weights, and
+    the server's cap, each rank's own (vLLM's max_num_seqs per engine core, TensorRT-LLM's max_batch_size per rank),
+    or the server's over the ranks where the engine divides it (Engine.prefill_budget_per_dp: SGLang divides
+    max_running_requests by dp_size under DP attention, srt/managers/tp_worker.py, as it does chunked_prefill_size).
+    One scheduler's cap (running_cap) without attention data parallelism."""
+    if not dep.dp_attention:
+        return running_cap(dep, speculative, plan_batch)
+    engine = dep.engine
+    limit = server_seqs(dep, plan_batch)
+    if engine.reserves_whole_request:
+        dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
+    fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
+    return max(0, min(limit // dep.tp if engine.prefill_budget_per_dp else limit, fits // dep.tp))
+
+
 def token_cost_hidden(dep, tokens_per_seq):
     """Whether a target pass's cost per token (Fit.token_us_<engine>) is off the critical path: the scheduler works on
     the next step while the GPU runs this one. A plain step (one token a sequence) in an era of asynchronous steps

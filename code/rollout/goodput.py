@@ -38,6 +38,7 @@ HOLD_MARGIN = 0.9        # below the edge, a run is tried at this share of the r
                          # E2EL, which grows with the batch (bracket)
 MIN_RATE = 1e-3          # requests/s: the least rate the search tries
 GROWTH = 2.0             # the last tenth's median wait for admission past this many times the middle tenth's: a queue
+WAIT_FLOOR = 0.05        # s: and past this, a step's wait (a server whose requests reach it at once waits for none)
 SLO_OUTPUT_LIMIT = 16_384   # answers longer than this are not searched: each run costs a step per round of its
                             # longest answer, and a search a dozen runs
 
@@ -110,14 +111,15 @@ def growing(run):
     its send to its admission: the hop to the scheduler, the step it arrives in and any queue) more than GROWTH times
     as long as its middle tenth (40-50% in, past the ramp-up), at the median. Without a queue a request waits out a
     step or two, and a step slows by less than half while the batch fills; a growing queue's wait is, by the end,
-    all it has gathered. (False for runs of fewer than 10 requests.) A batch that would outgrow the server's cap in
-    a longer run is the Little's-law test's (simulated_point)."""
+    all it has gathered, past WAIT_FLOOR. (False for runs of fewer than 10 requests.) A batch that would outgrow the
+    server's cap in a longer run is the Little's-law test's (simulated_point)."""
     tenth = len(run.start) // 10
     if tenth < 1:
         return False
     wait = [a - s for s, a in zip(run.start, run.admitted)]
     last, middle = len(wait) - tenth, 4 * tenth
-    return statistics.median(wait[last:last + tenth]) > GROWTH * statistics.median(wait[middle:middle + tenth])
+    late = statistics.median(wait[last:last + tenth])
+    return late > GROWTH * statistics.median(wait[middle:middle + tenth]) and late > WAIT_FLOOR
 
 
 def others_of(run, ranks):
@@ -164,9 +166,11 @@ def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_bat
     result = run_tails(run)
     tail = {key: result[f"p{SLO_PERCENTILE}_{key}_ms"] for key in SLO_KEYS}
     held = rate * result["mean_e2el_ms"] / 1e3   # Little's law: the requests the rate keeps in the server
-    # A rate that keeps more requests in the server than it runs at once queues them without end, though a run too
-    # short to reach that state (its last request sent before the first ones end) shows no queue yet.
-    grows = growing(run) or held > run.cap * ranks
+    # A rate that keeps more requests in the server than its cap queues them in any longer run, though a run too short
+    # to reach that state (its last request sent before the first ones end) shows no queue yet. (Short of the cap the
+    # requests' spread reaches it now and then: the run's own queue and P99s say whether that costs the SLO; the
+    # steering takes the cap less that spread, holds, as where a queue starts.)
+    grows = growing(run) or held > ranks * run.cap
     past = tuple(key for key, ms in slo if tail[key] > ms) + (("queue",) if grows else ())
     return LoadPoint(rate=rate, k=run.k, prompts=work.num_prompts, tail_ms=tail,
                      request_throughput=ranks * result["request_throughput"],
@@ -276,7 +280,7 @@ def search(dep, ks, alpha, spread, slo, traffic, fit, plan_batch=None):
     estimates put the edge."""
     speculative = isinstance(ks, KTable)
     table = ks if isinstance(ks, KTable) else KTable((), 0)
-    cap = running_cap(dep, speculative, plan_batch)
+    cap = running_cap(dep, table.ks() != (0,), plan_batch)   # a server that never drafts holds no draft
 
     def estimate(rate):
         if not speculative:

@@ -20,7 +20,7 @@ from .deployment import draft_kind, runs_a_draft_model, server_seqs, step_budget
 from .releases import accepts
 from .simulation import clip01, LOOP_TOKENS, NORMAL, renewal_draw
 from .records import percentile
-from .deployment import running_cap, schedules_ahead
+from .deployment import rank_cap, running_cap, schedules_ahead
 from .workload import BENCH_METRICS, BENCH_PERCENTILES, GOODPUT_KEY, SLO_KEYS, stratified_lengths
 
 
@@ -311,7 +311,7 @@ class ServedRun:
     itl: tuple            #: (gap s, how many streamed chunks had it): every chunk after a request's first token
     peak_per_second: float   #: the most chunks streamed in a one-second bucket, first tokens included
                              #: (max_output_tokens_per_s)
-    k: int                #: draft length (0: speculation off)
+    k: int                #: draft length (0: speculation off); at K by batch size, the K most decode steps ran
     drafts: float         #: rounds drafted, summed over sequences
     accepted_at: tuple    #: expected accepted drafts at positions 0..K-1, summed over those rounds
     cap: int              #: sequences the server ran at most (running_cap)
@@ -385,7 +385,7 @@ class KSwitch:
         return k
 
     def most_run(self):
-        """The K most decode steps ran (the table's at batch 1 where none did)."""
+        """The K most decode steps ran (the current K where none did)."""
         return max(self.steps.items(), key=lambda item: (item[1], item[0]))[0] if self.steps else self.k
 
 
@@ -397,7 +397,7 @@ def step_costs(dep, k, fit, ranks=1, others=None):
     """The step-cost table simulate_run fills and reads ({(decoders, prompt tokens): ms}), one per (deployment, K,
     fit) in a process: a step's cost is a pure function of its key. ranks, others: a rank's table under attention
     data parallelism, keyed by the rank's own decoders and prompt tokens (simulate_run)."""
-    key = (dep.physics, k, fit) + ((ranks, others) if ranks > 1 else ())
+    key = (dep.physics, k, fit) + ((ranks, others) if ranks > 1 or others else ())
     if key not in COST_TABLES:
         if len(COST_TABLES) > 64:
             COST_TABLES.clear()
@@ -429,12 +429,12 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None, *,
     `alpha` (s.d. `spread` over requests), the server started as the plan starts it for plan_batch: a ServedRun.
 
     ranks: one rank of attention data parallelism (dep.dp_attention), its share of the traffic in `work`: it admits
-    to its own cap (the server's over the ranks: each scheduler holds max_running_requests / dp_size) and budget
+    to its own cap (deployment.rank_cap) and budget
     (step_budget, a rank's), and every step of it costs the replica's pass with each rank as busy as this one (the
     MoE layers run over all ranks' tokens in step: costmodel prices the attention and host work of the busiest
     rank), a mean field of identical ranks. others: (chance, tokens), the chance that another rank prefills in a
     step and its chunk, which then paces the step (the ranks step together): each step costs its own pass and, with
-    that chance, the pass with that chunk where it is the larger (goodput.rank_run measures them on a first run).
+    that chance, the pass with that chunk where it is the larger (goodput.others_of measures them on a first run).
 
     Every running decode advances at every step that decodes, so a request's chunks are the decode steps from
     its first token to its last: it needs its own count of rounds (request_rounds; L - 1 plain steps), drawn
@@ -449,8 +449,7 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None, *,
     rng = random.Random(f"serve:{seed}:{k}" if table is None else f"serve:{seed}:{table.rows}:{table.fallback}")
     n = work.num_prompts
     speculative = bool(k) if table is None else True
-    cap = max(1, running_cap(dep, speculative, plan_batch) // ranks) if ranks > 1 else running_cap(dep, speculative,
-                                                                                                     plan_batch)
+    cap = max(1, rank_cap(dep, speculative, plan_batch)) if ranks > 1 else running_cap(dep, speculative, plan_batch)
     assert cap >= 1, "the caller checks that a sequence fits (parse_bench_flags, compare_file, predicts_gate_pair)"
     budget = scheduled_budget(dep, max(table.ks()) if table else k, plan_batch)
     mixes, recv = dep.engine.mixes_prefill, dep.engine.recv_interval

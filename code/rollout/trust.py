@@ -79,8 +79,9 @@ MODEL_ERROR = error_table(HELD_OUT)
 
 @dataclass(frozen=True)
 class ModelError:
-    """How far off the model was, held out, on published deployments of this one's class (model_error): the verdict
-    says so where the median is past MISS_LINE."""
+    """How far off the model was, held out, on published deployments of this one's class (model_error): where the
+    class has KNOWN_POINTS or more, the verdict's numbers are corrected by it (corrected), and the verdict says so
+    where its median error is past MISS_LINE or its median moves them by render/words.MOVED."""
     what: str                #: "speedup"
     target: str              #: "dense" or "moe"
     engine: str              #: the engine's key
@@ -95,7 +96,7 @@ class ModelError:
     high: float = 0.0        #: the 90th
 
 
-MISS_LINE = 0.15   # a class whose median held-out error is past this is a known miss: the verdict says so
+MISS_LINE = 0.15   # a class whose median held-out error is past this is a known miss (ModelError)
 
 
 def model_error(dep, what="speedup", rows=None):

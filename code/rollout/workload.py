@@ -21,7 +21,7 @@ class Workload:
     input_tokens: int             #: prompt tokens a request
     output_tokens: int            #: mean output tokens a request
     output_spread: float          #: s.d. of ln(output tokens) over requests (0: every answer the same length)
-    output_cap: int | None = None   #: max_tokens: no answer is longer (ShareGPT's answers, --sharegpt-output-len)
+    output_cap: int | None = None   #: no answer is longer (traffic_workload: answer_cap, a long tail's cut)
     total_output: int | None = None   #: a replayed run's own total: the drawn lengths are scaled to add up to it
     input_spread: float = 0.0     #: s.d. of ln(prompt tokens) over requests (0: every prompt input_tokens long)
 

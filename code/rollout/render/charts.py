@@ -190,14 +190,19 @@ def render_slo_chart(at, dep):
                [(x, min(y, y_high)) for x, y in points], 2 * arm.speculative + (key != "tpot"))
               for arm, key, points in lines]
     series.append(("the SLO's bound", [(x_low, 1.0), (x_high, 1.0)], 5))
-    markers = [(arm.best.rate / at.gpus, max(arm.best.tail_ms[key] / ms for key, ms in at.slo),
-                f"{arm.best.rate / at.gpus:.3g}/s" + (f", {'+'.join(k.upper() for k in arm.stopped_by)} binds"
+    def binding(arm):   # the bound that stops the arm, where it is one the SLO names, else the nearest to it
+        keys = [key for key in arm.stopped_by if key != "queue"] or [key for key, _ in at.slo]
+        return max(keys, key=lambda key: arm.best.tail_ms[key] / dict(at.slo)[key])
+    markers = [(arm.best.rate / at.gpus, arm.best.tail_ms[binding(arm)] / dict(at.slo)[binding(arm)],
+                f"{arm.best.rate / at.gpus:.3g}/s" + (f", {' and '.join(k.upper() if k != 'queue' else 'a queue' for k in arm.stopped_by)} binds"
                                                        if arm.stopped_by else ""))
                for arm in (at.baseline, at.speculative) if arm.best is not None]
+    cut = any(y > y_high for y in ys)
     notes = [f"{dep.model} on {dep.tp} x {dep.gpu}; each point a simulated run of {at.prompts:,} requests at one "
              "rate (Poisson arrivals)." if at.burstiness == 1 else f"{dep.model} on {dep.tp} x {dep.gpu}; each "
              f"point a simulated run of {at.prompts:,} requests at one rate.",
-             "Marks: each arm's capacity, the most within every bound with no growing queue, and what stops it."]
+             "Marks: each arm's capacity (every bound met, no growing queue) and what stops it"
+             + (f"; runs past {y_high:g}x a bound are drawn at {y_high:g}x." if cut else ".")]
     return svg_chart("P99 over its SLO bound against the request rate", "requests/s per GPU",
                      f"P{at.percentile} / its bound", x_axis=(x_low, x_high, ticks(x_low, x_high, x_step), False),
                      y_axis=(0.0, y_high, ticks(0, y_high, y_step), False), series=series, markers=markers, notes=notes)

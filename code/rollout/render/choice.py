@@ -93,8 +93,9 @@ def short_speculation(c):
 
 
 def choice_rows(candidates):
-    """The ranked table's rows: each candidate's deployment, its speculation, its best concurrency and throughput per
-    replica, output tokens a second a GPU, GPUs for the traffic, and its cost an hour (range) and per million tokens."""
+    """The ranked table's rows: each candidate's deployment, its speculation, the requests a replica holds at its
+    capacity and that capacity, output tokens a second a GPU there, GPUs for the traffic, and its cost an hour
+    (range) and per million tokens."""
     return [(str(i), short_deployment(c), short_speculation(c), f"{c.concurrency:,.0f}", f"{c.capacity:.3g}",
              f"{c.per_gpu:,.0f}", f"{c.gpus:,}", money(c.cost_per_hour), money_range(c.cost_per_hour_interval),
              money(c.cost_per_million))
@@ -139,7 +140,8 @@ def render_choice(choice):
     if choice.unserved:
         lines += wrap(f"Not listed ({len(choice.unserved)}, --json says why): {skipped} not searched, one replica "
                       "dearer than the dear end of the cheapest range found; "
-                      f"{len(choice.unserved) - skipped} that cannot run or meet the SLO.", 100, "")
+                      f"{len(choice.unserved) - skipped} that cannot run or meet the SLO, or whose server would draft "
+                      "nothing at its capacity (the off row).", 100, "")
     lines += ["Prices (on-demand list prices, catalog.GPU_PRICES; --gpu-price NAME=USD replaces one):"]
     lines += price_lines(choice) + [""]
     return lines

@@ -658,8 +658,9 @@ def plan_slo_section(at, dep, plan):
         table = bool(at.speculative.served.rows)
         restart = not table and spec.k != plan.k and can_serve(dep)
         out += (["Speculation, against the server of the K-by-batch section (its table):", "", "```"] if table else
-                [f"Speculation, against a server started as stage 1's but at K = {spec.k}, the K the table gives at "
-                 f"the {spec.concurrency:.0f} requests a replica holds at this rate:", "", "```"]
+                [f"Speculation, against a server started as stage 1's but at K = {spec.k}, the one K "
+                 f"{dep.engine.name} runs for this load (the table's near the {spec.concurrency:.0f} requests a "
+                 "replica holds at this rate):", "", "```"]
                 + serve_lines(dep, plan.shown_batch, spec.k) if restart else
                 [f"Speculation, against stage 1's server (K = {spec.k}):", "", "```"])
         out += bench_lines(dep, None, f"sharegpt_spec_slo_r{spec.rate:g}.json", realistic=True,

@@ -13,9 +13,9 @@ from ..priors import dataset_words
 from ..deployment import draft_kind, kv_copies, non_expert_bytes, STATE_COPIES
 from ..workload import SLO_KEYS, SLO_PERCENTILE, slo_text
 from ..trust import MISS_LINE, span, Z_INTERVAL
+from ..commands import bench_lines, can_serve
 
 MOVED = 0.05   # a class's median error that moves the verdict's numbers by this much or more is said ("miss")
-from ..commands import bench_lines, can_serve
 
 
 GATE_CHECK_WORDS = {"memory": "memory", "acceptance": "acceptance over break-even + margin",
@@ -117,12 +117,18 @@ def verdict_parts(v, dep):
                             f"{', '.join(e.sources)}), each predicted without its source, the model's speedup was "
                             f"{e.median:.0%} off in the median ({e.worst:.0%} worst), running "
                             f"{'high' if e.bias > 0 else 'low'} by {abs(e.bias):.0%} in the median "
-                            f"({e.low:+.0%} to {e.high:+.0%} at the 10th and 90th percentiles). The numbers above are "
-                            f"the model's divided by those errors (the model alone: {v.modelled['speedup']:.2f}x, "
-                            f"decoding alone {v.modelled['decode_speedup']:.2f}x); the benchmark decides."))
+                            f"({e.low:+.0%} to {e.high:+.0%} at the 10th and 90th percentiles). The gain above is "
+                            f"the model's divided by those errors (the model alone: {v.modelled['speedup']:.2f}x"
+                            + (f", decoding alone {v.modelled['decode_speedup']:.2f}x" if v.speedup_of != "decode-only"
+                               else "") + "); the speedups by batch below are the model's; the benchmark decides."))
     out.append(("steps", f"K by batch size (decode-only speedups): {'; '.join(verdict_steps(v))}."))
     if v.at_slo is not None:
         out.append(("slo", slo_sentence(v.at_slo)))
+        spec = v.at_slo.speculative.best if v.at_slo.speculative is not None else None
+        if spec is not None and b > spec.concurrency + 2 * spec.concurrency ** 0.5:
+            out.append(("slo", f"A replica at the plan's B = {b} holds more requests than it does at that capacity "
+                               f"(about {spec.concurrency:.0f}): past the SLO's rate there. Send each replica at most "
+                               f"{spec.rate:.3g} requests/s, or bench the plan's batch for throughput, not the SLO."))
     if v.k_best and v.k_best != k:
         out.append(("best", f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs "
                             f"K = {k}."))
@@ -328,8 +334,8 @@ def slo_sentence(at):
         words += f": {at.gain:.2f}x the traffic per GPU with speculation"
         words += f" ({span(at.gain_interval)} at 80%" if at.gain_interval else ""
         moved = at.modelled_gain and abs(at.modelled_gain / at.gain - 1) >= MOVED
-        words += (f"; the runs above give {at.modelled_gain:.2f}x, less this class's known miss)" if moved
-                  else ")" if at.gain_interval else "")
+        words += (f"; the simulated capacities give {at.modelled_gain:.2f}x, corrected by this class's known miss)"
+                  if moved else ")" if at.gain_interval else "")
     words += "."
     stopped = [a for a in (at.speculative, at.baseline) if a.stopped_by]
     if stopped:
