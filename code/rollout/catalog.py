@@ -413,7 +413,7 @@ ENGINES = {
         moe_layer_us=MOE_KERNEL_US["sglang"],
         prefill_budget=PREFILL_BUDGET["sglang"], prefill_budget_small=(),
         prefill_budget_per_dp=True,   # server_args.py _handle_data_parallelism: chunked_prefill_size //= dp_size;
-                                      # tp_worker.py: max_running_requests // dp_size under DP attention
+                                      # model_runner.py: max_running_requests // dp_size under DP attention
         # max_running_requests: the plan sets it (speculation resets an unset one to 48,
         # arg_groups/speculative_hook.py); unset, at most the request pool's 4,096
         # (model_runner_kv_cache_mixin.py). The scheduler runs a waiting prefill batch before decoding ("Run

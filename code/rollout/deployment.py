@@ -683,7 +683,8 @@ def rank_cap(dep, speculative, plan_batch=None):
     """Sequences one rank of attention data parallelism runs at once: its share of what fits beside the weights, and
     the server's cap, each rank's own (vLLM's max_num_seqs per engine core, TensorRT-LLM's max_batch_size per rank),
     or the server's over the ranks where the engine divides it (Engine.prefill_budget_per_dp: SGLang divides
-    max_running_requests by dp_size under DP attention, srt/managers/tp_worker.py, as it does chunked_prefill_size).
+    max_running_requests by dp_size under DP attention: model_runner.py, "server_args.max_running_requests //
+    (self.dp_size)"; tp_worker.py in older releases; as it does chunked_prefill_size).
     One scheduler's cap (running_cap) without attention data parallelism."""
     if not dep.dp_attention:
         return running_cap(dep, speculative, plan_batch)
