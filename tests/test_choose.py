@@ -181,6 +181,12 @@ class Refusals(unittest.TestCase):
         self.assertEqual(len(err.strip().splitlines()), 1, err)
         self.assertIn(words, err)
 
+    def test_the_default_model_when_none_is_named(self):
+        status, out, err = run(["--choose", "--request-rate", "5", "--gpus", "h200", "--engines", "vllm", "--tp", "2",
+                                "--input-tokens", "512", "--output-tokens", "256", "--no-write", "--json"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["deployment"]["model"], main.SETTINGS.deployment.model)
+
     def test_what_choose_refuses(self):
         base = ["--choose", "--model", "llama-3.1-8b", "--no-write"]
         self.refused(base, "--request-rate R")

@@ -374,6 +374,16 @@ class PredictBench(unittest.TestCase):
                 self.assertEqual(list(Path(tmp).iterdir()), [])
         status, _, err = run(SMALL + ["--predict-bench", "/no/such/folder"])
         self.assertEqual((status, "is not an existing folder" in err), (2, True))
+        with tempfile.TemporaryDirectory() as tmp:
+            for flags, words in ((["--ks", "plan,3"], "stands alone"),
+                                 (["--ks", "plan", "--acceptance-length", "2.5"], "give --ks K"),
+                                 (["--request-rate", "1.234567,1.234568"], "would both write baseline_r1.23457.json"),
+                                 (["--num-prompts", "5000", "--input-tokens", "60000", "--gpu", "a100-sxm-80gb"],
+                                  "steps' work")):
+                status, _, err = run([a for a in SMALL if a not in ("--ks", "3")] + ["--predict-bench", tmp] + flags)
+                self.assertEqual(status, 2, (flags, err))
+                self.assertIn(words, err)
+                self.assertEqual(list(Path(tmp).iterdir()), [])
 
 
 class Compare(unittest.TestCase):

@@ -246,6 +246,8 @@ MAX_BENCH_PROMPTS = 100_000   # a predicted or replayed run's prompts: each is s
 SLO_PROMPTS_LIMIT = 5_000     # --num-prompts with an SLO: each of the search's runs sends them (about a second's work
 CHOOSE_SLOWER = 5             # a thousand a run for the default deployment); --choose searches every candidate so, and
                               # takes a fifth as many (bench/worst_inputs.py)
+SLO_RUN_WORK_LIMIT = 100_000  # steps' work (workload.run_work) of one run of the SLO search with --num-prompts given:
+                              # about ten runs an arm at half a second each at the limit
 SIMULATED_WORK_LIMIT = 600_000   # what one run simulates over every predicted and replayed file, in steps' work
                                  # (workload.run_work: a request counts REQUEST_WORK, a prompt chunk one): 3-5 s
                                  # on 2 cores at the limit (bench/worst_inputs.py); past it the run is refused
@@ -286,8 +288,12 @@ def parse_bench_flags(args, grid, dep, out, read_paths, traffic, ks):
     rates = parse_list("--request-rate", args.request_rate, _finite,
                        f"a rate from {MIN_RATE:g} to {CONCURRENCY_LIMIT:,} requests/s",
                        lambda r: MIN_RATE <= r <= CONCURRENCY_LIMIT) if args.request_rate is not None else ()
-    if len({f"{r:g}" for r in rates}) < len(rates):   # two rates, one file name
-        raise UsageError(f"--request-rate: each rate once; got {args.request_rate!r}")
+    names = {}
+    for r in rates:   # two rates, one file name
+        if f"{r:g}" in names:
+            raise UsageError(f"--request-rate: {names[f'{r:g}']:.15g} and {r:.15g} would both write "
+                             f"baseline_r{r:g}.json: give rates apart in their first 6 digits")
+        names[f"{r:g}"] = r
     compare = ()
     if args.compare is not None:
         compare = tuple(file_list("--compare", args.compare))
@@ -356,6 +362,11 @@ def parse_args(argv, settings):
     out = (None if args.no_write else STANDARD_OUTPUT if args.out == STANDARD_OUTPUT else
            out_path(args.out) if args.out is not None else settings.out_path)
     plan_ks = (args.ks or "").strip().lower() == PLAN_KS
+    if PLAN_KS in [k.strip().lower() for k in (args.ks or "").split(",")] and not plan_ks:
+        raise UsageError(f"--ks {PLAN_KS}: stands alone (the plan's K by batch size); got {args.ks!r}")
+    if plan_ks and args.acceptance_length is not None:
+        raise UsageError(f"--ks {PLAN_KS}: an acceptance length is measured at one K: give --ks K with "
+                         "--acceptance-length")
     if plan_ks and args.predict_bench is None:
         raise UsageError(f"--ks {PLAN_KS}: the speculative runs --predict-bench writes at the plan's K by batch size; "
                          "give --predict-bench DIR too")
@@ -417,6 +428,12 @@ def parse_args(argv, settings):
         raise UsageError(f"--num-prompts: the SLO search simulates about ten runs of {prompts:,} requests an arm"
                          f"{' for every candidate' if ask is not None else ''}; at most {most:,} here (with --slo "
                          "none, --predict-bench writes larger runs)")
+    # A rank under attention data parallelism prefills in its own budget, and is simulated twice a rate.
+    per_run = run_work(prompts, dep.input_tokens, step_budget(dep)) * (2 if dep.dp_attention else 1)
+    if traffic.slo and args.num_prompts is not None and ask is None and per_run > SLO_RUN_WORK_LIMIT:
+        raise UsageError(f"--num-prompts: each run of the SLO search would simulate {per_run:,} steps' work "
+                         f"({prompts:,} requests of {dep.input_tokens:,}-token prompts), more than the "
+                         f"{SLO_RUN_WORK_LIMIT:,} a run of it may: give fewer")
     paths = file_list("--calibrate", args.calibrate) if args.calibrate is not None else list(settings.calibration_files)
     runs = read_calibration_runs(paths) if paths else None
     for r in runs or ():   # runs of another model would bend the fit to fit them: refused, as --compare refuses them

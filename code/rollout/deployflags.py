@@ -330,7 +330,7 @@ def parse_choose(args, settings, plan_batch):
                           lambda e: e in ENGINES) if args.engines is not None else list(ENGINES))
     if args.engine_version is not None and len(engines) > 1:
         raise UsageError("--engine-version: names one engine's release; with --choose give one engine (--engines)")
-    model = _choice("--model", args.model or settings.model, list(MODELS))
+    model = _choice("--model", args.model or settings.deployment.model, list(MODELS))
     shape = MODELS[model]
     tps = ([parse_one("--tp", args.tp, int, f"an integer from 1 to {TP_LIMIT}", lambda t: 1 <= t <= TP_LIMIT)]
            if args.tp is not None else tp_candidates(shape))

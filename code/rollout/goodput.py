@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 from .acceptance import round_moments
@@ -86,6 +86,7 @@ class AtSlo:
                              #: verdict's speedup (trust.corrected)
     gain_interval: list = None   #: its [low, high] at the trust level (decide)
     modelled_gain: float = None   #: the simulated ratio, where the class's known error corrected gain (None: not)
+    cap_from: str = None     #: where the server's running cap comes from, where the plan's command sets it (else None)
     skipped: str = None      #: why the SLO was not searched (search_slo), in words; None: it was
 
 
@@ -389,5 +390,7 @@ def search_slo(dep, plan, traffic, fit=FIT):
     if skipped:
         return AtSlo(slo=traffic.slo, percentile=SLO_PERCENTILE, gpus=dep.tp, alpha=plan.request_alpha,
                      prompts=traffic.num_prompts, burstiness=traffic.burstiness, skipped=skipped)
-    return at_slo(dep, KTable.of(plan.schedule, plan.k), plan.request_alpha, plan.request_spread, traffic.slo,
-                  traffic, fit, plan.shown_batch)
+    at = at_slo(dep, KTable.of(plan.schedule, plan.k), plan.request_alpha, plan.request_spread, traffic.slo,
+                traffic, fit, plan.shown_batch)
+    return replace(at, cap_from=f"the plan's batch B = {plan.shown_batch}, its server's command sets it; "
+                                "--target-concurrency moves it" if dep.engine.plan_sets_running else None)

@@ -125,7 +125,7 @@ def verdict_parts(v, dep):
     if v.at_slo is not None:
         out.append(("slo", slo_sentence(v.at_slo)))
         spec = v.at_slo.speculative.best if v.at_slo.speculative is not None else None
-        if spec is not None and b > spec.concurrency + 2 * spec.concurrency ** 0.5:
+        if spec is not None and spec.concurrency >= 1 and b > spec.concurrency + 2 * spec.concurrency ** 0.5:
             out.append(("slo", f"A replica at the plan's B = {b} holds more requests than it does at that capacity "
                                f"(about {spec.concurrency:.0f}): past the SLO's rate there. Send each replica at most "
                                f"{spec.rate:.3g} requests/s, or bench the plan's batch for throughput, not the SLO."))
@@ -306,6 +306,11 @@ def per_gpu(at, point):
     return point.rate / at.gpus
 
 
+def rate_words(rate):
+    """A rate as printed: 3 significant digits, whole numbers with separators past 1,000."""
+    return f"{rate:,.0f}" if rate >= 1000 else f"{rate:.3g}"
+
+
 def stop_words(keys):
     """What stops an arm, in words: "P99 TTFT", "P99 TPOT and a growing queue"."""
     words = [f"P{SLO_PERCENTILE} {key.upper()}" for key in SLO_KEYS if key in keys]
@@ -320,8 +325,10 @@ def slo_sentence(at):
     def arm(a, name):
         if a.best is None:
             return f"{name} meets it at no rate, not even {a.points[0].rate:g} requests/s a replica"
-        return (f"{name} serves {per_gpu(at, a.best):.3g} requests/s per GPU ({a.best.rate:.3g} a replica, about "
-                f"{a.best.concurrency:.0f} in it)")
+        return (f"{name} serves {rate_words(per_gpu(at, a.best))} requests/s per GPU ({rate_words(a.best.rate)} a "
+                f"replica, about {a.best.concurrency:.2g} in it)" if a.best.concurrency < 10 else
+                f"{name} serves {rate_words(per_gpu(at, a.best))} requests/s per GPU ({rate_words(a.best.rate)} a "
+                f"replica, about {a.best.concurrency:,.0f} in it)")
     spec = at.speculative
     name = ("speculation" if spec.best is None else
             f"speculation (the plan's K by batch size, K = {spec.best.k} on most steps)" if spec.served.rows else
@@ -342,4 +349,7 @@ def slo_sentence(at):
         stops = {key for a in stopped for key in a.stopped_by}
         which = "it" if len(stopped) == 1 else "both"
         words += f" What stops {which}: {stop_words(stops)}."
+    if at.cap_from or "queue" in {key for a in stopped for key in a.stopped_by}:   # where a queue forms, and why
+        words += (f" The server runs at most {at.baseline.cap:,} request{'s' if at.baseline.cap != 1 else ''} at once"
+                  + (f" ({at.cap_from})" if at.cap_from else "") + ".")
     return words
