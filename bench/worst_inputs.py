@@ -153,7 +153,7 @@ def main():
                "8", "--dp-attention", "--no-write"])
         # Every limit at once: the longest grid; predictions and comparisons sharing their work limit (the results
         # read at theirs); the calibration; both scrapes.
-        shared = ["--predict-bench", str(runs), "--num-prompts", str(work // 2 // (2 * (request + 1))),
+        shared = ["--slo", "none", "--predict-bench", str(runs), "--num-prompts", str(work // 2 // (2 * (request + 1))),
                   "--compare", ",".join(padded[:-1] + [bench_file(tmp / "half.json", 2000, 900)])]
         timed("all of them at once (but the experts)",
               grid + ["--concurrency", "1", "--verify-overheads", "0"] + shared

@@ -174,7 +174,7 @@ class Search(unittest.TestCase):
                                                costmodel.FIT)
                 self.assertTrue(best.tail_ms["ttft"] <= 400.0 and best.tail_ms["tpot"] <= 8.0 and not best.growing)
                 past = min(p.rate for p in arm.points if p.rate > arm.best.rate)
-                self.assertLessEqual(past, arm.best.rate * (1 + goodput.RATE_RESOLUTION) * 1.001)
+                self.assertLessEqual(past, arm.best.rate * (1 + goodput.RATE_RESOLUTION) * goodput.ROUNDING)
                 above = goodput.simulated_point(DEP, ks, 0.7, spread, arm.best.rate * 1.10, self.SLO, self.traffic,
                                                 costmodel.FIT)
                 self.assertFalse(above.within)

@@ -32,10 +32,9 @@ from .workload import SLO_KEYS, SLO_PERCENTILE, traffic_workload
 RATE_RESOLUTION = 0.05   # the search settles a capacity to 5%: a run past the SLO at most 5% above the best within
                          # (a rate 10% above the best is past it, one 5% below within, where P99s rise with the rate)
 RATE_DIGITS = 3          # rates tried are rounded to 3 significant digits: what a user types into --request-rate
+ROUNDING = 1.01          # a bracket within the resolution but for that rounding (1.05 between 7.93 and 8.33) ends
 SLOW_Z = NORMAL.inv_cdf(SLO_PERCENTILE / 100)   # the slowest 1% of requests accept this many s.d.s below the mean
 SEARCH_RUNS = 10         # runs an arm makes at most
-HOLD_MARGIN = 0.9        # below the edge, a run is tried at this share of the rate that fills the server at its
-                         # E2EL, which grows with the batch (bracket)
 MIN_RATE = 1e-3          # requests/s: the least rate the search tries
 GROWTH = 2.0             # the last tenth's median wait for admission past this many times the middle tenth's: a queue
 WAIT_FLOOR = 0.05        # s: and past this, a step's wait (a server whose requests reach it at once waits for none)
@@ -180,7 +179,7 @@ def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_bat
                      concurrency=held, growing=grows, within=not past, past=past, slo=slo)
 
 
-def estimated_tails(dep, k, alpha, spread, rate, traffic, fit, *, plan_batch=None):
+def estimated_tails(dep, k, alpha, spread, rate, traffic, fit, *, plan_batch=None, held_scale=1.0):
     """{"ttft", "tpot", "e2el": ms} and the concurrency an open-loop run at `rate` shows, by closed forms: what the
     search starts from and steers by (search), never what it reports. The requests in the server are the rate times
     their E2EL (Little's law, solved by iteration); each step carries their decodes and the prompts of the requests
@@ -201,7 +200,7 @@ def estimated_tails(dep, k, alpha, spread, rate, traffic, fit, *, plan_batch=Non
         ttft = fit.request_ms + math.ceil(longest / budget) * step
         settled = rate * (ttft + (answer - 1) * step / tau) / 1e3
         # More than the server holds (holds) or prefills in a step.
-        if settled > holds(cap) or rate * prompt * step / 1e3 > budget:
+        if settled * held_scale > holds(cap) or rate * prompt * step / 1e3 > budget:
             return {"ttft": math.inf, "tpot": math.inf, "e2el": math.inf}, settled
         if abs(settled - c) <= 0.01 * c:
             break
@@ -236,33 +235,36 @@ def bracket(run, start, resolution, runs, guide, held=math.inf):
     `resolution` above it bracket the edge (or `runs` runs, or the least rate past it); held: the requests the
     server holds before a queue forms (holds).
 
-    One side only: below the edge, where guide(point) -> rate puts it from the best run (the closed forms scaled to
-    it) or where the best run's requests in the server, in proportion to the rate, fill what it holds (HOLD_MARGIN
-    of it), whichever is further, and at least a step beyond it: 1 + resolution, squared after each run on the same side (1.05, 1.10, 1.22, 1.48),
+    One side only: below the edge, where guide(point) -> rate puts it from the best run (the closed forms, tails and
+    requests in the server, scaled to it), at least a step beyond it: 1 + resolution, squared after each run on the same side (1.05, 1.10, 1.22, 1.48),
     so that a guide that keeps falling short cannot creep; past it, a step below the least run, for a run past the
-    edge by a queue says little of how far (its TTFT leaps at the cap). Bracketed: where the two runs' tails, linear between them, meet the
-    bounds, kept within the middle half of the bracket (in log), so that it narrows by a quarter at least; after two
-    runs on the same side of it (the tails bend, as a queue's TTFT does at the cap), the bracket's middle in log."""
+    edge by a queue says little of how far (its TTFT leaps at the cap). Bracketed: where the two runs' tails, linear
+    between them, meet the bounds; while the bracket is wide, kept within its middle half (in log), so that it narrows
+    by a quarter at least, or after two runs on the same side of it (the tails bend, as a queue's TTFT does at the
+    cap) its middle; once narrow, a step from the end the estimate lies nearer, which ends the search if it is right."""
     points, side, rate = {}, 0, rounded(start)
     while len(points) < runs:
         points[rate] = point = run(rate)
         best = max((r for r, p in points.items() if p.within), default=0.0)
         high = min((r for r, p in points.items() if not p.within and r > best), default=math.inf)
-        if high <= best * (1 + resolution) * (1 + 1e-9) or (not best and high <= MIN_RATE):
+        if high <= best * (1 + resolution) * ROUNDING or (not best and high <= MIN_RATE):
             break
         same = 1 if point.within else -1
         side = side + same if side * same > 0 else same
         step = (1 + resolution) ** (2 ** (abs(side) - 1))
         if best and math.isfinite(high):
             guess = between(points[best], points[high], point.slo, held)
-            span = math.log(high / best)
-            guess = (min(max(guess, best * math.exp(span / 4)), best * math.exp(3 * span / 4))
-                     if span > 2 * math.log(1 + resolution) and abs(side) < 2 else math.sqrt(best * high))
+            span, near = math.log(high / best), math.log(1 + resolution)
+            if span > 4 * near:   # wide: inside the middle half, or its middle where the tails bend
+                guess = (min(max(guess, best * math.exp(span / 4)), best * math.exp(3 * span / 4))
+                         if abs(side) < 2 else math.sqrt(best * high))
+            else:   # narrow: a run a step from either end ends the search on the side the estimate expects
+                low_end, high_end = best * (1 + resolution), high / (1 + resolution)
+                guess = (high_end if guess >= high_end else low_end if guess <= low_end
+                         else guess) if low_end < high_end else (high_end if guess > math.sqrt(best * high)
+                                                                  else low_end)
         else:
-            near = points[best] if best else None   # below the edge: the rate at which its requests fill the server,
-            filling = near.rate * held / near.concurrency * HOLD_MARGIN if best and near.concurrency else 0.0
-            guess = (min(max(guide(near), best * step, filling), best * 4) if best else   # were they the rate's share
-                     max(high / step, MIN_RATE))
+            guess = min(max(guide(points[best]), best * step), best * 4) if best else max(high / step, MIN_RATE)
         rate = rounded(guess)
         if rate in points:   # rounding lands on a rate run: one digit finer
             rate = float(f"{guess:.{RATE_DIGITS + 2}g}")
@@ -283,22 +285,23 @@ def search(dep, ks, alpha, spread, slo, traffic, fit, plan_batch=None):
     table = ks if isinstance(ks, KTable) else KTable((), 0)
     cap = running_cap(dep, table.ks() != (0,), plan_batch)   # a server that never drafts holds no draft
 
-    def estimate(rate):
-        if not speculative:
-            return estimated_tails(dep, 0, 0.0, 0.0, rate, traffic, fit, plan_batch=plan_batch)[0]
+    def estimate(rate, held_scale=1.0):
+        """(tails, requests in the server) by the closed forms, those requests scaled by held_scale."""
         k = table.at(1)
-        for _ in range(2):   # the table's K at the concurrency that K runs at
-            tails, c = estimated_tails(dep, k, alpha, spread if k else 0.0, rate, traffic, fit, plan_batch=plan_batch)
+        for _ in range(2 if speculative else 1):   # the table's K at the concurrency that K runs at
+            tails, c = estimated_tails(dep, k, alpha, spread if k else 0.0, rate, traffic, fit, plan_batch=plan_batch,
+                                       held_scale=held_scale)
             k = table.at(max(1, round(c))) if math.isfinite(c) else k
-        return tails
+        return tails, c
 
     def guide(near):
-        estimated = estimate(near.rate)
-        return highest_within(estimate, slo, {key: near.tail_ms[key] / estimated[key]
-                                              if 0 < estimated[key] < math.inf else 1.0 for key, _ in slo})
+        estimated, held = estimate(near.rate)
+        scale = {key: near.tail_ms[key] / estimated[key] if 0 < estimated[key] < math.inf else 1.0 for key, _ in slo}
+        held_scale = near.concurrency / held if 0 < held < math.inf and near.concurrency else 1.0
+        return highest_within(lambda rate: estimate(rate, held_scale)[0], slo, scale)
     points = bracket(lambda rate: run_at(dep, ks, alpha, spread, rate, slo, traffic, fit, plan_batch=plan_batch),
-                     highest_within(estimate, slo, {key: 1.0 for key, _ in slo}), RATE_RESOLUTION, SEARCH_RUNS, guide,
-                     holds(cap))
+                     highest_within(lambda rate: estimate(rate)[0], slo, {key: 1.0 for key, _ in slo}),
+                     RATE_RESOLUTION, SEARCH_RUNS, guide, holds(cap))
     ordered = tuple(points[r] for r in sorted(points))
     best = max((p for p in ordered if p.within), key=lambda p: p.rate, default=None)
     after = [p for p in ordered if best is None or p.rate > best.rate]

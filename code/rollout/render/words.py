@@ -123,12 +123,12 @@ def verdict_parts(v, dep):
                                else "") + "); the speedups by batch below are the model's; the benchmark decides."))
     out.append(("steps", f"K by batch size (decode-only speedups): {'; '.join(verdict_steps(v))}."))
     if v.at_slo is not None:
-        out.append(("slo", slo_sentence(v.at_slo)))
+        words = slo_sentence(v.at_slo)
         spec = v.at_slo.speculative.best if v.at_slo.speculative is not None else None
         if spec is not None and spec.concurrency >= 1 and b > spec.concurrency + 2 * spec.concurrency ** 0.5:
-            out.append(("slo", f"A replica at the plan's B = {b} holds more requests than it does at that capacity "
-                               f"(about {spec.concurrency:.0f}): past the SLO's rate there. Send each replica at most "
-                               f"{spec.rate:.3g} requests/s, or bench the plan's batch for throughput, not the SLO."))
+            words += (f" The plan's B = {b} is more than a replica holds there: send each at most "
+                      f"{rate_words(spec.rate)} requests/s to keep the SLO.")
+        out.append(("slo", words))
     if v.k_best and v.k_best != k:
         out.append(("best", f"At B = {b} the best K would be {v.k_best} ({v.speedup_best:.2f}x); the plan runs "
                             f"K = {k}."))
