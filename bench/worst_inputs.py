@@ -64,8 +64,8 @@ def main():
         chunk = 8192   # the step budget on an H100 or H200 (costmodel.step_budget)
         for output, prompt in ((64, 1024), (1024, 1024), (64, 120_000)):
             prompts = min(cli.MAX_BENCH_PROMPTS, work // (2 * (request - (-prompt // chunk))))
-            predict = ["--predict-bench", str(runs), "--num-prompts", str(prompts), "--concurrency", "1", "--ks", "3",
-                       "--alphas", "0.7", "--output-tokens", str(output), "--input-tokens", str(prompt),
+            predict = ["--slo", "none", "--predict-bench", str(runs), "--num-prompts", str(prompts), "--concurrency",
+                       "1", "--ks", "3", "--alphas", "0.7", "--output-tokens", str(output), "--input-tokens", str(prompt),
                        "--context", str(prompt + output)]
             timed(f"--predict-bench, {prompts:,} prompts of {prompt:,} x {output:,} tokens x 2 runs, C = 1",
                   predict + ["--no-write"])
