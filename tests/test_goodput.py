@@ -1,5 +1,6 @@
 """Serving at an SLO: vLLM's goodput counted by hand, --slo's forms, the search's answer against runs of its own,
 and the chart read back through its own axes."""
+import contextlib
 import dataclasses
 import json
 import math
@@ -118,16 +119,25 @@ class GrowingQueue(unittest.TestCase):
         with no more wait for admission: not growing."""
         self.assertFalse(goodput.growing(self.run_of([0.02] * 20, [5.0] * 18 + [7.4, 7.7])))
 
+    TRAFFIC = support.traffic(output_spread=0.0, input_spread=0.0, num_prompts=200)
+    LOOSE = (("ttft", 1e7), ("tpot", 1e5))
+
+    def capped(self, slots):
+        """The server's running cap patched to `slots`, in the search and the simulation, their memos cleared."""
+        from unittest import mock
+        cap = lambda dep, speculative, batch=None: slots   # noqa: E731
+        stack = contextlib.ExitStack()
+        stack.enter_context(mock.patch.object(goodput, "running_cap", cap))
+        stack.enter_context(mock.patch.object(serving, "running_cap", cap))
+        serving.RUN_MEMO.clear()
+        self.addCleanup(serving.RUN_MEMO.clear)
+        return stack
+
     def test_a_growing_queue_is_past_the_slo(self):
         """Past what the server holds (a cap of 4 sequences), the queue grows at any bound: the run is not within."""
-        from unittest import mock
-        traffic = support.traffic(output_spread=0.0, input_spread=0.0, num_prompts=200)
-        cap = lambda dep, speculative, batch=None: 4   # noqa: E731
-        with mock.patch.object(goodput, "running_cap", cap), mock.patch.object(serving, "running_cap", cap):
-            serving.RUN_MEMO.clear()
-            self.addCleanup(serving.RUN_MEMO.clear)
-            loose = (("ttft", 1e7), ("tpot", 1e5))
-            point = goodput.simulated_point(DEP, 0, 0.0, 0.0, 500.0, loose, traffic, costmodel.FIT, plan_batch=4)
+        with self.capped(4):
+            point = goodput.simulated_point(DEP, 0, 0.0, 0.0, 500.0, self.LOOSE, self.TRAFFIC, costmodel.FIT,
+                                            plan_batch=4)
         self.assertTrue(point.growing)
         self.assertFalse(point.within)
         self.assertEqual(point.past, ("queue",))
@@ -136,16 +146,10 @@ class GrowingQueue(unittest.TestCase):
     def test_a_rate_that_holds_more_than_the_cap_queues_in_a_longer_run(self):
         """200 requests sent within 0.4 s to a server of 1,000 slots: all run at once, no queue in this run; but the
         rate times their mean E2EL (Little's law) is past the 1,000 slots, so a longer run would queue: not within."""
-        from unittest import mock
-        traffic = support.traffic(output_spread=0.0, input_spread=0.0, num_prompts=200)
-        cap = lambda dep, speculative, batch=None: 1000   # noqa: E731
-        with mock.patch.object(goodput, "running_cap", cap), mock.patch.object(serving, "running_cap", cap):
-            serving.RUN_MEMO.clear()
-            self.addCleanup(serving.RUN_MEMO.clear)
-            loose = (("ttft", 1e7), ("tpot", 1e5))
-            point = goodput.simulated_point(DEP, 0, 0.0, 0.0, 500.0, loose, traffic, costmodel.FIT)
-            run_ = serving.serve_run(DEP, workload.traffic_workload(DEP, traffic, rate=500.0), 0, 0.0, 0.0,
-                                     traffic.seed, costmodel.FIT)
+        with self.capped(1000):
+            point = goodput.simulated_point(DEP, 0, 0.0, 0.0, 500.0, self.LOOSE, self.TRAFFIC, costmodel.FIT)
+            run_ = serving.serve_run(DEP, workload.traffic_workload(DEP, self.TRAFFIC, rate=500.0), 0, 0.0, 0.0,
+                                     self.TRAFFIC.seed, costmodel.FIT)
         self.assertFalse(goodput.growing(run_))   # no queue within the run
         self.assertGreater(point.concurrency, 1000)
         self.assertEqual((point.growing, point.within, point.past), (True, False, ("queue",)))

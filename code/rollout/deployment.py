@@ -671,12 +671,15 @@ def running_cap(dep, speculative, plan_batch=None):
     >>> running_cap(short, False), running_cap(long, False), running_cap(long, True)
     (1024, 301, 287)
     """
-    engine = dep.engine
-    limit = server_seqs(dep, plan_batch)
-    if engine.reserves_whole_request:   # each running request holds KV for its prompt and its whole answer
+    return max(0, min(server_seqs(dep, plan_batch), seats(dep, speculative)))
+
+
+def seats(dep, speculative):
+    """The sequences whose KV cache fits beside the weights across the replica, the draft's with speculation: at the
+    mean context, or where the engine reserves it, at prompt plus answer (running_cap, rank_cap)."""
+    if dep.engine.reserves_whole_request:   # each running request holds KV for its prompt and its whole answer
         dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
-    fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
-    return max(0, min(limit, fits))
+    return max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
 
 
 def rank_cap(dep, speculative, plan_batch=None):
@@ -688,12 +691,8 @@ def rank_cap(dep, speculative, plan_batch=None):
     One scheduler's cap (running_cap) without attention data parallelism."""
     if not dep.dp_attention:
         return running_cap(dep, speculative, plan_batch)
-    engine = dep.engine
     limit = server_seqs(dep, plan_batch)
-    if engine.reserves_whole_request:
-        dep = replace(dep, context=dep.input_tokens + dep.output_tokens)
-    fits = max_concurrency(dep if speculative else replace(dep, drafter=NO_MODEL))
-    return max(0, min(limit // dep.tp if engine.prefill_budget_per_dp else limit, fits // dep.tp))
+    return max(0, min(limit // dep.tp if dep.engine.prefill_budget_per_dp else limit, seats(dep, speculative) // dep.tp))
 
 
 def token_cost_hidden(dep, tokens_per_seq):

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 
 from .acceptance import round_moments
 from .costmodel import FIT
 from .deployment import max_concurrency, running_cap, step_budget
-from .records import NOT_IN_JSON
 from .releases import accepts, offers
 from .schedule import KTable
 from .simulation import NORMAL
@@ -56,7 +55,6 @@ class LoadPoint:
     growing: bool            #: whether its queue grows (the module's note)
     within: bool             #: whether every P99 the SLO names is within its bound and the queue does not grow
     past: tuple = ()         #: the keys whose P99 is past its bound, and "queue" where it grows
-    slo: tuple = field(default=(), metadata=NOT_IN_JSON)   #: the bounds it was held to, ((key, ms), ...)
 
 
 @dataclass(frozen=True)
@@ -176,7 +174,7 @@ def simulated_point(dep, ks, alpha, spread, rate, slo, traffic, fit, *, plan_bat
                      request_throughput=ranks * result["request_throughput"],
                      output_throughput=ranks * result["output_throughput"],
                      request_goodput=ranks * good_requests(run, dict(slo)) / result["duration"],
-                     concurrency=held, growing=grows, within=not past, past=past, slo=slo)
+                     concurrency=held, growing=grows, within=not past, past=past)
 
 
 def estimated_tails(dep, k, alpha, spread, rate, traffic, fit, *, plan_batch=None, held_scale=1.0):
@@ -230,7 +228,7 @@ def holds(cap):
     return cap - 2 * math.sqrt(cap)
 
 
-def bracket(run, start, resolution, runs, guide, held=math.inf):
+def bracket(run, start, resolution, runs, guide, slo, held=math.inf):
     """{rate: LoadPoint} of runs (run(rate) -> LoadPoint) from `start` until one within the SLO and one past it at most
     `resolution` above it bracket the edge (or `runs` runs, or the least rate past it); held: the requests the
     server holds before a queue forms (holds).
@@ -253,7 +251,7 @@ def bracket(run, start, resolution, runs, guide, held=math.inf):
         side = side + same if side * same > 0 else same
         step = (1 + resolution) ** (2 ** (abs(side) - 1))
         if best and math.isfinite(high):
-            guess = between(points[best], points[high], point.slo, held)
+            guess = between(points[best], points[high], slo, held)
             span, near = math.log(high / best), math.log(1 + resolution)
             if span > 4 * near:   # wide: inside the middle half, or its middle where the tails bend
                 guess = (min(max(guess, best * math.exp(span / 4)), best * math.exp(3 * span / 4))
@@ -301,7 +299,7 @@ def search(dep, ks, alpha, spread, slo, traffic, fit, plan_batch=None):
         return highest_within(lambda rate: estimate(rate, held_scale)[0], slo, scale)
     points = bracket(lambda rate: run_at(dep, ks, alpha, spread, rate, slo, traffic, fit, plan_batch=plan_batch),
                      highest_within(lambda rate: estimate(rate)[0], slo, {key: 1.0 for key, _ in slo}),
-                     RATE_RESOLUTION, SEARCH_RUNS, guide, holds(cap))
+                     RATE_RESOLUTION, SEARCH_RUNS, guide, slo, holds(cap))
     ordered = tuple(points[r] for r in sorted(points))
     best = max((p for p in ordered if p.within), key=lambda p: p.rate, default=None)
     after = [p for p in ordered if best is None or p.rate > best.rate]

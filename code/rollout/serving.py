@@ -521,7 +521,9 @@ def simulate_run(dep, work, k, alpha, spread, seed, fit=FIT, plan_batch=None, *,
         if not prefilling and not decoding:
             t = sends[0][0]
             continue
-        if switch and switch.table.at(len(prefilling) + len(decoding)) != k:   # the table's K at this step's batch
+        # The table's K at this step's batch: the requests the scheduler holds, prefilling or decoding (an assumption:
+        # which count vLLM's proposer keys num_speculative_tokens_per_batch_size on was not read in its source).
+        if switch and switch.table.at(len(prefilling) + len(decoding)) != k:
             k = switch.to(switch.table.at(len(prefilling) + len(decoding)), decoding, decode_steps)
             costs, grid, per_decode = (step_costs(dep, k, fit, ranks, others), step_costs(dep, k, fit),
                                        verify_tokens(dep, k) if k else 1)
